@@ -1,0 +1,102 @@
+"""The small interface every client module implements, and what it returns.
+
+A client module (``claude_code.py``, ``codex.py``, …) has:
+
+* ``NAME``: the client's name as spelled under ``clients:`` in fleet.yaml;
+* ``TARGETS``: a one-line description per file it may write (for README/help);
+* ``render(fleet, key, env) -> list[Patch]``: the files and owned keys it wants;
+* ``probes(fleet, key, env) -> list[ProbeSpec]``: the request(s) the client will send.
+
+It knows its client and nothing else: no file I/O, no format syntax. The engine turns
+patches into edits and writes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any, Mapping
+
+from taosync.formats.base import KeyPath
+
+
+@dataclass
+class Patch:
+    """Desired owned keys of one file.
+
+    ``values`` maps a key path to the plain value taosync owns there (values may contain
+    :class:`~taosync.fleet.secrets.Secret` objects; the engine reveals them on write and
+    makes the file 0600). A key present last time and absent now is deleted.
+    """
+
+    path: Path
+    format: str  # json | toml | yaml | dotenv
+    values: dict[KeyPath, Any]
+    client: str
+    #: what an empty/new file starts as (e.g. Continue's config.yaml needs name/version/schema)
+    skeleton: dict[KeyPath, Any] = field(default_factory=dict)
+    #: True when the file holds the key and must be 0600 even if no value is a Secret
+    secret: bool = False
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """One request a client will send, shaped as it sends it (see clients.md)."""
+
+    client: str
+    route: str | None  # route name, or None when the slot named a model id directly
+    model: str
+    protocol: str  # anthropic-messages | openai-responses | openai-chat
+    base_url: str  # exactly as written into the client's config
+    url: str  # the full URL the client will POST to
+    auth: str  # bearer | x-api-key | both
+    stream: bool = True
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass
+class ClientEnv:
+    """Where client files live on this machine: the home, the environment, the OS.
+
+    With ``--home`` (a sandbox), a location variable such as ``CODEX_HOME`` is honoured
+    only when it points inside that home, so a sandboxed run can never reach the real one.
+    """
+
+    home: Path
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    platform: str = sys.platform  # linux | darwin | win32
+    sandboxed: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def location(self, var: str) -> Path | None:
+        """The path in environment variable ``var``, if set (and allowed)."""
+        raw = self.environ.get(var)
+        if not raw:
+            return None
+        path = Path(os.path.expanduser(raw)) if not self.sandboxed else Path(raw)
+        if self.sandboxed:
+            try:
+                path.resolve().relative_to(self.home.resolve())
+            except ValueError:
+                msg = f"ignoring {var}={raw}: it points outside --home {self.home}"
+                if msg not in self.warnings:
+                    self.warnings.append(msg)
+                return None
+        return path
+
+    def app_data(self) -> Path:
+        """Per-user application data: XDG config (Linux), Application Support, %APPDATA%."""
+        if self.platform == "darwin":
+            return self.home / "Library" / "Application Support"
+        if self.platform == "win32":
+            return self.location("APPDATA") or self.home / "AppData" / "Roaming"
+        return self.location("XDG_CONFIG_HOME") or self.home / ".config"
+
+
+def all_clients() -> dict[str, Any]:
+    """The registry: client name → module. Imports are cheap (no heavy deps)."""
+    from taosync.clients import claude_code, cline, codex, continue_
+
+    return {m.NAME: m for m in (claude_code, codex, cline, continue_)}

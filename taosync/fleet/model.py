@@ -1,0 +1,225 @@
+"""The desired state: what a valid fleet.yaml means, as typed objects.
+
+The JSON schema in ``schemas/fleet.schema.json`` is generated from these classes
+(``taosync schema``), so field descriptions here are also the editor hints users see.
+Cross-field rules (routes name catalogue models, slots name routes or models, …) live
+in :mod:`taosync.fleet.load`, where each problem can be tied to a line and column.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SUPPORTED_VERSIONS = (1,)
+
+SecretsMode = Literal["inline", "reference"]
+ContinueRole = Literal[
+    "chat", "autocomplete", "embed", "rerank", "edit", "apply", "summarize", "subagent"
+]
+ClineEditor = Literal["code", "code-insiders", "vscodium", "cursor", "windsurf"]
+
+#: ``${gateway.base_url}``, ``${gateway.key}``, ``${routes.fast}`` … inside MCP values.
+#: Anything else in ``${…}`` (``${HOME}``, ``${VAR:-x}``) is left for the client to expand.
+FLEET_REFERENCE = re.compile(r"\$\{((?:gateway|routes|models)\.[^}]*|default_route)\}")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Gateway(_Strict):
+    base_url: str = Field(
+        description="The gateway root, e.g. https://taotoken.net/api. Anthropic-shaped "
+        "clients get it as is, OpenAI-shaped ones get it + /v1.",
+        pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://",
+    )
+    key: str = Field(
+        description="A reference to the key: ${env:NAME}, ${file:PATH}, ${cmd:COMMAND} "
+        "(run without a shell) or ${shell:COMMAND}. A literal key works but is warned about.",
+        min_length=1,
+    )
+    anthropic_base_url: str | None = Field(
+        None,
+        description="Override: the exact base URL for Anthropic-shaped clients "
+        "(Claude Code), for gateways that do not serve /v1/messages under the root.",
+        pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://",
+    )
+    openai_base_url: str | None = Field(
+        None,
+        description="Override: the exact base URL for OpenAI-shaped clients (Codex, Cline, "
+        "Continue), for gateways whose OpenAI surface is not root + /v1.",
+        pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra HTTP headers every client sends to the gateway.",
+    )
+
+
+class Model(_Strict):
+    backend: str | None = Field(
+        None, description="A free label for where the model runs (cuda, oneapi, …); "
+        "reported by verify and stats, checked by doctor."
+    )
+    context_window: Annotated[int, Field(gt=0)] | None = Field(
+        None, description="Context window in tokens, for clients that ask."
+    )
+
+
+class _Client(_Strict):
+    enabled: bool = Field(True, description="false leaves this client's files alone "
+                          "(and removes what taosync wrote there before).")
+    secrets: SecretsMode | None = Field(
+        None, description="Override the fleet-wide secrets mode for this client."
+    )
+    mcp: bool = Field(True, description="Write the fleet's mcp_servers into this client.")
+
+
+class ClaudeCode(_Client):
+    model: str | None = Field(None, description="Route or model id for ANTHROPIC_MODEL "
+                              "(default: default_route).")
+    haiku: str | None = Field(None, description="Route or model id for the Haiku slot "
+                              "(background tasks).")
+    sonnet: str | None = Field(None, description="Route or model id for the Sonnet slot "
+                               "(default: the model slot).")
+    opus: str | None = Field(None, description="Route or model id for the Opus slot.")
+
+
+class Codex(_Client):
+    model: str | None = Field(None, description="Route or model id for `model` "
+                              "(default: default_route).")
+    profiles: list[str] = Field(
+        default_factory=list,
+        description="Routes (or model ids) that each get a profile file, so "
+        "`codex -p NAME` uses that model.",
+    )
+    provider_id: str = Field(
+        "taotoken",
+        description="Id of the [model_providers.<id>] table taosync owns "
+        "(never `openai`: Codex reserves it).",
+        pattern=r"^[A-Za-z0-9_-]+$",
+    )
+
+
+class Cline(_Client):
+    model: str | None = Field(None, description="Route or model id (default: default_route).")
+    legacy: bool = Field(
+        True,
+        description="Also write the legacy extension store (globalState.json + "
+        "secrets.json) that Cline 4.x migrates from.",
+    )
+    editors: list[ClineEditor] | Literal["auto"] = Field(
+        "auto",
+        description="VS Code-family editors whose Cline MCP file to write; `auto` = "
+        "those installed (their User/globalStorage exists).",
+    )
+
+
+class Continue(_Client):
+    roles: dict[ContinueRole, str] = Field(
+        default_factory=dict,
+        description="Role → route or model id. Default: chat, edit, apply and "
+        "summarize on default_route.",
+    )
+    secret_name: str = Field(
+        "TAOTOKEN_API_KEY",
+        description="Name used in ${{ secrets.NAME }} when secrets: reference.",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+    )
+
+
+class Clients(_Strict):
+    claude_code: ClaudeCode | None = Field(None, alias="claude-code")
+    codex: Codex | None = None
+    cline: Cline | None = None
+    continue_: Continue | None = Field(None, alias="continue")
+
+
+class McpStdio(_Strict):
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+
+class McpHttp(_Strict):
+    url: str = Field(pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+    transport: Literal["http", "sse"] = Field(
+        "http", description="http = streamable HTTP (the current MCP transport); sse = legacy."
+    )
+
+
+class Verify(_Strict):
+    prompt: str = Field("Reply with OK.", min_length=1)
+    max_tokens: int = Field(16, gt=0, le=4096)
+    timeout: float = Field(20, gt=0, le=600, description="Seconds per probe.")
+    retries: int = Field(2, ge=0, le=10, description="Retries on 429, 5xx and connect errors.")
+
+
+class Fleet(_Strict):
+    """One gateway, its model catalogue, a routing table, and the clients that use them."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        title="taosync fleet",
+        json_schema_extra={"$id": "https://taosync.dev/schemas/fleet.schema.json"},
+    )
+
+    version: Literal[1] = Field(description="Format version of this file.")
+    gateway: Gateway
+    models: dict[str, Model] = Field(
+        min_length=1, description="The catalogue: model id (as the gateway names it) → details."
+    )
+    routes: dict[str, str] = Field(
+        default_factory=dict, description="Task type → catalogue model id."
+    )
+    default_route: str | None = Field(
+        None, description="The route used where a client slot is not set."
+    )
+    secrets: SecretsMode = Field(
+        "inline",
+        description="inline: write the key into client files (mode 0600). reference: keep it "
+        "off disk where the client can read it from the environment or a helper.",
+    )
+    clients: Clients = Field(default_factory=Clients)
+    mcp_servers: dict[str, McpStdio | McpHttp] = Field(default_factory=dict)
+    verify: Verify = Field(default_factory=Verify)
+
+    # -- derived views used by every client --------------------------------------
+
+    def model_for(self, slot: str | None) -> str:
+        """The catalogue id a client slot means: a route name first, else a model id."""
+        if slot is None:
+            slot = self.default_route
+        if slot is None:
+            return next(iter(self.models))
+        if slot in self.routes:
+            return self.routes[slot]
+        return slot
+
+    def secrets_for(self, client: _Client) -> SecretsMode:
+        return client.secrets or self.secrets
+
+    @property
+    def anthropic_url(self) -> str:
+        """Base URL Anthropic-shaped clients append ``/v1/messages`` to (the root)."""
+        return self.gateway.anthropic_base_url or self.gateway.base_url
+
+    @property
+    def openai_url(self) -> str:
+        """Base URL OpenAI-shaped clients append ``/chat/completions`` or ``/responses`` to."""
+        return self.gateway.openai_base_url or self.gateway.base_url + "/v1"
+
+    def enabled_clients(self) -> dict[str, _Client]:
+        """Client name (as spelled in fleet.yaml) → its settings, for enabled clients."""
+        out = {}
+        for field_name, info in Clients.model_fields.items():
+            value = getattr(self.clients, field_name)
+            if value is not None and value.enabled:
+                out[info.alias or field_name] = value
+        return out

@@ -1,0 +1,148 @@
+"""What every format editor offers, and the key paths they understand.
+
+A key path is a tuple of segments. A ``str`` segment names a key in a mapping (a JSON
+object, a TOML table, a YAML mapping, a dotenv file). A :class:`Match` segment names
+the element of a list whose mapping has ``field == value`` (Continue's ``models`` and
+``mcpServers`` lists are keyed by ``name``); setting through a Match that finds no
+element appends ``{field: value}`` to the list first.
+
+Every editor changes only what it is asked to: key order, indentation, comments, blank
+lines and the trailing newline of everything else stay byte for byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Union
+
+
+@dataclass(frozen=True)
+class Match:
+    """The list element whose ``field`` equals ``value``."""
+
+    field: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"[{self.field}={self.value}]"
+
+
+Segment = Union[str, Match]
+KeyPath = tuple[Segment, ...]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()
+
+
+class FormatError(Exception):
+    """A target file that does not parse (or cannot take an edit). Line/column are 1-based."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+    def located(self, path: str) -> str:
+        where = path
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        return f"{where}: {self.message}"
+
+
+class Editor(Protocol):
+    """One per format module (``json_``, ``toml``, ``yaml``, ``dotenv``)."""
+
+    def parse(self, text: str) -> Any:
+        """Text → document. Empty or whitespace-only text is an empty document.
+        Raises FormatError (with line/column) when the text is not valid."""
+
+    def get(self, doc: Any, path: KeyPath) -> Any:
+        """Plain Python value (dict/list/str/int/float/bool/None) at path, or MISSING."""
+
+    def set(self, doc: Any, path: KeyPath, value: Any) -> list[KeyPath]:
+        """Set path to a plain value, creating parents; returns the parent paths it
+        created (so they can be pruned when the key is deleted later). Raises
+        FormatError when a parent exists but is not a mapping/list."""
+
+    def delete(self, doc: Any, path: KeyPath) -> bool:
+        """Remove path if present (an emptied Match element is left for the caller)."""
+
+    def dump(self, doc: Any) -> str:
+        """Document → text; an unedited document dumps to exactly the text parsed."""
+
+
+def keypath_str(path: KeyPath) -> str:
+    """A stable, readable spelling of a key path, used in state, plans and messages."""
+    out = []
+    for seg in path:
+        if isinstance(seg, Match):
+            out.append(str(seg))
+        else:
+            out.append(("." if out else "") + (seg if _plain(seg) else _quote(seg)))
+    return "".join(out)
+
+
+def _plain(seg: str) -> bool:
+    return bool(seg) and all(c.isalnum() or c in "_-" for c in seg)
+
+
+def _quote(seg: str) -> str:
+    return '"' + seg.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def keypath_parse(text: str) -> KeyPath:
+    """Inverse of :func:`keypath_str`."""
+    out: list[Segment] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == ".":
+            i += 1
+            continue
+        if c == "[":
+            end = text.index("]", i)
+            field, value = text[i + 1:end].split("=", 1)
+            out.append(Match(field, value))
+            i = end + 1
+        elif c == '"':
+            j, buf = i + 1, []
+            while text[j] != '"':
+                if text[j] == "\\":
+                    j += 1
+                buf.append(text[j])
+                j += 1
+            out.append("".join(buf))
+            i = j + 1
+        else:
+            j = i
+            while j < n and text[j] not in ".[":
+                j += 1
+            out.append(text[i:j])
+            i = j
+    return tuple(out)
+
+
+def editor_for(fmt: str) -> Editor:
+    """The editor for a format name, imported only when needed (tomlkit/ruamel are slow)."""
+    if fmt == "json":
+        from taosync.formats import json_ as mod
+    elif fmt == "toml":
+        from taosync.formats import toml as mod
+    elif fmt == "yaml":
+        from taosync.formats import yaml as mod
+    elif fmt == "dotenv":
+        from taosync.formats import dotenv as mod
+    else:
+        raise ValueError(f"unknown format {fmt!r}")
+    return mod.EDITOR
