@@ -35,8 +35,11 @@ class Patch:
     format: str  # json | toml | yaml | dotenv
     values: dict[KeyPath, Any]
     client: str
-    #: what an empty/new file starts as (e.g. Continue's config.yaml needs name/version/schema)
+    #: set only where missing, never owned or removed (Continue's name/version/schema)
     skeleton: dict[KeyPath, Any] = field(default_factory=dict)
+    #: owned, but rewritten only when another owned value of this file changes and never
+    #: reported as drift (Cline's ``updatedAt`` timestamp)
+    volatile: dict[KeyPath, Any] = field(default_factory=dict)
     #: True when the file holds the key and must be 0600 even if no value is a Secret
     secret: bool = False
 
