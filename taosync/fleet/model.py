@@ -9,9 +9,12 @@ in :mod:`taosync.fleet.load`, where each problem can be tied to a line and colum
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from taosync.fleet.secrets import Secret
 
 SUPPORTED_VERSIONS = (1,)
 
@@ -24,6 +27,16 @@ ClineEditor = Literal["code", "code-insiders", "vscodium", "cursor", "windsurf"]
 #: ``${gateway.base_url}``, ``${gateway.key}``, ``${routes.fast}`` … inside MCP values.
 #: Anything else in ``${…}`` (``${HOME}``, ``${VAR:-x}``) is left for the client to expand.
 FLEET_REFERENCE = re.compile(r"\$\{((?:gateway|routes|models)\.[^}]*|default_route)\}")
+
+
+def _expand_all(value, fn):
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, list):
+        return [_expand_all(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: _expand_all(v, fn) for k, v in value.items()}
+    return value
 
 
 class _Strict(BaseModel):
@@ -214,6 +227,43 @@ class Fleet(_Strict):
     def openai_url(self) -> str:
         """Base URL OpenAI-shaped clients append ``/chat/completions`` or ``/responses`` to."""
         return self.gateway.openai_base_url or self.gateway.base_url + "/v1"
+
+    def reference_value(self, name: str, key: "Secret | None") -> str:
+        """The value of one ``${…}`` fleet reference (``gateway.key``, ``routes.fast``, …).
+
+        Raises KeyError (with a message) for a reference the fleet cannot satisfy.
+        """
+        if name == "gateway.key":
+            if key is None:
+                raise KeyError("gateway.key is not resolved")
+            return key.reveal()
+        gateway = {
+            "gateway.base_url": self.gateway.base_url,
+            "gateway.anthropic_base_url": self.anthropic_url,
+            "gateway.openai_base_url": self.openai_url,
+        }
+        if name in gateway:
+            return gateway[name]
+        if name == "default_route":
+            return self.model_for(None)
+        kind, _, rest = name.partition(".")
+        if kind == "routes" and rest in self.routes:
+            return self.routes[rest]
+        if kind == "models" and rest in self.models:
+            return rest
+        raise KeyError(f"unknown reference ${{{name}}}")
+
+    def expand(self, text: str, key: "Secret | None") -> str:
+        """``text`` with every fleet reference replaced (other ``${…}`` left as is)."""
+        return FLEET_REFERENCE.sub(lambda m: self.reference_value(m.group(1), key), text)
+
+    def mcp_servers_expanded(self, key: "Secret | None") -> dict[str, McpStdio | McpHttp]:
+        """The MCP servers with fleet references expanded in every string value."""
+        out: dict[str, McpStdio | McpHttp] = {}
+        for name, server in self.mcp_servers.items():
+            data = server.model_dump()
+            out[name] = type(server).model_validate(_expand_all(data, lambda s: self.expand(s, key)))
+        return out
 
     def enabled_clients(self) -> dict[str, _Client]:
         """Client name (as spelled in fleet.yaml) → its settings, for enabled clients."""
