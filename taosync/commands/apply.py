@@ -1,0 +1,83 @@
+"""``taosync apply``: write the fleet into every client's files as one transaction."""
+
+from __future__ import annotations
+
+import click
+
+from taosync.cli import common_options, settings
+from taosync.commands.plan import only_option
+
+
+@click.command("apply")
+@common_options
+@only_option
+@click.option("--dry-run", is_flag=True, help="Plan and show; write nothing.")
+@click.option("--no-verify", is_flag=True, help="Do not send the verification requests.")
+@click.option("--stub", is_flag=True,
+              help="Verify against a stand-in gateway on loopback instead of the real one "
+                   "(the files still name the fleet's gateway).")
+def apply(only, dry_run, no_verify, stub):
+    """Write the fleet into every client's files, changing only owned keys."""
+    from taosync import pipeline, ui
+    from taosync.commands.report import plan_json, print_plan, print_warnings
+    from taosync.engine.apply import RealWriter, RecordingWriter, execute, locked, recover
+
+    s = settings()
+    ctx = pipeline.load(s)
+    only_set = pipeline.check_only(only)
+    print_warnings(ctx)
+    store = ctx.store
+    if dry_run:  # the same path as a real apply, through a writer that only records
+        state = store.load()
+        the_plan = pipeline.make_plan(ctx, state, only_set)
+        execute(the_plan, state, store, RecordingWriter())
+        if s.json:
+            ui.emit_json({"dry_run": True, **plan_json(the_plan, ctx)})
+        else:
+            print_plan(the_plan, ctx, diffs=True)
+            ui.out("dry run: nothing was written")
+        return 0
+
+    with locked(store):
+        state = store.load()
+        recovered = recover(store, state, RealWriter())
+        for path in recovered:
+            ui.warn(f"an earlier apply was interrupted; put back {path}")
+        the_plan = pipeline.make_plan(ctx, state, only_set, for_write=True)
+        result = execute(the_plan, state, store, RealWriter())
+
+    if s.json:
+        report = {"apply_id": result.apply_id, **plan_json(the_plan, ctx)}
+    else:
+        report = None
+        if result.written:
+            print_plan(the_plan, ctx, diffs=s.verbosity > 0)
+            ui.out(f"applied #{result.apply_id}: {len(result.written)} file(s) written "
+                   f"(taosync rollback undoes it)")
+        else:
+            ui.out(f"nothing to do: {len(the_plan.files)} file(s) up to date")
+
+    rc = 0
+    if not no_verify:
+        rc = _verify(ctx, s, only, stub, changed=bool(result.written), report=report)
+    elif report is not None:
+        ui.emit_json(report)
+    return rc
+
+
+def _verify(ctx, s, only, stub, *, changed: bool, report) -> int:
+    """Verify what was written, once the verify module is there."""
+    from taosync import ui
+
+    try:
+        from taosync.commands.verify import verify_after_apply
+    except ImportError:
+        if report is not None:
+            ui.emit_json(report)
+        return 0
+    if report is not None:
+        ui.emit_json(report)
+    if not changed and not stub:
+        ui.out("not verifying: nothing changed (run taosync verify to check anyway)")
+        return 0
+    return verify_after_apply(ctx.loaded, ctx.env, s, only=list(only) or None, stub=stub)

@@ -1,0 +1,67 @@
+"""How plans, applies and drift are shown to people and to scripts (shared by commands)."""
+
+from __future__ import annotations
+
+from taosync import ui
+from taosync.formats.base import MISSING
+from taosync.pipeline import display_path
+
+ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged": "dim"}
+
+
+def print_warnings(ctx) -> None:
+    for w in getattr(ctx.loaded, "warnings", []):
+        ui.warn(w.format() if hasattr(w, "format") else str(w))
+    for w in ctx.env.warnings:
+        ui.warn(w)
+
+
+def shown(value, secret: bool, key) -> object:
+    """A value as it may be shown: the key redacted, MISSING as None."""
+    if value is MISSING:
+        return None
+    if secret and key is not None:
+        import json
+
+        return key.scrub(json.dumps(value, ensure_ascii=False)) if not isinstance(value, str) \
+            else key.scrub(value)
+    return value
+
+
+def plan_json(plan, ctx) -> dict:
+    home = ctx.settings.home_dir
+    files = []
+    for fp in plan.files:
+        files.append({
+            "path": str(fp.path), "display": display_path(fp.path, home),
+            "clients": fp.clients, "format": fp.format, "action": fp.action,
+            "secret": fp.secret,
+            "changes": [{"key": c.path, "kind": c.kind,
+                         "old": shown(c.old, c.secret, ctx.key),
+                         "new": shown(c.new, c.secret, ctx.key)} for c in fp.changes],
+            "diff": fp.diff(ctx.key) if ctx.key is not None else None,
+        })
+    return {"changed": len(plan.changed), "files": files}
+
+
+def print_plan(plan, ctx, *, diffs: bool) -> None:
+    home = ctx.settings.home_dir
+    width = max((len(display_path(f.path, home)) for f in plan.files), default=0)
+    for fp in plan.files:
+        label = ui.style(f"{fp.action:<9}", ACTION_STYLE[fp.action])
+        keys = len(fp.changes)
+        what = f"{keys} key{'s' if keys != 1 else ''}" if fp.changed else "up to date"
+        ui.out(f"{label} {display_path(fp.path, home):<{width}}  "
+               f"{', '.join(fp.clients)}  {what}")
+    if diffs:
+        for fp in plan.changed:
+            text = fp.diff(ctx.key)
+            if text:
+                ui.detail("") if False else None
+                ui.out("")
+                for line in text.rstrip("\n").splitlines():
+                    kind = "ok" if line.startswith("+") else "fail" if line.startswith("-") else "dim"
+                    ui.out(ui.style(line, kind if line[:3] not in ("+++", "---") else "bold"))
+    n = len(plan.changed)
+    ui.out("" if n else "")
+    ui.out(f"{n} file{'s' if n != 1 else ''} to change" if n else "nothing to change")

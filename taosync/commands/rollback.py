@@ -1,0 +1,58 @@
+"""``taosync rollback``: restore the files of the last (or --to N-th) apply."""
+
+from __future__ import annotations
+
+import click
+
+from taosync.cli import common_options, settings
+
+
+@click.command("rollback")
+@common_options
+@click.option("--to", "to", type=int, metavar="N",
+              help="Undo apply N and every later one (default: the last apply).")
+@click.option("--dry-run", is_flag=True, help="Show what would be restored; write nothing.")
+def rollback(to, dry_run):
+    """Restore the files of the last (or --to N-th) apply from its backups."""
+    from taosync import pipeline, ui
+    from taosync.errors import TaosyncError
+    from taosync.commands.report import plan_json, print_plan
+    from taosync.engine.apply import RealWriter, RecordingWriter, execute, locked, recover
+    from taosync.engine.rollback import plan_rollback
+    from taosync.engine.state import StateStore
+    from taosync.pipeline import Context
+
+    s = settings()
+    store = StateStore(s.state_dir())
+    try:  # the fleet's key, to redact diffs; a rollback must work without a valid fleet
+        ctx = pipeline.load(s)
+    except TaosyncError:
+        ctx = Context(s, loaded=None, env=s.client_env(), store=store)
+    if dry_run:
+        state = store.load()
+        the_plan, undone = plan_rollback(store, state, to)
+        execute(the_plan, state, store, RecordingWriter(), kind="rollback")
+        result_files = the_plan.changed
+        apply_id = None
+    else:
+        with locked(store):
+            state = store.load()
+            recover(store, state, RealWriter())
+            the_plan, undone = plan_rollback(store, state, to)
+            result = execute(the_plan, state, store, RealWriter(), kind="rollback")
+            result_files, apply_id = result.written, result.apply_id
+    if s.json:
+        ui.emit_json({"undone": undone, "rollback_id": apply_id, "dry_run": dry_run,
+                      **plan_json(the_plan, ctx)})
+        return 0
+    show_diffs = (dry_run or s.verbosity > 0) and ctx.key is not None
+    print_plan(the_plan, ctx, diffs=show_diffs)
+    what = ", ".join(f"#{i}" for i in undone)
+    if dry_run:
+        ui.out(f"dry run: would undo apply {what}")
+    elif result_files:
+        ui.out(f"rolled back apply {what}: {len(result_files)} file(s) restored "
+               f"(recorded as #{apply_id}; taosync rollback undoes it)")
+    else:
+        ui.out(f"apply {what}: files already as they were; nothing to restore")
+    return 0

@@ -1,0 +1,67 @@
+"""``taosync status``: drift (owned keys edited on disk) and pending changes."""
+
+from __future__ import annotations
+
+import click
+
+from taosync.cli import common_options, settings
+from taosync.commands.plan import only_option
+
+
+@click.command("status")
+@common_options
+@only_option
+def status(only):
+    """Show drift (owned keys edited on disk) and pending changes; exit 1 when either."""
+    from taosync import pipeline, ui
+    from taosync.commands.report import print_warnings, shown
+    from taosync.engine.drift import find_drift
+
+    s = settings()
+    ctx = pipeline.load(s)
+    only_set = pipeline.check_only(only)
+    print_warnings(ctx)
+    state = ctx.store.load()
+    drift = find_drift(state, ctx.store.hmac_key(create=False), only_set)
+    the_plan = pipeline.make_plan(ctx, state, only_set)
+    drifted_files = {d.path for d in drift}
+    pending = [fp for fp in the_plan.changed]
+    home = s.home_dir
+    if s.json:
+        ui.emit_json({
+            "applied": bool(state.applies),
+            "last_apply": state.applies[-1].id if state.applies else None,
+            "drift": [{"path": d.path, "key": d.key, "kind": d.kind,
+                       "old": shown(d.old, d.secret, ctx.key),
+                       "new": shown(d.new, d.secret, ctx.key)} for d in drift],
+            "pending": [{"path": str(fp.path), "action": fp.action, "clients": fp.clients,
+                         "keys": [c.path for c in fp.changes]} for fp in pending],
+        })
+    else:
+        if not state.applies:
+            ui.out("never applied here (taosync apply writes the fleet)")
+        for d in drift:
+            where = pipeline.display_path(d.path, home)
+            if d.kind == "file-missing":
+                ui.out(f"{ui.style('drift', 'fail')}    {where}: the file is gone")
+            elif d.kind == "unreadable":
+                ui.out(f"{ui.style('drift', 'fail')}    {where}: {d.new}")
+            else:
+                old = shown(d.old, d.secret, ctx.key)
+                new = "(removed)" if d.kind == "removed" else shown(d.new, d.secret, ctx.key)
+                ui.out(f"{ui.style('drift', 'fail')}    {where}: {d.key}: "
+                       f"{_fmt(old)} → {_fmt(new)}")
+        for fp in pending:
+            where = pipeline.display_path(fp.path, home)
+            why = "re-asserts drifted keys" if str(fp.path) in drifted_files else \
+                ", ".join(c.path for c in fp.changes[:4]) + (" …" if len(fp.changes) > 4 else "")
+            ui.out(f"{ui.style('pending', 'warn')}  {where}: {fp.action} ({why})")
+        if not drift and not pending:
+            ui.out(f"in sync: {len(the_plan.files)} file(s), no drift, nothing pending")
+    return 1 if drift or pending else 0
+
+
+def _fmt(value) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)

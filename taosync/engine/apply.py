@@ -1,0 +1,280 @@
+"""Apply: write a plan as one transaction — all files or none.
+
+Under an exclusive lock: recover from a previous apply that died mid-way (its journal
+says which files to put back), re-plan against what is on disk now, back up every file
+about to change, write a journal, write each file atomically (temp file in the same
+directory, fsync, rename — through symlinks to the real file), save the state, drop the
+journal. A failing write puts back the files already written, so every file is its old
+or its new content. Writes go through a :class:`Writer` so ``--dry-run`` and tests use
+the very same path (chezmoi's System idea).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Protocol
+
+from taosync.engine.plan import FilePlan, Plan
+from taosync.engine.state import ApplyRecord, State, StateStore, sha256_bytes, write_private
+from taosync.errors import WriteFailed
+
+LOCK_TIMEOUT = 60.0
+
+
+class Writer(Protocol):
+    def write(self, path: Path, data: bytes, mode: int) -> None: ...
+    def remove(self, path: Path) -> None: ...
+
+
+class RealWriter:
+    """Atomic writes: temp file beside the target, fsync, chmod, rename, fsync dir."""
+
+    def write(self, path: Path, data: bytes, mode: int) -> None:
+        parent = path.parent
+        if not parent.exists():
+            parent.mkdir(parents=True, mode=0o700)
+        tmp = parent / f".{path.name}.taosync-{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        _fsync_dir(parent)
+
+    def remove(self, path: Path) -> None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return
+        _fsync_dir(path.parent)
+
+
+@dataclass
+class RecordingWriter:
+    """Writes nothing; remembers what would have been written (dry runs, tests)."""
+
+    writes: list[tuple[Path, bytes, int]] = field(default_factory=list)
+    removed: list[Path] = field(default_factory=list)
+
+    def write(self, path: Path, data: bytes, mode: int) -> None:
+        self.writes.append((path, data, mode))
+
+    def remove(self, path: Path) -> None:
+        self.removed.append(path)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def locked(store: StateStore, timeout: float = LOCK_TIMEOUT):
+    """An exclusive lock on the state directory, so two applies never interleave."""
+    try:
+        store.ensure()
+        fd = os.open(store.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise WriteFailed(f"cannot create the state directory {store.root}: {exc.strerror}") from None
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                _lock(fd)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise WriteFailed(f"another taosync holds {store.lock_path} "
+                                      f"(waited {timeout:g} s); nothing was written") from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _lock(fd: int) -> None:
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            raise BlockingIOError from None
+
+
+def file_mode(fp: FilePlan) -> int:
+    """Keep the file's mode; 0600 for a new file, and for any file holding the key."""
+    if fp.secret:
+        return 0o600
+    if fp.mode is not None:
+        return fp.mode
+    return 0o600 if fp.secret else 0o644
+
+
+@dataclass
+class Result:
+    apply_id: int | None
+    written: list[FilePlan]
+    recovered: list[str] = field(default_factory=list)
+
+
+def recover(store: StateStore, state: State, writer: Writer) -> list[str]:
+    """Put back the files of an apply that died before it finished; returns their paths.
+
+    The state is saved before the journal is dropped, so a journal whose apply is
+    already in the state means that apply finished: only the journal is stale.
+    """
+    try:
+        journal = json.loads(store.journal_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except ValueError:
+        journal = {"files": []}
+    if state.applies and state.applies[-1].id == journal.get("apply_id"):
+        os.unlink(store.journal_path)
+        return []
+    restored = []
+    backup_dir = store.root / journal.get("backup_dir", "")
+    for entry in journal.get("files", []):
+        target = Path(entry["real_path"])
+        if entry["backup"] is None:
+            writer.remove(target)
+        else:
+            data = (backup_dir / entry["backup"]).read_bytes()
+            writer.write(target, data, entry["mode"])
+        restored.append(entry["path"])
+    os.unlink(store.journal_path)
+    return restored
+
+
+def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
+            kind: str = "apply", inputs: dict | None = None) -> Result:
+    """Write every changed file of ``plan`` (already computed under the lock)."""
+    changed = plan.changed
+    new_files = dict(state.files)
+    for fp in plan.files:
+        if fp.new_state is None:
+            new_files.pop(str(fp.path), None)
+        else:
+            new_files[str(fp.path)] = fp.new_state
+    if not changed:
+        if new_files != state.files or (inputs and inputs != state.inputs):
+            state.files = new_files
+            state.inputs = inputs or state.inputs
+            if not isinstance(writer, RecordingWriter):
+                store.save(state)
+        return Result(None, [])
+
+    apply_id = state.next_apply_id()
+    backup_dir = store.backup_dir(apply_id)
+    record = ApplyRecord(apply_id, datetime.now(timezone.utc).isoformat(timespec="seconds"), kind)
+    journal_files = []
+    dry = isinstance(writer, RecordingWriter)
+    if not dry:
+        backup_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for n, fp in enumerate(changed):
+        backup_name = None
+        if fp.old_text is not None:
+            backup_name = f"{n:03d}-{fp.path.name}"
+            if not dry:
+                write_private(backup_dir / backup_name, fp.old_text.encode("utf-8"))
+        prev = state.files.get(str(fp.path))
+        record.files.append({
+            "path": str(fp.path), "backup": backup_name, "mode": fp.mode,
+            "before": _as_json(prev), "action": fp.action,
+        })
+        journal_files.append({"path": str(fp.path), "real_path": str(fp.real_path),
+                              "backup": backup_name, "mode": fp.mode or 0o600})
+    if dry:
+        for fp in changed:
+            _write_one(writer, fp)
+        return Result(apply_id, changed)
+
+    write_private(store.journal_path, json.dumps(
+        {"apply_id": apply_id, "backup_dir": os.path.relpath(backup_dir, store.root),
+         "files": journal_files}).encode("utf-8"))
+    done: list[FilePlan] = []
+    try:
+        for fp in changed:
+            _write_one(writer, fp)
+            done.append(fp)
+    except OSError as exc:
+        failed = changed[len(done)]
+        undo_errors = _undo(writer, done, journal_files, backup_dir)
+        if not undo_errors:
+            os.unlink(store.journal_path)
+        raise WriteFailed(
+            f"{failed.path}: cannot write ({exc.strerror or exc}); "
+            + ("every file was put back as it was" if not undo_errors else
+               "could not put back " + ", ".join(undo_errors) + " — run taosync apply again"),
+        ) from None
+
+    for fp in changed:
+        if fp.new_state is not None:
+            fp.new_state.sha256 = sha256_bytes((fp.new_text or "").encode("utf-8"))
+    state.files = new_files
+    state.applies.append(record)
+    if inputs:
+        state.inputs = inputs
+    store.save(state)
+    os.unlink(store.journal_path)
+    return Result(apply_id, changed)
+
+
+def _write_one(writer: Writer, fp: FilePlan) -> None:
+    if fp.new_text is None:
+        writer.remove(fp.real_path)
+    else:
+        writer.write(fp.real_path, fp.new_text.encode("utf-8"), file_mode(fp))
+
+
+def _undo(writer: Writer, done: list[FilePlan], journal_files, backup_dir: Path) -> list[str]:
+    errors = []
+    by_path = {j["path"]: j for j in journal_files}
+    for fp in reversed(done):
+        entry = by_path[str(fp.path)]
+        try:
+            if entry["backup"] is None:
+                writer.remove(fp.real_path)
+            else:
+                writer.write(fp.real_path, (backup_dir / entry["backup"]).read_bytes(),
+                             entry["mode"])
+        except OSError:
+            errors.append(str(fp.path))
+    return errors
+
+
+def _as_json(fs) -> dict | None:
+    if fs is None:
+        return None
+    from dataclasses import asdict
+
+    return asdict(fs)
+

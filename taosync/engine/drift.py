@@ -1,0 +1,49 @@
+"""Drift: an owned key whose value on disk is not what taosync last wrote."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from taosync.engine.plan import parse_target, read_target
+from taosync.engine.state import State, value_hash
+from taosync.errors import BadInput
+from taosync.formats.base import MISSING, editor_for, keypath_parse
+
+
+@dataclass
+class Drift:
+    path: str
+    key: str
+    kind: str  # changed | removed | file-missing | unreadable
+    old: Any = None  # what taosync wrote (None when it held the key)
+    new: Any = None  # what is there now
+    secret: bool = False
+
+
+def find_drift(state: State, hmac_key: bytes, only: set[str] | None = None) -> list[Drift]:
+    out: list[Drift] = []
+    for path_text, fs in state.files.items():
+        if only is not None and not set(fs.clients) & only:
+            continue
+        path = Path(path_text)
+        try:
+            _, text, _ = read_target(path)
+            if text is None:
+                out.append(Drift(path_text, "", "file-missing"))
+                continue
+            doc = parse_target(editor_for(fs.format), path, text)
+        except BadInput as exc:
+            out.append(Drift(path_text, "", "unreadable", new=exc.message))
+            continue
+        editor = editor_for(fs.format)
+        for key_text, owned in fs.owned.items():
+            if owned.volatile:
+                continue
+            current = editor.get(doc, keypath_parse(key_text))
+            if current is MISSING:
+                out.append(Drift(path_text, key_text, "removed", owned.value, None, owned.secret))
+            elif value_hash(hmac_key, current) != owned.hash:
+                out.append(Drift(path_text, key_text, "changed", owned.value, current, owned.secret))
+    return out

@@ -1,0 +1,301 @@
+"""Plan: apply the desired owned keys to each file's actual text, in memory, and diff.
+
+For every target file: parse what is on disk, set the keys the fleet owns there, delete
+the keys owned last time and no longer desired (pruning containers taosync itself
+created once they are empty), and dump. Nothing touches disk here; a file that does not
+parse stops the whole plan with a message naming it, so ``apply`` writes nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from taosync.engine.state import FileState, OwnedKey, State, canonical, sha256_bytes, value_hash
+from taosync.errors import BadInput
+from taosync.fleet.secrets import Secret
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, editor_for, keypath_parse, keypath_str
+
+
+@dataclass
+class KeyChange:
+    path: str
+    kind: str  # set | delete
+    old: Any = MISSING
+    new: Any = MISSING
+    secret: bool = False
+
+
+@dataclass
+class FilePlan:
+    path: Path  # as the client addresses it
+    real_path: Path  # after following symlinks: what gets written
+    format: str
+    clients: list[str]
+    action: str  # create | update | unchanged | delete
+    old_text: str | None
+    new_text: str | None
+    changes: list[KeyChange]
+    new_state: FileState | None  # None when taosync owns nothing here any more
+    secret: bool
+    mode: int | None  # existing permission bits, None for a new file
+
+    @property
+    def changed(self) -> bool:
+        return self.action != "unchanged"
+
+    def diff(self, key: Secret | None) -> str:
+        """Unified diff with the key redacted."""
+        old = (self.old_text or "").splitlines(keepends=True)
+        new = (self.new_text or "").splitlines(keepends=True)
+        label = str(self.path)
+        text = "".join(
+            _newline_safe(difflib.unified_diff(
+                old, new, fromfile=label if self.old_text is not None else "/dev/null",
+                tofile=label if self.new_text is not None else "/dev/null"))
+        )
+        return key.scrub(text) if key is not None else text
+
+
+@dataclass
+class Plan:
+    files: list[FilePlan] = field(default_factory=list)
+
+    @property
+    def changed(self) -> list[FilePlan]:
+        return [f for f in self.files if f.changed]
+
+
+def materialize(value: Any) -> tuple[Any, bool]:
+    """Plain value with Secrets revealed, and whether it held one."""
+    if isinstance(value, Secret):
+        return value.reveal(), True
+    if isinstance(value, dict):
+        out, found = {}, False
+        for k, v in value.items():
+            out[k], f = materialize(v)
+            found |= f
+        return out, found
+    if isinstance(value, (list, tuple)):
+        items = [materialize(v) for v in value]
+        return [v for v, _ in items], any(f for _, f in items)
+    return value, False
+
+
+def contains(value: Any, needle: str) -> bool:
+    if not needle:
+        return False
+    if isinstance(value, str):
+        return needle in value
+    if isinstance(value, dict):
+        return any(contains(v, needle) for v in value.values())
+    if isinstance(value, list):
+        return any(contains(v, needle) for v in value)
+    return False
+
+
+def read_target(path: Path) -> tuple[Path, str | None, int | None]:
+    """Follow symlinks; return (real path, text or None if absent, mode bits or None)."""
+    real = Path(os.path.realpath(path))
+    try:
+        st = real.stat()
+    except FileNotFoundError:
+        return real, None, None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot be read ({exc.strerror}); taosync changed nothing") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise BadInput(f"{path}: is a directory, not a file; move it aside, taosync changed nothing")
+    try:
+        data = real.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot be read ({exc.strerror}); taosync changed nothing") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: is not UTF-8 (byte {exc.start}); taosync changed nothing") from None
+    return real, text, stat.S_IMODE(st.st_mode)
+
+
+def parse_target(editor, path: Path, text: str | None):
+    try:
+        return editor.parse(text or "")
+    except FormatError as exc:
+        raise BadInput(
+            f"{exc.located(str(path))} — fix the file (or move it aside) and run again; "
+            "taosync changed nothing"
+        ) from None
+
+
+@dataclass
+class Desired:
+    """All owned keys of one file, merged across the patches that name it."""
+
+    path: Path
+    format: str
+    clients: list[str] = field(default_factory=list)
+    values: dict[KeyPath, Any] = field(default_factory=dict)
+    skeleton: dict[KeyPath, Any] = field(default_factory=dict)
+    volatile: dict[KeyPath, Any] = field(default_factory=dict)
+    secret: bool = False
+
+
+def merge_patches(patches) -> dict[str, Desired]:
+    """Group patches by file; two clients asking different values of one key is an error."""
+    out: dict[str, Desired] = {}
+    for patch in patches:
+        key = str(patch.path)
+        d = out.setdefault(key, Desired(patch.path, patch.format))
+        if d.format != patch.format:
+            raise BadInput(f"{patch.path}: rendered as both {d.format} and {patch.format}")
+        if patch.client not in d.clients:
+            d.clients.append(patch.client)
+        for attr in ("values", "skeleton", "volatile"):
+            mine = getattr(d, attr)
+            for kp, v in getattr(patch, attr).items():
+                if kp in mine and canonical(materialize(mine[kp])[0]) != canonical(materialize(v)[0]):
+                    raise BadInput(f"{patch.path}: {keypath_str(kp)} is wanted with two "
+                                   f"different values ({', '.join(d.clients)})")
+                mine[kp] = v
+        d.secret |= patch.secret
+    return out
+
+
+def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
+              key: Secret | None, hmac_key: bytes) -> FilePlan:
+    """Plan one file: desired keys (or None when nothing is desired any more)."""
+    fmt = desired.format if desired else previous.format
+    editor = editor_for(fmt)
+    real, text, mode = read_target(path)
+    doc = parse_target(editor, path, text)
+    secret_text = key.reveal() if key is not None else ""
+    changes: list[KeyChange] = []
+    created: list[str] = list(previous.created) if previous else []
+    owned: dict[str, OwnedKey] = {}
+    holds_secret = bool(desired and desired.secret)
+
+    def do_set(kp: KeyPath, value: Any, is_secret: bool) -> bool:
+        current = editor.get(doc, kp)
+        if current is not MISSING and canonical(current) == canonical(value):
+            return False
+        try:
+            made = editor.set(doc, kp, value)
+        except FormatError as exc:
+            raise BadInput(f"{path}: cannot set {keypath_str(kp)}: {exc.message}; "
+                           "taosync changed nothing") from None
+        for c in made:
+            s = keypath_str(c)
+            if s not in created:
+                created.append(s)
+        changes.append(KeyChange(keypath_str(kp), "set", current, value, is_secret))
+        return True
+
+    if desired:
+        for kp, value in desired.skeleton.items():
+            if editor.get(doc, kp) is MISSING:
+                do_set(kp, materialize(value)[0], False)
+        changed = False
+        for kp, raw in desired.values.items():
+            value, had_secret = materialize(raw)
+            is_secret = had_secret or contains(value, secret_text)
+            holds_secret |= is_secret
+            changed |= do_set(kp, value, is_secret)
+            owned[keypath_str(kp)] = OwnedKey(
+                value_hash(hmac_key, value), None if is_secret else value, is_secret)
+        for kp, raw in desired.volatile.items():
+            value = materialize(raw)[0]
+            current = editor.get(doc, kp)
+            if changed or current is MISSING or text is None:
+                do_set(kp, value, False)
+                current = value
+            owned[keypath_str(kp)] = OwnedKey(value_hash(hmac_key, current), current,
+                                              False, volatile=True)
+
+    # keys owned last time and no longer desired
+    if previous:
+        for kp_text in previous.owned:
+            if kp_text in owned:
+                continue
+            kp = keypath_parse(kp_text)
+            current = editor.get(doc, kp)
+            if current is not MISSING and editor.delete(doc, kp):
+                old_secret = previous.owned[kp_text].secret
+                changes.append(KeyChange(kp_text, "delete", current, MISSING, old_secret))
+    created = _prune(editor, doc, created, keep=owned)
+
+    new_text = editor.dump(doc)
+    created_file = (previous.created_file if previous else False) or text is None
+    if not owned:
+        new_state = None
+        if text is None:
+            new_text = None  # nothing to write and nothing there
+        elif created_file and _is_empty(editor, doc):
+            new_text = None  # taosync made this file and owns nothing in it any more
+    else:
+        new_state = FileState(
+            path=str(path), format=fmt, clients=desired.clients, sha256="",
+            owned=owned, created=created, created_file=created_file, secret=holds_secret)
+
+    if text is None and new_text is None:
+        action = "unchanged"
+    elif text is None:
+        action = "create"
+    elif new_text is None:
+        action = "delete"
+    elif new_text == text:
+        action = "unchanged"
+    else:
+        action = "update"
+    if new_state is not None:
+        new_state.sha256 = sha256_bytes((new_text or "").encode("utf-8"))
+    clients = desired.clients if desired else previous.clients
+    return FilePlan(path, real, fmt, clients, action, text, new_text, changes, new_state,
+                    holds_secret, mode)
+
+
+def _prune(editor, doc, created: list[str], keep: dict[str, OwnedKey]) -> list[str]:
+    """Remove containers taosync created that are now empty; return those still there."""
+    still = []
+    for kp_text in sorted(created, key=lambda s: -len(keypath_parse(s))):
+        kp = keypath_parse(kp_text)
+        current = editor.get(doc, kp)
+        if current is MISSING:
+            continue
+        if any(k == kp_text or k.startswith(kp_text + ".") or k.startswith(kp_text + "[")
+               for k in keep):
+            still.append(kp_text)
+            continue
+        empty = current in ({}, [])
+        if isinstance(kp[-1], Match) and isinstance(current, dict):
+            empty = set(current) <= {kp[-1].field}
+        if empty:
+            editor.delete(doc, kp)
+        else:
+            still.append(kp_text)
+    return sorted(still, key=lambda s: len(keypath_parse(s)))
+
+
+def _is_empty(editor, doc) -> bool:
+    return editor.get(doc, ()) in ({}, None, MISSING)
+
+
+def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,
+               only: set[str] | None = None) -> Plan:
+    """Plan every target file: the ones desired now and the ones owned last time."""
+    desired = merge_patches(patches)
+    plan = Plan()
+    paths = list(desired)
+    for p, fs in state.files.items():
+        if p not in desired and (only is None or set(fs.clients) & only):
+            paths.append(p)
+    for p in paths:
+        plan.files.append(plan_file(desired.get(p), state.files.get(p), Path(p), key, hmac_key))
+    return plan
+
+
+def _newline_safe(lines):
+    for line in lines:
+        yield line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
