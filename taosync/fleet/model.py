@@ -145,30 +145,48 @@ class Continue(_Client):
 
 
 class Clients(_Strict):
-    claude_code: ClaudeCode | None = Field(None, alias="claude-code")
-    codex: Codex | None = None
-    cline: Cline | None = None
-    continue_: Continue | None = Field(None, alias="continue")
+    claude_code: ClaudeCode | None = Field(
+        None, alias="claude-code",
+        description="Claude Code (Anthropic Messages): model, haiku, sonnet, opus slots.")
+    codex: Codex | None = Field(
+        None, description="Codex CLI (OpenAI Responses): model, profiles, provider_id.")
+    cline: Cline | None = Field(
+        None, description="Cline (OpenAI-compatible provider): model, editors, legacy.")
+    continue_: Continue | None = Field(
+        None, alias="continue",
+        description="Continue (config.yaml models): roles → route or model id.")
 
 
 class McpStdio(_Strict):
-    command: str = Field(min_length=1)
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None
+    """An MCP server the client starts as a process (stdio)."""
+
+    command: str = Field(min_length=1, description="The program to start (no shell).")
+    args: list[str] = Field(default_factory=list, description="Its arguments.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Environment for the server; values may use ${gateway.base_url}, "
+        "${gateway.key}, ${routes.NAME}, ${models.ID}, ${default_route}.",
+    )
+    cwd: str | None = Field(None, description="Working directory of the server.")
 
 
 class McpHttp(_Strict):
-    url: str = Field(pattern=r"^https?://")
-    headers: dict[str, str] = Field(default_factory=dict)
+    """An MCP server the client reaches over HTTP."""
+
+    url: str = Field(pattern=r"^https?://", description="The server's http(s) URL.")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP headers; values may use fleet references such as ${gateway.key}.",
+    )
     transport: Literal["http", "sse"] = Field(
         "http", description="http = streamable HTTP (the current MCP transport); sse = legacy."
     )
 
 
 class Verify(_Strict):
-    prompt: str = Field("Reply with OK.", min_length=1)
-    max_tokens: int = Field(16, gt=0, le=4096)
+    prompt: str = Field("Reply with OK.", min_length=1,
+                        description="The prompt of each probe request.")
+    max_tokens: int = Field(16, gt=0, le=4096, description="max_tokens of each probe.")
     timeout: float = Field(20, gt=0, le=600, description="Seconds per probe.")
     retries: int = Field(2, ge=0, le=10, description="Retries on 429, 5xx and connect errors.")
 
@@ -184,7 +202,7 @@ class Fleet(_Strict):
     )
 
     version: Literal[1] = Field(description="Format version of this file.")
-    gateway: Gateway
+    gateway: Gateway = Field(description="The LLM gateway every client talks to.")
     models: dict[str, Model] = Field(
         min_length=1, description="The catalogue: model id (as the gateway names it) → details."
     )
@@ -199,9 +217,18 @@ class Fleet(_Strict):
         description="inline: write the key into client files (mode 0600). reference: keep it "
         "off disk where the client can read it from the environment or a helper.",
     )
-    clients: Clients = Field(default_factory=Clients)
-    mcp_servers: dict[str, McpStdio | McpHttp] = Field(default_factory=dict)
-    verify: Verify = Field(default_factory=Verify)
+    clients: Clients = Field(
+        default_factory=Clients,
+        description="The clients taosync configures; a slot takes a route name or a "
+        "catalogue model id.",
+    )
+    mcp_servers: dict[str, McpStdio | McpHttp] = Field(
+        default_factory=dict,
+        description="MCP servers written into every client with mcp: true: stdio "
+        "(command, args, env, cwd) or http (url, headers, transport).",
+    )
+    verify: Verify = Field(default_factory=Verify,
+                           description="How `taosync verify` probes each backend.")
 
     # -- derived views used by every client --------------------------------------
 
