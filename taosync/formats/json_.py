@@ -1,0 +1,476 @@
+"""Strict JSON, edited as text so that everything not edited stays byte for byte.
+
+Claude Code reads ``settings.json`` with ``JSON.parse``: a ``//`` comment or a trailing
+comma makes it ignore the whole file. So parsing is strict (no JSONC), and every error
+is reported with a 1-based line and column.
+
+How it works: the document is the text itself. Each operation walks the key path with a
+small concrete-syntax scanner that finds the span (start/end offsets) of each member and
+value, using the stdlib's C scanner (``json.decoder.scanstring`` and the decoder's
+``scan_once``) to step over values, so a walk costs one C-speed pass over the ancestors
+of the target (a 1 MB ``~/.claude.json`` takes milliseconds). Edits are splices:
+
+* replacing a value rewrites only that value's span;
+* a new member is appended to the end of its object (a new element to the end of its
+  array) with the indentation of its siblings, or the parent's indentation plus the
+  file's indent unit (detected, default two spaces) when the container was empty; a
+  one-line container gets ``, "k": v`` inline;
+* deleting a member removes it with its comma and its own line;
+* new nested values are rendered by ``json.dumps(indent=<unit>, ensure_ascii=False)``
+  and re-indented to where they land; line endings follow the file (LF or CRLF).
+
+Setting a dict over an existing object updates it key by key (unchanged members keep
+their bytes); lists and scalars are replaced whole. Setting an equal value is a no-op.
+
+Duplicate keys: as with ``JSON.parse``, the last occurrence is the one that counts, so
+get/set act on the last one; delete removes every occurrence. A ``Match`` segment picks
+the first array element that is an object whose ``field`` equals the value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from json.decoder import scanstring
+from typing import Any
+
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, keypath_str
+
+__all__ = ["EDITOR", "JsonDocument", "JsonEditor"]
+
+_WS = re.compile(r"[ \t\n\r]*")
+_INDENT = re.compile(r"[ \t]*")
+_FIRST_INDENTED = re.compile(r"\n([ \t]+)\S")
+_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|(-?(?:NaN|Infinity))')
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_DECODER = json.JSONDecoder()
+_scan = _DECODER.scan_once
+
+
+@dataclass
+class _Item:
+    """One member of an object (``key`` set) or element of an array (``key`` None):
+    offsets into the text; ``key_start == start`` for an element."""
+
+    __slots__ = ("key", "key_start", "key_end", "start", "end")
+    key: str | None
+    key_start: int
+    key_end: int
+    start: int  # value start
+    end: int  # value end (exclusive)
+
+
+@dataclass
+class _Node:
+    """A value reached by a walk: its span (and the item that holds it, if any)."""
+
+    start: int
+    end: int
+
+    def value(self, text: str) -> Any:
+        return _scan(text, self.start)[0]
+
+
+@dataclass
+class JsonDocument:
+    """The text of a JSON file; edits splice it in place.
+
+    ``_layout`` caches, per container start offset, the container's end and its items;
+    a splice shifts the offsets it moves instead of rescanning, so a run of edits on a
+    large file costs one scan of each container on the paths it touches.
+    """
+
+    text: str
+    newline: str = "\n"
+    unit: str = "  "
+    _layout: dict[int, tuple[int, list[_Item]]] = field(default_factory=dict, repr=False)
+    _edited: bool = field(default=False, repr=False)
+
+
+def _ws(text: str, i: int) -> int:
+    return _WS.match(text, i).end()  # type: ignore[union-attr]
+
+
+def _scan_items(text: str, start: int) -> list[_Item]:
+    """Members of the (valid) object, or elements of the array, at ``start``."""
+    close = "}" if text[start] == "{" else "]"
+    i = _ws(text, start + 1)
+    out: list[_Item] = []
+    if text[i] == close:
+        return out
+    while True:
+        if close == "}":
+            key, j = scanstring(text, i + 1)
+            vs = _ws(text, _ws(text, j) + 1)
+        else:
+            key, j, vs = None, i, i
+        ve = _scan(text, vs)[1]
+        out.append(_Item(key, i, j, vs, ve))
+        k = _ws(text, ve)
+        if text[k] == close:
+            return out
+        i = _ws(text, k + 1)
+
+
+def _items(doc: JsonDocument, node: _Node) -> list[_Item]:
+    hit = doc._layout.get(node.start)
+    if hit is not None and hit[0] == node.end:
+        return hit[1]
+    items = _scan_items(doc.text, node.start)
+    doc._layout[node.start] = (node.end, items)
+    return items
+
+
+def _splice(doc: JsonDocument, a: int, b: int, new: str, restructured: int | None = None) -> None:
+    """Replace ``text[a:b]`` with ``new`` and bring the layout cache up to date. The
+    container starting at ``restructured`` gained or lost items: its entry is dropped."""
+    doc.text = doc.text[:a] + new + doc.text[b:]
+    doc._edited = True
+    d = len(new) - (b - a)
+    layout: dict[int, tuple[int, list[_Item]]] = {}
+    for start, (end, items) in doc._layout.items():
+        if start == restructured:
+            continue
+        if end <= a:  # wholly before the splice
+            layout[start] = (end, items)
+        elif start >= b and (start > a or a == b):  # wholly after: shift
+            for it in items:
+                it.key_start += d
+                it.key_end += d
+                it.start += d
+                it.end += d
+            layout[start + d] = (end + d, items)
+        elif start < a and b < end:  # encloses the splice
+            ok = True
+            for it in items:
+                if it.end <= a:
+                    continue
+                if it.key_start >= b:
+                    it.key_start += d
+                    it.key_end += d
+                    it.start += d
+                    it.end += d
+                elif it.start <= a and b <= it.end:
+                    it.end += d
+                else:
+                    ok = False
+                    break
+            if ok:
+                layout[start] = (end + d, items)
+        # else: inside the replaced text, or overlapping it: forget it
+    doc._layout = layout
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON values, telling bool from int and int from float."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, float) and isinstance(b, float) and a == b
+    return isinstance(a, int) and isinstance(b, int) and a == b
+
+
+def _line_col(text: str, pos: int) -> tuple[int, int]:
+    line = text.count("\n", 0, pos) + 1
+    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+def _element_value(seg: Match, rest: KeyPath, value: Any) -> dict:
+    """The new list element that ``seg`` + ``rest`` = ``value`` creates."""
+    if rest:
+        inner = _build(rest, value)
+        if not isinstance(inner, dict):
+            raise FormatError(f"cannot put a list directly inside list element {seg}")
+        return {seg.field: seg.value, **inner}
+    if not isinstance(value, dict):
+        raise FormatError(f"list element {seg} must be a mapping, got {type(value).__name__}")
+    return {seg.field: seg.value, **value}
+
+
+def _build(rest: KeyPath, value: Any) -> Any:
+    """The plain value that, put where ``rest`` starts, holds ``value`` at ``rest``."""
+    if not rest:
+        return value
+    seg = rest[0]
+    if isinstance(seg, Match):
+        return [_element_value(seg, rest[1:], value)]
+    return {seg: _build(rest[1:], value)}
+
+
+def _with_match_field(path: KeyPath, value: Any) -> Any:
+    """Setting a whole Match element: make sure the element still matches."""
+    last = path[-1]
+    if isinstance(last, Match) and isinstance(value, dict) and last.field not in value:
+        return {last.field: last.value, **value}
+    return value
+
+
+class JsonEditor:
+    """Format-preserving strict JSON editor (see the module docstring)."""
+
+    # -- parse / dump -------------------------------------------------------------------
+
+    def parse(self, text: str) -> JsonDocument:
+        nl = text.find("\n")
+        newline = "\r\n" if nl > 0 and text[nl - 1] == "\r" else "\n"
+        doc = JsonDocument(text, newline)
+        if not text.strip(" \t\r\n"):
+            return doc
+        try:
+            json.loads(text, parse_constant=_reject_constant)
+        except json.JSONDecodeError as exc:
+            raise self._explain(text, exc) from None
+        except ValueError as exc:  # NaN / Infinity, refused by _reject_constant
+            pos = next((m.start(1) for m in _CONSTANT.finditer(text) if m.group(1)), None)
+            line, col = _line_col(text, pos) if pos is not None else (None, None)
+            raise FormatError(f"invalid JSON: {exc}", line, col) from None
+        start = _ws(text, 0)
+        if text[start] != "{":
+            line, col = _line_col(text, start)
+            raise FormatError("the top level must be a JSON object", line, col)
+        doc.unit = self._detect_unit(text, start)
+        return doc
+
+    @staticmethod
+    def _explain(text: str, exc: json.JSONDecodeError) -> FormatError:
+        pos = exc.pos
+        msg = exc.msg
+        if text.startswith("\ufeff"):
+            return FormatError("a byte order mark (BOM) is not allowed in JSON", 1, 1)
+        if text.startswith(("//", "/*"), pos):
+            msg = "comments are not allowed in strict JSON"
+        elif pos < len(text) and text[pos] in "}]":
+            prev = len(text[:pos].rstrip(" \t\r\n")) - 1
+            if prev >= 0 and text[prev] == ",":
+                pos = prev
+                msg = "trailing comma is not allowed in strict JSON"
+        line, col = _line_col(text, pos)
+        return FormatError(f"invalid JSON: {msg}", line, col)
+
+    @staticmethod
+    def _detect_unit(text: str, root: int) -> str:
+        members = _scan_items(text, root)
+        if members:
+            first = members[0].key_start
+            ls = text.rfind("\n", root, first)
+            if ls != -1:
+                indent = text[ls + 1:first]
+                if indent and not indent.strip(" \t"):
+                    return indent
+        m = _FIRST_INDENTED.search(text)
+        return m.group(1) if m else "  "
+
+    def dump(self, doc: JsonDocument) -> str:
+        if doc._edited:  # a last guard: never hand back text that is not JSON
+            try:
+                json.loads(doc.text)
+            except ValueError as exc:  # pragma: no cover - would be a bug here
+                raise FormatError(f"internal error: the edit produced invalid JSON ({exc})") from None
+        return doc.text
+
+    # -- walking --------------------------------------------------------------------------
+
+    @staticmethod
+    def _root(doc: JsonDocument) -> _Node | None:
+        text = doc.text
+        start = _ws(text, 0)
+        if start >= len(text):
+            return None
+        return _Node(start, len(text.rstrip(" \t\r\n")))
+
+    def _child(self, doc: JsonDocument, node: _Node, seg: Any, where: KeyPath) -> _Node | None:
+        """The child of ``node`` named by ``seg``, None when absent. FormatError when
+        ``node`` is not the container ``seg`` needs."""
+        text = doc.text
+        if isinstance(seg, Match):
+            if text[node.start] != "[":
+                raise self._not(doc, node, where, "a list")
+            for el in _items(doc, node):
+                if text[el.start] != "{":
+                    continue
+                v = _scan(text, el.start)[0]
+                if v.get(seg.field) == seg.value:
+                    return _Node(el.start, el.end)
+            return None
+        if text[node.start] != "{":
+            raise self._not(doc, node, where, "an object")
+        found = None
+        for m in _items(doc, node):
+            if m.key == seg:
+                found = m
+        return None if found is None else _Node(found.start, found.end)
+
+    @staticmethod
+    def _not(doc: JsonDocument, node: _Node, where: KeyPath, what: str) -> FormatError:
+        line, col = _line_col(doc.text, node.start)
+        name = keypath_str(where) if where else "the top level"
+        return FormatError(f"{name} is not {what}", line, col)
+
+    def _walk(self, doc: JsonDocument, path: KeyPath) -> list[_Node]:
+        """Nodes from the root along ``path`` as far as they exist."""
+        root = self._root(doc)
+        if root is None:
+            return []
+        nodes = [root]
+        for i, seg in enumerate(path):
+            child = self._child(doc, nodes[-1], seg, path[:i])
+            if child is None:
+                break
+            nodes.append(child)
+        return nodes
+
+    # -- the protocol ---------------------------------------------------------------------
+
+    def get(self, doc: JsonDocument, path: KeyPath) -> Any:
+        path = tuple(path)
+        try:
+            nodes = self._walk(doc, path)
+        except FormatError:
+            return MISSING
+        if len(nodes) != len(path) + 1:
+            return MISSING
+        return nodes[-1].value(doc.text)
+
+    def set(self, doc: JsonDocument, path: KeyPath, value: Any) -> list[KeyPath]:
+        path = tuple(path)
+        if not path:
+            raise ValueError("cannot set the whole document")
+        value = _with_match_field(path, value)
+        json.dumps(value, allow_nan=False)  # fail early on values JSON cannot hold
+        nodes = self._walk(doc, path)
+        if not nodes:  # empty file
+            if isinstance(path[0], Match):
+                raise FormatError("the top level must be an object, not a list")
+            doc.text = self._render(doc, _build(path, value), "", inline=False) + doc.newline
+            doc._layout.clear()
+            doc._edited = True
+            return [path[:i] for i in range(1, len(path))]
+        if len(nodes) == len(path) + 1:
+            self._replace(doc, path, nodes, value)
+            return []
+        i = len(nodes) - 1  # path[i] is missing from nodes[-1]
+        seg = path[i]
+        if isinstance(seg, Match):
+            item_value: Any = _element_value(seg, path[i + 1:], value)
+            key = None
+        else:
+            item_value = _build(path[i + 1:], value)
+            key = seg
+        parent = nodes[-2] if len(nodes) > 1 else None
+        self._insert(doc, nodes[-1], parent, key, item_value)
+        return [path[:j] for j in range(i + 1, len(path))]
+
+    def delete(self, doc: JsonDocument, path: KeyPath) -> bool:
+        path = tuple(path)
+        if not path:
+            raise ValueError("cannot delete the whole document")
+        removed = False
+        while True:
+            try:
+                nodes = self._walk(doc, path)
+            except FormatError:
+                return removed
+            if len(nodes) != len(path) + 1:
+                return removed
+            self._remove(doc, nodes[-2], nodes[-1])
+            removed = True
+
+    # -- edits ----------------------------------------------------------------------------
+
+    def _replace(self, doc: JsonDocument, path: KeyPath, nodes: list[_Node], value: Any) -> None:
+        node = nodes[-1]
+        text = doc.text
+        old = node.value(text)
+        if _same(old, value):
+            return
+        if isinstance(value, dict) and isinstance(old, dict):
+            for k, v in value.items():
+                self.set(doc, path + (k,), v)
+            for k in old:
+                if k not in value:
+                    self.delete(doc, path + (k,))
+            return
+        inline = not self._multiline(text, nodes[-2])
+        rendered = self._render(doc, value, self._indent_at(text, node.start), inline)
+        if text[node.start:node.end] != rendered:
+            _splice(doc, node.start, node.end, rendered)
+
+    def _insert(self, doc: JsonDocument, node: _Node, parent: _Node | None, key: str | None, value: Any) -> None:
+        text = doc.text
+        is_obj = text[node.start] == "{"
+        items = _items(doc, node)
+        key_text = json.dumps(key, ensure_ascii=False) if is_obj else ""
+        if items:
+            last = items[-1]
+            if len(items) >= 2:
+                sep: str | None = text[items[-2].end:last.key_start]
+                if "\n" in sep:  # type: ignore[operator]
+                    sep = None
+            else:
+                sep = None if "\n" in text[node.start:items[0].key_start] else ", "
+            if sep is None:
+                indent = self._indent_at(text, last.key_start)
+                sep = "," + doc.newline + indent
+                rendered = self._render(doc, value, indent, inline=False)
+            else:
+                rendered = self._render(doc, value, "", inline=True)
+            kv = key_text + text[last.key_end:last.start] if is_obj else ""
+            _splice(doc, last.end, last.end, sep + kv + rendered, restructured=node.start)
+            return
+        close = "}" if is_obj else "]"
+        kv = key_text + ": " if is_obj else ""
+        if parent is not None and not self._multiline(text, parent):
+            new = text[node.start] + kv + self._render(doc, value, "", inline=True) + close
+        else:
+            outer = self._indent_at(text, node.start)
+            inner = outer + doc.unit
+            body = kv + self._render(doc, value, inner, inline=False)
+            new = text[node.start] + doc.newline + inner + body + doc.newline + outer + close
+        _splice(doc, node.start, node.end, new, restructured=node.start)
+
+    def _remove(self, doc: JsonDocument, container: _Node, node: _Node) -> None:
+        items = _items(doc, container)
+        idx = next(i for i, it in enumerate(items) if it.start == node.start)
+        if len(items) == 1:
+            a, b = container.start + 1, container.end - 1
+        elif idx < len(items) - 1:
+            a, b = items[idx].key_start, items[idx + 1].key_start
+        else:
+            a, b = items[idx - 1].end, items[idx].end
+        _splice(doc, a, b, "", restructured=container.start)
+
+    # -- rendering helpers ----------------------------------------------------------------
+
+    def _render(self, doc: JsonDocument, value: Any, indent: str, inline: bool) -> str:
+        if inline:
+            return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        out = json.dumps(value, indent=doc.unit, ensure_ascii=False, allow_nan=False)
+        if "\n" in out:
+            out = out.replace("\n", doc.newline + indent)
+        return out
+
+    @staticmethod
+    def _indent_at(text: str, pos: int) -> str:
+        ls = text.rfind("\n", 0, pos) + 1
+        return _INDENT.match(text, ls).group(0)  # type: ignore[union-attr]
+
+    @staticmethod
+    def _multiline(text: str, node: _Node) -> bool:
+        return text.find("\n", node.start, node.end) != -1
+
+
+EDITOR = JsonEditor()

@@ -1,0 +1,541 @@
+"""The strict JSON editor: byte preservation, edits, errors, speed, and properties."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from taosync.formats.base import MISSING, FormatError, Match, editor_for
+from taosync.formats.json_ import EDITOR as E
+from taosync.formats.json_ import _scan_items
+
+
+def vars_(item):
+    return (item.key, item.key_start, item.key_end, item.start, item.end)
+
+CLAUDE = """{
+  "$schema": "https://json.schemastore.org/claude-code-settings.json",
+  "permissions": {
+    "allow": [
+      "Bash(npm run lint)",
+      "Bash(git diff:*)",
+      "Read(~/.zshrc)"
+    ],
+    "deny": [
+      "Bash(curl:*)"
+    ],
+    "defaultMode": "acceptEdits"
+  },
+  "hooks": {
+    "PostToolUse": [
+      {
+        "matcher": "Edit|Write",
+        "hooks": [
+          { "type": "command", "command": "prettier --write \\"$FILE\\"" }
+        ]
+      }
+    ]
+  },
+  "statusLine": {"type": "command", "command": "~/.claude/statusline.sh", "padding": 0},
+  "enabledPlugins": {
+    "formatter@acme-tools": true,
+    "deployer@acme-tools": false
+  },
+  "env": {
+    "DISABLE_TELEMETRY": "1",
+    "HTTPS_PROXY": "http://proxy:8080"
+  },
+  "model": "claude-sonnet-4-5",
+  "cleanupPeriodDays": 20
+}
+"""
+
+
+def edit(text, *ops):
+    doc = E.parse(text)
+    for op in ops:
+        if op[0] == "set":
+            E.set(doc, op[1], op[2])
+        else:
+            E.delete(doc, op[1])
+    return E.dump(doc)
+
+
+# -- round trip ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        CLAUDE,
+        "",
+        "   \n\n",
+        "{}",
+        "{}\n",
+        '{"a":1,"b":[1,2,{"c":null}]}',
+        '{\r\n  "a": 1,\r\n  "b": "x"\r\n}\r\n',
+        '{\n\t"a": {\n\t\t"b": true\n\t}\n}',
+        '  {  "a"  :  1  ,  "b" : [ ]  }  \n\n',
+        '{"\\u00e9\\n": "caf\\u00e9 \\"q\\" \\\\ /", "é": 1.50e3}',
+    ],
+)
+def test_round_trip_is_exact(text):
+    assert E.dump(E.parse(text)) == text
+
+
+def test_editor_for_finds_it():
+    assert editor_for("json") is E
+
+
+# -- get ---------------------------------------------------------------------------------
+
+
+def test_get_returns_plain_values():
+    doc = E.parse(CLAUDE)
+    assert E.get(doc, ("env",)) == {"DISABLE_TELEMETRY": "1", "HTTPS_PROXY": "http://proxy:8080"}
+    assert E.get(doc, ("permissions", "deny")) == ["Bash(curl:*)"]
+    assert E.get(doc, ("enabledPlugins", "formatter@acme-tools")) is True
+    assert E.get(doc, ("cleanupPeriodDays",)) == 20
+    assert E.get(doc, ("nope",)) is MISSING
+    assert E.get(doc, ("model", "deeper")) is MISSING  # through a scalar
+    assert E.get(doc, ("hooks", "PostToolUse", Match("matcher", "Edit|Write"), "hooks")) == [
+        {"type": "command", "command": 'prettier --write "$FILE"'}
+    ]
+    assert E.get(E.parse(""), ("a",)) is MISSING
+
+
+def test_keys_are_literal_segments():
+    text = '{\n  "projects": {\n    "/home/u/proj": {"allowedTools": []},\n    "a.b": 1\n  }\n}\n'
+    doc = E.parse(text)
+    assert E.get(doc, ("projects", "/home/u/proj", "allowedTools")) == []
+    assert E.get(doc, ("projects", "a.b")) == 1
+    assert E.get(doc, ("projects", "a", "b")) is MISSING
+    E.set(doc, ("projects", "/home/u/other proj", "trust"), True)
+    assert json.loads(E.dump(doc))["projects"]["/home/u/other proj"] == {"trust": True}
+
+
+def test_duplicate_keys_last_one_counts():
+    text = '{\n  "a": 1,\n  "b": 0,\n  "a": 2\n}\n'
+    doc = E.parse(text)
+    assert E.get(doc, ("a",)) == 2
+    E.set(doc, ("a",), 3)
+    assert E.dump(doc) == '{\n  "a": 1,\n  "b": 0,\n  "a": 3\n}\n'
+    assert E.delete(doc, ("a",)) is True
+    assert E.dump(doc) == '{\n  "b": 0\n}\n'
+    assert E.get(doc, ("a",)) is MISSING
+
+
+# -- set: replacing ----------------------------------------------------------------------
+
+
+def test_replace_scalar_changes_only_its_span():
+    out = edit(CLAUDE, ("set", ("model",), "tao/claude-opus"))
+    assert out == CLAUDE.replace('"claude-sonnet-4-5"', '"tao/claude-opus"')
+
+
+def test_equal_value_leaves_text_identical():
+    doc = E.parse(CLAUDE)
+    assert E.set(doc, ("env",), {"HTTPS_PROXY": "http://proxy:8080", "DISABLE_TELEMETRY": "1"}) == []
+    E.set(doc, ("statusLine",), {"type": "command", "command": "~/.claude/statusline.sh", "padding": 0})
+    E.set(doc, ("cleanupPeriodDays",), 20)
+    E.set(doc, ("enabledPlugins", "deployer@acme-tools"), False)
+    E.set(doc, ("permissions", "allow"), ["Bash(npm run lint)", "Bash(git diff:*)", "Read(~/.zshrc)"])
+    assert E.dump(doc) == CLAUDE
+
+
+def test_type_changes_are_changes():
+    assert edit('{"a": 1}', ("set", ("a",), True)) == '{"a": true}'
+    assert edit('{"a": 1}', ("set", ("a",), 1.0)) == '{"a": 1.0}'
+    assert edit('{"a": 0}', ("set", ("a",), None)) == '{"a": null}'
+    assert edit('{"a": "1"}', ("set", ("a",), 1)) == '{"a": 1}'
+
+
+def test_strings_are_json_dumped_without_ascii_escaping():
+    out = edit('{\n  "a": 1\n}', ("set", ("a",), 'café "q" \\ \n'))
+    assert out == '{\n  "a": "café \\"q\\" \\\\ \\n"\n}'
+    assert json.loads(out)["a"] == 'café "q" \\ \n'
+
+
+def test_dict_over_object_updates_member_by_member():
+    out = edit(CLAUDE, ("set", ("env",), {"DISABLE_TELEMETRY": "1", "ANTHROPIC_BASE_URL": "https://t"}))
+    assert out == CLAUDE.replace(
+        '    "DISABLE_TELEMETRY": "1",\n    "HTTPS_PROXY": "http://proxy:8080"\n',
+        '    "DISABLE_TELEMETRY": "1",\n    "ANTHROPIC_BASE_URL": "https://t"\n',
+    )
+
+
+def test_replace_with_nested_value_is_reindented():
+    out = edit(CLAUDE, ("set", ("permissions", "deny"), {"x": [1, {"y": 2}]}))
+    assert out == CLAUDE.replace(
+        '    "deny": [\n      "Bash(curl:*)"\n    ],\n',
+        '    "deny": {\n      "x": [\n        1,\n        {\n          "y": 2\n        }\n      ]\n    },\n',
+    )
+
+
+def test_replace_in_one_line_object_stays_inline():
+    out = edit(CLAUDE, ("set", ("statusLine", "padding"), [1, 2]))
+    assert out == CLAUDE.replace('"padding": 0}', '"padding": [1, 2]}')
+
+
+# -- set: inserting ----------------------------------------------------------------------
+
+
+def test_new_member_goes_last_with_sibling_indentation():
+    doc = E.parse(CLAUDE)
+    assert E.set(doc, ("env", "ANTHROPIC_BASE_URL"), "https://gw.example/anthropic") == []
+    assert E.dump(doc) == CLAUDE.replace(
+        '    "HTTPS_PROXY": "http://proxy:8080"\n',
+        '    "HTTPS_PROXY": "http://proxy:8080",\n    "ANTHROPIC_BASE_URL": "https://gw.example/anthropic"\n',
+    )
+
+
+def test_new_nested_path_creates_parents_and_reports_them():
+    doc = E.parse(CLAUDE)
+    created = E.set(doc, ("a", "b", "c"), {"k": [1]})
+    assert created == [("a",), ("a", "b")]
+    assert E.dump(doc) == CLAUDE.replace(
+        '  "cleanupPeriodDays": 20\n}',
+        '  "cleanupPeriodDays": 20,\n  "a": {\n    "b": {\n      "c": {\n        "k": [\n'
+        "          1\n        ]\n      }\n    }\n  }\n}",
+    )
+
+
+def test_one_line_object_gets_inline_member():
+    assert edit('{"a": 1}', ("set", ("b",), {"c": [1, 2]})) == '{"a": 1, "b": {"c": [1, 2]}}'
+    assert edit('{"a":1,"b":2}', ("set", ("c",), 3)) == '{"a":1,"b":2,"c":3}'
+    out = edit(CLAUDE, ("set", ("statusLine", "x"), 1))
+    assert out == CLAUDE.replace('"padding": 0}', '"padding": 0, "x": 1}')
+
+
+def test_empty_object_is_expanded():
+    assert edit("{}", ("set", ("a",), 1)) == '{\n  "a": 1\n}'
+    assert edit("{}\n", ("set", ("a",), {"b": 1})) == '{\n  "a": {\n    "b": 1\n  }\n}\n'
+    assert edit('{\n  "x": {},\n  "y": 1\n}\n', ("set", ("x", "k"), "v")) == (
+        '{\n  "x": {\n    "k": "v"\n  },\n  "y": 1\n}\n'
+    )
+    assert edit('{\n  "x": { }\n}', ("set", ("x", "k"), 1)) == '{\n  "x": {\n    "k": 1\n  }\n}'
+    # an empty object inside a one-line object stays one line
+    assert edit('{"x": {}, "y": 1}', ("set", ("x", "k"), 1)) == '{"x": {"k": 1}, "y": 1}'
+
+
+def test_empty_text_gets_a_formatted_document():
+    for text in ("", "  \n"):
+        doc = E.parse(text)
+        assert E.get(doc, ("a",)) is MISSING
+        assert E.set(doc, ("env", "K"), "v") == [("env",)]
+        assert E.dump(doc) == '{\n  "env": {\n    "K": "v"\n  }\n}\n'
+
+
+def test_indent_unit_is_detected():
+    four = '{\n    "a": {\n        "b": 1\n    }\n}\n'
+    assert edit(four, ("set", ("c", "d"), 1)) == (
+        '{\n    "a": {\n        "b": 1\n    },\n    "c": {\n        "d": 1\n    }\n}\n'
+    )
+    tabs = '{\n\t"a": 1\n}'
+    assert edit(tabs, ("set", ("b", "c"), [1])) == '{\n\t"a": 1,\n\t"b": {\n\t\t"c": [\n\t\t\t1\n\t\t]\n\t}\n}'
+    # the unit comes from a nested level when the top level has no members yet
+    assert edit('{}', ("set", ("b",), {"c": 1})) == '{\n  "b": {\n    "c": 1\n  }\n}'
+
+
+def test_crlf_is_kept_in_new_lines():
+    text = '{\r\n  "a": 1\r\n}\r\n'
+    out = edit(text, ("set", ("b", "c"), 2))
+    assert out == '{\r\n  "a": 1,\r\n  "b": {\r\n    "c": 2\r\n  }\r\n}\r\n'
+    assert "\n" not in out.replace("\r\n", "")
+
+
+def test_missing_trailing_newline_stays_missing():
+    text = '{\n  "a": 1\n}'
+    assert edit(text, ("set", ("b",), 2)) == '{\n  "a": 1,\n  "b": 2\n}'
+
+
+def test_parent_that_is_not_an_object_is_an_error():
+    doc = E.parse('{\n  "model": "x",\n  "l": [1]\n}')
+    with pytest.raises(FormatError) as err:
+        E.set(doc, ("model", "sub"), 1)
+    assert (err.value.line, err.value.column) == (2, 12)
+    assert "model" in err.value.message
+    with pytest.raises(FormatError):
+        E.set(doc, ("l", "k"), 1)
+    with pytest.raises(FormatError):
+        E.set(doc, ("model", Match("name", "x")), {})
+
+
+def test_values_json_cannot_hold_are_refused():
+    doc = E.parse("{}")
+    with pytest.raises(ValueError):
+        E.set(doc, ("a",), float("nan"))
+    assert E.dump(doc) == "{}"
+
+
+# -- Match segments --------------------------------------------------------------------
+
+LIST = """{
+  "servers": [
+    {
+      "name": "a",
+      "url": "http://a"
+    },
+    {
+      "name": "b",
+      "url": "http://b"
+    }
+  ]
+}
+"""
+
+
+def test_match_selects_and_edits_one_element():
+    doc = E.parse(LIST)
+    assert E.get(doc, ("servers", Match("name", "b"), "url")) == "http://b"
+    assert E.set(doc, ("servers", Match("name", "b"), "url"), "http://B") == []
+    assert E.dump(doc) == LIST.replace('"http://b"', '"http://B"')
+
+
+def test_match_miss_appends_an_element():
+    doc = E.parse(LIST)
+    created = E.set(doc, ("servers", Match("name", "c"), "url"), "http://c")
+    assert created == [("servers", Match("name", "c"))]
+    assert E.dump(doc) == LIST.replace(
+        '      "url": "http://b"\n    }\n',
+        '      "url": "http://b"\n    },\n    {\n      "name": "c",\n      "url": "http://c"\n    }\n',
+    )
+    assert E.delete(doc, ("servers", Match("name", "c"))) is True
+    assert E.dump(doc) == LIST
+
+
+def test_match_creates_the_list():
+    doc = E.parse('{\n  "x": 1\n}\n')
+    created = E.set(doc, ("servers", Match("name", "a"), "url"), "u")
+    assert created == [("servers",), ("servers", Match("name", "a"))]
+    assert json.loads(E.dump(doc)) == {"x": 1, "servers": [{"name": "a", "url": "u"}]}
+    assert E.set(doc, ("servers", Match("name", "b")), {"url": "v"}) == []
+    assert E.get(doc, ("servers",)) == [{"name": "a", "url": "u"}, {"name": "b", "url": "v"}]
+
+
+def test_match_in_one_line_list():
+    text = '{"l": [{"name": "a"}, {"name": "b"}]}'
+    assert edit(text, ("set", ("l", Match("name", "c"), "v"), 1)) == (
+        '{"l": [{"name": "a"}, {"name": "b"}, {"name": "c", "v": 1}]}'
+    )
+    assert edit(text, ("delete", ("l", Match("name", "a")))) == '{"l": [{"name": "b"}]}'
+
+
+# -- delete ------------------------------------------------------------------------------
+
+
+def test_delete_removes_member_comma_and_line():
+    doc = E.parse(CLAUDE)
+    assert E.delete(doc, ("env", "DISABLE_TELEMETRY")) is True
+    assert E.dump(doc) == CLAUDE.replace('    "DISABLE_TELEMETRY": "1",\n', "")
+    doc = E.parse(CLAUDE)
+    E.delete(doc, ("env", "HTTPS_PROXY"))
+    assert E.dump(doc) == CLAUDE.replace(',\n    "HTTPS_PROXY": "http://proxy:8080"', "")
+    doc = E.parse(CLAUDE)
+    E.delete(doc, ("cleanupPeriodDays",))
+    assert E.dump(doc) == CLAUDE.replace(',\n  "cleanupPeriodDays": 20', "")
+    doc = E.parse(CLAUDE)
+    E.delete(doc, ("permissions", "deny", "x"))  # through a list: nothing
+    E.delete(doc, ("permissions", "deny"))
+    assert E.dump(doc) == CLAUDE.replace('    "deny": [\n      "Bash(curl:*)"\n    ],\n', "")
+
+
+def test_delete_last_member_leaves_empty_object_and_never_prunes():
+    doc = E.parse('{\n  "env": {\n    "K": "v"\n  }\n}\n')
+    assert E.delete(doc, ("env", "K")) is True
+    assert E.dump(doc) == '{\n  "env": {}\n}\n'
+    assert E.delete(doc, ("env", "K")) is False
+    assert E.delete(doc, ("env",)) is True
+    assert E.dump(doc) == "{}\n"
+
+
+def test_delete_inline():
+    assert edit('{"a": 1, "b": 2, "c": 3}', ("delete", ("b",))) == '{"a": 1, "c": 3}'
+    assert edit('{"a": 1, "b": 2, "c": 3}', ("delete", ("c",))) == '{"a": 1, "b": 2}'
+    assert edit('{"a": 1, "b": 2, "c": 3}', ("delete", ("a",))) == '{"b": 2, "c": 3}'
+
+
+def test_delete_missing_is_false():
+    doc = E.parse(CLAUDE)
+    assert E.delete(doc, ("nope", "x")) is False
+    assert E.delete(doc, ("model", "x")) is False
+    assert E.delete(E.parse(""), ("a",)) is False
+    assert E.dump(doc) == CLAUDE
+
+
+def test_set_then_delete_and_prune_restores_bytes():
+    doc = E.parse(CLAUDE)
+    values = {
+        ("env", "ANTHROPIC_BASE_URL"): "https://gw",
+        ("env", "ANTHROPIC_AUTH_TOKEN"): "sk-x",
+        ("apiKeyHelper",): "echo hi",
+        ("tao", "routes", "main"): {"model": "x"},
+    }
+    created = []
+    for path, value in values.items():
+        created += E.set(doc, path, value)
+    assert created == [("tao",), ("tao", "routes")]
+    for path in values:
+        E.delete(doc, path)
+    for path in reversed(created):
+        if E.get(doc, path) == {}:
+            E.delete(doc, path)
+    assert E.dump(doc) == CLAUDE
+
+
+# -- errors ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, line, column, word",
+    [
+        ('{\n  // a comment\n  "a": 1\n}', 2, 3, "comment"),
+        ('{\n  "a": 1 /* c */\n}', 2, 10, "comment"),
+        ('{\n  "a": 1,\n}', 2, 9, "trailing comma"),
+        ('{"a": [1, 2,]}', 1, 12, "trailing comma"),
+        ('{\n  "a": 1\n  "b": 2\n}', 3, 3, "delimiter"),
+        ('{\n  "a": tru\n}', 2, 8, "value"),
+        ('{\n  "a": "x\n"}', 2, 10, "control"),
+        ("{'a': 1}", 1, 2, "property name"),
+        ('{"a": 1}\n{"b": 2}', 2, 1, "Extra data"),
+        ('{"a": 1', 1, 8, "delimiter"),
+        ("[1, 2]", 1, 1, "object"),
+        ('  "x"', 1, 3, "object"),
+        ("null", 1, 1, "object"),
+        ('{"a": NaN}', 1, 7, "NaN"),
+        ("\ufeff{}", 1, 1, "BOM"),
+    ],
+)
+def test_errors_carry_line_and_column(text, line, column, word):
+    with pytest.raises(FormatError) as err:
+        E.parse(text)
+    assert (err.value.line, err.value.column) == (line, column)
+    assert word.lower() in err.value.message.lower()
+
+
+# -- speed ---------------------------------------------------------------------------------
+
+
+def test_large_file_edits_are_fast():
+    projects = {
+        f"/home/u/project-{i}": {
+            "allowedTools": [],
+            "history": [{"display": "x" * 200, "pastedContents": {}} for _ in range(5)],
+            "hasTrustDialogAccepted": True,
+        }
+        for i in range(800)
+    }
+    text = json.dumps({"numStartups": 3, "projects": projects, "userID": "abc"}, indent=2)
+    assert len(text) > 1_000_000
+    t0 = time.perf_counter()
+    doc = E.parse(text)
+    for i in range(30):
+        E.set(doc, ("projects", f"/home/u/project-{i * 7}", "hasTrustDialogAccepted"), False)
+        E.set(doc, ("env", f"K{i}"), str(i))
+    E.delete(doc, ("userID",))
+    out = E.dump(doc)
+    assert time.perf_counter() - t0 < 3.0
+    data = json.loads(out)
+    assert data["projects"]["/home/u/project-7"]["hasTrustDialogAccepted"] is False
+    assert data["env"]["K29"] == "29" and "userID" not in data
+
+
+# -- properties ----------------------------------------------------------------------------
+
+keys = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=8))
+plain = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)),
+    max_leaves=12,
+)
+documents = st.dictionaries(keys, plain, max_size=5)
+indents = st.sampled_from([None, 1, 2, 4, "\t"])
+small_keys = st.sampled_from(["a", "b", "c", "x.y", "/p q"])
+paths = st.lists(small_keys, min_size=1, max_size=3).map(tuple)
+ops = st.lists(
+    st.one_of(st.tuples(st.just("set"), paths, plain), st.tuples(st.just("delete"), paths, st.none())),
+    max_size=8,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(x=st.one_of(plain, documents), indent=indents)
+def test_property_round_trip(x, indent):
+    text = json.dumps({"k": x, "n": [1.5, -0.0, 1e300]}, indent=indent, ensure_ascii=False)
+    assert E.dump(E.parse(text)) == text
+
+
+def _model_set(model, path, value):
+    """What the editor promises, on a plain dict (dict-over-dict updates in place)."""
+    created = []
+    cur = model
+    for i, key in enumerate(path[:-1]):
+        if key not in cur:
+            cur[key] = {}
+            created.append(path[: i + 1])
+        cur = cur[key]
+        if not isinstance(cur, dict):
+            raise FormatError("not an object")
+    last = path[-1]
+    if isinstance(cur.get(last), dict) and isinstance(value, dict):
+        for k, v in value.items():
+            _model_set(cur[last], (k,), v)
+        for k in [k for k in cur[last] if k not in value]:
+            del cur[last][k]
+    elif last not in cur or json.dumps(cur[last], sort_keys=True) != json.dumps(value, sort_keys=True):
+        cur[last] = json.loads(json.dumps(value))
+    return created
+
+
+def _model_delete(model, path):
+    cur = model
+    for key in path[:-1]:
+        if not isinstance(cur, dict) or key not in cur:
+            return False
+        cur = cur[key]
+    if isinstance(cur, dict) and path[-1] in cur:
+        del cur[path[-1]]
+        return True
+    return False
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(x=documents, indent=indents, ops=ops)
+def test_property_edits_match_a_plain_model(x, indent, ops):
+    text = json.dumps(x, indent=indent, ensure_ascii=False)
+    doc = E.parse(text)
+    model = json.loads(text)
+    for kind, path, value in ops:
+        if kind == "set":
+            try:
+                expected = _model_set(model, path, value)
+            except FormatError:
+                with pytest.raises(FormatError):
+                    E.set(doc, path, value)
+                continue
+            assert E.set(doc, path, value) == expected
+        else:
+            assert E.delete(doc, path) == _model_delete(model, path)
+        if kind == "set":
+            assert E.get(doc, path) == value
+        else:
+            assert E.get(doc, path) is MISSING
+    out = E.dump(doc)
+    assert json.loads(out) == model
+    for start, (end, items) in doc._layout.items():  # the span cache matches a rescan
+        assert [vars_(i) for i in items] == [vars_(i) for i in _scan_items(out, start)]
+        assert out[end - 1] in "}]"
+    if indent is not None and (x or indent == 2):
+        # appended members and re-rendered values follow the file's own layout exactly
+        assert out == json.dumps(model, indent=indent, ensure_ascii=False)
+    for path in {p for _, p, _ in ops}:
+        got = E.get(doc, path)
+        cur = model
+        for key in path:
+            cur = cur.get(key, MISSING) if isinstance(cur, dict) else MISSING
+        assert got == cur or (got is MISSING and cur is MISSING)
