@@ -264,6 +264,7 @@ def _tokens(text: str) -> int:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and SSE events are small separate writes
     server_version = "taosync-stub/1"
     sys_version = ""
     stub: Stub

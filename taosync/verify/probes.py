@@ -1,0 +1,466 @@
+"""What to probe, and the exact request each probe sends.
+
+Each client module says which requests its client will send (``probes()`` →
+:class:`~taosync.clients.base.ProbeSpec`). Several clients often send the same request
+(Cline and Continue both POST ``{root}/v1/chat/completions`` for the same model), so specs
+are grouped by (protocol, URL, model, auth) into one :class:`ProbeGroup` that remembers every
+client and route it stands for. The request body and headers are shaped as the client sends
+them (clients.md, "Request" lines). The response parsers turn an SSE stream or a JSON body
+into a :class:`Completion` and say whether it is a well-formed answer.
+
+Standard library only: httpx is imported by the runner.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+from urllib.parse import urlsplit
+
+from taosync.errors import BadInput
+
+#: protocol → the path a client appends to its base URL (after any /v1)
+SUFFIX = {
+    "anthropic-messages": "/messages",
+    "openai-responses": "/responses",
+    "openai-chat": "/chat/completions",
+}
+ANTHROPIC_VERSION = "2023-06-01"
+ANTHROPIC_BETA = "claude-code-20250219"
+USER_AGENT = "taosync-verify"
+
+
+@dataclass
+class ProbeGroup:
+    """One distinct request, standing for every client/route that sends it."""
+
+    protocol: str
+    url: str
+    model: str
+    auth: str
+    base_url: str
+    stream: bool = True
+    headers: tuple[tuple[str, str], ...] = ()
+    clients: list[str] = field(default_factory=list)
+    routes: list[str | None] = field(default_factory=list)
+    backend: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.protocol, self.url, self.model, self.auth)
+
+    def add(self, client: str, route: str | None) -> None:
+        if client not in self.clients:
+            self.clients.append(client)
+        if route not in self.routes:
+            self.routes.append(route)
+
+
+def group_specs(specs: Iterable[Any], fleet: Any = None) -> list[ProbeGroup]:
+    """ProbeSpecs (or groups, passed through) → groups, in first-seen order."""
+    groups: dict[tuple, ProbeGroup] = {}
+    for spec in specs:
+        if isinstance(spec, ProbeGroup):
+            groups.setdefault(spec.key, spec)
+            continue
+        key = (spec.protocol, spec.url, spec.model, spec.auth)
+        group = groups.get(key)
+        if group is None:
+            backend = None
+            if fleet is not None and spec.model in fleet.models:
+                backend = fleet.models[spec.model].backend
+            group = groups[key] = ProbeGroup(
+                protocol=spec.protocol, url=spec.url, model=spec.model, auth=spec.auth,
+                base_url=spec.base_url, stream=spec.stream, headers=tuple(spec.headers),
+                backend=backend)
+        group.add(spec.client, spec.route)
+    return list(groups.values())
+
+
+def _did_you_mean(name: str, options: Iterable[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.5)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def collect_specs(fleet: Any, key: Any, env: Any, only: Iterable[str] | None = None,
+                  route: str | None = None) -> list[ProbeGroup]:
+    """Probe groups for the enabled clients (``only``: a subset of client names; ``route``:
+    keep the probes of that route). Raises :class:`BadInput` for an unknown client or route,
+    a client that is not enabled, or a route no enabled client uses."""
+    from taosync.clients.base import all_clients
+
+    registry = all_clients()
+    enabled = fleet.enabled_clients()
+    names = [n for n in registry if n in enabled]
+    if only:
+        wanted = list(dict.fromkeys(only))
+        for name in wanted:
+            if name not in registry:
+                raise BadInput(f"unknown client {name!r}{_did_you_mean(name, registry)}; "
+                               f"known: {', '.join(registry)}")
+            if name not in enabled:
+                raise BadInput(f"client {name} is not enabled in fleet.yaml")
+        names = [n for n in names if n in wanted]
+    if route is not None and route not in fleet.routes:
+        raise BadInput(f"unknown route {route!r}{_did_you_mean(route, fleet.routes)}; "
+                       f"routes: {', '.join(fleet.routes) or '(none)'}")
+    specs = []
+    for name in names:
+        for spec in registry[name].probes(fleet, key, env):
+            if route is None or spec.route == route:
+                specs.append(spec)
+    if route is not None and not specs:
+        raise BadInput(f"no enabled client uses route {route}"
+                       + (f" (among {', '.join(names)})" if only else ""))
+    return group_specs(specs, fleet)
+
+
+# -- URLs ---------------------------------------------------------------------------------
+
+def rewrite(group: ProbeGroup, root: str) -> str:
+    """The probe's URL with its base replaced by a stand-in ``root`` (Anthropic base → root,
+    OpenAI base → root + /v1), keeping the path and query the client appends."""
+    root = root.rstrip("/")
+    new_base = root if group.protocol == "anthropic-messages" else root + "/v1"
+    base = group.base_url.rstrip("/")
+    if group.url.startswith(base):
+        return new_base + group.url[len(base):]
+    parts = urlsplit(group.url)
+    tail = SUFFIX[group.protocol]
+    if group.protocol == "anthropic-messages":
+        tail = "/v1" + tail
+    return new_base + tail + (f"?{parts.query}" if parts.query else "")
+
+
+def display_url(url: str) -> str:
+    """The URL without user:password@ (the key is scrubbed separately)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
+
+
+# -- the request ---------------------------------------------------------------------------
+
+@dataclass
+class ProbeRequest:
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def auth_headers(protocol: str, auth: str, key: str) -> dict[str, str]:
+    out = {}
+    if auth in ("bearer", "both"):
+        out["Authorization"] = f"Bearer {key}"
+    if auth in ("x-api-key", "both"):
+        out["x-api-key"] = key
+    return out
+
+
+def build_request(group: ProbeGroup, key: Any, verify: Any, url: str | None = None) -> ProbeRequest:
+    """The request ``group``'s clients send, with the fleet's prompt and max_tokens."""
+    prompt, max_tokens = verify.prompt, verify.max_tokens
+    headers = {"User-Agent": USER_AGENT, "Content-Type": "application/json"}
+    if group.protocol == "anthropic-messages":
+        # Claude Code: Messages, SSE, anthropic-version + the claude-code beta (clients.md §1)
+        headers.update({"anthropic-version": ANTHROPIC_VERSION,
+                        "anthropic-beta": ANTHROPIC_BETA, "x-app": "cli",
+                        "Accept": "application/json"})
+        body: dict[str, Any] = {
+            "model": group.model, "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}],
+            "stream": group.stream}
+    elif group.protocol == "openai-responses":
+        # Codex: Responses only, SSE with Accept: text/event-stream (clients.md §2)
+        headers["Accept"] = "text/event-stream" if group.stream else "application/json"
+        body = {"model": group.model, "instructions": "You are a coding agent.",
+                "input": [{"type": "message", "role": "user",
+                           "content": [{"type": "input_text", "text": prompt}]}],
+                "tools": [], "tool_choice": "auto", "parallel_tool_calls": False,
+                "store": False, "stream": group.stream, "include": [],
+                "max_output_tokens": max(16, max_tokens)}
+    elif group.protocol == "openai-chat":
+        # Cline / Continue: Chat Completions, stream true (clients.md §3, §4)
+        headers["Accept"] = "application/json"
+        body = {"model": group.model, "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": max_tokens, "stream": group.stream}
+        if group.stream:
+            body["stream_options"] = {"include_usage": True}
+    else:
+        raise BadInput(f"unknown probe protocol {group.protocol!r}")
+    for name, value in group.headers:
+        headers[name] = value
+    headers.update(auth_headers(group.protocol, group.auth, key.reveal()))
+    return ProbeRequest("POST", url or group.url, headers, body)
+
+
+# -- reading the answer ------------------------------------------------------------------
+
+class SSEParser:
+    """Incremental text/event-stream parser (WHATWG rules: event/data fields, blank line
+    dispatches, ``:`` comments, CRLF/LF/CR line ends, multi-line data joined by newline)."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._event = ""
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes) -> Iterator[tuple[str, str]]:
+        self._buf += chunk
+        while True:
+            ends = [i for i in (self._buf.find(b"\n"), self._buf.find(b"\r")) if i >= 0]
+            if not ends:
+                return
+            cut = min(ends)
+            # a CR at the very end may be the first half of CRLF: wait for more
+            if self._buf[cut] == 13 and cut + 1 == len(self._buf):
+                return
+            line = self._buf[:cut].decode("utf-8", "replace")
+            step = 2 if self._buf[cut:cut + 2] == b"\r\n" else 1
+            self._buf = self._buf[cut + step:]
+            yield from self._line(line)
+
+    def close(self) -> Iterator[tuple[str, str]]:
+        if self._buf:
+            line, self._buf = self._buf.decode("utf-8", "replace"), b""
+            yield from self._line(line)
+        yield from self._line("")
+
+    def _line(self, line: str) -> Iterator[tuple[str, str]]:
+        if line == "":
+            if self._data:
+                yield self._event or "message", "\n".join(self._data)
+            self._event, self._data = "", []
+            return
+        if line.startswith(":"):
+            return
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+
+
+@dataclass
+class Completion:
+    """What came back, read as the client reads it."""
+
+    text: str = ""
+    reasoning: str = ""
+    model: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    started: bool = False
+    finished: bool = False
+    has_output: bool = False  # at least one choice / content block / output item
+    error: Any = None  # an error object inside a 200 answer
+    problem: str | None = None  # why this is not a well-formed completion
+
+    def check(self, protocol: str) -> "Completion":
+        """Set :attr:`problem` when the answer is not a well-formed completion."""
+        what = {"anthropic-messages": "content", "openai-responses": "output",
+                "openai-chat": "choices"}[protocol]
+        if self.error is not None:
+            self.problem = "error"
+        elif not self.started:
+            self.problem = "the answer is not a completion"
+        elif not self.has_output:
+            self.problem = f"the answer has no {what}"
+        elif not self.finished:
+            self.problem = "the stream ended before the completion finished"
+        elif not (self.text or self.reasoning):
+            if protocol == "openai-chat" and self.finished:
+                pass  # a choice with finish_reason and empty content is still well formed
+            else:
+                self.problem = f"the answer's {what} hold no text"
+        return self
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class _Reader:
+    def __init__(self, protocol: str) -> None:
+        self.protocol = protocol
+        self.c = Completion()
+
+    # one SSE event (stream) ------------------------------------------------------------
+    def event(self, name: str, data: str) -> None:
+        c = self.c
+        if data.strip() == "[DONE]":
+            if self.protocol == "openai-chat" and c.has_output:
+                c.finished = True
+            return
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            return
+        if not isinstance(obj, dict):
+            return
+        if name == "error" or obj.get("type") == "error" or (
+                obj.get("error") and "type" not in obj and not obj.get("choices")):
+            c.error = obj.get("error", obj)
+            return
+        getattr(self, "_" + self.protocol.replace("-", "_"))(name, obj)
+
+    def _anthropic_messages(self, name: str, obj: dict) -> None:
+        c, kind = self.c, obj.get("type") or name
+        if kind == "message_start":
+            msg = obj.get("message") or {}
+            c.started = True
+            c.model = msg.get("model")
+            usage = msg.get("usage") or {}
+            c.tokens_in = _int(usage.get("input_tokens"))
+            c.tokens_out = _int(usage.get("output_tokens"))
+        elif kind == "content_block_start":
+            c.has_output = True
+            block = obj.get("content_block") or {}
+            c.text += block.get("text") or ""
+        elif kind == "content_block_delta":
+            c.has_output = True
+            delta = obj.get("delta") or {}
+            c.text += delta.get("text") or ""
+            c.reasoning += delta.get("thinking") or ""
+        elif kind == "message_delta":
+            usage = obj.get("usage") or {}
+            if _int(usage.get("output_tokens")) is not None:
+                c.tokens_out = usage["output_tokens"]
+            if _int(usage.get("input_tokens")) is not None:
+                c.tokens_in = usage["input_tokens"]
+        elif kind == "message_stop":
+            c.finished = True
+
+    def _openai_responses(self, name: str, obj: dict) -> None:
+        c, kind = self.c, obj.get("type") or name
+        if kind in ("response.created", "response.in_progress"):
+            c.started = True
+            c.model = (obj.get("response") or {}).get("model") or c.model
+        elif kind == "response.output_text.delta":
+            c.has_output = True
+            c.text += obj.get("delta") or ""
+        elif kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
+            c.has_output = True
+            c.reasoning += obj.get("delta") or ""
+        elif kind == "response.output_item.added":
+            c.has_output = True
+        elif kind in ("response.completed", "response.incomplete"):
+            self._response(obj.get("response") or {})
+            c.finished = True
+        elif kind == "response.failed":
+            resp = obj.get("response") or {}
+            c.error = resp.get("error") or {"message": "response.failed"}
+
+    def _response(self, resp: dict) -> None:
+        c = self.c
+        c.started = True
+        c.model = resp.get("model") or c.model
+        usage = resp.get("usage") or {}
+        c.tokens_in = _int(usage.get("input_tokens"))
+        c.tokens_out = _int(usage.get("output_tokens"))
+        text = ""
+        for item in resp.get("output") or []:
+            if not isinstance(item, dict):
+                continue
+            c.has_output = True
+            for part in item.get("content") or []:
+                if isinstance(part, dict) and part.get("type") == "output_text":
+                    text += part.get("text") or ""
+            for part in item.get("summary") or []:
+                if isinstance(part, dict):
+                    c.reasoning += part.get("text") or ""
+        if text and not c.text:
+            c.text = text
+
+    def _openai_chat(self, name: str, obj: dict) -> None:
+        c = self.c
+        c.started = True
+        c.model = obj.get("model") or c.model
+        usage = obj.get("usage") or {}
+        if _int(usage.get("prompt_tokens")) is not None:
+            c.tokens_in = usage["prompt_tokens"]
+        if _int(usage.get("completion_tokens")) is not None:
+            c.tokens_out = usage["completion_tokens"]
+        for choice in obj.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            c.has_output = True
+            part = choice.get("delta") or choice.get("message") or {}
+            c.text += part.get("content") or ""
+            c.reasoning += part.get("reasoning_content") or part.get("reasoning") or ""
+            if choice.get("finish_reason"):
+                c.finished = True
+
+    # one JSON body (non-stream) ----------------------------------------------------------
+    def body(self, obj: Any) -> None:
+        c = self.c
+        if not isinstance(obj, dict):
+            return
+        if obj.get("type") == "error" or obj.get("error"):
+            c.error = obj.get("error", obj)
+            return
+        if self.protocol == "anthropic-messages":
+            if obj.get("type") != "message" and "content" not in obj:
+                return
+            c.started = c.finished = True
+            c.model = obj.get("model")
+            usage = obj.get("usage") or {}
+            c.tokens_in = _int(usage.get("input_tokens"))
+            c.tokens_out = _int(usage.get("output_tokens"))
+            for block in obj.get("content") or []:
+                if isinstance(block, dict):
+                    c.has_output = True
+                    c.text += block.get("text") or ""
+                    c.reasoning += block.get("thinking") or ""
+        elif self.protocol == "openai-responses":
+            if obj.get("object") != "response" and "output" not in obj:
+                return
+            self._response(obj)
+            c.finished = True
+        else:
+            if "choices" not in obj and obj.get("object") not in ("chat.completion",):
+                return
+            self._openai_chat("", obj)
+            c.finished = c.finished or c.has_output
+
+
+def read_stream(protocol: str) -> "_Reader":
+    return _Reader(protocol)
+
+
+def read_json(protocol: str, obj: Any) -> Completion:
+    reader = _Reader(protocol)
+    reader.body(obj)
+    return reader.c.check(protocol)
+
+
+def same_model(asked: str, answered: str | None) -> bool:
+    """Lenient: gateways answer ``gpt-4o-mini-2024-07-18`` for ``gpt-4o-mini``, or drop a
+    ``provider/`` prefix; a different model family is a mismatch."""
+    if not answered:
+        return True
+    a, b = asked.lower(), answered.lower()
+    if a == b:
+        return True
+    a_tail, b_tail = a.rsplit("/", 1)[-1], b.rsplit("/", 1)[-1]
+    if a_tail == b_tail:
+        return True
+    return b_tail.startswith(a_tail + "-") or a_tail.startswith(b_tail + "-") \
+        or b_tail.startswith(a_tail + "@") or a_tail.startswith(b_tail + ":")
+
+
+def first_words(text: str, words: int = 8, chars: int = 60) -> str:
+    text = " ".join(text.split())
+    out = " ".join(text.split(" ")[:words])
+    if len(out) > chars:
+        out = out[:chars - 1].rstrip() + "…"
+    elif len(out) < len(text):
+        out += " …"
+    return out
