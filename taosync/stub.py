@@ -126,7 +126,8 @@ class Stub:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def _bind(self) -> None:
+    def bind(self) -> None:
+        """Listen (without serving yet), so the port is known before serving."""
         stub = self
 
         class Handler(_Handler):
@@ -137,7 +138,7 @@ class Stub:
 
     def start(self) -> "Stub":
         if self._server is None:
-            self._bind()
+            self.bind()
             self._thread = threading.Thread(target=self._server.serve_forever,
                                             kwargs={"poll_interval": 0.05},
                                             name="taosync-stub", daemon=True)
@@ -147,7 +148,7 @@ class Stub:
     def serve_forever(self) -> None:
         """Serve in this thread until interrupted (the ``taosync stub`` command)."""
         if self._server is None:
-            self._bind()
+            self.bind()
         try:
             self._server.serve_forever(poll_interval=0.2)
         finally:

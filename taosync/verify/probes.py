@@ -86,10 +86,12 @@ def _did_you_mean(name: str, options: Iterable[str]) -> str:
 
 
 def collect_specs(fleet: Any, key: Any, env: Any, only: Iterable[str] | None = None,
-                  route: str | None = None) -> list[ProbeGroup]:
+                  route: str | None = None, *, strict: bool = True) -> list[ProbeGroup]:
     """Probe groups for the enabled clients (``only``: a subset of client names; ``route``:
     keep the probes of that route). Raises :class:`BadInput` for an unknown client or route,
-    a client that is not enabled, or a route no enabled client uses."""
+    a client in ``only`` that is not enabled (unless ``strict=False``: after an apply that
+    touched a disabled client, there is just nothing to probe), or a route no enabled client
+    uses."""
     from taosync.clients.base import all_clients
 
     registry = all_clients()
@@ -101,7 +103,7 @@ def collect_specs(fleet: Any, key: Any, env: Any, only: Iterable[str] | None = N
             if name not in registry:
                 raise BadInput(f"unknown client {name!r}{_did_you_mean(name, registry)}; "
                                f"known: {', '.join(registry)}")
-            if name not in enabled:
+            if name not in enabled and strict:
                 raise BadInput(f"client {name} is not enabled in fleet.yaml")
         names = [n for n in names if n in wanted]
     if route is not None and route not in fleet.routes:
@@ -112,7 +114,7 @@ def collect_specs(fleet: Any, key: Any, env: Any, only: Iterable[str] | None = N
         for spec in registry[name].probes(fleet, key, env):
             if route is None or spec.route == route:
                 specs.append(spec)
-    if route is not None and not specs:
+    if route is not None and not specs and strict:
         raise BadInput(f"no enabled client uses route {route}"
                        + (f" (among {', '.join(names)})" if only else ""))
     return group_specs(specs, fleet)

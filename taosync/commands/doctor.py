@@ -1,0 +1,430 @@
+"""``taosync doctor``: what to check before blaming the gateway.
+
+* local runtimes, per backend label of the catalogue (cuda → nvidia-smi, nvcc; oneapi →
+  sycl-ls; rocm → rocm-smi): does it answer? A missing runtime is reported, never a failure;
+* environment variables that override (or are ignored by) the client files;
+* proxies (a loopback proxy is checked for a listener — the only connection doctor opens);
+* DNS of the gateway host(s) (resolution only, short timeout).
+
+Exit 0 unless something is definitely broken (1): the key cannot be resolved, the gateway
+host does not resolve, a loopback proxy in the way has nothing listening. 2: fleet.yaml
+cannot be read (the environment checks still run).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import ipaddress
+import json
+import shutil
+import socket
+import subprocess
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+import click
+
+from taosync.cli import common_options, settings
+
+#: backend label → (name, argv) of the commands that show its local runtime answers
+RUNTIMES: dict[str, list[tuple[str, list[str]]]] = {
+    "cuda": [("nvidia-smi", ["nvidia-smi", "-L"]), ("nvcc", ["nvcc", "--version"])],
+    "oneapi": [("sycl-ls", ["sycl-ls"])],
+    "rocm": [("rocm-smi", ["rocm-smi", "--showproductname"])],
+}
+RUN_TIMEOUT = 5.0
+DNS_TIMEOUT = 3.0
+PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY")
+LOCATION_VARS = {
+    "CLAUDE_CONFIG_DIR": "Claude Code", "CODEX_HOME": "Codex",
+    "CONTINUE_GLOBAL_DIR": "Continue", "CLINE_DIR": "Cline", "CLINE_DATA_DIR": "Cline",
+}
+MARKS = {"ok": "✓", "warn": "!", "fail": "✗", "info": "·", "missing": "–"}
+STYLES = {"ok": "ok", "warn": "warn", "fail": "fail", "info": "dim", "missing": "dim"}
+
+
+@dataclass
+class Check:
+    section: str
+    name: str
+    status: str  # ok | warn | fail | info | missing
+    detail: str
+
+
+# -- runtimes ------------------------------------------------------------------------------
+
+def _run(argv: list[str], path: str | None) -> tuple[str, str]:
+    exe = shutil.which(argv[0], path=path)
+    if exe is None:
+        return "missing", "not installed (not on PATH)"
+    try:
+        proc = subprocess.run([exe, *argv[1:]], capture_output=True, text=True,
+                              timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return "warn", f"installed ({exe}) but did not answer within {RUN_TIMEOUT:g} s"
+    except OSError as exc:
+        return "warn", f"installed ({exe}) but cannot run: {exc.strerror or exc}"
+    lines = [ln.strip() for ln in (proc.stdout or "").splitlines() if ln.strip()]
+    if proc.returncode != 0:
+        err = [ln.strip() for ln in (proc.stderr or proc.stdout or "").splitlines() if ln.strip()]
+        return "warn", (f"installed but failing (exit {proc.returncode}): "
+                        f"{err[-1][:120] if err else 'no output'}")
+    release = [ln for ln in lines if "release" in ln.lower()]
+    summary = (release or lines or ["answers"])[0][:120]
+    if len(lines) > 1 and not release:
+        summary += f" (+{len(lines) - 1} more line{'s' if len(lines) > 2 else ''})"
+    return "ok", summary
+
+
+def runtime_checks(fleet: Any, environ: Mapping[str, str]) -> list[Check]:
+    labels: dict[str, list[str]] = {}
+    for model_id, model in fleet.models.items():
+        if model.backend:
+            labels.setdefault(model.backend, []).append(model_id)
+    jobs = []
+    out: list[Check] = []
+    path = environ.get("PATH")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        for label, model_ids in labels.items():
+            known = RUNTIMES.get(label.lower())
+            if not known:
+                out.append(Check("runtime", label, "info",
+                                 f"no local check known for backend {label!r} "
+                                 f"({', '.join(model_ids)})"))
+                continue
+            for name, argv in known:
+                jobs.append((label, name, pool.submit(_run, argv, path)))
+        for label, name, fut in jobs:
+            status, detail = fut.result()
+            out.append(Check("runtime", f"{label}: {name}", status, detail))
+    return out
+
+
+# -- environment ----------------------------------------------------------------------------
+
+def _redact(value: str) -> str:
+    from taosync.fleet.secrets import redact
+
+    return redact(value)
+
+
+def _safe_url(value: str) -> str:
+    parts = urlsplit(value if "://" in value else "http://" + value)
+    if parts.username or parts.password:
+        netloc = "…@" + parts.netloc.rsplit("@", 1)[1]
+        return value.replace(parts.netloc, netloc)
+    return value
+
+
+def _same_key(value: str, key: Any) -> bool | None:
+    if key is None:
+        return None
+    import hmac
+
+    return hmac.compare_digest(value.strip().encode(), key.reveal().encode())
+
+
+def env_checks(fleet: Any, key: Any, environ: Mapping[str, str]) -> list[Check]:
+    out: list[Check] = []
+    get = lambda name: (environ.get(name) or "").strip()  # noqa: E731
+    claude = None
+    if fleet is not None:
+        claude = fleet.enabled_clients().get("claude-code")
+    reference = claude is not None and fleet.secrets_for(claude) == "reference"
+    managed = claude is not None
+    rule = "Claude Code: a settings.json env value beats the same variable in the shell"
+
+    value = get("ANTHROPIC_BASE_URL")
+    if value:
+        want = fleet.anthropic_url if fleet is not None else None
+        if not managed:
+            out.append(Check("env", "ANTHROPIC_BASE_URL", "warn",
+                             f"{_safe_url(value)} in the shell; Claude Code is not managed by "
+                             "taosync here, so it uses this"))
+        elif want and value.rstrip("/") != want.rstrip("/"):
+            out.append(Check("env", "ANTHROPIC_BASE_URL", "warn",
+                             f"{_safe_url(value)} in the shell differs from the fleet's {want}; "
+                             f"{rule}, so Claude Code uses the fleet's, other Anthropic tools "
+                             "use the shell's"))
+        else:
+            out.append(Check("env", "ANTHROPIC_BASE_URL", "info",
+                             f"set in the shell (same as the fleet); {rule}"))
+    value = get("ANTHROPIC_AUTH_TOKEN")
+    if value:
+        same = _same_key(value, key)
+        shown = _redact(value)
+        if reference and same is False:
+            out.append(Check("env", "ANTHROPIC_AUTH_TOKEN", "warn",
+                             f"{shown} in the shell beats taosync's apiKeyHelper "
+                             "(secrets: reference), and it is not the fleet's key: Claude Code "
+                             "will send it; unset it"))
+        elif same is False:
+            out.append(Check("env", "ANTHROPIC_AUTH_TOKEN", "info",
+                             f"{shown} in the shell is not the fleet's key; {rule} (taosync "
+                             "writes ANTHROPIC_AUTH_TOKEN there), other tools use the shell's"))
+        else:
+            out.append(Check("env", "ANTHROPIC_AUTH_TOKEN", "info",
+                             f"{shown} in the shell" + (" (the fleet's key)" if same else "")))
+    value = get("ANTHROPIC_API_KEY")
+    if value:
+        same = _same_key(value, key)
+        out.append(Check("env", "ANTHROPIC_API_KEY", "warn" if same is False else "info",
+                         f"{_redact(value)} in the shell"
+                         + (" is not the fleet's key: Claude Code sends it as x-api-key next "
+                            "to Authorization, and a gateway may reject the pair; in "
+                            "interactive mode it asks to approve it; unset it"
+                            if same is False else
+                            ": Claude Code sends it as x-api-key (and asks to approve it in "
+                            "interactive mode); ANTHROPIC_AUTH_TOKEN needs no approval")))
+    value = get("OPENAI_API_KEY")
+    if value:
+        same = _same_key(value, key)
+        out.append(Check("env", "OPENAI_API_KEY", "info",
+                         f"{_redact(value)} in the shell"
+                         + (" (the fleet's key)" if same else " (not the fleet's key)"
+                            if same is False else "")
+                         + ": read by Codex's built-in openai provider and many tools; "
+                         "taosync's Codex provider and Cline/Continue files carry their own"))
+    value = get("OPENAI_BASE_URL")
+    if value:
+        want = fleet.openai_url if fleet is not None else None
+        differs = want is not None and value.rstrip("/") != want.rstrip("/")
+        out.append(Check("env", "OPENAI_BASE_URL", "warn" if differs else "info",
+                         f"{_safe_url(value)} in the shell"
+                         + (f" differs from the fleet's {want}" if differs else "")
+                         + ": Codex ignores OPENAI_BASE_URL (taosync writes a custom provider); "
+                         "other OpenAI tools (Qwen Code, SDK scripts) use it"))
+    value = get("CODEX_API_KEY")
+    if value:
+        out.append(Check("env", "CODEX_API_KEY", "info",
+                         f"{_redact(value)} in the shell: overrides Codex's auth.json for "
+                         "providers with requires_openai_auth; taosync's provider reads its "
+                         "own env_key / token"))
+    for var, client in LOCATION_VARS.items():
+        value = get(var)
+        if value:
+            out.append(Check("env", var, "info", f"{client} files live under {value}"))
+    return out
+
+
+# -- proxies and DNS ---------------------------------------------------------------------------
+
+def _proxies(environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """scheme → (variable, value); lower-case spelling wins, as in curl and urllib."""
+    out = {}
+    for scheme in ("https", "http", "all", "no"):
+        for var in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY"):
+            value = (environ.get(var) or "").strip()
+            if value:
+                out[scheme] = (var, value)
+                break
+    return out
+
+
+def _bypass(host: str, no_proxy: str) -> bool:
+    if not no_proxy:
+        return False
+    if no_proxy.strip() == "*":
+        return True
+    host = host.lower()
+    for entry in no_proxy.split(","):
+        entry = entry.strip().lower().lstrip(".")
+        if entry.startswith("*."):
+            entry = entry[2:]
+        entry = entry.split(":")[0]
+        if entry and (host == entry or host.endswith("." + entry)):
+            return True
+        try:
+            if "/" in entry and ipaddress.ip_address(host) in ipaddress.ip_network(entry, False):
+                return True
+        except ValueError:
+            pass
+    return False
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost",) or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _listening(host: str, port: int, timeout: float = 0.5) -> bool:
+    """A TCP connect — only ever to a loopback address."""
+    if not _is_loopback(host):
+        raise ValueError("doctor connects to loopback only")
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def gateway_urls(fleet: Any) -> list[str]:
+    urls = [fleet.gateway.base_url, fleet.anthropic_url, fleet.openai_url]
+    return list(dict.fromkeys(urls))
+
+
+def proxy_checks(fleet: Any, environ: Mapping[str, str]) -> tuple[list[Check], set[str]]:
+    """Checks, and the gateway hosts that go through a proxy (their DNS is the proxy's)."""
+    out: list[Check] = []
+    proxied: set[str] = set()
+    proxies = _proxies(environ)
+    for scheme in ("https", "http", "all", "no"):
+        if scheme in proxies:
+            var, value = proxies[scheme]
+            out.append(Check("proxy", var, "info", _safe_url(value)))
+    if fleet is None:
+        return out, proxied
+    no_proxy = proxies.get("no", ("", ""))[1]
+    checked: set[tuple[str, int]] = set()
+    for url in gateway_urls(fleet):
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        chosen = proxies.get(parts.scheme) or proxies.get("all")
+        if not chosen or _is_loopback(host) or _bypass(host, no_proxy):
+            continue
+        var, value = chosen
+        proxied.add(host)
+        purl = urlsplit(value if "://" in value else "http://" + value)
+        phost, pport = purl.hostname or "", purl.port or (443 if purl.scheme == "https" else 80)
+        if (phost, pport) in checked:
+            continue
+        checked.add((phost, pport))
+        if _is_loopback(phost):
+            if _listening(phost, pport):
+                out.append(Check("proxy", f"{host} via {var}", "ok",
+                                 f"the local proxy {phost}:{pport} is listening"))
+            else:
+                out.append(Check("proxy", f"{host} via {var}", "fail",
+                                 f"local proxy failed — nothing listens on {phost}:{pport}; "
+                                 f"start it, or unset {var} / add {host} to NO_PROXY"))
+        else:
+            out.append(Check("proxy", f"{host} via {var}", "info",
+                             f"requests to the gateway go through {_safe_url(value)}"))
+    return out, proxied
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+def dns_checks(fleet: Any, proxied: set[str]) -> list[Check]:
+    out: list[Check] = []
+    hosts: dict[str, int] = {}
+    for url in gateway_urls(fleet):
+        parts = urlsplit(url)
+        if parts.hostname:
+            hosts.setdefault(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(hosts)))
+    try:
+        futures = {}
+        for host, port in hosts.items():
+            try:
+                ipaddress.ip_address(host.strip("[]"))
+                out.append(Check("dns", host, "ok", "an IP address: nothing to resolve"))
+                continue
+            except ValueError:
+                pass
+            if host in proxied:
+                out.append(Check("dns", host, "info", "resolved by the proxy, not here"))
+                continue
+            futures[host] = pool.submit(_resolve, host, port)
+        for host, fut in futures.items():
+            try:
+                addrs = fut.result(timeout=DNS_TIMEOUT)
+            except concurrent.futures.TimeoutError:
+                out.append(Check("dns", host, "warn",
+                                 f"no DNS answer within {DNS_TIMEOUT:g} s (slow or offline?)"))
+            except socket.gaierror as exc:
+                out.append(Check("dns", host, "fail",
+                                 f"does not resolve ({exc.strerror or exc}); check the host in "
+                                 "gateway.base_url, or the VPN a private gateway needs"))
+            except OSError as exc:
+                out.append(Check("dns", host, "warn", f"cannot resolve: {exc}"))
+            else:
+                shown = ", ".join(addrs[:3]) + (", …" if len(addrs) > 3 else "")
+                out.append(Check("dns", host, "ok", f"resolves to {shown}"))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return out
+
+
+# -- the command ----------------------------------------------------------------------------
+
+def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int]:
+    """(loaded or None, checks, exit code floor)."""
+    from taosync.errors import TaosyncError
+    from taosync.fleet.load import load_fleet
+
+    path = s.config_path()
+    try:
+        loaded = load_fleet(path, home=s.home_dir, environ=environ)
+    except TaosyncError as first:
+        try:
+            loaded = load_fleet(path, home=s.home_dir, environ=environ, resolve_key=False)
+        except TaosyncError as exc:
+            details = [p.message for p in getattr(exc, "problems", [])][:3] or [exc.message]
+            return None, [Check("fleet", str(path), "fail",
+                                f"cannot be used: {'; '.join(details)} (`taosync validate`)")], 2
+        why = "; ".join(p.message for p in getattr(first, "problems", [])) or first.message
+        return loaded, [Check("fleet", "gateway.key", "fail", why)], 1
+    key = loaded.key
+    checks = [Check("fleet", str(path), "ok",
+                    f"{len(loaded.fleet.models)} model(s), "
+                    f"{len(loaded.fleet.enabled_clients())} client(s)")]
+    if key is not None:
+        from taosync.verify.diagnose import key_problem
+
+        problem = key_problem(key)
+        checks.append(Check("fleet", "gateway.key", "warn" if problem else "ok",
+                            f"{key.redacted()} from {loaded.key_ref.describe()}"
+                            + (f": the key {problem}" if problem else "")))
+    return loaded, checks, 0
+
+
+@click.command("doctor")
+@common_options
+def doctor() -> int:
+    """Check local runtimes and environment overrides before blaming the gateway."""
+    from taosync import ui
+
+    s = settings()
+    env = s.client_env()
+    environ = env.environ
+    loaded, checks, rc = _load(s, environ)
+    fleet = loaded.fleet if loaded is not None else None
+    key = loaded.key if loaded is not None else None
+    if fleet is not None:
+        checks += runtime_checks(fleet, environ)
+    checks += env_checks(fleet, key, environ)
+    proxy, proxied = proxy_checks(fleet, environ)
+    checks += proxy
+    if fleet is not None:
+        checks += dns_checks(fleet, proxied)
+    if any(c.status == "fail" for c in checks):
+        rc = max(rc, 1)
+    scrub = key.scrub if key is not None else (lambda t: t)
+    if s.json:
+        click.echo(scrub(json.dumps({"ok": rc == 0, "exit_code": rc,
+                                     "checks": [asdict(c) for c in checks]},
+                                    indent=2, ensure_ascii=False)))
+        return rc
+    width = max((len(c.name) for c in checks), default=0)
+    section = None
+    for c in checks:
+        label = c.section if c.section != section else ""
+        section = c.section
+        line = (f"{label:<8} {ui.style(MARKS[c.status], STYLES[c.status])} "
+                f"{c.name:<{width}}  {c.detail}")
+        if c.status == "fail":
+            ui.problem(scrub(line)) if s.verbosity < 0 else click.echo(scrub(line))
+        elif s.verbosity >= 0:
+            click.echo(scrub(line))
+    if rc == 0:
+        ui.out(ui.style("nothing definitely broken", "ok"))
+    return rc

@@ -1,0 +1,112 @@
+"""``taosync stub``: serve the stand-in gateway on loopback until Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from taosync.cli import common_options, settings
+from taosync.errors import BadInput
+
+
+@click.command("stub", epilog="Faults (KIND[=ARG][@MODEL]): unauthorized, forbidden, oauth, "
+               "unknown_model, no_choices, error_in_200, rate_limited[=N], server_error[=N], "
+               "status=CODE, close, delay=SECONDS.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port on 127.0.0.1 (0: any free port).")
+@click.option("--key", "key_value", metavar="KEY",
+              help="The only key accepted (prefer --key-env: a command line is visible to "
+                   "other users).")
+@click.option("--key-env", metavar="NAME", help="Accept the key in environment variable NAME.")
+@click.option("--model", "models", multiple=True, metavar="ID",
+              help="A model the stand-in serves (repeatable; default: fleet.yaml's catalogue "
+                   "if there is one, else any model).")
+@click.option("--fault", "faults", multiple=True, metavar="SPEC",
+              help="Fail in one way, globally or @MODEL (repeatable), e.g. unknown_model@gw-small.")
+@click.option("--prefix", default="", metavar="PATH",
+              help="Serve under this path (root = http://127.0.0.1:PORT/PATH).")
+@common_options
+def stub(port: int, key_value: str | None, key_env: str | None, models: tuple[str, ...],
+         faults: tuple[str, ...], prefix: str) -> int:
+    """Serve a stand-in gateway on loopback (for demos and tests).
+
+    Anthropic Messages (/v1/messages, /v1/messages/count_tokens), OpenAI Responses
+    (/v1/responses) and Chat Completions (/v1/chat/completions), streaming and not, and
+    /v1/models; it checks the key. Key: --key, --key-env, else the fleet's key when
+    fleet.yaml resolves one, else any key is accepted. Prints the root URL to put in
+    gateway.base_url, then serves until Ctrl-C.
+    """
+    import json
+
+    from taosync import ui
+    from taosync.stub import Fault, Stub
+
+    s = settings()
+    try:
+        parsed = [Fault.parse(f) for f in faults]
+    except ValueError as exc:
+        raise BadInput(f"--fault: {exc}") from None
+    if key_value and key_env:
+        raise BadInput("give --key or --key-env, not both")
+    key = key_value
+    key_note = "the key from --key"
+    if key_env:
+        key = os.environ.get(key_env, "").strip()
+        if not key:
+            raise BadInput(f"--key-env {key_env}: the variable is not set or empty")
+        key_note = f"the key in ${key_env}"
+    catalogue = list(models) or None
+    if key is None or catalogue is None:
+        loaded = _fleet(s, resolve_key=key is None)
+        if loaded is not None:
+            if catalogue is None and loaded.fleet is not None:
+                catalogue = list(loaded.fleet.models)
+            if key is None and loaded.key is not None:
+                key = loaded.key.reveal()
+                key_note = f"the fleet's key ({loaded.key.redacted()})"
+    if key is None:
+        key_note = "any key"
+    server = Stub(key=key, models=catalogue, faults=parsed, port=port, prefix=prefix)
+    try:
+        server.bind()
+    except OSError as exc:
+        raise BadInput(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    if s.verbosity > 0:
+        server.log = lambda line: click.echo(line, err=True)
+    if s.json:
+        click.echo(json.dumps({"root": server.root, "openai_base_url": server.root + "/v1",
+                               "models": catalogue, "faults": [str(f) for f in parsed]}))
+    else:
+        click.echo(server.root)
+        ui.problem(f"stand-in gateway on {server.root} (OpenAI: {server.root}/v1); accepts "
+                   f"{key_note}; models: {', '.join(catalogue) if catalogue else 'any'}"
+                   + (f"; faults: {', '.join(str(f) for f in parsed)}" if parsed else "")
+                   + "; Ctrl-C stops it")
+    import sys
+
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _fleet(s, *, resolve_key: bool):
+    from taosync.errors import TaosyncError
+
+    try:
+        path = s.config_path()
+        if not path.exists():
+            return None
+        from taosync.fleet.load import load_fleet
+
+        try:
+            return load_fleet(path, home=s.home_dir, resolve_key=resolve_key)
+        except TaosyncError:
+            if not resolve_key:
+                return None
+            return load_fleet(path, home=s.home_dir, resolve_key=False)
+    except TaosyncError:
+        return None

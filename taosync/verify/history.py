@@ -1,0 +1,117 @@
+"""Verify history: one JSON line per probe result in ``<state dir>/history.jsonl``.
+
+The record holds what stats needs (model, backend, ok, latency, tokens) and the diagnosis
+code — never the key, the prompt or the answer. ``taosync stats`` summarises it per model:
+the measure a routing table can be tuned by. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterable
+
+FILE = "history.jsonl"
+
+
+def path(state_dir: Path) -> Path:
+    return Path(state_dir) / FILE
+
+
+def records_for(results: Iterable[Any], *, stub: bool = False, when: float | None = None,
+                run_id: str | None = None) -> list[dict[str, Any]]:
+    when = time.time() if when is None else when
+    run_id = run_id or uuid.uuid4().hex[:12]
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+    out = []
+    for r in results:
+        out.append({
+            "ts": stamp, "run": run_id, "stub": stub,
+            "model": r.model, "backend": r.backend, "protocol": r.protocol,
+            "clients": list(r.clients), "routes": [x for x in r.routes if x],
+            "url": r.url, "ok": r.ok, "status": r.status,
+            "code": r.diagnosis.code if r.diagnosis else None,
+            "latency_ms": None if r.latency is None else round(r.latency * 1000, 1),
+            "ttfb_ms": None if r.ttfb is None else round(r.ttfb * 1000, 1),
+            "tokens_in": r.tokens_in, "tokens_out": r.tokens_out,
+            "attempts": r.attempts,
+        })
+    return out
+
+
+def append(state_dir: Path, results: Iterable[Any], *, stub: bool = False,
+           key: Any = None) -> Path:
+    """Append one run's results (one write, so concurrent runs never interleave lines)."""
+    lines = records_for(results, stub=stub)
+    target = path(state_dir)
+    if not lines:
+        return target
+    text = "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in lines)
+    if key is not None:
+        text = key.scrub(text)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
+    return target
+
+
+def read(state_dir: Path) -> list[dict[str, Any]]:
+    """Every record; a damaged line is skipped, not fatal."""
+    target = path(state_dir)
+    try:
+        raw = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in raw.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("model"), str):
+            out.append(rec)
+    return out
+
+
+def summarize(records: Iterable[dict[str, Any]], *, include_stub: bool = False) -> list[dict]:
+    """Per model: runs, failures, median latency and TTFB (passing probes), tokens."""
+    per: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        if rec.get("stub") and not include_stub:
+            continue
+        row = per.setdefault(rec["model"], {
+            "model": rec["model"], "backend": None, "runs": 0, "failures": 0,
+            "_lat": [], "_ttfb": [], "tokens_in": 0, "tokens_out": 0,
+            "last": None, "last_ok": None, "last_code": None})
+        row["backend"] = rec.get("backend") or row["backend"]
+        row["runs"] += 1
+        if not rec.get("ok"):
+            row["failures"] += 1
+        elif isinstance(rec.get("latency_ms"), (int, float)):
+            row["_lat"].append(rec["latency_ms"])
+            if isinstance(rec.get("ttfb_ms"), (int, float)):
+                row["_ttfb"].append(rec["ttfb_ms"])
+        row["tokens_in"] += rec.get("tokens_in") or 0
+        row["tokens_out"] += rec.get("tokens_out") or 0
+        if row["last"] is None or (rec.get("ts") or "") >= row["last"]:
+            row["last"], row["last_ok"], row["last_code"] = (rec.get("ts"), rec.get("ok"),
+                                                             rec.get("code"))
+    out = []
+    for row in per.values():
+        lat, ttfb = row.pop("_lat"), row.pop("_ttfb")
+        row["median_latency_ms"] = round(statistics.median(lat)) if lat else None
+        row["median_ttfb_ms"] = round(statistics.median(ttfb)) if ttfb else None
+        row["failure_rate"] = round(row["failures"] / row["runs"], 3) if row["runs"] else 0.0
+        out.append(row)
+    out.sort(key=lambda r: r["model"])
+    return out
