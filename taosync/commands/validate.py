@@ -1,0 +1,73 @@
+"""``taosync validate``: check fleet.yaml and print every problem with its line and column.
+
+Exit 0 when the fleet is usable (warnings go to stderr first), 2 when it is not. It
+writes nothing and, to stay fast, never imports pydantic: the schema it checks is
+generated from the pydantic model (see :mod:`taosync.fleet.load`).
+"""
+
+from __future__ import annotations
+
+import click
+
+from taosync.cli import common_options, settings
+
+
+@click.command("validate")
+@common_options
+@click.option("--no-key", is_flag=True,
+              help="Do not resolve the key reference (CI without secrets); its form is "
+                   "still checked.")
+def validate(no_key: bool) -> int:
+    """Check fleet.yaml; print every problem with its line and column."""
+    from taosync import ui
+    from taosync.fleet.load import FleetInvalid, load_fleet
+
+    s = settings()
+    path = s.config_path()
+    try:
+        loaded = load_fleet(path, home=s.home_dir, resolve_key=not no_key, model=False)
+    except FleetInvalid as exc:
+        if s.json:
+            ui.emit_json({"ok": False, "file": exc.file,
+                          "problems": [p.to_json() for p in exc.all()],
+                          "errors": len(exc.problems), "warnings": len(exc.warnings)})
+            return exc.exit_code
+        for p in exc.all():
+            ui.problem(p.format())
+        n, w = len(exc.problems), len(exc.warnings)
+        summary = f"{exc.file}: {_count(n, 'problem')}"
+        if w:
+            summary += f", {_count(w, 'warning')}"
+        ui.problem(ui.style("error: ", "fail") + summary)
+        return exc.exit_code
+
+    data = loaded.data
+    clients = [name for name, cfg in (data.get("clients") or {}).items()
+               if isinstance(cfg, dict) and cfg.get("enabled", True) is not False]
+    counts = {"models": len(data.get("models") or {}), "routes": len(data.get("routes") or {}),
+              "clients": len(clients), "mcp_servers": len(data.get("mcp_servers") or {})}
+    key = {"reference": loaded.key_ref.describe(), "resolved": loaded.key is not None,
+           "redacted": loaded.key.redacted() if loaded.key is not None else None}
+    if s.json:
+        ui.emit_json({"ok": True, "file": str(path), "sha256": loaded.sha256,
+                      "problems": [p.to_json() for p in loaded.warnings],
+                      "errors": 0, "warnings": len(loaded.warnings), **counts,
+                      "enabled_clients": clients, "key": key})
+        return 0
+    for p in loaded.warnings:
+        ui.problem(p.format())
+    line = (f"{_count(counts['models'], 'model')}, {_count(counts['routes'], 'route')}, "
+            f"{_count(counts['clients'], 'client')}")
+    if counts["mcp_servers"]:
+        line += f", {_count(counts['mcp_servers'], 'MCP server')}"
+    ui.out(f"{ui.style('OK', 'ok')}: {path} — {line}")
+    ui.detail(f"clients: {', '.join(clients) or 'none'}")
+    if loaded.key is not None:
+        ui.detail(f"key: {key['reference']} → {key['redacted']}")
+    else:
+        ui.detail(f"key: {key['reference']} (not resolved: --no-key)")
+    return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
