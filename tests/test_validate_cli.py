@@ -1,0 +1,366 @@
+"""`taosync validate` through the real CLI: every bad input of issue 2 is reported as
+``FILE:LINE:COL: …`` with exit 2 and nothing written; the example is OK; global options
+work before and after the command; the key is never printed; imports stay lazy."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from taosync.cli import run
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "fleet.yaml"
+EXAMPLE_TEXT = EXAMPLE.read_text(encoding="utf-8")
+KEY = "sk-test-SECRETKEY-0123456789abcdef"
+TAOSYNC = Path(sys.executable).with_name("taosync")
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    """(home, fleet path): an empty home, a key in the environment, no config overrides."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("TAOTOKEN_API_KEY", KEY)
+    for var in ("TAOSYNC_CONFIG", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "NO_COLOR"):
+        monkeypatch.delenv(var, raising=False)
+    return home, tmp_path / "fleet.yaml"
+
+
+def cli(capsys, *argv: str):
+    rc = run(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def edit(old: str, new: str) -> str:
+    assert EXAMPLE_TEXT.count(old) == 1, old
+    return EXAMPLE_TEXT.replace(old, new)
+
+
+KEY_LINE = "key: ${env:TAOTOKEN_API_KEY}"
+
+# id → (file content: str or bytes, "LINE:COL", a fragment of the message)
+BAD_INPUT = {
+    "yaml-syntax-error": (edit("  fast: gpt-4o-mini", "  fast: [gpt-4o-mini"), "18:11",
+                          "YAML syntax error"),
+    "tab-indent": (edit("  fast: gpt-4o-mini", "\tfast: gpt-4o-mini"), "17:1",
+                   "YAML indents with spaces"),
+    "duplicate-keys": (edit("  deep: nvidia/deepseek-r1\n",
+                            "  deep: nvidia/deepseek-r1\n  fast: intel/llama-7b\n"),
+                       "20:3", "duplicate key 'fast' (first at line 17)"),
+    "wrong-type": (edit("max_tokens: 16", "max_tokens: many"), "40:48",
+                   "verify.max_tokens: expected an integer, got the string 'many'"),
+    "wrong-type-list": (edit("profiles: [deep, batch]", "profiles: deep"), "27:34",
+                        "clients.codex.profiles: expected a list"),
+    "unknown-key": (edit("  base_url:", "  bse_url:"), "7:3",
+                    "gateway.bse_url: unknown key 'bse_url'; did you mean 'base_url'?"),
+    "unknown-top-level-key": (edit("default_route:", "default_rout:"), "21:1",
+                              "did you mean 'default_route'?"),
+    "empty-file": ("", "1:1", "the file is empty"),
+    "comments-only": ("# nothing yet\n", "1:1", "the file is empty"),
+    "top-level-list": ("- version: 1\n- gateway: {}\n", "1:1", "the top level is a list"),
+    "top-level-scalar": ("just some text\n", "1:1", "the top level is a single value"),
+    "version-missing": (edit("version: 1\n", ""), "5:1", "version is missing"),
+    "version-unsupported": (edit("version: 1", "version: 2"), "4:10",
+                            "unsupported version 2: this taosync reads version 1"),
+    "route-unknown-model": (edit("fast: gpt-4o-mini", "fast: gpt-4o-mni"), "17:9",
+                            "routes.fast: route 'fast' names 'gpt-4o-mni', which is not in "
+                            "models; did you mean 'gpt-4o-mini'?"),
+    "slot-unknown-route": (edit("haiku: fast", "haiku: fsat"), "26:41",
+                           "clients.claude-code.haiku: 'fsat' is neither a route nor a "
+                           "catalogue model; did you mean 'fast'?"),
+    "slot-unknown-model": (edit("profiles: [deep, batch]", "profiles: [deep, intel/llama-8b]"),
+                           "27:41", "clients.codex.profiles[1]: 'intel/llama-8b' is neither"),
+    "unknown-client": (edit("  cline: {model", "  clin: {model"), "28:3",
+                       "clients.clin: unknown client 'clin'; did you mean 'cline'?"),
+    "default-route-unknown": (edit("default_route: balanced", "default_route: balancd"),
+                              "21:16", "'balancd' is not a route; did you mean 'balanced'?"),
+    "missing-key-file": (edit(KEY_LINE, "key: ${file:~/.config/taotoken/key}"), "8:8",
+                         "cannot resolve ${file:~/.config/taotoken/key}: key file"),
+    "failing-key-command": (edit(KEY_LINE, "key: ${cmd:false}"), "8:8",
+                            "cannot resolve ${cmd:false}: key command exited 1"),
+    "unknown-key-command": (edit(KEY_LINE, "key: ${cmd:no-such-program-xyz}"), "8:8",
+                            "key command not found: no-such-program-xyz"),
+    "non-http-base-url": (edit("https://taotoken.net/api", "ftp://taotoken.net/api"), "7:13",
+                          "gateway.base_url: must be an http:// or https:// URL"),
+    "base-url-no-scheme": (edit("https://taotoken.net/api", "taotoken.net/api"), "7:13",
+                           "no scheme: add https://"),
+    "not-utf8": (edit("Reply with OK.", "Reply with OK\u00e9.").encode("utf-8")
+                 .replace(b"\xc3\xa9", b"\xe9"), "40:32", "not valid UTF-8 (byte 0xe9)"),
+    "utf16": (EXAMPLE_TEXT.encode("utf-16"), "1:1", "UTF-16"),
+    "mcp-unknown-reference": (edit("${routes.balanced}", "${routes.balancd}"), "38:23",
+                              "unknown reference ${routes.balancd}; did you mean "
+                              "${routes.balanced}?"),
+    "mcp-neither-stdio-nor-http": (edit("    command: npx\n", "    cmd: npx\n"), "32:3",
+                                   "needs 'command' (a stdio server) or 'url' (an http server)"),
+    "codex-provider-openai": (edit("profiles: [deep, batch]}",
+                                   "profiles: [deep, batch], provider_id: openai}"),
+                              "27:62", "Codex reserves it"),
+    "control-character": (edit("Reply with OK.", "Reply \x01 OK."), "40:25",
+                          "character 0x01 is not allowed"),
+}
+
+
+def write(path: Path, content) -> None:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUT))
+def test_bad_input_is_located_exit_2_nothing_written(case, sandbox, capsys):
+    home, fleet = sandbox
+    content, where, fragment = BAD_INPUT[case]
+    write(fleet, content)
+    rc, out, err = cli(capsys, "--home", str(home), "-c", str(fleet), "validate")
+    assert rc == 2, err
+    assert out == ""
+    assert f"{fleet}:{where}: " in err, err
+    assert fragment in err, err
+    assert "Traceback" not in err
+    assert err.rstrip().splitlines()[-1].startswith("error: ")
+    assert list(home.iterdir()) == []  # nothing written
+    assert KEY not in err
+
+
+def test_unset_env_var(sandbox, capsys, monkeypatch):
+    home, fleet = sandbox
+    write(fleet, EXAMPLE_TEXT)
+    monkeypatch.delenv("TAOTOKEN_API_KEY")
+    rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet))
+    assert rc == 2
+    assert (f"{fleet}:8:8: gateway.key: cannot resolve ${{env:TAOTOKEN_API_KEY}}: "
+            "environment variable TAOTOKEN_API_KEY is not set") in err
+    assert list(home.iterdir()) == []
+
+
+def test_hanging_key_command_times_out_naming_it(sandbox, capsys, monkeypatch):
+    from taosync.fleet import secrets
+
+    monkeypatch.setattr(secrets, "CMD_TIMEOUT", 0.5)
+    home, fleet = sandbox
+    write(fleet, edit(KEY_LINE, "key: ${cmd:sleep 30}"))
+    rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet))
+    assert rc == 2
+    assert f"{fleet}:8:8: gateway.key: cannot resolve ${{cmd:sleep 30}}" in err
+    assert "did not finish within 0.5 s" in err
+    assert list(home.iterdir()) == []
+
+
+def test_ten_megabyte_file_is_refused_without_parsing(sandbox, capsys):
+    home, fleet = sandbox
+    fleet.write_bytes(b"# padding\n" * (1024 * 1024))
+    rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet))
+    assert rc == 2
+    assert f"{fleet}:1:1: the file is 10.5 MB; a fleet.yaml is at most 1 MB" in err
+    assert list(home.iterdir()) == []
+
+
+def test_missing_file_names_it_and_what_to_do(sandbox, capsys):
+    home, fleet = sandbox
+    rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet))
+    assert rc == 2
+    assert f"{fleet}: no such file. Pass -c PATH or set $TAOSYNC_CONFIG" in err
+
+
+def test_every_problem_in_one_run_sorted_by_line(sandbox, capsys):
+    home, fleet = sandbox
+    text = (EXAMPLE_TEXT.replace("version: 1", "version: 3")
+            .replace("fast: gpt-4o-mini", "fast: gpt-4o-mni")
+            .replace("haiku: fast", "haiku: fsat")
+            .replace("  base_url:", "  bse_url:")
+            .replace("max_tokens: 16", "max_tokens: -1"))
+    write(fleet, text)
+    rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet))
+    assert rc == 2
+    lines = [ln for ln in err.splitlines() if ln.startswith(str(fleet) + ":")]
+    located = [tuple(int(x) for x in ln[len(str(fleet)) + 1:].split(":")[:2]) for ln in lines]
+    assert located == sorted(located)
+    assert [ln for ln, _ in located] == [4, 6, 7, 17, 26, 40]
+    assert "must be greater than 0, got -1" in err
+    assert err.rstrip().endswith("6 problems")
+
+
+def test_example_is_ok_one_line(sandbox, capsys):
+    home, fleet = sandbox
+    write(fleet, EXAMPLE_TEXT)
+    rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet))
+    assert rc == 0
+    assert out == f"OK: {fleet} — 4 models, 4 routes, 4 clients, 1 MCP server\n"
+    assert err == ""
+    assert list(home.iterdir()) == []
+
+
+@pytest.mark.parametrize("order", ["before", "after", "mixed", "json-before", "json-after"])
+def test_global_options_before_or_after_the_command(order, sandbox, capsys):
+    home, fleet = sandbox
+    write(fleet, EXAMPLE_TEXT)
+    h, c = str(home), str(fleet)
+    argv = {
+        "before": ["--home", h, "-c", c, "validate"],
+        "after": ["validate", "--home", h, "-c", c],
+        "mixed": ["--home", h, "validate", "-c", c],
+        "json-before": ["--json", "-c", c, "validate", "--home", h],
+        "json-after": ["validate", "-c", c, "--home", h, "--json"],
+    }[order]
+    rc, out, err = cli(capsys, *argv)
+    assert rc == 0, err
+    if order.startswith("json"):
+        data = json.loads(out)
+        assert data["ok"] is True and data["models"] == 4 and data["errors"] == 0
+        assert data["key"] == {"reference": "${env:TAOTOKEN_API_KEY}", "resolved": True,
+                               "redacted": "sk-…cdef"}
+    else:
+        assert out.startswith("OK: ")
+
+
+def test_json_lists_problems_with_positions(sandbox, capsys):
+    home, fleet = sandbox
+    write(fleet, edit("haiku: fast", "haiku: fsat").replace("https://taotoken.net/api",
+                                                            "https://taotoken.net/api/v1"))
+    rc, out, err = cli(capsys, "validate", "--json", "--home", str(home), "-c", str(fleet))
+    assert rc == 2
+    data = json.loads(out)
+    assert data["ok"] is False and data["file"] == str(fleet)
+    assert data["errors"] == 1 and data["warnings"] == 1
+    assert data["problems"] == [
+        {"file": str(fleet), "line": 7, "column": 13, "path": "gateway.base_url",
+         "message": data["problems"][0]["message"], "severity": "warning"},
+        {"file": str(fleet), "line": 26, "column": 41, "path": "clients.claude-code.haiku",
+         "message": "'fsat' is neither a route nor a catalogue model; did you mean 'fast'?",
+         "severity": "error"},
+    ]
+    assert "normalised https://taotoken.net/api/v1 to https://taotoken.net/api" in \
+        data["problems"][0]["message"]
+
+
+def test_warning_goes_to_stderr_before_ok(sandbox, capsys):
+    home, fleet = sandbox
+    write(fleet, edit("https://taotoken.net/api", "https://taotoken.net/api/v1/"))
+    rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet))
+    assert rc == 0
+    assert out.startswith("OK: ")
+    assert err.startswith(f"{fleet}:7:13: gateway.base_url: warning: normalised "
+                          "https://taotoken.net/api/v1/ to https://taotoken.net/api")
+    assert "adds /v1" in err
+
+
+def test_literal_key_warns_and_is_never_printed(sandbox, capsys):
+    home, fleet = sandbox
+    literal = "sk-literal-abcdefghijklmnop1234"
+    write(fleet, edit(KEY_LINE, f"key: {literal}"))
+    for extra in ([], ["-v"], ["--json"]):
+        rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet), *extra)
+        assert rc == 0
+        assert literal not in out + err
+        assert "a literal key in fleet.yaml" in (err if extra != ["--json"] else out)
+
+
+def test_verbose_shows_the_key_redacted_only(sandbox, capsys):
+    home, fleet = sandbox
+    write(fleet, EXAMPLE_TEXT)
+    rc, out, err = cli(capsys, "validate", "-v", "--home", str(home), "-c", str(fleet))
+    assert rc == 0
+    assert "key: ${env:TAOTOKEN_API_KEY} → sk-…cdef" in out
+    assert KEY not in out + err
+
+
+def test_quiet_prints_nothing_on_success(sandbox, capsys):
+    home, fleet = sandbox
+    write(fleet, EXAMPLE_TEXT)
+    assert cli(capsys, "-q", "validate", "--home", str(home), "-c", str(fleet)) == (0, "", "")
+
+
+def test_no_key_skips_resolution_but_checks_the_rest(sandbox, capsys, monkeypatch):
+    home, fleet = sandbox
+    monkeypatch.delenv("TAOTOKEN_API_KEY")
+    write(fleet, EXAMPLE_TEXT)
+    rc, out, err = cli(capsys, "validate", "--no-key", "--home", str(home), "-c", str(fleet))
+    assert rc == 0 and out.startswith("OK: ")
+    write(fleet, edit("haiku: fast", "haiku: fsat"))
+    rc, out, err = cli(capsys, "validate", "--no-key", "--home", str(home), "-c", str(fleet))
+    assert rc == 2 and "fsat" in err and "TAOTOKEN_API_KEY" not in err
+
+
+def test_key_file_under_home(sandbox, capsys):
+    home, fleet = sandbox
+    (home / ".config" / "taotoken").mkdir(parents=True)
+    (home / ".config" / "taotoken" / "key").write_text(KEY + "\n")
+    write(fleet, edit(KEY_LINE, "key: ${file:~/.config/taotoken/key}"))
+    rc, out, err = cli(capsys, "validate", "-v", "--home", str(home), "-c", str(fleet))
+    assert rc == 0, err
+    assert "sk-…cdef" in out and KEY not in out
+
+
+def test_config_from_environment(sandbox, capsys, monkeypatch):
+    home, fleet = sandbox
+    write(fleet, EXAMPLE_TEXT)
+    monkeypatch.setenv("TAOSYNC_CONFIG", str(fleet))
+    rc, out, err = cli(capsys, "validate", "--home", str(home))
+    assert rc == 0 and str(fleet) in out
+
+
+def test_schema_command_prints_the_committed_schema(capsys):
+    rc, out, err = cli(capsys, "schema")
+    assert rc == 0
+    assert out == (ROOT / "schemas" / "fleet.schema.json").read_text(encoding="utf-8")
+
+
+# -- the installed console script, as a user runs it ----------------------------------
+
+
+def _env(home: Path) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TAOSYNC_CONFIG", "XDG_CONFIG_HOME", "NO_COLOR")}
+    env["TAOTOKEN_API_KEY"] = KEY
+    return env
+
+
+def test_console_script_on_the_example(tmp_path):
+    proc = subprocess.run([str(TAOSYNC), "validate", "-c", str(EXAMPLE), "--home",
+                           str(tmp_path)], capture_output=True, text=True, env=_env(tmp_path))
+    assert proc.returncode == 0
+    assert proc.stdout == f"OK: {EXAMPLE} — 4 models, 4 routes, 4 clients, 1 MCP server\n"
+    assert proc.stderr == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_console_script_bad_input_no_traceback(tmp_path):
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(edit("  fast: gpt-4o-mini", "\tfast: gpt-4o-mini"))
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = subprocess.run([str(TAOSYNC), "--home", str(home), "validate", "-c", "fleet.yaml"],
+                          capture_output=True, text=True, env=_env(home), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("fleet.yaml:17:1: ")  # the path as the user gave it
+    assert "Traceback" not in proc.stderr
+    assert list(home.iterdir()) == []
+
+
+def test_validate_imports_neither_pydantic_nor_jsonschema(tmp_path):
+    """Start-up: a valid fleet is checked without pydantic, jsonschema, httpx, tomlkit."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "taosync", "validate",
+                           "-c", str(EXAMPLE), "--home", str(tmp_path)],
+                          capture_output=True, text=True, env=_env(tmp_path))
+    assert proc.returncode == 0
+    imported = {line.rsplit("|", 1)[-1].strip().split(".")[0]
+                for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "ruamel" in imported
+    assert not imported & {"pydantic", "pydantic_core", "jsonschema", "httpx", "tomlkit",
+                           "watchdog"}
+
+
+def test_schema_command_imports_no_pydantic(tmp_path):
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "taosync", "schema"],
+                          capture_output=True, text=True, env=_env(tmp_path))
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["title"] == "taosync fleet"
+    assert "pydantic" not in proc.stderr and "jsonschema" not in proc.stderr
