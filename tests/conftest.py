@@ -1,0 +1,76 @@
+"""Shared test fixtures: a sandbox home, the example fleet, and an in-process CLI runner.
+
+Everything runs against real files in a temporary home (``--home``); nothing outside
+it is read or written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_FLEET = ROOT / "fleet.yaml"
+TEST_KEY = "sk-test-SECRETKEY-0123456789abcdef"
+
+
+@dataclass
+class Run:
+    rc: int
+    out: str
+    err: str
+
+    @property
+    def both(self) -> str:
+        return self.out + self.err
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    """An empty sandbox home, with a key in the environment and no location overrides."""
+    h = tmp_path / "home"
+    h.mkdir()
+    monkeypatch.setenv("TAOTOKEN_API_KEY", TEST_KEY)
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CLINE_DIR", "CLINE_DATA_DIR",
+                "CLINE_MCP_SETTINGS_PATH", "CONTINUE_GLOBAL_DIR", "XDG_CONFIG_HOME",
+                "XDG_STATE_HOME", "TAOSYNC_CONFIG", "CODEX_API_KEY", "NO_COLOR"):
+        monkeypatch.delenv(var, raising=False)
+    return h
+
+
+@pytest.fixture
+def fleet_file(tmp_path) -> Path:
+    """A copy of the example fleet that a test may edit."""
+    dst = tmp_path / "fleet.yaml"
+    shutil.copyfile(EXAMPLE_FLEET, dst)
+    return dst
+
+
+@pytest.fixture
+def taosync(home, fleet_file, capsys):
+    """Run the CLI in-process: ``taosync("apply")`` → Run(rc, out, err)."""
+
+    def run(*args: str, config: Path | None = None) -> Run:
+        from taosync.cli import run as cli_run
+
+        argv = ["--home", str(home), "-c", str(config or fleet_file), *args]
+        rc = cli_run(argv)
+        captured = capsys.readouterr()
+        return Run(rc, captured.out, captured.err)
+
+    return run
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Path → sha256 of every file under root (to prove nothing was written)."""
+    out = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            p = Path(dirpath, name)
+            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out

@@ -1,0 +1,453 @@
+"""apply / plan / status / rollback on real files in a sandbox home."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tomllib
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from conftest import TEST_KEY, snapshot
+
+ROOT_URL = "https://taotoken.net/api"
+V1_URL = ROOT_URL + "/v1"
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def load_yaml(path: Path):
+    return YAML(typ="safe").load(path.read_text())
+
+
+def all_text(home: Path) -> str:
+    """Every byte taosync could have left anywhere under home, as text."""
+    chunks = []
+    for dirpath, _dirs, files in os.walk(home):
+        for name in files:
+            chunks.append(Path(dirpath, name).read_bytes().decode("utf-8", "replace"))
+    return "\n".join(chunks)
+
+
+# ---------------------------------------------------------------------------- shapes
+
+def test_apply_example_into_empty_home_writes_every_client(taosync, home):
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0, r.both
+    assert "applied #1" in r.out
+
+    settings = json.loads((home / ".claude/settings.json").read_text())
+    assert settings == {"env": {
+        "ANTHROPIC_BASE_URL": ROOT_URL,
+        "ANTHROPIC_MODEL": "claude-sonnet-4-20250514",
+        "ANTHROPIC_DEFAULT_SONNET_MODEL": "claude-sonnet-4-20250514",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL": "gpt-4o-mini",
+        "ANTHROPIC_DEFAULT_OPUS_MODEL": "nvidia/deepseek-r1",
+        "ANTHROPIC_AUTH_TOKEN": TEST_KEY,
+    }}
+    claude_state = json.loads((home / ".claude.json").read_text())
+    router = claude_state["mcpServers"]["taotoken-router"]
+    assert router["type"] == "stdio" and router["command"] == "npx"
+    assert router["env"]["TAOTOKEN_MODEL"] == "claude-sonnet-4-20250514"
+    assert router["env"]["TAOTOKEN_BASE_URL"] == ROOT_URL
+
+    config = tomllib.loads((home / ".codex/config.toml").read_text())
+    assert config["model"] == "gpt-4o-mini"
+    provider_id = config["model_provider"]
+    assert provider_id != "openai"
+    provider = config["model_providers"][provider_id]
+    assert provider["base_url"] == V1_URL and provider["wire_api"] == "responses"
+    assert provider["requires_openai_auth"] is True
+    assert config["mcp_servers"]["taotoken-router"]["command"] == "npx"
+    auth = json.loads((home / ".codex/auth.json").read_text())
+    assert auth == {"auth_mode": "apikey", "OPENAI_API_KEY": TEST_KEY}
+    deep = tomllib.loads((home / ".codex/deep.config.toml").read_text())
+    assert deep == {"model": "nvidia/deepseek-r1", "model_provider": provider_id}
+    batch = tomllib.loads((home / ".codex/batch.config.toml").read_text())
+    assert batch["model"] == "intel/llama-7b"
+
+    providers = json.loads((home / ".cline/data/settings/providers.json").read_text())
+    assert providers["version"] == 1 and providers["modes"] == {}
+    assert providers["lastUsedProvider"] == "openai-compatible"
+    entry = providers["providers"]["openai-compatible"]
+    assert entry["settings"] == {"provider": "openai-compatible", "apiKey": TEST_KEY,
+                                 "model": "claude-sonnet-4-20250514", "baseUrl": V1_URL}
+    assert entry["tokenSource"] == "manual" and entry["updatedAt"].endswith("Z")
+    mcp = json.loads((home / ".cline/data/settings/cline_mcp_settings.json").read_text())
+    assert mcp["mcpServers"]["taotoken-router"]["transport"]["type"] == "stdio"
+    state = json.loads((home / ".cline/data/globalState.json").read_text())
+    assert state["openAiBaseUrl"] == V1_URL and state["actModeApiProvider"] == "openai"
+    assert json.loads((home / ".cline/data/secrets.json").read_text()) == {"openAiApiKey": TEST_KEY}
+
+    cont = load_yaml(home / ".continue/config.yaml")
+    assert cont["schema"] == "v1" and cont["name"] and cont["version"]
+    models = {m["name"]: m for m in cont["models"]}
+    assert models["claude-sonnet-4-20250514"]["roles"] == ["chat", "edit"]
+    assert models["gpt-4o-mini"]["roles"] == ["autocomplete"]
+    for m in models.values():
+        assert m["provider"] == "openai" and m["apiBase"] == V1_URL and m["apiKey"] == TEST_KEY
+    assert cont["mcpServers"][0]["name"] == "taotoken-router"
+
+
+def test_files_holding_the_key_are_0600_and_key_never_printed(taosync, home):
+    r = taosync("apply", "--no-verify", "-v")
+    assert r.rc == 0, r.both
+    for rel in (".claude/settings.json", ".codex/auth.json", ".cline/data/secrets.json",
+                ".cline/data/settings/providers.json", ".continue/config.yaml"):
+        assert mode(home / rel) == 0o600, rel
+    state_dir = home / ".local/state/taosync"
+    assert TEST_KEY not in (state_dir / "state.json").read_text()
+    assert mode(state_dir / "state.json") == 0o600
+    plan = taosync("plan", "--json")
+    for run in (r, plan, taosync("status", "--json"), taosync("plan")):
+        assert TEST_KEY not in run.both
+
+
+def test_plan_shows_redacted_diff_and_check_exit_code(taosync, home):
+    r = taosync("plan")
+    assert r.rc == 0
+    assert "create" in r.out and "~/.claude/settings.json" in r.out
+    assert "sk-…cdef" in r.out and TEST_KEY not in r.both
+    assert taosync("plan", "--check").rc == 1
+    assert snapshot(home) == {}, "plan wrote something"
+    taosync("apply", "--no-verify")
+    assert taosync("plan", "--check").rc == 0
+    assert taosync("diff", "--check").rc == 0
+
+
+def test_second_apply_writes_nothing_and_says_so(taosync, home):
+    assert taosync("apply", "--no-verify").rc == 0
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in home.rglob("*") if p.is_file()}
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0 and "nothing to do" in r.out
+    after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in home.rglob("*") if p.is_file()}
+    assert before == after
+
+
+def test_dry_run_writes_nothing(taosync, home):
+    r = taosync("apply", "--dry-run")
+    assert r.rc == 0 and "dry run" in r.out
+    assert snapshot(home) == {}
+
+
+def test_only_one_client(taosync, home):
+    r = taosync("apply", "--no-verify", "--only", "codex")
+    assert r.rc == 0, r.both
+    assert (home / ".codex/config.toml").exists()
+    assert not (home / ".claude").exists()
+    bad = taosync("apply", "--only", "codx")
+    assert bad.rc == 2 and "did you mean codex" in bad.err
+
+
+# ---------------------------------------------------------------------- preservation
+
+CLAUDE_SETTINGS = """{
+  "$schema": "https://json.schemastore.org/claude-code-settings.json",
+  "permissions": {
+    "allow": ["Bash(npm run lint)", "Read(~/.zshrc)"],
+    "deny": ["Read(./.env)"]
+  },
+  "env": {
+    "DISABLE_TELEMETRY": "1",
+    "ANTHROPIC_BASE_URL": "https://old.example/api/v1"
+  },
+  "hooks": {
+    "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "prettier -w"}]}]
+  },
+  "statusLine": {"type": "command", "command": "~/.claude/statusline.sh"},
+  "enabledPlugins": {"formatter@tools": true}
+}
+"""
+
+CODEX_CONFIG = """# my codex config
+model = "o3"   # was using o3
+approval_policy = "on-request"
+
+[projects."/home/me/work"]
+trust_level = "trusted"
+
+# another provider I keep around
+[model_providers.ollama]
+name = "Ollama"
+base_url = "http://localhost:11434/v1"
+
+[mcp_servers.docs]
+command = "npx"
+args = ["-y", "some-mcp"]
+env = { K = "v" }
+
+[tui]
+notifications = true
+"""
+
+CONTINUE_CONFIG = """name: My Config
+version: 0.0.1
+schema: v1
+models:
+  # my local model
+  - name: Local Llama
+    provider: ollama
+    model: llama3.1:8b
+    roles:
+      - chat
+context:
+  - provider: code
+"""
+
+CLAUDE_JSON = """{
+  "numStartups": 42,
+  "userID": "abc",
+  "mcpServers": {
+    "mine": {"type": "stdio", "command": "my-server", "args": [], "env": {}}
+  },
+  "projects": {"/home/me/work": {"allowedTools": []}}
+}
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def removed_and_added(old: str, new: str) -> tuple[list[str], list[str]]:
+    import difflib
+
+    removed, added = [], []
+    for line in difflib.ndiff(old.splitlines(), new.splitlines()):
+        if line.startswith("- "):
+            removed.append(line[2:])
+        elif line.startswith("+ "):
+            added.append(line[2:])
+    return removed, added
+
+
+def test_user_files_kept_byte_for_byte_outside_owned_keys(taosync, home):
+    settings = write(home / ".claude/settings.json", CLAUDE_SETTINGS)
+    claude_json = write(home / ".claude.json", CLAUDE_JSON)
+    codex = write(home / ".codex/config.toml", CODEX_CONFIG)
+    cont = write(home / ".continue/config.yaml", CONTINUE_CONFIG)
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0, r.both
+
+    new = settings.read_text()
+    removed, added = removed_and_added(CLAUDE_SETTINGS, new)
+    # only the owned base URL line changed, plus one comma where members were appended
+    assert removed == ['    "ANTHROPIC_BASE_URL": "https://old.example/api/v1"']
+    assert '    "ANTHROPIC_BASE_URL": "https://taotoken.net/api",' in added
+    assert all("ANTHROPIC" in line for line in added)
+    data = json.loads(new)
+    assert data["env"]["DISABLE_TELEMETRY"] == "1"
+    assert data["hooks"]["PostToolUse"][0]["matcher"] == "Edit"
+
+    removed, added = removed_and_added(CLAUDE_JSON, claude_json.read_text())
+    assert removed in ([], ['    "mine": {"type": "stdio", "command": "my-server", "args": [], "env": {}}'])
+    assert json.loads(claude_json.read_text())["mcpServers"]["mine"]["command"] == "my-server"
+
+    text = codex.read_text()
+    removed, added = removed_and_added(CODEX_CONFIG, text)
+    assert removed == ['model = "o3"   # was using o3']
+    assert 'model = "gpt-4o-mini"   # was using o3' in added
+    parsed = tomllib.loads(text)
+    assert parsed["projects"]["/home/me/work"]["trust_level"] == "trusted"
+    assert parsed["model_providers"]["ollama"]["base_url"] == "http://localhost:11434/v1"
+    assert parsed["mcp_servers"]["docs"]["env"] == {"K": "v"}
+    assert parsed["tui"]["notifications"] is True
+    assert text.startswith("# my codex config\n")
+
+    text = cont.read_text()
+    removed, _ = removed_and_added(CONTINUE_CONFIG, text)
+    assert removed == []
+    assert "# my local model" in text
+    models = load_yaml(cont)["models"]
+    assert models[0] == {"name": "Local Llama", "provider": "ollama",
+                         "model": "llama3.1:8b", "roles": ["chat"]}
+
+
+def test_symlinked_target_is_written_through_the_link(taosync, home, tmp_path):
+    real = write(tmp_path / "dotfiles/claude-settings.json", CLAUDE_SETTINGS)
+    link = home / ".claude/settings.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    assert taosync("apply", "--no-verify").rc == 0
+    assert link.is_symlink()
+    assert json.loads(real.read_text())["env"]["ANTHROPIC_BASE_URL"] == ROOT_URL
+
+
+def test_existing_mode_kept_when_the_file_holds_no_key(taosync, home, fleet_file):
+    text = fleet_file.read_text().replace("      TAOTOKEN_API_KEY: ${gateway.key}\n", "")
+    fleet_file.write_text(text)
+    cfg = write(home / ".codex/config.toml", CODEX_CONFIG)
+    os.chmod(cfg, 0o640)
+    assert taosync("apply", "--no-verify").rc == 0
+    assert mode(cfg) == 0o640
+    assert mode(home / ".codex/auth.json") == 0o600
+
+
+# ----------------------------------------------------------------------- idempotence
+
+def test_edit_fleet_moves_only_the_edited_keys(taosync, home, fleet_file):
+    write(home / ".codex/config.toml", CODEX_CONFIG)
+    assert taosync("apply", "--no-verify").rc == 0
+    before = {p: p.read_text() for p in home.rglob("*") if p.is_file() and "state" not in str(p)}
+    fleet_file.write_text(fleet_file.read_text().replace("fast: gpt-4o-mini", "fast: claude-sonnet-4-20250514"))
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0, r.both
+    codex_before = before[home / ".codex/config.toml"]
+    removed, added = removed_and_added(codex_before, (home / ".codex/config.toml").read_text())
+    assert removed == ['model = "gpt-4o-mini"   # was using o3']
+    assert added == ['model = "claude-sonnet-4-20250514"   # was using o3']
+    # a file whose owned values did not move is untouched
+    assert (home / ".codex/deep.config.toml").read_text() == before[home / ".codex/deep.config.toml"]
+
+
+def test_removing_a_client_removes_its_keys_and_keeps_the_rest(taosync, home, fleet_file):
+    settings = write(home / ".claude/settings.json", CLAUDE_SETTINGS)
+    assert taosync("apply", "--no-verify").rc == 0
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "  claude-code: {model: balanced, haiku: fast, opus: deep}\n", ""))
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0, r.both
+    data = json.loads(settings.read_text())
+    assert "ANTHROPIC_AUTH_TOKEN" not in data["env"]
+    assert "ANTHROPIC_MODEL" not in data["env"]
+    assert data["env"]["DISABLE_TELEMETRY"] == "1"
+    # ANTHROPIC_BASE_URL was the user's before taosync owned it; now it is gone with ours
+    assert data["permissions"]["deny"] == ["Read(./.env)"]
+    # the state file taosync created only for MCP is removed entirely
+    assert not (home / ".claude.json").exists()
+
+
+def test_disabling_a_client_with_enabled_false(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "cline: {model: balanced}", "cline: {model: balanced, enabled: false}"))
+    assert taosync("apply", "--no-verify").rc == 0
+    assert not (home / ".cline/data/settings/providers.json").exists()
+    assert not (home / ".cline/data/secrets.json").exists()
+
+
+# ------------------------------------------------------------------- status/rollback
+
+def test_status_reports_drift_and_apply_reasserts(taosync, home):
+    assert taosync("apply", "--no-verify").rc == 0
+    assert taosync("status").rc == 0
+    settings = home / ".claude/settings.json"
+    data = json.loads(settings.read_text())
+    data["env"]["ANTHROPIC_MODEL"] = "hand-edited"
+    data["env"]["ANTHROPIC_AUTH_TOKEN"] = "sk-other-0000000000000000"
+    settings.write_text(json.dumps(data, indent=2))
+    r = taosync("status")
+    assert r.rc == 1
+    assert "ANTHROPIC_MODEL" in r.out and "hand-edited" in r.out
+    assert "sk-other-0000000000000000" not in r.out and TEST_KEY not in r.out
+    js = json.loads(taosync("status", "--json").out)
+    assert {d["key"] for d in js["drift"]} == {"env.ANTHROPIC_MODEL", "env.ANTHROPIC_AUTH_TOKEN"}
+    assert taosync("apply", "--no-verify").rc == 0
+    assert json.loads(settings.read_text())["env"]["ANTHROPIC_MODEL"] == "claude-sonnet-4-20250514"
+    assert taosync("status").rc == 0
+
+
+def test_status_reports_pending_changes(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    fleet_file.write_text(fleet_file.read_text().replace("deep: nvidia/deepseek-r1", "deep: gpt-4o-mini"))
+    r = taosync("status")
+    assert r.rc == 1 and "pending" in r.out
+
+
+def test_rollback_restores_previous_contents(taosync, home, fleet_file):
+    codex = write(home / ".codex/config.toml", CODEX_CONFIG)
+    assert taosync("apply", "--no-verify").rc == 0
+    first = codex.read_text()
+    fleet_file.write_text(fleet_file.read_text().replace("fast: gpt-4o-mini", "fast: intel/llama-7b"))
+    assert taosync("apply", "--no-verify").rc == 0
+    assert codex.read_text() != first
+    r = taosync("rollback")
+    assert r.rc == 0, r.both
+    assert codex.read_text() == first
+    r = taosync("rollback", "--to", "1")
+    assert r.rc == 0, r.both
+    assert codex.read_text() == CODEX_CONFIG
+    assert not (home / ".claude/settings.json").exists()
+    assert taosync("rollback", "--to", "99").rc == 2
+
+
+# --------------------------------------------------------------------------- faults
+
+@pytest.mark.parametrize("rel,text,where", [
+    (".claude/settings.json", '{\n  "env": {,\n}\n', ".claude/settings.json:2:"),
+    (".codex/config.toml", 'model = "x"\n[broken\n', ".codex/config.toml:2"),
+    (".continue/config.yaml", "models:\n  - name: a\n   bad: [\n", ".continue/config.yaml:"),
+])
+def test_unparsable_target_stops_everything(taosync, home, rel, text, where):
+    write(home / rel, text)
+    before = snapshot(home)
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 2
+    assert where in r.err and "changed nothing" in r.err
+    assert "Traceback" not in r.both
+    assert snapshot(home) == before
+
+
+def test_target_is_a_directory(taosync, home):
+    (home / ".codex/config.toml").mkdir(parents=True)
+    before = snapshot(home)
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 2 and "is a directory" in r.err
+    assert snapshot(home) == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_read_only_directory_writes_nothing(taosync, home):  # pragma: no cover - non-root
+    d = home / ".codex"
+    d.mkdir()
+    os.chmod(d, 0o500)
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 3
+
+
+def test_write_failing_half_way_puts_every_file_back(taosync, home, fleet_file):
+    """Inject a failure on the third file written: all files end as they were."""
+    from taosync.cli import Settings
+    from taosync.engine.apply import RealWriter, execute
+    from taosync import pipeline
+    from taosync.errors import WriteFailed
+
+    write(home / ".claude/settings.json", CLAUDE_SETTINGS)
+    write(home / ".codex/config.toml", CODEX_CONFIG)
+    before = snapshot(home)
+
+    class FailThird(RealWriter):
+        calls = 0
+
+        def write(self, path, data, mode):
+            FailThird.calls += 1
+            if FailThird.calls == 3:
+                raise OSError(28, "No space left on device")
+            super().write(path, data, mode)
+
+    settings = Settings(config=fleet_file, home=home)
+    ctx = pipeline.load(settings)
+    state = ctx.store.load()
+    plan = pipeline.make_plan(ctx, state, for_write=True)
+    with pytest.raises(WriteFailed) as err:
+        execute(plan, state, ctx.store, FailThird())
+    assert "No space left" in err.value.message and "put back" in err.value.message
+    after = {k: v for k, v in snapshot(home).items() if not k.startswith(".local/state")}
+    assert after == before
+
+
+def test_target_under_a_file_is_reported_before_anything_is_written(taosync, home):
+    (home / ".cline").write_text("not a directory")
+    before = snapshot(home)
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 2, r.both
+    assert ".cline" in r.err
+    assert "Traceback" not in r.both
+    assert snapshot(home) == before
