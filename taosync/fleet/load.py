@@ -715,8 +715,20 @@ class _Loader:
             for m in FLEET_REFERENCE.finditer(value):
                 ref = m.group(1)
                 if ref not in known:
-                    match = closest(ref, known)
-                    guess = f"; did you mean ${{{match}}}?" if match else ""
+                    kind, dot, rest = ref.partition(".")
+                    same_kind = [k.partition(".")[2] for k in known if dot and
+                                 k.startswith(kind + ".")]
+                    if same_kind:
+                        match = closest(rest, same_kind)
+                        match = match and f"{kind}.{match}"
+                    else:
+                        match = closest(ref, known)
+                    if match:
+                        guess = f"; did you mean ${{{match}}}?"
+                    elif same_kind:
+                        guess = f" ({kind}: {', '.join(same_kind)})"
+                    else:
+                        guess = ""
                     self.error(path, f"unknown reference ${{{ref}}}{guess}")
         elif isinstance(value, dict):
             for k, v in value.items():
@@ -814,8 +826,8 @@ class _Loader:
                     vpos = tuple(lc.value(key))
                 except Exception:
                     pass
-                if last and at == "key":
-                    pos = kpos or pos
+                if last and (at == "key" or node[key] is None):
+                    pos = kpos or pos  # an empty value has no place of its own
                     break
                 pos = vpos or kpos or pos
                 node = node[key]
