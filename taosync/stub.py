@@ -12,7 +12,7 @@ Only ever binds 127.0.0.1. Standard library only (``http.server``)::
 
 Fault syntax (``taosync stub --fault``): ``KIND[=ARG][@MODEL]``, e.g. ``unauthorized``,
 ``unknown_model@gw-small``, ``delay=0.3``, ``rate_limited=2@gw-main`` (two 429s, then
-success), ``server_error`` (always 500), ``status=503``, ``close``.
+success), ``server_error`` (always 500), ``status=503``, ``close``, ``answer_as=other``.
 
 Deliberately adversarial: an invalid-key answer echoes the key it received, as some
 gateways do, so tests prove taosync scrubs the key from everything it prints.
@@ -45,6 +45,7 @@ KINDS: dict[str, tuple[type | None, str]] = {
     "status": (int, "always answer with HTTP status CODE"),
     "close": (None, "close the connection without answering"),
     "delay": (float, "wait SECONDS before answering"),
+    "answer_as": (str, "answer well-formed, but naming model MODEL (a rerouting gateway)"),
 }
 
 
@@ -53,7 +54,7 @@ class Fault:
     """One injected failure; ``model=None`` applies to every request."""
 
     kind: str
-    arg: float | int | None = None
+    arg: float | int | str | None = None
     model: str | None = None
     hits: int = 0  # how many requests this fault has answered
 
@@ -75,7 +76,7 @@ class Fault:
                 arg = typ(raw)
             except ValueError:
                 raise ValueError(f"fault {kind}: {raw!r} is not a {typ.__name__}") from None
-        elif kind in ("delay", "status"):
+        elif kind in ("delay", "status", "answer_as"):
             raise ValueError(f"fault {kind} needs a value: {kind}=…")
         return cls(kind, arg, model.strip() or None)
 
@@ -140,7 +141,7 @@ class Stub:
         if self._server is None:
             self.bind()
             self._thread = threading.Thread(target=self._server.serve_forever,
-                                            kwargs={"poll_interval": 0.05},
+                                            kwargs={"poll_interval": 0.02},
                                             name="taosync-stub", daemon=True)
             self._thread.start()
         return self
@@ -230,6 +231,8 @@ class Stub:
     def record(self, seen: Seen) -> None:
         with self._lock:
             self.requests.append(seen)
+
+    def report(self, seen: Seen) -> None:
         if self.log is not None:
             self.log(f"{seen.method} {seen.path} → {seen.status}"
                      + (f" ({seen.body.get('model')})" if isinstance(seen.body, dict)
@@ -348,12 +351,13 @@ class _Handler(BaseHTTPRequestHandler):
                    if k.lower() not in ("authorization", "x-api-key")}
         self._seen = Seen(method, parts.path, parts.query, headers, body,
                           stub.check_key(received))
+        stub.record(self._seen)  # before answering: a client may look right after it
         try:
             self._route(method, parts.path, body, received)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         finally:
-            stub.record(self._seen)
+            stub.report(self._seen)
 
     def _route(self, method: str, path: str, body: Any, received: list[str]) -> None:
         stub = self.stub
@@ -424,6 +428,9 @@ class _Handler(BaseHTTPRequestHandler):
             mode = "error"
         stream = bool(body.get("stream"))
         answer = stub.answer.format(model=model)
+        for fault in faults:
+            if fault.kind == "answer_as":
+                model = str(fault.arg)
         limit = body.get("max_tokens") or body.get("max_output_tokens") or 0
         if isinstance(limit, int) and limit > 0:
             answer = " ".join(_words(answer)[:limit])

@@ -12,7 +12,7 @@ from taosync.errors import BadInput
 
 @click.command("stub", epilog="Faults (KIND[=ARG][@MODEL]): unauthorized, forbidden, oauth, "
                "unknown_model, no_choices, error_in_200, rate_limited[=N], server_error[=N], "
-               "status=CODE, close, delay=SECONDS.")
+               "status=CODE, close, delay=SECONDS, answer_as=MODEL.")
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
               help="Port on 127.0.0.1 (0: any free port).")
 @click.option("--key", "key_value", metavar="KEY",

@@ -14,6 +14,7 @@ Standard library only: httpx is imported by the runner.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 from urllib.parse import urlsplit
@@ -454,8 +455,12 @@ def same_model(asked: str, answered: str | None) -> bool:
     a_tail, b_tail = a.rsplit("/", 1)[-1], b.rsplit("/", 1)[-1]
     if a_tail == b_tail:
         return True
-    return b_tail.startswith(a_tail + "-") or a_tail.startswith(b_tail + "-") \
-        or b_tail.startswith(a_tail + "@") or a_tail.startswith(b_tail + ":")
+    short, long_ = sorted((a_tail, b_tail), key=len)
+    return long_.startswith(short) and bool(_VERSION_SUFFIX.fullmatch(long_[len(short):]))
+
+
+#: what a gateway may append to a model id and still mean the same model (a date or tag)
+_VERSION_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}|-\d{4,8}|-latest|-v\d[\w.]*|[@:].+")
 
 
 def first_words(text: str, words: int = 8, chars: int = 60) -> str:

@@ -226,12 +226,29 @@ async def _probe(client: Any, group: ProbeGroup, key: Any, verify: Any,
     return result
 
 
+_SSL: dict[tuple, Any] = {}
+
+
+def _ssl_context() -> Any:
+    """One TLS context per process (loading the CA bundle costs ~50 ms; watch verifies
+    again and again), rebuilt if SSL_CERT_FILE / SSL_CERT_DIR change."""
+    import os
+
+    import httpx
+
+    marker = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    if marker not in _SSL:
+        _SSL.clear()
+        _SSL[marker] = httpx.create_ssl_context(trust_env=True)
+    return _SSL[marker]
+
+
 def _client(n: int, timeout: float) -> Any:
     import httpx
 
     direct = {f"all://{h}": None for h in ("127.0.0.1", "localhost", "[::1]")}
     return httpx.AsyncClient(
-        http2=False, follow_redirects=False, trust_env=True, mounts=direct,
+        http2=False, follow_redirects=False, trust_env=True, mounts=direct, verify=_ssl_context(),
         timeout=httpx.Timeout(timeout),
         limits=httpx.Limits(max_connections=max(10, n * 2), max_keepalive_connections=max(10, n)))
 
