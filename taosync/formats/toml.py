@@ -1,0 +1,562 @@
+"""TOML (Codex's ``config.toml``) edited through tomlkit, which keeps every byte it
+does not touch: comments, inline comments, blank lines, key order, quoting,
+``[projects."/abs/path"]`` headers.
+
+Placement rules on top of tomlkit (which on its own would put a new key after a comment
+that introduces the next table, or a new table before the blank line and comments that
+introduce the following one):
+
+* a new key/value goes right after the last key/value of its table (for the root: before
+  the first table, so it stays in the root, where TOML needs it), with its siblings'
+  indentation; in a table that has none yet, after the leading comment block;
+* a dict set at a table position becomes a real ``[a.b]`` table (its dict values become
+  sub-tables, its scalars and lists stay key/values), appended after the tables already
+  there, as ``codex mcp add`` writes it; parents created on the way render no header of
+  their own (``[model_providers.x]`` without ``[model_providers]``);
+* the blank lines and comments that closed the table rendered just before a new table
+  move below it (they introduce what follows), and come back when it is deleted, so
+  set-then-delete restores the original bytes;
+* anything inside an existing inline table (``env = { A = "1" }``) or array stays
+  inline; an inline table whose keys change is re-rendered from its own entries with its
+  own padding (``{ a = 1, b = 2 }``), tomlkit's spacing quirks aside;
+* a replaced string keeps its literal (``'...'``) or multi-line style when it can.
+
+Setting a dict over an existing table or inline table updates it key by key. TOML has no
+null: setting ``None`` is a FormatError. A header-less parent (``[a.b]`` without ``[a]``)
+that a delete leaves empty vanishes from the text, since it only existed through its
+children (in memory it reads as ``{}`` until the document is parsed again). Every edited document is checked with
+``tomllib`` before it is handed back; a parse is checked with both tomlkit and tomllib.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+import tomlkit
+from tomlkit.container import Container, OutOfOrderTableProxy
+from tomlkit.exceptions import ParseError
+from tomlkit.items import AoT, Array, Comment, InlineTable, Item, Null, String, StringType, Table, Whitespace
+
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, keypath_str
+from taosync.formats.json_ import _element_value, _same, _with_match_field
+
+__all__ = ["EDITOR", "TomlDocument", "TomlEditor"]
+
+_AT = re.compile(r"\s+at line \d+ col \d+\s*$")
+_TOMLLIB_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_MAPS = (Container, Table, InlineTable, OutOfOrderTableProxy)
+
+
+@dataclass
+class TomlDocument:
+    doc: tomlkit.TOMLDocument
+    original: str
+    crlf: bool = False
+    edited: bool = field(default=False, repr=False)
+    #: ids of the tables this session created (their spacing is undone exactly on delete)
+    created: set[int] = field(default_factory=set, repr=False)
+
+
+@dataclass
+class _Step:
+    """A node on a walk: the item, and whether it lives inside an inline table/array."""
+
+    node: Any
+    inline: bool
+
+
+def _plain(item: Any) -> Any:
+    return item.unwrap() if hasattr(item, "unwrap") else item
+
+
+def _check(value: Any, where: KeyPath) -> None:
+    if value is None:
+        raise FormatError(f"{keypath_str(where)}: TOML has no null value")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check(v, where + (str(k),))
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check(v, where)
+
+
+def _inline(value: Any) -> Item:
+    """A plain value as an inline item (inline tables, arrays, scalars)."""
+    if isinstance(value, dict):
+        s = _render_inline([(tomlkit.key(str(k)).as_string(), " = ", _inline(v).as_string()) for k, v in value.items()], True, ", ")
+        return _parse_inline(s)
+    if isinstance(value, (list, tuple)):
+        arr = tomlkit.array()
+        for v in value:
+            arr.append(_inline(v))
+        return arr
+    return tomlkit.item(value)
+
+
+def _render_inline(entries: list[tuple[str, str, str]], pad: bool, sep: str) -> str:
+    if not entries:
+        return "{}"
+    p = " " if pad else ""
+    return "{" + p + sep.join(k + s + v for k, s, v in entries) + p + "}"
+
+
+def _parse_inline(text: str) -> InlineTable:
+    return tomlkit.parse(f"x = {text}\n")["x"]
+
+
+def _to_table(value: dict) -> Table:
+    """A dict as a ``[table]``: scalars and lists first, dicts as sub-tables."""
+    t = tomlkit.table()
+    for k, v in value.items():
+        if not isinstance(v, dict):
+            t.append(str(k), _inline(v))
+    for k, v in value.items():
+        if isinstance(v, dict):
+            t.append(str(k), _to_table(v))
+    return t
+
+
+def _to_aot(value: list) -> AoT:
+    aot = tomlkit.aot()
+    for v in value:
+        aot.append(_to_table(v))
+    return aot
+
+
+def _styled(old: Any, value: Any) -> Item:
+    """``value`` as an item, in ``old``'s string style when it can hold it."""
+    if isinstance(old, String) and isinstance(value, str):
+        literal = old.type in (StringType.SLL, StringType.MLL)
+        multiline = old.type in (StringType.MLB, StringType.MLL)
+        if literal and ("'" in value or any(ord(c) < 32 and c != "\t" for c in value)):
+            literal = False
+        if multiline and "\n" not in value:
+            multiline = False
+        if literal or multiline:
+            try:
+                return tomlkit.string(value, literal=literal, multiline=multiline)
+            except Exception:  # pragma: no cover - fall back to a basic string
+                pass
+    return _inline(value)
+
+
+def _container(owner: Any) -> Container | None:
+    if isinstance(owner, Container):
+        return owner
+    if isinstance(owner, (Table, InlineTable)):
+        return owner.value
+    return None
+
+
+def _body_insert(cont: Container, idx: int, entries: list[tuple[Any, Item]]) -> None:
+    """Insert key-less entries (whitespace/comments) at ``idx``, keeping tomlkit's key
+    index map right."""
+    n = len(entries)
+    if not n:
+        return
+    for k, v in list(cont._map.items()):
+        if isinstance(v, tuple):
+            cont._map[k] = tuple(i + n if i >= idx else i for i in v)
+        elif v >= idx:
+            cont._map[k] = v + n
+    cont._body[idx:idx] = entries
+
+
+def _last_body(table: Table) -> Container:
+    """The container whose end is rendered last within ``table``."""
+    cont = table.value
+    for _k, v in reversed(cont.body):
+        if isinstance(v, Null):
+            continue
+        if isinstance(v, Table):
+            return _last_body(v)
+        if isinstance(v, AoT) and len(v):
+            return _last_body(v[-1])
+        break
+    return cont
+
+
+def _take_tail(cont: Container) -> list[tuple[Any, Item]]:
+    """Remove and return the trailing run of whitespace/comment entries of ``cont``."""
+    body = cont.body
+    j = len(body)
+    while j > 0 and body[j - 1][0] is None and isinstance(body[j - 1][1], (Whitespace, Comment, Null)):
+        j -= 1
+    tail = [e for e in body[j:] if not isinstance(e[1], Null)]
+    if tail:
+        del body[j:]
+    return tail
+
+
+def _flatten(cont: Container, out: list | None = None) -> list[tuple[Any, int, Any, Any]]:
+    """Every body entry in rendering order: (holder, index, key, item), the holder being
+    the Container (or the AoT) whose body holds the entry."""
+    if out is None:
+        out = []
+    for i, (k, v) in enumerate(cont.body):
+        out.append((cont, i, k, v))
+        if isinstance(v, Table):
+            _flatten(v.value, out)
+        elif isinstance(v, AoT):
+            for j, t in enumerate(v.body):
+                out.append((v, j, k, t))
+                _flatten(t.value, out)
+    return out
+
+
+def _previous(flat: list, item: Any) -> tuple[int, int] | None:
+    """Position of ``item`` in ``flat`` and of the entry rendered just before it."""
+    pos = next((i for i, e in enumerate(flat) if e[3] is item), None)
+    if pos is None:
+        return None
+    k = pos - 1
+    while k >= 0 and isinstance(flat[k][3], Null):
+        k -= 1
+    return pos, k
+
+
+class TomlEditor:
+    """Format-preserving TOML editor (see the module docstring)."""
+
+    # -- parse / dump -------------------------------------------------------------------
+
+    def parse(self, text: str) -> TomlDocument:
+        try:
+            doc = tomlkit.parse(text)
+        except ParseError as exc:
+            msg, line, col = _AT.sub("", str(exc)), exc.line, exc.col + 1
+            if "\\x00" in msg:  # tomlkit's way of saying "end of file", placed at 1:1
+                msg = "unexpected end of file"
+                line, col = text.count("\n") + 1, len(text) - (text.rfind("\n") + 1) + 1
+            raise FormatError(f"invalid TOML: {msg}", line, col) from None
+        try:
+            tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            m = _TOMLLIB_AT.search(str(exc))
+            msg = _TOMLLIB_AT.sub("", str(exc))
+            raise FormatError(f"invalid TOML: {msg}", *(map(int, m.groups()) if m else (None, None))) from None
+        crlf = "\r\n" in text and "\n" not in text.replace("\r\n", "")
+        return TomlDocument(doc, text, crlf)
+
+    def dump(self, tdoc: TomlDocument) -> str:
+        if not tdoc.edited:
+            return tdoc.original
+        out = tdoc.doc.as_string()
+        if tdoc.crlf:
+            out = re.sub(r"(?<!\r)\n", "\r\n", out)
+        try:
+            tomllib.loads(out)
+        except tomllib.TOMLDecodeError as exc:  # pragma: no cover - would be a bug here
+            raise FormatError(f"internal error: the edit produced invalid TOML ({exc})") from None
+        return out
+
+    # -- walking --------------------------------------------------------------------------
+
+    def _child(self, step: _Step, seg: Any, where: KeyPath) -> _Step | None:
+        node = step.node
+        if isinstance(seg, Match):
+            if not isinstance(node, (AoT, Array)):
+                raise FormatError(f"{keypath_str(where) or 'the top level'} is not a list")
+            for el in node:
+                if isinstance(el, (Table, InlineTable)) and _plain(el.get(seg.field)) == seg.value:
+                    return _Step(el, step.inline or isinstance(node, Array))
+            return None
+        if not isinstance(node, _MAPS):
+            raise FormatError(f"{keypath_str(where) or 'the top level'} is not a table")
+        if seg not in node:
+            return None
+        child = node[seg]
+        return _Step(child, step.inline or isinstance(node, (InlineTable, Array)))
+
+    def _walk(self, tdoc: TomlDocument, path: KeyPath) -> list[_Step]:
+        steps = [_Step(tdoc.doc, False)]
+        for i, seg in enumerate(path):
+            child = self._child(steps[-1], seg, path[:i])
+            if child is None:
+                break
+            steps.append(child)
+        return steps
+
+    # -- the protocol ---------------------------------------------------------------------
+
+    def get(self, tdoc: TomlDocument, path: KeyPath) -> Any:
+        path = tuple(path)
+        try:
+            steps = self._walk(tdoc, path)
+        except FormatError:
+            return MISSING
+        if len(steps) != len(path) + 1:
+            return MISSING
+        return _plain(steps[-1].node)
+
+    def set(self, tdoc: TomlDocument, path: KeyPath, value: Any) -> list[KeyPath]:
+        path = tuple(path)
+        if not path:
+            raise ValueError("cannot set the whole document")
+        value = _with_match_field(path, value)
+        _check(value, path)
+        steps = self._walk(tdoc, path)
+        if len(steps) == len(path) + 1:
+            self._replace(tdoc, path, steps, value)
+            return []
+        i = len(steps) - 1
+        step, seg, rest = steps[-1], path[i], path[i + 1:]
+        node = step.node
+        if isinstance(seg, Match):
+            if not isinstance(node, (AoT, Array)):
+                raise FormatError(f"{keypath_str(path[:i]) or 'the top level'} is not a list")
+            elem = _element_value(seg, rest, value)
+            if isinstance(node, AoT):
+                table = _to_table(elem)
+                node.append(table)
+                self._after_new_table(tdoc, table)
+            else:
+                node.append(_inline(elem))
+        else:
+            if not isinstance(node, _MAPS):
+                raise FormatError(f"{keypath_str(path[:i]) or 'the top level'} is not a table")
+            new = value
+            for s in reversed(rest):
+                new = [_element_value(s, (), new)] if isinstance(s, Match) else {s: new}
+            if step.inline or isinstance(node, InlineTable):
+                pad = self._style_of(node)
+                node[seg] = _inline(new)
+                self._restyle(tdoc, path, steps, len(steps) - 1, pad)
+            elif isinstance(new, dict):
+                table = _to_table(new)
+                node[seg] = table
+                self._after_new_table(tdoc, table)
+            elif rest and isinstance(rest[0], Match):
+                aot = _to_aot(new)
+                node[seg] = aot
+                self._after_new_table(tdoc, aot[0])
+            else:
+                self._insert_kv(node, seg, _inline(new))
+        tdoc.edited = True
+        return [path[:j] for j in range(i + 1, len(path))]
+
+    def delete(self, tdoc: TomlDocument, path: KeyPath) -> bool:
+        path = tuple(path)
+        if not path:
+            raise ValueError("cannot delete the whole document")
+        try:
+            steps = self._walk(tdoc, path)
+        except FormatError:
+            return False
+        if len(steps) != len(path) + 1:
+            return False
+        parent, node, seg = steps[-2], steps[-1].node, path[-1]
+        if isinstance(seg, Match):
+            idx = next(i for i, el in enumerate(parent.node) if el is node)
+            if isinstance(parent.node, AoT):
+                self._delete_aot_element(tdoc, steps, parent.node, idx)
+            else:
+                del parent.node[idx]
+        elif isinstance(node, (Table, AoT)) and not parent.inline:
+            self._delete_table(tdoc, parent.node, seg, node)
+        else:
+            pad = self._style_of(parent.node) if isinstance(parent.node, InlineTable) else None
+            del parent.node[seg]
+            if pad is not None:
+                self._restyle(tdoc, path, steps, len(steps) - 2, pad)
+        tdoc.edited = True
+        return True
+
+    # -- replacing ------------------------------------------------------------------------
+
+    def _replace(self, tdoc: TomlDocument, path: KeyPath, steps: list[_Step], value: Any) -> None:
+        old = steps[-1].node
+        if _same(_plain(old), value):
+            return
+        if isinstance(value, dict) and isinstance(old, _MAPS):
+            for k, v in value.items():
+                self.set(tdoc, path + (k,), v)
+            for k in list(old):
+                if k not in value:
+                    self.delete(tdoc, path + (k,))
+            if not value and isinstance(old, Table) and old.is_super_table():
+                old._is_super_table = False  # an empty table set on purpose keeps its [header]
+            return
+        parent, seg = steps[-2], path[-1]
+        tdoc.edited = True
+        if isinstance(seg, Match):  # a whole element replaced by a non-dict: refused earlier
+            raise FormatError(f"{keypath_str(path)} must be a table")
+        if parent.inline or isinstance(parent.node, InlineTable):
+            parent.node[seg] = _styled(old, value)
+            return
+        if isinstance(old, AoT) and value and all(isinstance(v, dict) for v in value):
+            self._delete_table(tdoc, parent.node, seg, old)
+            aot = _to_aot(list(value))
+            parent.node[seg] = aot
+            self._after_new_table(tdoc, aot[0])
+            return
+        if isinstance(old, (Table, AoT)) or isinstance(value, dict):
+            # a table becomes a key/value or the other way round: it must move
+            self.delete(tdoc, path)
+            self.set(tdoc, path, value)
+            return
+        parent.node[seg] = _styled(old, value)
+
+    # -- inserting ------------------------------------------------------------------------
+
+    def _insert_kv(self, owner: Any, key: str, item: Item) -> None:
+        cont = _container(owner)
+        if cont is None or (isinstance(owner, Table) and owner.is_super_table()):
+            owner[key] = item  # tomlkit knows dotted keys and header-less tables
+            return
+        body = cont.body
+        first_table = next(
+            (i for i, (k, v) in enumerate(body) if isinstance(v, (Table, AoT)) and not (k is not None and k.is_dotted())),
+            len(body),
+        )
+        kvs = [i for i in range(first_table) if body[i][0] is not None]
+        blank_after = False
+        if kvs:
+            idx = kvs[-1] + 1
+            prev = body[kvs[-1]][1]
+            item.trivia.indent = prev.trivia.indent
+            if prev.trivia.trail.count("\n") >= 2 and not prev.trivia.trail.strip():
+                # the blank line a first key got (below) stays below the last one
+                item.trivia.trail, prev.trivia.trail = prev.trivia.trail, "\n"
+        elif first_table == len(body):
+            idx = len(body)
+        else:
+            j = first_table
+            while j > 0 and isinstance(body[j - 1][1], (Whitespace, Comment, Null)):
+                j -= 1
+            blanks = [i for i in range(j, first_table) if isinstance(body[i][1], Whitespace)]
+            idx = blanks[-1] + 1 if blanks else j
+            blank_after = True
+        indent = item.trivia.indent
+        if idx >= len(body):
+            owner.append(key, item)
+            item.trivia.indent = indent  # Table.append would indent it once more
+            return
+        if blank_after:  # a blank line between it and the comment/table that follows
+            item.trivia.trail = "\n\n"
+        cont._insert_at(idx, key, item)
+        if owner is not cont:
+            dict.__setitem__(owner, key, item)
+
+    def _after_new_table(self, tdoc: TomlDocument, table: Table) -> None:
+        """Move the whitespace/comments that closed the previously rendered table below
+        the new one, and give the new header a blank line before it."""
+        tdoc.created.add(id(table))
+        flat = _flatten(tdoc.doc)
+        where = _previous(flat, table)
+        if where is None:  # pragma: no cover - defensive
+            return
+        pos, k = where
+        if k >= 0 and flat[k][2] is None and isinstance(flat[k][3], (Whitespace, Comment)):
+            holder = flat[k][0]
+            rest = holder.body[flat[k][1] + 1:]
+            if holder is not flat[pos][0] and all(isinstance(e[1], (Whitespace, Comment, Null)) for e in rest):
+                _last_body(table).body.extend(_take_tail(holder))
+                flat = _flatten(tdoc.doc)
+                pos, k = _previous(flat, table)  # type: ignore[misc]
+        if k >= 0 and "\n" not in table.trivia.indent and not isinstance(flat[k][3], Whitespace):
+            table.trivia.indent = "\n" + table.trivia.indent
+
+    # -- deleting -------------------------------------------------------------------------
+
+    def _delete_table(self, tdoc: TomlDocument, owner: Any, key: str, node: Any) -> None:
+        """Delete a table (or array of tables), keeping the comments and blank lines
+        that closed it where they were rendered."""
+        first = node if isinstance(node, Table) else (node[0] if isinstance(node, AoT) and len(node) else None)
+        if first is None:
+            del owner[key]
+            return
+        last = node if isinstance(node, Table) else node[-1]
+        anchor = self._anchor(tdoc, first)
+        tail = _take_tail(_last_body(last))
+        del owner[key]
+        self._put_tail(tdoc, anchor, tail, id(first) not in tdoc.created)
+
+    def _delete_aot_element(self, tdoc: TomlDocument, steps: list[_Step], aot: AoT, idx: int) -> None:
+        element = aot[idx]
+        anchor = self._anchor(tdoc, element)
+        tail = _take_tail(_last_body(element))
+        del aot[idx]
+        self._put_tail(tdoc, anchor, tail, id(element) not in tdoc.created)
+
+    @staticmethod
+    def _anchor(tdoc: TomlDocument, item: Any) -> tuple[Container, int, Any]:
+        """Where text rendered right before ``item`` ends: (container, index to insert
+        at, the whitespace/comment/value entry that ends it, or None)."""
+        flat = _flatten(tdoc.doc)
+        where = _previous(flat, item)
+        k = where[1] if where else -1
+        while k >= 0:
+            holder, i, _key, it = flat[k]
+            if isinstance(it, Table) and not (it.is_super_table() and not isinstance(holder, AoT)):
+                return it.value, 0, None
+            if isinstance(it, (Table, AoT, Null)):  # renders nothing of its own here
+                k -= 1
+                continue
+            return holder, i + 1, it
+        return tdoc.doc, 0, Whitespace("")  # the top of the file: no blank line to keep there
+
+    @staticmethod
+    def _put_tail(tdoc: TomlDocument, anchor: tuple[Container, int, Any], tail: list[tuple[Any, Item]], tidy: bool) -> None:
+        """Put a deleted table's closing whitespace/comments where it was rendered, without
+        doubling the blank line before it, detaching a comment from what follows, or
+        leaving a blank line at the end of the file."""
+        cont, idx, prev = anchor
+        prev_blank = isinstance(prev, Whitespace)
+        if tail and prev_blank and isinstance(tail[0][1], Whitespace):
+            tail = tail[1:]
+        if isinstance(prev, Comment) and all(isinstance(e[1], Whitespace) for e in tail):
+            tail = []
+        if tail:
+            _body_insert(cont, idx, tail)
+            return
+        if not tidy or not prev_blank or idx == 0:
+            return
+        flat = _flatten(tdoc.doc)
+        at = next((i for i, e in enumerate(flat) if e[0] is cont and e[1] == idx - 1), None)
+        if at is None or not isinstance(flat[at][3], Whitespace) or flat[at][3].as_string().strip():
+            return
+        for _holder, _i, _k, it in flat[at + 1:]:
+            if isinstance(it, Null) or (isinstance(it, Table) and it.is_super_table()) or (isinstance(it, AoT) and not len(it)):
+                continue
+            return  # something still follows: the blank line separates it
+        cont.body[idx - 1] = (None, Null())
+
+    # -- inline tables ----------------------------------------------------------------------
+
+    @staticmethod
+    def _style_of(node: Any) -> tuple[bool, str, str, set[str]] | None:
+        if not isinstance(node, InlineTable):
+            return None
+        s = node.as_string()
+        n = sum(1 for k, v in node.value.body if k is not None and not isinstance(v, Null))
+        sep = "," if n >= 2 and ", " not in s else ", "
+        first = next((k for k, v in node.value.body if k is not None and not isinstance(v, Null)), None)
+        kv = " = " if first is None else first.as_string()[len(first.as_string().rstrip()):] + first.sep
+        return (s == "{}" or s.startswith("{ "), sep, kv, {k.key for k, _ in node.value.body if k is not None})
+
+    def _restyle(self, tdoc: TomlDocument, path: KeyPath, steps: list[_Step], at: int, style: tuple[bool, str, str, set[str]] | None) -> None:
+        """Re-render the inline table ``steps[at]`` (whose keys changed) from its entries."""
+        node = steps[at].node
+        if not isinstance(node, InlineTable) or style is None or at == 0:
+            return
+        entries = []
+        for k, v in node.value.body:
+            if k is None or isinstance(v, Null):
+                continue
+            if isinstance(v, Table):  # a dotted key inside an inline table: leave it to tomlkit
+                return
+            entries.append((k.as_string(), k.sep if k.key in style[3] else style[2], v.as_string()))
+        new = _parse_inline(_render_inline(entries, style[0], style[1]))
+        holder, seg = steps[at - 1].node, path[at - 1]
+        if isinstance(seg, Match):
+            holder[next(i for i, el in enumerate(holder) if el is node)] = new
+        else:
+            holder[seg] = new
+        steps[at] = _Step(new, steps[at].inline)
+
+
+EDITOR = TomlEditor()

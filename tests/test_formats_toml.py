@@ -1,0 +1,518 @@
+"""The TOML editor: Codex-shaped edits, placement, byte preservation, errors, properties."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from taosync.formats.base import MISSING, FormatError, Match, editor_for
+from taosync.formats.toml import EDITOR as E
+
+CODEX = """# Codex configuration
+model = "gpt-5-codex"  # default model
+approval_policy = "on-request"
+sandbox_mode = "workspace-write"
+
+[tui]
+notifications = true
+
+# Projects I trust
+[projects."/home/u/work/api"]
+trust_level = "trusted"
+
+[projects."/home/u/work/web app"]
+trust_level = "trusted"
+
+# Another gateway
+[model_providers.azure]
+name = "Azure"
+base_url = 'https://example.openai.azure.com/openai'
+env_key = "AZURE_OPENAI_API_KEY"
+query_params = { api-version = "2025-04-01-preview" }
+
+# MCP servers
+[mcp_servers.fs]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/home/u"]
+env = { LOG_LEVEL = "info" }
+
+[mcp_servers.github]
+command = "gh-mcp"
+startup_timeout_sec = 20
+
+[mcp_servers.github.env]
+GITHUB_TOKEN = "ghp_x"  # rotate me
+"""
+
+
+def edit(text, *ops):
+    doc = E.parse(text)
+    for op in ops:
+        if op[0] == "set":
+            E.set(doc, op[1], op[2])
+        else:
+            E.delete(doc, op[1])
+    out = E.dump(doc)
+    tomllib.loads(out)
+    return out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [CODEX, "", "\n\n", "a = 1", "a = 1\r\n[t]\r\nb = 'x'\r\n", "[a.b]\n  c = 1 # x\n\n\n[[d]]\ne = [\n  1,\n  2,\n]\n"],
+)
+def test_round_trip_is_exact(text):
+    assert E.dump(E.parse(text)) == text
+
+
+def test_editor_for_finds_it():
+    assert editor_for("toml") is E
+
+
+def test_get_plain_values():
+    doc = E.parse(CODEX)
+    assert E.get(doc, ("model",)) == "gpt-5-codex"
+    assert type(E.get(doc, ("model",))) is str
+    assert E.get(doc, ("projects", "/home/u/work/web app")) == {"trust_level": "trusted"}
+    assert E.get(doc, ("mcp_servers", "github", "env")) == {"GITHUB_TOKEN": "ghp_x"}
+    assert E.get(doc, ("mcp_servers", "fs", "args"))[0] == "-y"
+    assert E.get(doc, ("model_providers", "azure", "query_params", "api-version")) == "2025-04-01-preview"
+    assert E.get(doc, ("mcp_servers", "github", "startup_timeout_sec")) == 20
+    assert E.get(doc, ("nope",)) is MISSING
+    assert E.get(doc, ("model", "x")) is MISSING
+    assert E.get(E.parse(""), ("a",)) is MISSING
+
+
+# -- the Codex edits -------------------------------------------------------------------
+
+PROVIDER = {
+    "name": "TaoToken",
+    "base_url": "https://gw.example/v1",
+    "env_key": "TAO_API_KEY",
+    "wire_api": "responses",
+}
+
+
+def test_new_provider_is_a_real_table_after_its_siblings():
+    doc = E.parse(CODEX)
+    assert E.set(doc, ("model_providers", "taotoken"), PROVIDER) == []
+    out = E.dump(doc)
+    assert out == CODEX.replace(
+        'query_params = { api-version = "2025-04-01-preview" }\n',
+        'query_params = { api-version = "2025-04-01-preview" }\n\n'
+        "[model_providers.taotoken]\n"
+        'name = "TaoToken"\n'
+        'base_url = "https://gw.example/v1"\n'
+        'env_key = "TAO_API_KEY"\n'
+        'wire_api = "responses"\n',
+    )
+    assert tomllib.loads(out)["model_providers"]["taotoken"] == PROVIDER
+
+
+def test_root_keys_stay_in_the_root():
+    out = edit(CODEX, ("set", ("model",), "gpt-5"), ("set", ("model_provider",), "taotoken"))
+    assert out == CODEX.replace(
+        'model = "gpt-5-codex"  # default model\napproval_policy = "on-request"\nsandbox_mode = "workspace-write"\n',
+        'model = "gpt-5"  # default model\napproval_policy = "on-request"\nsandbox_mode = "workspace-write"\n'
+        'model_provider = "taotoken"\n',
+    )
+    assert tomllib.loads(out)["model_provider"] == "taotoken"
+
+
+def test_root_key_in_a_file_with_only_tables():
+    text = "# Codex\n\n# providers\n[model_providers.x]\nname = \"x\"\n"
+    assert edit(text, ("set", ("model",), "m")) == (
+        '# Codex\n\nmodel = "m"\n\n# providers\n[model_providers.x]\nname = "x"\n'
+    )
+    assert edit("[t]\nx = 1\n", ("set", ("model",), "m")) == 'model = "m"\n\n[t]\nx = 1\n'
+
+
+def test_mcp_server_like_codex_mcp_add():
+    server = {"command": "npx", "args": ["-y", "docs-mcp"], "env": {"DOCS_TOKEN": "t", "MODE": "ro"}}
+    doc = E.parse(CODEX)
+    E.set(doc, ("mcp_servers", "docs"), server)
+    out = E.dump(doc)
+    assert out == CODEX + (
+        "\n[mcp_servers.docs]\n"
+        'command = "npx"\n'
+        'args = ["-y", "docs-mcp"]\n'
+        "\n[mcp_servers.docs.env]\n"
+        'DOCS_TOKEN = "t"\n'
+        'MODE = "ro"\n'
+    )
+    assert tomllib.loads(out)["mcp_servers"]["docs"] == server
+
+
+def test_new_top_level_table_goes_last_and_parents_have_no_header():
+    doc = E.parse(CODEX)
+    created = E.set(doc, ("profiles", "tao", "model"), "gpt-5")
+    assert created == [("profiles",), ("profiles", "tao")]
+    assert E.dump(doc) == CODEX + '\n[profiles.tao]\nmodel = "gpt-5"\n'
+
+
+def test_comments_introducing_the_next_table_stay_with_it():
+    # "# MCP servers" closes [model_providers.azure] in tomlkit's tree, but introduces
+    # [mcp_servers.fs]: a new provider goes above it, and deleting it puts it back
+    text = CODEX
+    doc = E.parse(text)
+    E.set(doc, ("model_providers", "taotoken", "name"), "Tao")
+    out = E.dump(doc)
+    assert '[model_providers.taotoken]\nname = "Tao"\n\n# MCP servers\n[mcp_servers.fs]' in out
+    E.delete(doc, ("model_providers", "taotoken"))
+    assert E.dump(doc) == text
+
+
+def test_set_then_delete_and_prune_restores_bytes():
+    values = {
+        ("model",): "tao/gpt-5",
+        ("model_provider",): "taotoken",
+        ("model_providers", "taotoken"): PROVIDER,
+        ("mcp_servers", "docs"): {"command": "x", "env": {"K": "v"}},
+        ("profiles", "tao", "model"): "m",
+        ("tui", "theme"): "dark",
+        ("mcp_servers", "fs", "env", "TOKEN"): "t",
+    }
+    doc = E.parse(CODEX)
+    created = []
+    for path, value in values.items():
+        created += E.set(doc, path, value)
+    tomllib.loads(E.dump(doc))
+    for path in values:
+        if path == ("model",):
+            E.set(doc, path, "gpt-5-codex")
+        else:
+            assert E.delete(doc, path) is True
+    for path in reversed(created):
+        if E.get(doc, path) == {}:
+            E.delete(doc, path)
+    assert E.dump(doc) == CODEX
+
+
+def test_equal_values_leave_bytes_alone():
+    doc = E.parse(CODEX)
+    E.set(doc, ("model",), "gpt-5-codex")
+    E.set(doc, ("mcp_servers", "github"), {"command": "gh-mcp", "startup_timeout_sec": 20, "env": {"GITHUB_TOKEN": "ghp_x"}})
+    E.set(doc, ("model_providers", "azure", "query_params"), {"api-version": "2025-04-01-preview"})
+    E.set(doc, ("tui", "notifications"), True)
+    assert E.dump(doc) == CODEX
+
+
+def test_replacing_keeps_inline_comment_and_string_style():
+    out = edit(CODEX, ("set", ("mcp_servers", "github", "env", "GITHUB_TOKEN"), "ghp_y"))
+    assert out == CODEX.replace('"ghp_x"  # rotate me', '"ghp_y"  # rotate me')
+    out = edit(CODEX, ("set", ("model_providers", "azure", "base_url"), "https://gw/v1"))
+    assert out == CODEX.replace("'https://example.openai.azure.com/openai'", "'https://gw/v1'")
+    out = edit(CODEX, ("set", ("model_providers", "azure", "base_url"), "it's"))
+    assert out == CODEX.replace("'https://example.openai.azure.com/openai'", '"it\'s"')
+
+
+def test_dict_over_table_updates_key_by_key():
+    out = edit(CODEX, ("set", ("mcp_servers", "github"), {"command": "gh", "startup_timeout_sec": 20, "env": {"GITHUB_TOKEN": "ghp_x", "X": "1"}}))
+    assert out == CODEX.replace('command = "gh-mcp"', 'command = "gh"').replace(
+        'GITHUB_TOKEN = "ghp_x"  # rotate me\n', 'GITHUB_TOKEN = "ghp_x"  # rotate me\nX = "1"\n'
+    )
+
+
+# -- inline tables and arrays ------------------------------------------------------------
+
+
+def test_dicts_inside_inline_tables_stay_inline():
+    out = edit(CODEX, ("set", ("mcp_servers", "fs", "env", "TOKEN"), "t"))
+    assert out == CODEX.replace('env = { LOG_LEVEL = "info" }', 'env = { LOG_LEVEL = "info", TOKEN = "t" }')
+    out = edit(CODEX, ("set", ("mcp_servers", "fs", "env", "nested", "k"), [1, 2]))
+    assert 'env = { LOG_LEVEL = "info", nested = { k = [1, 2] } }' in out
+    out = edit(CODEX, ("delete", ("mcp_servers", "fs", "env", "LOG_LEVEL")))
+    assert out == CODEX.replace('env = { LOG_LEVEL = "info" }', "env = {}")
+    out = edit("t = {a=1,b=2}  # c\n", ("delete", ("t", "a")), ("set", ("t", "z"), 3))
+    assert out == "t = {b=2, z=3}  # c\n"
+    out = edit("[x]\ny = { a = 1, b = { c = 2 } }  # note\n", ("set", ("x", "y", "b", "d"), 3))
+    assert out == "[x]\ny = { a = 1, b = { c = 2, d = 3 } }  # note\n"
+
+
+def test_match_in_array_of_inline_tables():
+    text = 'servers = [{ name = "a", url = "u" }, { name = "b" }]\n'
+    doc = E.parse(text)
+    assert E.get(doc, ("servers", Match("name", "a"), "url")) == "u"
+    E.set(doc, ("servers", Match("name", "b"), "url"), "v")
+    E.set(doc, ("servers", Match("name", "c")), {"url": "w"})
+    assert tomllib.loads(E.dump(doc))["servers"] == [
+        {"name": "a", "url": "u"},
+        {"name": "b", "url": "v"},
+        {"name": "c", "url": "w"},
+    ]
+    assert E.delete(doc, ("servers", Match("name", "a"))) is True
+    assert E.get(doc, ("servers",)) == [{"name": "b", "url": "v"}, {"name": "c", "url": "w"}]
+
+
+AOT = """[[servers]]
+name = "a"
+url = "u"
+
+# the b server
+[[servers]]
+name = "b"
+
+# afterwards
+[x]
+y = 1
+"""
+
+
+def test_match_in_array_of_tables():
+    doc = E.parse(AOT)
+    created = E.set(doc, ("servers", Match("name", "c"), "url"), "w")
+    assert created == [("servers", Match("name", "c"))]
+    assert E.dump(doc) == AOT.replace(
+        '[[servers]]\nname = "b"\n\n', '[[servers]]\nname = "b"\n\n[[servers]]\nname = "c"\nurl = "w"\n\n'
+    )
+    E.delete(doc, ("servers", Match("name", "c")))
+    assert E.dump(doc) == AOT
+    E.delete(doc, ("servers", Match("name", "a")))
+    assert E.dump(doc) == '# the b server\n[[servers]]\nname = "b"\n\n# afterwards\n[x]\ny = 1\n'
+
+
+def test_match_creates_an_array_of_tables_in_table_context():
+    doc = E.parse("a = 1\n")
+    created = E.set(doc, ("servers", Match("name", "x"), "url"), "u")
+    assert created == [("servers",), ("servers", Match("name", "x"))]
+    assert E.dump(doc) == 'a = 1\n\n[[servers]]\nname = "x"\nurl = "u"\n'
+
+
+# -- shapes of tables --------------------------------------------------------------------
+
+
+def test_super_tables_and_dotted_keys():
+    assert edit("[a.b]\nx = 1\n", ("set", ("a", "k"), 2)) == "[a]\nk = 2\n\n[a.b]\nx = 1\n"
+    assert edit("a.b = 1\n\n[t]\nx = 1\n", ("set", ("a", "c"), 2)) == "a.b = 1\na.c = 2\n\n[t]\nx = 1\n"
+    out = edit("[a]\nx = 1\n[b]\ny = 1\n[a.c]\nz = 1\n", ("set", ("a", "w"), 2), ("set", ("a", "c", "q"), 3))
+    assert tomllib.loads(out) == {"a": {"x": 1, "w": 2, "c": {"z": 1, "q": 3}}, "b": {"y": 1}}
+
+
+def test_indented_tables_keep_their_indentation():
+    assert edit("[a]\n  x = 1\n  [a.b]\n  y = 2\n", ("set", ("a", "z"), 3), ("set", ("a", "b", "w"), 4)) == (
+        "[a]\n  x = 1\n  z = 3\n  [a.b]\n  y = 2\n  w = 4\n"
+    )
+
+
+def test_table_and_value_swap_places():
+    assert edit("[t]\nx = 1\n\n[u]\ny = 2\n", ("set", ("t",), 5)) == "t = 5\n\n[u]\ny = 2\n"
+    assert edit("a = 1\nb = 2\n", ("set", ("a",), {"k": "v"})) == 'b = 2\n\n[a]\nk = "v"\n'
+
+
+def test_empty_tables():
+    assert edit("[model.a]\nx = 1\n", ("set", ("model",), {})) == "[model]\n"
+    assert edit("a = 1\n", ("set", ("t",), {})) == "a = 1\n\n[t]\n"
+    # a header-less parent emptied by a delete has nothing left to show
+    assert edit("a = 1\n\n[p.x]\nk = 1\n", ("delete", ("p", "x"))) == "a = 1\n"
+
+
+def test_empty_document():
+    for text in ("", "\n"):
+        doc = E.parse(text)
+        E.set(doc, ("model",), "m")
+        E.set(doc, ("model_providers", "t", "name"), "T")
+        assert E.dump(doc) == 'model = "m"\n\n[model_providers.t]\nname = "T"\n'
+
+
+def test_crlf_stays_crlf():
+    out = edit("a = 1\r\n\r\n[t]\r\nb = 2\r\n", ("set", ("t", "c"), 3), ("set", ("u", "v"), {"w": 1}))
+    assert out == "a = 1\r\n\r\n[t]\r\nb = 2\r\nc = 3\r\n\r\n[u.v]\r\nw = 1\r\n"
+
+
+def test_no_final_newline():
+    assert edit("a = 1", ("set", ("b",), 2)) == "a = 1\nb = 2\n"
+    assert edit("a = 1", ("set", ("a",), 2)) == "a = 2"
+
+
+def test_values_toml_cannot_hold():
+    doc = E.parse(CODEX)
+    with pytest.raises(FormatError):
+        E.set(doc, ("x",), None)
+    with pytest.raises(FormatError):
+        E.set(doc, ("x",), {"a": [1, None]})
+    with pytest.raises(FormatError):
+        E.set(doc, ("model", "sub"), 1)
+    with pytest.raises(FormatError):
+        E.set(doc, ("tui", Match("name", "x")), {})
+    assert E.dump(doc) == CODEX
+
+
+def test_delete():
+    doc = E.parse(CODEX)
+    assert E.delete(doc, ("sandbox_mode",)) is True
+    assert E.delete(doc, ("sandbox_mode",)) is False
+    assert E.delete(doc, ("model", "x")) is False
+    assert E.dump(doc) == CODEX.replace('sandbox_mode = "workspace-write"\n', "")
+    doc = E.parse(CODEX)
+    assert E.delete(doc, ("mcp_servers", "github", "env")) is True
+    assert E.dump(doc) == CODEX.replace('\n[mcp_servers.github.env]\nGITHUB_TOKEN = "ghp_x"  # rotate me\n', "")
+    doc = E.parse(CODEX)
+    E.delete(doc, ("projects", "/home/u/work/api"))
+    assert E.dump(doc) == CODEX.replace('[projects."/home/u/work/api"]\ntrust_level = "trusted"\n\n', "")
+
+
+@pytest.mark.parametrize(
+    "text, line, column",
+    [
+        ("a = 1\na = 2\n", 2, 1),
+        ("a = \n", 1, 5),
+        ("[t]\nx = 1\n[t]\n", 3, 1),
+        ('model = "x\n', 1, 11),
+        ("a = [1,\n", 2, 1),
+    ],
+)
+def test_errors_carry_line_and_column(text, line, column):
+    with pytest.raises(FormatError) as err:
+        E.parse(text)
+    assert (err.value.line, err.value.column) == (line, column)
+    assert err.value.message.startswith("invalid TOML")
+
+
+# -- properties ----------------------------------------------------------------------------
+
+keys = st.sampled_from(["a", "b", "model", "x.y", "/p q", "k-1"])
+scalars = st.one_of(st.booleans(), st.integers(-(10**9), 10**9), st.text(max_size=8))
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(scalars, max_size=3), st.dictionaries(keys, inner, max_size=3)),
+    max_leaves=8,
+)
+paths = st.lists(keys, min_size=1, max_size=3).map(tuple)
+
+
+RAW_VALUES = ["1", "true", '"s"', "'lit'", "[1, 2]", "{ i = 1 }", '"x"  # why']
+
+
+@st.composite
+def toml_texts(draw):
+    """Random documents with comments and blank lines between their parts."""
+    lines = []
+
+    def noise():
+        for _ in range(draw(st.integers(0, 2))):
+            lines.append(draw(st.sampled_from(["", "# note", "  # indented note"])))
+
+    def kvs(depth):
+        for key in draw(st.lists(keys, max_size=3, unique=True)):
+            noise()
+            lines.append(E_key(key) + " = " + draw(st.sampled_from(RAW_VALUES)))
+        return
+
+    kvs(0)
+    used = set()
+    for _ in range(draw(st.integers(0, 3))):
+        name = draw(st.lists(keys, min_size=1, max_size=2).map(tuple))
+        if any(name[: i + 1] in used for i in range(len(name))) or any(u[: len(name)] == name for u in used):
+            continue
+        used.add(name)
+        noise()
+        lines.append("[" + ".".join(E_key(k) for k in name) + "]")
+        kvs(1)
+    noise()
+    return "\n".join(lines) + "\n"
+
+
+def E_key(key):
+    return key if key.replace("-", "").isalnum() else '"' + key + '"'
+
+
+def _model_set(model, path, value):
+    cur = model
+    for key in path[:-1]:
+        if key not in cur:
+            cur[key] = {}
+        cur = cur[key]
+        if not isinstance(cur, dict):
+            raise FormatError("not a table")
+    last = path[-1]
+    if isinstance(cur.get(last), dict) and isinstance(value, dict):
+        for k, v in value.items():
+            _model_set(cur[last], (k,), v)
+        for k in [k for k in cur[last] if k not in value]:
+            del cur[last][k]
+    else:
+        cur[last] = value
+
+
+def _model_delete(model, path):
+    cur = model
+    for key in path[:-1]:
+        if not isinstance(cur, dict) or key not in cur:
+            return False
+        cur = cur[key]
+    if isinstance(cur, dict) and path[-1] in cur:
+        del cur[path[-1]]
+        return True
+    return False
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(text=toml_texts())
+def test_property_round_trip(text):
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return
+    assert E.dump(E.parse(text)) == text
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=toml_texts(),
+    ops=st.lists(st.one_of(st.tuples(st.just("set"), paths, values), st.tuples(st.just("delete"), paths, st.none())), max_size=6),
+)
+def test_property_edits_match_a_plain_model(text, ops):
+    try:
+        model = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return
+    doc = E.parse(text)
+    for kind, path, value in ops:
+        if kind == "set":
+            try:
+                _model_set(model, path, value)
+            except FormatError:
+                with pytest.raises(FormatError):
+                    E.set(doc, path, value)
+                continue
+            E.set(doc, path, value)
+        else:
+            assert E.delete(doc, path) == _model_delete(model, path)
+    # header-less parents emptied by a delete vanish from the text (documented)
+    assert _pruned(tomllib.loads(E.dump(doc))) == _pruned(model)
+
+
+def _pruned(x):
+    if isinstance(x, dict):
+        out = {k: _pruned(v) for k, v in x.items()}
+        return {k: v for k, v in out.items() if not (isinstance(x[k], dict) and v == {})}
+    return x
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=toml_texts(), new=st.dictionaries(paths, values, max_size=4))
+def test_property_set_new_then_delete_and_prune_restores_bytes(text, new):
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return
+    doc = E.parse(text)
+    created, done = [], []
+    for path, value in new.items():
+        if E.get(doc, path[:1]) is not MISSING:  # only keys that are new from the top
+            continue
+        try:
+            created += E.set(doc, path, value)
+        except FormatError:
+            continue
+        done.append(path)
+    tomllib.loads(E.dump(doc))
+    for path in done:
+        E.delete(doc, path)
+    for path in reversed(created):
+        if E.get(doc, path) == {}:
+            E.delete(doc, path)
+    assert E.dump(doc) == text
