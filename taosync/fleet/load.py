@@ -839,7 +839,10 @@ class _Loader:
                 node = node[part]
             else:
                 break
-        return pos[0] + 1, pos[1] + 1
+        line, col = pos if isinstance(pos, tuple) and len(pos) == 2 else (0, 0)
+        if not (isinstance(line, int) and isinstance(col, int)):
+            line, col = 0, 0
+        return line + 1, col + 1
 
 
 _READER = None
@@ -1175,9 +1178,10 @@ def _own_position(node):
     if lc is None:
         return None
     try:
-        return (lc.line, lc.col)
+        line, col = lc.line, lc.col
     except Exception:
         return None
+    return (line, col) if isinstance(line, int) and isinstance(col, int) else None
 
 
 def _find_key(mapping: dict, part):
