@@ -305,17 +305,32 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("x-request-id", "req_" + _secrets.token_hex(6))
         self.end_headers()
         self._seen.status = 200
+        self._pending: list[bytes] = []
+        self._first_sent = False
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
     def _event(self, event: str | None, data: Any) -> None:
+        """Queue one SSE event. The first goes out at once (time to first byte means
+        something); the rest, produced in one burst, leave as one HTTP chunk — as a server
+        flushing per burst sends them — so many parallel probes do not pay per-chunk costs
+        for events a model would have spread over time anyway."""
         payload = data if isinstance(data, str) else json.dumps(data)
         text = (f"event: {event}\n" if event else "") + f"data: {payload}\n\n"
-        self._chunk(text.encode())
+        self._pending.append(text.encode())
+        if not self._first_sent:
+            self._first_sent = True
+            self._flush_events()
+
+    def _flush_events(self) -> None:
+        if self._pending:
+            self._chunk(b"".join(self._pending))
+            self._pending.clear()
 
     def _end_stream(self) -> None:
+        self._flush_events()
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

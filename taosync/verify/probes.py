@@ -214,24 +214,22 @@ class SSEParser:
         self._data: list[str] = []
 
     def feed(self, chunk: bytes) -> Iterator[tuple[str, str]]:
-        self._buf += chunk
-        while True:
-            ends = [i for i in (self._buf.find(b"\n"), self._buf.find(b"\r")) if i >= 0]
-            if not ends:
-                return
-            cut = min(ends)
-            # a CR at the very end may be the first half of CRLF: wait for more
-            if self._buf[cut] == 13 and cut + 1 == len(self._buf):
-                return
-            line = self._buf[:cut].decode("utf-8", "replace")
-            step = 2 if self._buf[cut:cut + 2] == b"\r\n" else 1
-            self._buf = self._buf[cut + step:]
-            yield from self._line(line)
+        buf = self._buf + chunk
+        hold = b""
+        if buf.endswith(b"\r"):  # maybe the first half of CRLF: wait for the next chunk
+            buf, hold = buf[:-1], b"\r"
+        if b"\r" in buf:
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        *lines, rest = buf.split(b"\n")
+        self._buf = rest + hold
+        for line in lines:
+            yield from self._line(line.decode("utf-8", "replace"))
 
     def close(self) -> Iterator[tuple[str, str]]:
-        if self._buf:
-            line, self._buf = self._buf.decode("utf-8", "replace"), b""
-            yield from self._line(line)
+        buf, self._buf = self._buf, b""
+        if buf:
+            for line in buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
+                yield from self._line(line.decode("utf-8", "replace"))
         yield from self._line("")
 
     def _line(self, line: str) -> Iterator[tuple[str, str]]:
