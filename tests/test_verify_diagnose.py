@@ -316,3 +316,13 @@ def test_connection_closed(stub):
 def test_scrub_variants():
     quoted = Secret(f'"{RAW}"')
     assert RAW not in scrub(f"got {RAW} and {quoted.reveal()}", quoted)
+
+
+def test_local_addresses_count_as_a_local_proxy():
+    from taosync.verify.diagnose import is_local
+
+    for host in ("127.0.0.1", "localhost", "::1", "10.0.0.5", "192.168.1.2", "172.16.0.1",
+                 "169.254.1.1", "proxy.localhost"):
+        assert is_local(host), host
+    for host in ("taotoken.net", "8.8.8.8", "2001:4860::1"):
+        assert not is_local(host), host
