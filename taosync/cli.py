@@ -97,11 +97,20 @@ class Settings:
         return base / "taosync"
 
 
+_last: Settings | None = None
+
+
 def _settings() -> Settings:
-    ctx = click.get_current_context()
+    """The run's settings; after the click context has closed (errors raised out of a
+    command are printed then), the ones that run used."""
+    global _last
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return _last if _last is not None else Settings()
     root = ctx.find_root()
     if root.obj is None:
         root.obj = Settings()
+    _last = root.obj
     return root.obj
 
 
@@ -186,6 +195,8 @@ def settings() -> Settings:
 
 def run(argv: list[str]) -> int:
     """Run the CLI; map taosync errors to their exit codes, never a traceback for them."""
+    global _last
+    _last = None
     try:
         rc = main.main(args=argv, prog_name="taosync", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -49,11 +49,7 @@ def emit_json(data) -> None:
 
 def fail(exc) -> None:
     """Print a TaosyncError: JSON on stdout with --json, else a message on stderr."""
-    try:
-        as_json = settings().json
-    except RuntimeError:
-        as_json = False
-    if as_json:
+    if settings().json:
         emit_json({"ok": False, "error": exc.message, "details": exc.details,
                    "exit_code": exc.exit_code})
         return

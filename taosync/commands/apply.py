@@ -20,16 +20,19 @@ def apply(only, dry_run, no_verify, stub):
     """Write the fleet into every client's files, changing only owned keys."""
     from taosync import pipeline, ui
     from taosync.commands.report import plan_json, print_plan, print_warnings
-    from taosync.engine.apply import RealWriter, RecordingWriter, execute, locked, recover
+    from taosync.engine.apply import (RealWriter, RecordingWriter, Result, execute, locked,
+                                      recover)
 
     s = settings()
     ctx = pipeline.load(s)
     only_set = pipeline.check_only(only)
     print_warnings(ctx)
     store = ctx.store
+    # Plan first without the lock: a file that does not parse stops here, before
+    # taosync writes anything at all (not even its lock or state).
+    state = store.load()
+    the_plan = pipeline.make_plan(ctx, state, only_set)
     if dry_run:  # the same path as a real apply, through a writer that only records
-        state = store.load()
-        the_plan = pipeline.make_plan(ctx, state, only_set)
         execute(the_plan, state, store, RecordingWriter())
         if s.json:
             ui.emit_json({"dry_run": True, **plan_json(the_plan, ctx)})
@@ -38,13 +41,14 @@ def apply(only, dry_run, no_verify, stub):
             ui.out("dry run: nothing was written")
         return 0
 
-    with locked(store):
-        state = store.load()
-        recovered = recover(store, state, RealWriter())
-        for path in recovered:
-            ui.warn(f"an earlier apply was interrupted; put back {path}")
-        the_plan = pipeline.make_plan(ctx, state, only_set, for_write=True)
-        result = execute(the_plan, state, store, RealWriter())
+    result = Result(None, [])
+    if the_plan.changed or store.journal_path.exists() or _state_moves(the_plan, state):
+        with locked(store):  # re-plan under the lock: another apply may have run
+            state = store.load()
+            for path in recover(store, state, RealWriter()):
+                ui.warn(f"an earlier apply was interrupted; put back {path}")
+            the_plan = pipeline.make_plan(ctx, state, only_set, for_write=True)
+            result = execute(the_plan, state, store, RealWriter())
 
     if s.json:
         report = {"apply_id": result.apply_id, **plan_json(the_plan, ctx)}
@@ -63,6 +67,12 @@ def apply(only, dry_run, no_verify, stub):
     elif report is not None:
         ui.emit_json(report)
     return rc
+
+
+def _state_moves(the_plan, state) -> bool:
+    """True when the state must be rewritten even though no file changes."""
+    return any((fp.new_state is None) != (str(fp.path) not in state.files)
+               for fp in the_plan.files)
 
 
 def _verify(ctx, s, only, stub, *, changed: bool, report) -> int:

@@ -17,14 +17,17 @@ def print_warnings(ctx) -> None:
 
 
 def shown(value, secret: bool, key) -> object:
-    """A value as it may be shown: the key redacted, MISSING as None."""
+    """A value as it may be shown: anything in a key slot redacted, MISSING as None."""
     if value is MISSING:
         return None
-    if secret and key is not None:
-        import json
+    if secret:
+        from taosync.fleet.secrets import redact
 
-        return key.scrub(json.dumps(value, ensure_ascii=False)) if not isinstance(value, str) \
-            else key.scrub(value)
+        if value is None:  # taosync stored no value: it held the key
+            return key.redacted() if key is not None else "(hidden)"
+        return redact(value) if isinstance(value, str) else "(hidden)"
+    if key is not None and isinstance(value, str):
+        return key.scrub(value)
     return value
 
 

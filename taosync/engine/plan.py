@@ -174,6 +174,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
     secret_text = key.reveal() if key is not None else ""
     changes: list[KeyChange] = []
     created: list[str] = list(previous.created) if previous else []
+    skeleton: list[str] = list(previous.skeleton) if previous else []
     owned: dict[str, OwnedKey] = {}
     holds_secret = bool(desired and desired.secret)
 
@@ -197,6 +198,8 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
         for kp, value in desired.skeleton.items():
             if editor.get(doc, kp) is MISSING:
                 do_set(kp, materialize(value)[0], False)
+                if keypath_str(kp) not in skeleton:
+                    skeleton.append(keypath_str(kp))
         changed = False
         for kp, raw in desired.values.items():
             value, had_secret = materialize(raw)
@@ -224,6 +227,13 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
             if current is not MISSING and editor.delete(doc, kp):
                 old_secret = previous.owned[kp_text].secret
                 changes.append(KeyChange(kp_text, "delete", current, MISSING, old_secret))
+    if not owned:  # taosync leaves this file: take back the skeleton it filled in too
+        for kp_text in skeleton:
+            kp = keypath_parse(kp_text)
+            current = editor.get(doc, kp)
+            if current is not MISSING and editor.delete(doc, kp):
+                changes.append(KeyChange(kp_text, "delete", current, MISSING))
+        skeleton = []
     created = _prune(editor, doc, created, keep=owned)
 
     new_text = editor.dump(doc)
@@ -237,7 +247,8 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
     else:
         new_state = FileState(
             path=str(path), format=fmt, clients=desired.clients, sha256="",
-            owned=owned, created=created, created_file=created_file, secret=holds_secret)
+            owned=owned, created=created, skeleton=skeleton, created_file=created_file,
+            secret=holds_secret)
 
     if text is None and new_text is None:
         action = "unchanged"

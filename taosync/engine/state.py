@@ -41,6 +41,7 @@ class FileState:
     sha256: str  # of the bytes taosync left on disk
     owned: dict[str, OwnedKey] = field(default_factory=dict)  # keypath_str → OwnedKey
     created: list[str] = field(default_factory=list)  # containers taosync created
+    skeleton: list[str] = field(default_factory=list)  # skeleton keys taosync filled in
     created_file: bool = False
     secret: bool = False
 
