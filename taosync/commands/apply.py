@@ -50,10 +50,7 @@ def apply(only, dry_run, no_verify, stub):
             the_plan = pipeline.make_plan(ctx, state, only_set, for_write=True)
             result = execute(the_plan, state, store, RealWriter())
 
-    if s.json:
-        report = {"apply_id": result.apply_id, **plan_json(the_plan, ctx)}
-    else:
-        report = None
+    if not s.json:
         if result.written:
             print_plan(the_plan, ctx, diffs=s.verbosity > 0)
             ui.out(f"applied #{result.apply_id}: {len(result.written)} file(s) written "
@@ -61,10 +58,16 @@ def apply(only, dry_run, no_verify, stub):
         else:
             ui.out(f"nothing to do: {len(the_plan.files)} file(s) up to date")
 
+    report = {"apply_id": result.apply_id, **plan_json(the_plan, ctx)}
     rc = 0
-    if not no_verify:
-        rc = _verify(ctx, s, only, stub, changed=bool(result.written), report=report)
-    elif report is not None:
+    if no_verify:
+        pass
+    elif not result.written and not stub:
+        ui.out("not verifying: nothing changed (run taosync verify to check anyway)")
+        report["verify"] = None
+    else:
+        rc, report["verify"] = _verify(ctx, s, only, stub)
+    if s.json:
         ui.emit_json(report)
     return rc
 
@@ -75,19 +78,12 @@ def _state_moves(the_plan, state) -> bool:
                for fp in the_plan.files)
 
 
-def _verify(ctx, s, only, stub, *, changed: bool, report) -> int:
-    """Verify what was written, once the verify module is there."""
-    from taosync import ui
+def _verify(ctx, s, only, stub) -> tuple[int, dict | None]:
+    """Verify what was written: the table on stdout (or the report, for --json)."""
+    from taosync.commands.verify import print_report, verify_fleet
 
-    try:
-        from taosync.commands.verify import verify_after_apply
-    except ImportError:
-        if report is not None:
-            ui.emit_json(report)
-        return 0
-    if report is not None:
-        ui.emit_json(report)
-    if not changed and not stub:
-        ui.out("not verifying: nothing changed (run taosync verify to check anyway)")
-        return 0
-    return verify_after_apply(ctx.loaded, ctx.env, s, only=list(only) or None, stub=stub)
+    report = verify_fleet(ctx.loaded.fleet, ctx.key, ctx.env, state_dir=s.state_dir(),
+                          only=list(only) or None, stub=stub)
+    if not s.json:
+        print_report(report, s, ctx.key)
+    return report.exit_code, report.to_dict()
