@@ -1,12 +1,14 @@
 """The shared path of plan, apply, status and watch: load → render → plan.
 
 Knows the client registry and the engine, and glues them; holds no logic of either.
+An unchanged fleet is not loaded again: the last apply's render is reused while its
+fingerprint holds (engine/cache.py), so a no-op run stays on the standard library.
 """
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from taosync.errors import BadInput
@@ -15,23 +17,63 @@ from taosync.errors import BadInput
 @dataclass
 class Context:
     settings: object  # taosync.cli.Settings
-    loaded: object  # taosync.fleet.load.Loaded
+    loaded: object | None  # taosync.fleet.load.Loaded; None when the render came from cache
     env: object  # taosync.clients.base.ClientEnv
     store: object  # taosync.engine.state.StateStore
+    key: object = None  # the resolved Secret
+    warnings: list[str] = field(default_factory=list)
+    patches: list = field(default_factory=list)  # every enabled client's
+    cache_entry: dict = field(default_factory=dict)  # to save with the next apply
 
-    @property
-    def key(self):
-        return self.loaded.key if self.loaded is not None else None
 
-
-def load(settings, *, resolve_key: bool = True) -> Context:
+def prepare(settings, *, use_cache: bool = True) -> Context:
+    """Load fleet.yaml and render every enabled client (or reuse the cached render)."""
+    from taosync.engine import cache
     from taosync.engine.state import StateStore
-    from taosync.fleet.load import load_fleet
 
     env = settings.client_env()
-    loaded = load_fleet(settings.config_path(), home=settings.home_dir,
-                        environ=env.environ, resolve_key=resolve_key)
-    return Context(settings, loaded, env, StateStore(settings.state_dir()))
+    store = StateStore(settings.state_dir())
+    path = settings.config_path()
+    if use_cache:
+        entry = store.load().inputs
+        hit = cache.lookup(entry, fleet_path=path, home=env.home, sandboxed=env.sandboxed,
+                           environ=env.environ, hmac_key=store.hmac_key(create=False))
+        if hit is not None:
+            patches, key, warnings, _clients = hit
+            return Context(settings, None, env, store, key, warnings, patches, entry)
+    return _full(settings, env, store, path)
+
+
+def _full(settings, env, store, path: Path) -> Context:
+    from taosync.clients.base import all_clients
+    from taosync.engine import cache
+    from taosync.fleet.load import load_fleet
+
+    loaded = load_fleet(path, home=settings.home_dir, environ=env.environ)
+    registry = all_clients()
+    fleet, key = loaded.fleet, loaded.key
+    patches = []
+    for name in fleet.enabled_clients():
+        patches.extend(registry[name].render(fleet, key, env))
+    warnings = [w.format() for w in loaded.warnings] + list(env.warnings)
+    entry = cache.store(
+        fingerprint=cache.fingerprint(
+            fleet_sha=loaded.sha256, key=key, hmac_key=store.hmac_key(create=False),
+            home=env.home, sandboxed=env.sandboxed, consulted=env.consulted,
+            probed=env.probed),
+        key_ref=loaded.key_ref, patches=patches, key=key, warnings=warnings,
+        clients=list(fleet.enabled_clients()))
+    return Context(settings, loaded, env, store, key, warnings, patches, entry)
+
+
+def loaded_fleet(ctx: Context):
+    """The checked fleet itself (verify needs it); loads it when the render was cached."""
+    if ctx.loaded is None:
+        from taosync.fleet.load import load_fleet
+
+        ctx.loaded = load_fleet(ctx.settings.config_path(), home=ctx.settings.home_dir,
+                                environ=ctx.env.environ)
+    return ctx.loaded
 
 
 def check_only(only: tuple[str, ...] | list[str] | None) -> set[str] | None:
@@ -50,24 +92,10 @@ def check_only(only: tuple[str, ...] | list[str] | None) -> set[str] | None:
     return set(only)
 
 
-def render(ctx: Context, only: set[str] | None = None) -> list:
-    """Every enabled client's patches (only those named by ``--only``)."""
-    from taosync.clients.base import all_clients
-
-    registry = all_clients()
-    fleet = ctx.loaded.fleet
-    patches = []
-    for name in fleet.enabled_clients():
-        if only is not None and name not in only:
-            continue
-        patches.extend(registry[name].render(fleet, ctx.key, ctx.env))
-    return patches
-
-
 def make_plan(ctx: Context, state, only: set[str] | None = None, *, for_write: bool = False):
     from taosync.engine.plan import build_plan
 
-    patches = render(ctx, only)
+    patches = [p for p in ctx.patches if only is None or p.client in only]
     return build_plan(patches, state, ctx.key, ctx.store.hmac_key(create=for_write), only)
 
 

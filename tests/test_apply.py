@@ -433,7 +433,7 @@ def test_write_failing_half_way_puts_every_file_back(taosync, home, fleet_file):
             super().write(path, data, mode)
 
     settings = Settings(config=fleet_file, home=home)
-    ctx = pipeline.load(settings)
+    ctx = pipeline.prepare(settings)
     state = ctx.store.load()
     plan = pipeline.make_plan(ctx, state, for_write=True)
     with pytest.raises(WriteFailed) as err:

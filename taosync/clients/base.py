@@ -72,10 +72,24 @@ class ClientEnv:
     platform: str = sys.platform  # linux | darwin | win32
     sandboxed: bool = False
     warnings: list[str] = field(default_factory=list)
+    #: what rendering looked at — environment variables and paths probed — so a cached
+    #: render is reused only while all of it is unchanged (see engine/cache.py)
+    consulted: dict[str, str | None] = field(default_factory=dict)
+    probed: dict[str, bool] = field(default_factory=dict)
+
+    def getenv(self, var: str) -> str | None:
+        value = self.environ.get(var)
+        self.consulted[var] = value
+        return value
+
+    def is_dir(self, path: Path) -> bool:
+        result = path.is_dir()
+        self.probed[str(path)] = result
+        return result
 
     def location(self, var: str) -> Path | None:
         """The path in environment variable ``var``, if set (and allowed)."""
-        raw = self.environ.get(var)
+        raw = self.getenv(var)
         if not raw:
             return None
         path = Path(os.path.expanduser(raw)) if not self.sandboxed else Path(raw)

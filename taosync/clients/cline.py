@@ -67,7 +67,7 @@ def editors(cfg, env: ClientEnv) -> list[str]:
     """The editors whose legacy MCP file to write: the configured list, or the installed ones."""
     if cfg.editors != "auto":
         return list(dict.fromkeys(cfg.editors))
-    return [name for name in EDITOR_APPS if global_storage(env, name).is_dir()]
+    return [name for name in EDITOR_APPS if env.is_dir(global_storage(env, name))]
 
 
 def now_iso() -> str:

@@ -112,7 +112,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 f"wrote the key inline into {auth_path} (mode 0600)"
             )
         values[provider + ("requires_openai_auth",)] = True
-        if "CODEX_API_KEY" in env.environ:
+        if env.getenv("CODEX_API_KEY") is not None:
             env.warnings.append(
                 f"{NAME}: CODEX_API_KEY is set in this environment and overrides the key "
                 f"taosync writes to {auth_path}; unset it to use the gateway key"

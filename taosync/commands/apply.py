@@ -20,11 +20,12 @@ def apply(only, dry_run, no_verify, stub):
     """Write the fleet into every client's files, changing only owned keys."""
     from taosync import pipeline, ui
     from taosync.commands.report import plan_json, print_plan, print_warnings
+    from taosync.engine import cache
     from taosync.engine.apply import (RealWriter, RecordingWriter, Result, execute, locked,
                                       recover)
 
     s = settings()
-    ctx = pipeline.load(s)
+    ctx = pipeline.prepare(s)
     only_set = pipeline.check_only(only)
     print_warnings(ctx)
     store = ctx.store
@@ -42,13 +43,15 @@ def apply(only, dry_run, no_verify, stub):
         return 0
 
     result = Result(None, [])
-    if the_plan.changed or store.journal_path.exists() or _state_moves(the_plan, state):
+    if (the_plan.changed or store.journal_path.exists() or _state_moves(the_plan, state)
+            or ctx.cache_entry != state.inputs):
         with locked(store):  # re-plan under the lock: another apply may have run
             state = store.load()
             for path in recover(store, state, RealWriter()):
                 ui.warn(f"an earlier apply was interrupted; put back {path}")
             the_plan = pipeline.make_plan(ctx, state, only_set, for_write=True)
-            result = execute(the_plan, state, store, RealWriter())
+            inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key())
+            result = execute(the_plan, state, store, RealWriter(), inputs=inputs)
 
     if not s.json:
         if result.written:
@@ -82,7 +85,9 @@ def _verify(ctx, s, only, stub) -> tuple[int, dict | None]:
     """Verify what was written: the table on stdout (or the report, for --json)."""
     from taosync.commands.verify import print_report, verify_fleet
 
-    report = verify_fleet(ctx.loaded.fleet, ctx.key, ctx.env, state_dir=s.state_dir(),
+    from taosync import pipeline
+
+    report = verify_fleet(pipeline.loaded_fleet(ctx).fleet, ctx.key, ctx.env, state_dir=s.state_dir(),
                           only=list(only) or None, stub=stub)
     if not s.json:
         print_report(report, s, ctx.key)

@@ -20,7 +20,7 @@ def plan(only, check):
     from taosync.commands.report import plan_json, print_plan, print_warnings
 
     s = settings()
-    ctx = pipeline.load(s)
+    ctx = pipeline.prepare(s)
     only_set = pipeline.check_only(only)
     the_plan = pipeline.make_plan(ctx, ctx.store.load(), only_set)
     print_warnings(ctx)

@@ -10,9 +10,7 @@ ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged":
 
 
 def print_warnings(ctx) -> None:
-    for w in getattr(ctx.loaded, "warnings", []):
-        ui.warn(w.format() if hasattr(w, "format") else str(w))
-    for w in ctx.env.warnings:
+    for w in ctx.warnings:
         ui.warn(w)
 
 

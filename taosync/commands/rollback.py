@@ -25,7 +25,7 @@ def rollback(to, dry_run):
     s = settings()
     store = StateStore(s.state_dir())
     try:  # the fleet's key, to redact diffs; a rollback must work without a valid fleet
-        ctx = pipeline.load(s)
+        ctx = pipeline.prepare(s)
     except TaosyncError:
         ctx = Context(s, loaded=None, env=s.client_env(), store=store)
     if dry_run:

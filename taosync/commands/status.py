@@ -18,7 +18,7 @@ def status(only):
     from taosync.engine.drift import find_drift
 
     s = settings()
-    ctx = pipeline.load(s)
+    ctx = pipeline.prepare(s)
     only_set = pipeline.check_only(only)
     print_warnings(ctx)
     state = ctx.store.load()

@@ -1,0 +1,145 @@
+"""The render cache: what the last apply rendered, reused while nothing it came from moved.
+
+Loading fleet.yaml (ruamel, schema, pydantic) and rendering costs most of a run; an
+unchanged fleet renders the same patches. ``apply`` stores them in the state together
+with a fingerprint of every input — fleet.yaml's bytes, a keyed hash of the resolved key,
+the environment variables and paths the clients looked at, home, platform, taosync's
+version — and ``plan``/``apply``/``status`` reuse them when the fingerprint still holds.
+
+The key is never stored: it is replaced by a placeholder and put back on load.
+Standard library only: this is the fast path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from taosync import __version__
+from taosync.engine.state import value_hash
+from taosync.fleet.secrets import Reference, Secret, SecretError, resolve
+
+KEY_TOKEN = "\x00taosync-key\x00"
+CACHE_VERSION = 1
+
+
+def fingerprint(*, fleet_sha: str, key: Secret, hmac_key: bytes, home: Path, sandboxed: bool,
+                consulted: dict, probed: dict) -> dict:
+    return {
+        "cache": CACHE_VERSION,
+        "taosync": __version__,
+        "platform": sys.platform,
+        "home": str(home),
+        "sandboxed": sandboxed,
+        "fleet": fleet_sha,
+        "key": value_hash(hmac_key, key.reveal()),
+        "env": dict(sorted(consulted.items())),
+        "paths": dict(sorted(probed.items())),
+    }
+
+
+def store(*, fingerprint: dict, key_ref: Reference, patches: list, key: Secret,
+          warnings: list[str], clients: list[str]) -> dict:
+    """The cache entry saved in the state (no key in it)."""
+    if key_ref.kind == "literal":
+        return {}  # the key is in fleet.yaml itself: nothing to resolve it from
+    return {
+        "fingerprint": fingerprint,
+        "key_ref": [key_ref.kind, key_ref.arg],
+        "clients": clients,
+        "warnings": [key.scrub(w) for w in warnings],
+        "patches": [_dump_patch(p, key) for p in patches],
+    }
+
+
+def rekey(entry: dict, key: Secret, hmac_key: bytes) -> dict:
+    """The entry with the key's hash taken with the state's own hashing key (a first
+    apply renders before that key exists)."""
+    if not entry:
+        return entry
+    fp = dict(entry["fingerprint"], key=value_hash(hmac_key, key.reveal()))
+    return dict(entry, fingerprint=fp)
+
+
+def lookup(entry: dict, *, fleet_path: Path, home: Path, sandboxed: bool, environ,
+           hmac_key: bytes):
+    """(patches, key, warnings, clients) when the cached render still holds, else None."""
+    if not entry or entry.get("fingerprint", {}).get("cache") != CACHE_VERSION:
+        return None
+    fp = entry["fingerprint"]
+    try:
+        data = fleet_path.read_bytes()
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() != fp["fleet"]:
+        return None
+    if (fp["taosync"], fp["platform"], fp["home"], fp["sandboxed"]) != \
+            (__version__, sys.platform, str(home), sandboxed):
+        return None
+    if any(environ.get(var) != value for var, value in fp["env"].items()):
+        return None
+    if any(Path(path).is_dir() != was for path, was in fp["paths"].items()):
+        return None
+    try:
+        key = resolve(Reference(*entry["key_ref"]), environ=environ, home=home)
+    except SecretError:
+        return None  # let the full load report it, with its line and column
+    if value_hash(hmac_key, key.reveal()) != fp["key"]:
+        return None
+    patches = [_load_patch(p, key) for p in entry["patches"]]
+    return patches, key, list(entry["warnings"]), list(entry["clients"])
+
+
+def _dump_patch(patch, key: Secret) -> dict:
+    from taosync.formats.base import keypath_str
+
+    def enc(value):
+        return _encode(value, key.reveal())
+
+    return {
+        "path": str(patch.path), "format": patch.format, "client": patch.client,
+        "secret": patch.secret,
+        "values": [[keypath_str(k), enc(v)] for k, v in patch.values.items()],
+        "skeleton": [[keypath_str(k), enc(v)] for k, v in patch.skeleton.items()],
+        "volatile": [[keypath_str(k), enc(v)] for k, v in patch.volatile.items()],
+    }
+
+
+def _load_patch(data: dict, key: Secret):
+    from taosync.clients.base import Patch
+    from taosync.formats.base import keypath_parse
+
+    def dec(pairs):
+        return {keypath_parse(k): _decode(v, key) for k, v in pairs}
+
+    return Patch(Path(data["path"]), data["format"], dec(data["values"]), data["client"],
+                 skeleton=dec(data["skeleton"]), volatile=dec(data["volatile"]),
+                 secret=data["secret"])
+
+
+def _encode(value: Any, secret: str) -> Any:
+    if isinstance(value, Secret):
+        return KEY_TOKEN
+    if isinstance(value, str):
+        return value.replace(secret, KEY_TOKEN) if secret else value
+    if isinstance(value, dict):
+        return {k: _encode(v, secret) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v, secret) for v in value]
+    return value
+
+
+def _decode(value: Any, key: Secret) -> Any:
+    if value == KEY_TOKEN:
+        return key
+    if isinstance(value, str):
+        return value.replace(KEY_TOKEN, key.reveal())
+    if isinstance(value, dict):
+        return {k: _decode(v, key) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode(v, key) for v in value]
+    return value
+
