@@ -32,6 +32,11 @@ COMMANDS = {
     "stats": "taosync.commands.stats:stats",
     "doctor": "taosync.commands.doctor:doctor",
     "stub": "taosync.commands.stub:stub",
+    "watch": "taosync.commands.watch:watch",
+    "init": "taosync.commands.init:init",
+    "import": "taosync.commands.import_:import_",
+    "route": "taosync.commands.route:route",
+    "env": "taosync.commands.env:env",
 }
 HELP = {
     "validate": "Check fleet.yaml; print every problem with its line and column.",
@@ -45,6 +50,11 @@ HELP = {
     "stats": "Per model: runs, failures, median latency, tokens (from verify history).",
     "doctor": "Check local runtimes and environment overrides before blaming the gateway.",
     "stub": "Serve a stand-in gateway on loopback (for demos and tests).",
+    "watch": "Re-apply after every save of fleet.yaml; keep owned keys asserted.",
+    "init": "Write a commented starter fleet.yaml.",
+    "import": "Propose a fleet.yaml from the clients' existing files.",
+    "route": "Print the model id the routing table gives a task type.",
+    "env": "Print shell exports of the gateway URL and route models.",
 }
 
 
