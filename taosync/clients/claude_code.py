@@ -58,10 +58,6 @@ def _slots(cfg) -> dict[str, str | None]:
     return out
 
 
-def _route(fleet, slot: str | None) -> str | None:
-    name = slot if slot is not None else fleet.default_route
-    return name if name is not None and name in fleet.routes else None
-
 
 def _key_helper(fleet, env: ClientEnv) -> str | None:
     """A shell command printing the key at run time, or None when only inline works."""
@@ -86,15 +82,6 @@ def _key_helper(fleet, env: ClientEnv) -> str | None:
 def _reference_mode(fleet, cfg) -> bool:
     return fleet.secrets_for(cfg) == "reference"
 
-
-def _contains(value, needle: str) -> bool:
-    if isinstance(value, str):
-        return bool(needle) and needle in value
-    if isinstance(value, dict):
-        return any(_contains(v, needle) for v in value.values())
-    if isinstance(value, list):
-        return any(_contains(v, needle) for v in value)
-    return False
 
 
 def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
@@ -127,7 +114,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     if cfg.mcp and fleet.mcp_servers:
         servers: dict = {}
         for name, server in fleet.mcp_servers_expanded(key).items():
-            if hasattr(server, "command"):
+            if server.kind == "stdio":
                 entry = {"type": "stdio", "command": server.command,
                          "args": list(server.args), "env": dict(server.env)}
                 if server.cwd:
@@ -141,7 +128,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 if server.headers:
                     entry["headers"] = dict(server.headers)
             servers[("mcpServers", name)] = entry
-        holds_key = _contains(list(servers.values()), key.reveal())
+        holds_key = key.found_in(list(servers.values()))
         if holds_key and helper is not None:
             env.warnings.append(
                 f"{NAME}: an MCP server uses ${{gateway.key}}, so the key is written into "
@@ -164,7 +151,7 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
             continue
         seen.add(model)
         out.append(ProbeSpec(
-            client=NAME, route=_route(fleet, slot), model=model,
+            client=NAME, route=fleet.route_for(slot), model=model,
             protocol="anthropic-messages", base_url=base,
             url=base.rstrip("/") + "/v1/messages?beta=true",
             auth="both" if reference else "bearer", headers=headers,

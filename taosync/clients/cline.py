@@ -76,25 +76,12 @@ def now_iso() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
-def _route(fleet, slot: str | None) -> str | None:
-    name = slot if slot is not None else fleet.default_route
-    return name if name is not None and name in fleet.routes else None
-
-
-def _contains(value, needle: str) -> bool:
-    if isinstance(value, str):
-        return bool(needle) and needle in value
-    if isinstance(value, dict):
-        return any(_contains(v, needle) for v in value.values())
-    if isinstance(value, list):
-        return any(_contains(v, needle) for v in value)
-    return False
 
 
 def _mcp_entries(fleet, key: Secret, *, nested: bool) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for name, server in fleet.mcp_servers_expanded(key).items():
-        if hasattr(server, "command"):
+        if server.kind == "stdio":
             entry: dict = {"type": "stdio", "command": server.command, "args": list(server.args)}
             if server.env:
                 entry["env"] = dict(server.env)
@@ -149,7 +136,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         entries = _mcp_entries(fleet, key, nested=True)
         patches.append(Patch(
             mcp_path, "json", {("mcpServers", n): e for n, e in entries.items()}, NAME,
-            secret=_contains(entries, key.reveal()),
+            secret=key.found_in(entries),
         ))
 
     if cfg.legacy:
@@ -168,7 +155,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
 
     if mcp:
         flat = _mcp_entries(fleet, key, nested=False)
-        holds_key = _contains(flat, key.reveal())
+        holds_key = key.found_in(flat)
         for editor in editors(cfg, env):
             path = (global_storage(env, editor) / EXTENSION_ID / "settings"
                     / "cline_mcp_settings.json")
@@ -183,7 +170,7 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     cfg = fleet.clients.cline
     base = fleet.openai_url
     return [ProbeSpec(
-        client=NAME, route=_route(fleet, cfg.model), model=fleet.model_for(cfg.model),
+        client=NAME, route=fleet.route_for(cfg.model), model=fleet.model_for(cfg.model),
         protocol="openai-chat", base_url=base, url=base.rstrip("/") + "/chat/completions",
         auth="bearer", headers=tuple(fleet.gateway.headers.items()),
     )]

@@ -41,10 +41,6 @@ def profile_name(slot: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", slot)
 
 
-def _route(fleet, slot: str | None) -> str | None:
-    name = slot if slot is not None else fleet.default_route
-    return name if name is not None and name in fleet.routes else None
-
 
 def _env_key(fleet, cfg) -> str | None:
     """The variable Codex should read the key from, or None when the key goes inline."""
@@ -71,15 +67,6 @@ def _profiles(cfg, env: ClientEnv | None = None) -> list[tuple[str, str]]:
         out.append((slot, name))
     return out
 
-
-def _contains(value, needle: str) -> bool:
-    if isinstance(value, str):
-        return bool(needle) and needle in value
-    if isinstance(value, dict):
-        return any(_contains(v, needle) for v in value.values())
-    if isinstance(value, list):
-        return any(_contains(v, needle) for v in value)
-    return False
 
 
 def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
@@ -125,7 +112,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     holds_key = False
     if cfg.mcp and fleet.mcp_servers:
         for name, server in fleet.mcp_servers_expanded(key).items():
-            if hasattr(server, "command"):
+            if server.kind == "stdio":
                 entry: dict = {"command": server.command}
                 if server.args:
                     entry["args"] = list(server.args)
@@ -143,7 +130,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                         f"streamable HTTP only; wrote its url anyway, it may fail to connect"
                     )
             values[("mcp_servers", name)] = entry
-            holds_key = holds_key or _contains(entry, key.reveal())
+            holds_key = holds_key or key.found_in(entry)
         if holds_key and env_key is not None:
             env.warnings.append(
                 f"{NAME}: an MCP server uses ${{gateway.key}}, so the key is written into "
@@ -177,7 +164,7 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
             continue
         seen.add(model)
         out.append(ProbeSpec(
-            client=NAME, route=_route(fleet, slot), model=model,
+            client=NAME, route=fleet.route_for(slot), model=model,
             protocol="openai-responses", base_url=base,
             url=base.rstrip("/") + "/responses", auth="bearer", headers=headers,
         ))

@@ -36,10 +36,6 @@ def continue_dir(env: ClientEnv) -> Path:
     return env.location("CONTINUE_GLOBAL_DIR") or env.home / ".continue"
 
 
-def _route(fleet, slot: str | None) -> str | None:
-    name = slot if slot is not None else fleet.default_route
-    return name if name is not None and name in fleet.routes else None
-
 
 def _models(fleet, cfg) -> dict[str, tuple[str | None, list[str]]]:
     """Model id → (the slot that first named it, its roles in Continue's order)."""
@@ -53,15 +49,6 @@ def _models(fleet, cfg) -> dict[str, tuple[str | None, list[str]]]:
         out.setdefault(model, (slot, []))[1].append(role)
     return out
 
-
-def _contains(value, needle: str) -> bool:
-    if isinstance(value, str):
-        return bool(needle) and needle in value
-    if isinstance(value, dict):
-        return any(_contains(v, needle) for v in value.values())
-    if isinstance(value, list):
-        return any(_contains(v, needle) for v in value)
-    return False
 
 
 def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
@@ -86,7 +73,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     if cfg.mcp and fleet.mcp_servers:
         for name, server in fleet.mcp_servers_expanded(key).items():
             m = ("mcpServers", Match("name", name))
-            if hasattr(server, "command"):
+            if server.kind == "stdio":
                 values[m + ("command",)] = server.command
                 values[m + ("args",)] = list(server.args)
                 if server.env:
@@ -98,7 +85,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 values[m + ("type",)] = "streamable-http" if server.transport == "http" else "sse"
                 if server.headers:
                     values[m + ("requestOptions", "headers")] = dict(server.headers)
-            holds_key = holds_key or _contains(server.model_dump(), key.reveal())
+            holds_key = holds_key or key.found_in(server.model_dump())
         if holds_key and reference:
             env.warnings.append(
                 f"{NAME}: an MCP server uses ${{gateway.key}}, so the key is written into "
@@ -122,7 +109,7 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     headers = tuple(fleet.gateway.headers.items())
     return [
         ProbeSpec(
-            client=NAME, route=_route(fleet, slot), model=model, protocol="openai-chat",
+            client=NAME, route=fleet.route_for(slot), model=model, protocol="openai-chat",
             base_url=base, url=base.rstrip("/") + "/chat/completions", auth="bearer",
             headers=headers,
         )

@@ -86,18 +86,6 @@ def materialize(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-def contains(value: Any, needle: str) -> bool:
-    if not needle:
-        return False
-    if isinstance(value, str):
-        return needle in value
-    if isinstance(value, dict):
-        return any(contains(v, needle) for v in value.values())
-    if isinstance(value, list):
-        return any(contains(v, needle) for v in value)
-    return False
-
-
 def read_target(path: Path) -> tuple[Path, str | None, int | None]:
     """Follow symlinks; return (real path, text or None if absent, mode bits or None)."""
     real = Path(os.path.realpath(path))
@@ -175,7 +163,6 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
                         previous.secret, mode)
     editor = editor_for(fmt)
     doc = parse_target(editor, path, text)
-    secret_text = key.reveal() if key is not None else ""
     changes: list[KeyChange] = []
     created: list[str] = list(previous.created) if previous else []
     skeleton: list[str] = list(previous.skeleton) if previous else []
@@ -207,7 +194,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
         changed = False
         for kp, raw in desired.values.items():
             value, had_secret = materialize(raw)
-            is_secret = had_secret or contains(value, secret_text)
+            is_secret = had_secret or (key is not None and key.found_in(value))
             holds_secret |= is_secret
             changed |= do_set(kp, value, is_secret)
             owned[keypath_str(kp)] = OwnedKey(

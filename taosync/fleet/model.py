@@ -9,7 +9,7 @@ in :mod:`taosync.fleet.load`, where each problem can be tied to a line and colum
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -160,6 +160,8 @@ class Clients(_Strict):
 class McpStdio(_Strict):
     """An MCP server the client starts as a process (stdio)."""
 
+    kind: ClassVar[str] = "stdio"
+
     command: str = Field(min_length=1, description="The program to start (no shell).")
     args: list[str] = Field(default_factory=list, description="Its arguments.")
     env: dict[str, str] = Field(
@@ -172,6 +174,8 @@ class McpStdio(_Strict):
 
 class McpHttp(_Strict):
     """An MCP server the client reaches over HTTP."""
+
+    kind: ClassVar[str] = "http"
 
     url: str = Field(pattern=r"^https?://", description="The server's http(s) URL.")
     headers: dict[str, str] = Field(
@@ -241,6 +245,11 @@ class Fleet(_Strict):
         if slot in self.routes:
             return self.routes[slot]
         return slot
+
+    def route_for(self, slot: str | None) -> str | None:
+        """The route name a client slot stands for (None when it names a model id)."""
+        name = slot if slot is not None else self.default_route
+        return name if name is not None and name in self.routes else None
 
     def secrets_for(self, client: _Client) -> SecretsMode:
         return client.secrets or self.secrets

@@ -59,6 +59,18 @@ class Secret:
     def __reduce__(self):  # never pickle/copy the value out by accident
         raise TypeError("a Secret cannot be pickled")
 
+    def found_in(self, value) -> bool:
+        """Whether the key appears anywhere in a plain value (strings, lists, dicts)."""
+        if not self._value:
+            return False
+        if isinstance(value, str):
+            return self._value in value
+        if isinstance(value, dict):
+            return any(self.found_in(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return any(self.found_in(v) for v in value)
+        return False
+
     def scrub(self, text: str) -> str:
         """``text`` with every occurrence of the key replaced by its redacted form."""
         if not self._value:
