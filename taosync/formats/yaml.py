@@ -1,0 +1,681 @@
+"""YAML (Continue's ``config.yaml``) edited through ruamel.yaml's round-trip mode.
+
+Edits happen on ruamel's round-trip tree (``typ="rt"``, ``preserve_quotes``, a width so
+large that long strings never wrap, and the file's own indentation: mapping indent,
+sequence indent and dash offset, e.g. Continue's ``models:\\n  - name: x\\n    provider:
+openai`` is mapping 2, sequence 4, offset 2). ``Match`` segments pick list items (the
+first mapping whose ``field`` equals the value).
+
+What ruamel cannot promise, and what is done about it
+------------------------------------------------------
+ruamel re-emits the whole document, and its output is not always the input: it may
+normalise spacing after ``:`` or inside flow collections, re-indent lines that did not
+follow the detected indentation, drop an anchor nobody references, drop a ``---``
+marker, and move a comment to the end of the entry it is attached to. So ``dump`` never
+hands back ruamel's text as is:
+
+* an unedited document dumps to exactly the text parsed;
+* an edited one is the parsed text with only the lines of the edit replaced: the edit is
+  the line diff between ruamel's dump of the tree before the first edit and its dump
+  now, and each changed hunk is applied to the original text where ruamel's "before"
+  lines match it. Every line outside the hunks keeps its bytes (comments, quoting,
+  spacing, anchors, blank lines, CRLF, a missing final newline). Lines inside a hunk,
+  and any neighbouring lines ruamel had re-formatted, come out in ruamel's formatting.
+  The result is parsed again and must hold exactly the edited data; if it does not,
+  ruamel's own dump is used instead (correct data, less faithful bytes).
+
+Comments in ruamel belong to the entry before them. So that a comment introducing the
+next section stays there: when an entry is appended after an entry whose trailing
+comment block includes lines less indented than the new entry, those lines move below
+the new entry; when an entry is deleted, the blank lines and comments after it that are
+not indented deeper than it stay in place (they belong to what follows).
+
+Errors carry 1-based line/column; duplicate keys are errors; the top level must be a
+mapping (an empty or comment-only file is an empty mapping). An aliased node is shared:
+editing it through one path changes it everywhere it is used. A key inherited through a
+merge key (``<<: *base``) can be read and overridden but not deleted.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.compat import ordereddict
+from ruamel.yaml.error import CommentMark, MarkedYAMLError, YAMLError
+from ruamel.yaml.scalarbool import ScalarBoolean
+from ruamel.yaml.scalarstring import (
+    DoubleQuotedScalarString,
+    LiteralScalarString,
+    SingleQuotedScalarString,
+)
+from ruamel.yaml.tokens import CommentToken
+
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, keypath_str
+from taosync.formats.json_ import _element_value, _same, _with_match_field
+
+__all__ = ["EDITOR", "YamlDocument", "YamlEditor"]
+
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+_KEY_ONLY = re.compile(r"^(?P<ind>[ \t]*)(?P<dash>(?:-[ \t]+)*)(?P<key>[^\s#:-][^#]*?|\"[^\"]*\"|'[^']*'):[ \t]*(?:#.*)?$")
+_ITEM = re.compile(r"^(?P<ind> *)-(?P<gap> +)\S")
+#: plain words a YAML 1.1 reader takes for booleans: written quoted, to be safe
+_YAML11_BOOL = re.compile(r"(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)\Z")
+
+
+@dataclass
+class YamlDocument:
+    data: CommentedMap
+    original: str
+    yaml: YAML = field(repr=False)
+    newline: str = "\n"
+    #: (mapping, sequence, offset) indentation, as detected
+    indent: tuple[int, int, int] = (2, 4, 2)
+    #: the file had no mapping at all (empty, blank or comments only)
+    bare: bool = False
+    edited: bool = field(default=False, repr=False)
+    #: ruamel's dump of the tree before the first edit
+    before: str | None = field(default=None, repr=False)
+    #: block collections an edit emptied (so written ``{}``/``[]``): block again once
+    #: they get an entry back (the document holds them, so their ids stay theirs)
+    emptied: dict[int, tuple[Any, Any]] = field(default_factory=dict, repr=False)
+
+
+def _make_yaml(mapping: int = 2, sequence: int = 4, offset: int = 2) -> YAML:
+    y = YAML(typ="rt")
+    y.preserve_quotes = True
+    y.width = 1 << 30
+    y.allow_duplicate_keys = False
+    y.indent(mapping=mapping, sequence=sequence, offset=offset)
+    return y
+
+
+def _detect_indent(text: str) -> tuple[int, int, int]:
+    """(mapping, sequence, offset) as the file uses them; Continue's style by default."""
+    mapping = sequence = offset = None
+    lines = [ln.rstrip("\r") for ln in text.split("\n")]
+    lines = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
+    for a, b in zip(lines, lines[1:]):
+        m = _KEY_ONLY.match(a)
+        if not m:
+            continue
+        col = len(m.group("ind")) + len(m.group("dash"))
+        b_ind = len(b) - len(b.lstrip(" "))
+        item = _ITEM.match(b)
+        if item and b_ind >= col and sequence is None:
+            offset = b_ind - col
+            sequence = offset + 1 + len(item.group("gap"))
+        elif not item and b_ind > col and mapping is None:
+            mapping = b_ind - col
+        if mapping is not None and sequence is not None:
+            break
+    mapping = mapping or 2
+    if sequence is None:
+        sequence, offset = mapping + 2, mapping
+    if sequence < (offset or 0) + 2:
+        sequence = (offset or 0) + 2
+    return mapping, sequence, offset or 0
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, ScalarBoolean):
+        return bool(x)
+    if isinstance(x, bool) or x is None:
+        return x
+    if isinstance(x, str):
+        return str(x)
+    if isinstance(x, int):
+        return int(x)
+    if isinstance(x, float):
+        return float(x)
+    return x
+
+
+def _to_node(value: Any, old: Any = None) -> Any:
+    """A plain value as a round-trip node; a string keeps ``old``'s quoting style."""
+    if isinstance(value, dict):
+        cm = CommentedMap()
+        for k, v in value.items():
+            cm[k] = _to_node(v)
+        if isinstance(old, CommentedMap) and old.fa.flow_style():
+            cm.fa.set_flow_style()
+        return cm
+    if isinstance(value, (list, tuple)):
+        seq = CommentedSeq(_to_node(v) for v in value)
+        if isinstance(old, CommentedSeq) and old.fa.flow_style():
+            seq.fa.set_flow_style()
+        return seq
+    if isinstance(value, str) and not isinstance(value, (DoubleQuotedScalarString, SingleQuotedScalarString)):
+        if isinstance(old, (DoubleQuotedScalarString, SingleQuotedScalarString)):
+            return type(old)(value)
+        if isinstance(old, LiteralScalarString) and "\n" in value:
+            return LiteralScalarString(value)
+        if _YAML11_BOOL.match(value):
+            return SingleQuotedScalarString(value)
+        return str(value)
+    return value
+
+
+def _keep_anchors(node: Any) -> None:
+    """ruamel drops an anchor no alias uses; keep every anchor the file has."""
+    anchor = getattr(node, "anchor", None)
+    if anchor is not None and getattr(anchor, "value", None):
+        anchor.always_dump = True
+    if isinstance(node, dict):
+        for v in node.values():
+            _keep_anchors(v)
+    elif isinstance(node, list):
+        for v in node:
+            _keep_anchors(v)
+
+
+def _is_block(node: Any) -> bool:
+    return isinstance(node, (CommentedMap, CommentedSeq)) and len(node) > 0 and not node.fa.flow_style()
+
+
+def _own_keys(m: CommentedMap) -> list[Any]:
+    ok = getattr(m, "_ok", None)
+    return [k for k in m if ok is None or k in ok]
+
+
+# -- comment slots ---------------------------------------------------------------------
+# A "slot" is where the comment after an entry lives: (ca.items, key, index); the index
+# is 2 for a mapping entry, 0 for a sequence entry. For an entry whose value is a block
+# collection, it is the slot of that collection's last entry, recursively.
+
+
+def _entry_slot(container: Any, key: Any) -> tuple[dict, Any, int]:
+    value = container[key]
+    if _is_block(value):
+        return _last_slot(value)
+    return container.ca.items, key, 2 if isinstance(container, CommentedMap) else 0
+
+
+def _last_slot(container: Any) -> tuple[dict, Any, int]:
+    key = _own_keys(container)[-1] if isinstance(container, CommentedMap) else len(container) - 1
+    return _entry_slot(container, key)
+
+
+def _get_comment(slot: tuple[dict, Any, int]) -> str:
+    items, key, idx = slot
+    entry = items.get(key)
+    tok = entry[idx] if entry and len(entry) > idx else None
+    return tok.value if isinstance(tok, CommentToken) else ""
+
+
+def _set_comment(slot: tuple[dict, Any, int], value: str) -> None:
+    items, key, idx = slot
+    entry = items.get(key)
+    if value in ("", "\n"):
+        if entry and len(entry) > idx:
+            entry[idx] = None
+        return
+    if entry is None:
+        entry = items[key] = [None, None, None, None]
+    tok = entry[idx]
+    if isinstance(tok, CommentToken):
+        tok.value = value
+    else:
+        entry[idx] = CommentToken(value, CommentMark(0))
+
+
+def _split_comment(value: str) -> tuple[str, list[str]]:
+    """A post-entry comment: (the end of the entry's own line, the following lines)."""
+    nl = value.find("\n")
+    if nl == -1:
+        return value, []
+    return value[: nl + 1], _LINE.findall(value[nl + 1:])
+
+
+def _trailing(lines: list[str], limit: int, inclusive: bool) -> int:
+    """Start of the longest run at the end of ``lines`` made of blank lines and
+    comments indented less than ``limit`` (or equal too, when ``inclusive``)."""
+    i = len(lines)
+    while i > 0:
+        line = lines[i - 1]
+        if line.strip():
+            ind = len(line) - len(line.lstrip(" "))
+            if ind > limit or (ind == limit and not inclusive):
+                break
+        i -= 1
+    return i
+
+
+def _col(node: Any) -> int | None:
+    lc = getattr(node, "lc", None)
+    return getattr(lc, "col", None) if lc is not None else None
+
+
+class YamlEditor:
+    """Format-preserving YAML editor (see the module docstring)."""
+
+    # -- parse / dump -------------------------------------------------------------------
+
+    def parse(self, text: str) -> YamlDocument:
+        nl = text.find("\n")
+        newline = "\r\n" if nl > 0 and text[nl - 1] == "\r" else "\n"
+        indent = _detect_indent(text)
+        y = _make_yaml(*indent)
+        try:
+            data = y.load(text)
+        except MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+            if "duplicate key" in what:
+                what = exc.problem or what
+            raise FormatError(
+                f"invalid YAML: {what or exc}",
+                mark.line + 1 if mark else None,
+                mark.column + 1 if mark else None,
+            ) from None
+        except YAMLError as exc:
+            raise FormatError(f"invalid YAML: {exc}") from None
+        if data is None:
+            return YamlDocument(CommentedMap(), text, y, newline, indent, bare=True)
+        if not isinstance(data, CommentedMap):
+            lc = getattr(data, "lc", None)
+            line, col = (lc.line + 1, lc.col + 1) if lc is not None and lc.line is not None else (1, 1)
+            raise FormatError("the top level must be a mapping", line, col)
+        _keep_anchors(data)
+        return YamlDocument(data, text, y, newline, indent)
+
+    def _dump_tree(self, ydoc: YamlDocument) -> str:
+        buf = io.StringIO()
+        ydoc.yaml.dump(ydoc.data, buf)
+        return buf.getvalue()
+
+    def _touch(self, ydoc: YamlDocument) -> None:
+        if ydoc.before is None and not ydoc.bare:
+            ydoc.before = self._dump_tree(ydoc)
+        ydoc.edited = True
+
+    def dump(self, ydoc: YamlDocument) -> str:
+        if not ydoc.edited:
+            return ydoc.original
+        after = self._dump_tree(ydoc)
+        if ydoc.bare:
+            if not ydoc.data:
+                return ydoc.original
+            head = ydoc.original if ydoc.original.strip() else ""
+            if head and not head.endswith("\n"):
+                head += ydoc.newline
+            return head + after.replace("\n", ydoc.newline)
+        merged = _merge(ydoc.original, ydoc.before or "", after, ydoc.newline)
+        if merged is not None and self._holds(ydoc, merged):
+            return merged
+        if not self._holds(ydoc, after):  # pragma: no cover - a ruamel failure
+            raise FormatError("internal error: the edited YAML does not read back as edited")
+        return after.replace("\n", ydoc.newline)
+
+    def _holds(self, ydoc: YamlDocument, text: str) -> bool:
+        try:
+            again = _make_yaml().load(text)
+        except YAMLError:
+            return False
+        return _same(_plain(again), _plain(ydoc.data))
+
+    # -- walking --------------------------------------------------------------------------
+
+    def _child(self, node: Any, seg: Any, where: KeyPath) -> Any:
+        if isinstance(seg, Match):
+            if not isinstance(node, CommentedSeq):
+                raise self._not(node, where, "a list")
+            for el in node:
+                if isinstance(el, dict) and _plain(el.get(seg.field)) == seg.value:
+                    return el
+            return MISSING
+        if not isinstance(node, dict):
+            raise self._not(node, where, "a mapping")
+        return node[seg] if seg in node else MISSING
+
+    @staticmethod
+    def _not(node: Any, where: KeyPath, what: str) -> FormatError:
+        return FormatError(f"{keypath_str(where) or 'the top level'} is not {what}")
+
+    @staticmethod
+    def _columns(ydoc: YamlDocument, nodes: list[Any]) -> list[int]:
+        """The column of each node on a walk (a mapping's keys, a sequence's dashes):
+        ruamel's own record for parsed nodes, derived from the indentation for new ones."""
+        mapping, sequence, offset = ydoc.indent
+        cols: list[int] = []
+        for i, node in enumerate(nodes):
+            col = _col(node)
+            if col is None:
+                if i == 0:
+                    col = 0
+                elif isinstance(nodes[i - 1], CommentedSeq):
+                    col = cols[-1] + sequence - offset
+                else:
+                    col = cols[-1] + (offset if isinstance(node, CommentedSeq) else mapping)
+            cols.append(col)
+        return cols
+
+    def _walk(self, ydoc: YamlDocument, path: KeyPath) -> list[Any]:
+        nodes = [ydoc.data]
+        for i, seg in enumerate(path):
+            child = self._child(nodes[-1], seg, path[:i])
+            if child is MISSING:
+                break
+            nodes.append(child)
+        return nodes
+
+    # -- the protocol ---------------------------------------------------------------------
+
+    def get(self, ydoc: YamlDocument, path: KeyPath) -> Any:
+        path = tuple(path)
+        try:
+            nodes = self._walk(ydoc, path)
+        except FormatError:
+            return MISSING
+        if len(nodes) != len(path) + 1:
+            return MISSING
+        return _plain(nodes[-1])
+
+    def set(self, ydoc: YamlDocument, path: KeyPath, value: Any) -> list[KeyPath]:
+        path = tuple(path)
+        if not path:
+            raise ValueError("cannot set the whole document")
+        value = _with_match_field(path, value)
+        nodes = self._walk(ydoc, path)
+        if len(nodes) == len(path) + 1:
+            self._replace(ydoc, path, nodes, value)
+            return []
+        i = len(nodes) - 1
+        node, seg, rest = nodes[-1], path[i], path[i + 1:]
+        if isinstance(seg, Match):
+            if not isinstance(node, CommentedSeq):
+                raise self._not(node, path[:i], "a list")
+            new = _to_node(_element_value(seg, rest, value))
+            self._touch(ydoc)
+            self._append(ydoc, node, None, new, self._columns(ydoc, nodes)[-1])
+        else:
+            if not isinstance(node, CommentedMap):
+                raise self._not(node, path[:i], "a mapping")
+            built = value
+            for s in reversed(rest):
+                built = [_element_value(s, (), built)] if isinstance(s, Match) else {s: built}
+            self._touch(ydoc)
+            self._append(ydoc, node, seg, _to_node(built), self._columns(ydoc, nodes)[-1])
+        return [path[:j] for j in range(i + 1, len(path))]
+
+    def delete(self, ydoc: YamlDocument, path: KeyPath) -> bool:
+        path = tuple(path)
+        if not path:
+            raise ValueError("cannot delete the whole document")
+        try:
+            nodes = self._walk(ydoc, path)
+        except FormatError:
+            return False
+        if len(nodes) != len(path) + 1:
+            return False
+        parent, seg = nodes[-2], path[-1]
+        if isinstance(seg, Match):
+            key = next(i for i, el in enumerate(parent) if el is nodes[-1])
+        else:
+            if seg not in _own_keys(parent):
+                return False  # inherited through a merge key: nothing of its own to delete
+            key = seg
+        self._touch(ydoc)
+        leftover = self._remove(parent, key, self._columns(ydoc, nodes[:-1])[-1])
+        if not len(parent) and len(nodes) >= 3:
+            self._emptied(ydoc, nodes[-3], path[-2], parent, leftover)
+        return True
+
+    @staticmethod
+    def _emptied(ydoc: YamlDocument, holder: Any, seg: Any, container: Any, leftover: str = "") -> None:
+        """A collection just lost its last entry (or is being replaced by a value of
+        another shape): the comments that stood before its first entry go after its
+        key's line (ruamel would otherwise emit them before a ``{}``, which does not
+        parse)."""
+        pre = container.ca.comment[1] if container.ca.comment and len(container.ca.comment) > 1 else None
+        container.ca.comment = None
+        if isinstance(seg, Match):
+            key = next((i for i, el in enumerate(holder) if el is container), None)
+        else:
+            key = seg
+        if not len(container) and not container.fa.flow_style():
+            container.fa.set_flow_style()  # written {} / [] right after the key
+            ydoc.emptied[id(container)] = (holder, key)
+        entry = holder.ca.items.get(key) if key is not None else None
+        if entry and len(entry) > 3:
+            entry[3] = None
+        text = "".join(t.value for t in pre or [] if isinstance(t, CommentToken))
+        text = (text if text.strip() else "") + leftover
+        if text and key is not None:
+            slot = (holder.ca.items, key, 2 if isinstance(holder, CommentedMap) else 0)
+            own, rest = _split_comment(_get_comment(slot))
+            _set_comment(slot, (own or "\n") + "".join(rest) + text)
+
+    # -- edits ----------------------------------------------------------------------------
+
+    def _replace(self, ydoc: YamlDocument, path: KeyPath, nodes: list[Any], value: Any) -> None:
+        old = nodes[-1]
+        if _same(_plain(old), value):
+            return
+        if isinstance(value, dict) and isinstance(old, CommentedMap):
+            for k, v in value.items():
+                self.set(ydoc, path + (k,), v)
+            for k in _own_keys(old):
+                if k not in value:
+                    self.delete(ydoc, path + (k,))
+            return
+        parent, seg = nodes[-2], path[-1]
+        if isinstance(seg, Match):
+            raise FormatError(f"{keypath_str(path)} must be a mapping")
+        self._touch(ydoc)
+        new = _to_node(value, old)
+        if isinstance(old, (CommentedMap, CommentedSeq)) and old.ca.comment:
+            if type(old) is type(new) and _is_block(old) and _is_block(new):
+                new.ca.comment = old.ca.comment  # the comments above its first entry
+            else:
+                self._emptied(ydoc, parent, seg, old)
+        if _is_block(old) and not _is_block(new):
+            # the lines after the old block's last line now follow this entry's line
+            _own, rest = _split_comment(_get_comment(_entry_slot(parent, seg)))
+            parent[seg] = new
+            if rest:
+                _set_comment(_entry_slot(parent, seg), "\n" + "".join(rest))
+        elif not _is_block(old) and _is_block(new):
+            tail = _get_comment(_entry_slot(parent, seg))
+            _set_comment(_entry_slot(parent, seg), "")
+            parent[seg] = new
+            _set_comment(_entry_slot(parent, seg), tail)
+        else:
+            parent[seg] = new
+
+    def _append(self, ydoc: YamlDocument, container: Any, key: Any, new: Any, col: int) -> None:
+        """Append ``new`` (under ``key`` for a mapping) after the container's last entry
+        (the container's entries are at column ``col``), moving the comments that
+        introduce what follows below it."""
+        moved = revived = ""
+        if not len(container) and id(container) in ydoc.emptied:
+            container.fa.set_block_style()  # it was a block collection before it emptied
+            holder, hkey = ydoc.emptied.pop(id(container))
+            if hkey is not None:  # the lines after "key: {}" go after the new entry
+                slot = (holder.ca.items, hkey, 2 if isinstance(holder, CommentedMap) else 0)
+                revived = _get_comment(slot)
+                _set_comment(slot, "")
+        if _is_block(container):
+            slot = _last_slot(container)
+            own, rest = _split_comment(_get_comment(slot))
+            cut = _trailing(rest, col, inclusive=False)
+            if cut < len(rest):
+                moved = "".join(rest[cut:])
+                _set_comment(slot, own + "".join(rest[:cut]) if own or rest[:cut] else "")
+        if isinstance(container, CommentedMap):
+            container[key] = new
+            key_new = key
+        else:
+            container.append(new)
+            key_new = len(container) - 1
+        if revived and not _get_comment(_entry_slot(container, key_new)):
+            _set_comment(_entry_slot(container, key_new), revived)
+        elif moved:
+            slot = _entry_slot(container, key_new)
+            own, rest = _split_comment(_get_comment(slot))
+            _set_comment(slot, (own or "\n") + "".join(rest) + moved)
+
+    def _remove(self, container: Any, key: Any, col: int) -> str:
+        """Delete an entry, keeping the blank lines and comments after it that are not
+        indented deeper than it (they belong to what follows). Returns what could not be
+        placed because the container is now empty."""
+        keys = _own_keys(container) if isinstance(container, CommentedMap) else list(range(len(container)))
+        pos = keys.index(key)
+        kept = ""
+        if _is_block(container):
+            _own, rest = _split_comment(_get_comment(_entry_slot(container, key)))
+            kept = "".join(rest[_trailing(rest, col, inclusive=True):])
+        if isinstance(container, CommentedMap):
+            container.ca.items.pop(key, None)
+        del container[key]  # (a sequence shifts its own comments)
+        if isinstance(container, CommentedMap):
+            for merged in getattr(container, "merge", None) or []:
+                source = merged[1] if isinstance(merged, tuple) else merged
+                if isinstance(source, dict) and key in source:
+                    # an override removed: the merged-in value shows through again
+                    ordereddict.__setitem__(container, key, source[key])
+                    break
+        if not kept:
+            return ""
+        if pos > 0:
+            prev = keys[pos - 1]
+            slot = _entry_slot(container, prev)
+            own, rest = _split_comment(_get_comment(slot))
+            _set_comment(slot, (own or "\n") + "".join(rest) + kept)
+        elif remaining := (_own_keys(container) if isinstance(container, CommentedMap) else list(range(len(container)))):
+            # the first entry went: what followed it now stands before the new first one
+            entry = container.ca.items.setdefault(remaining[0], [None, None, None, None])
+            before = entry[1] or []
+            text = kept if before else kept.lstrip("\n")
+            if text:
+                entry[1] = [CommentToken(text, CommentMark(0)), *before]
+        else:
+            return kept
+        return ""
+
+
+# -- the three-way line merge ------------------------------------------------------------
+
+
+def _lines(text: str) -> list[str]:
+    return _LINE.findall(text)
+
+
+def _keep_gap(old: str, new: str) -> str:
+    """``new`` with the spacing before its end-of-line comment as in ``old``, when both
+    end with the same comment (ruamel keeps a comment's column instead)."""
+    for m in re.finditer(r"[ \t]+#", old):
+        comment = old[m.end() - 1:]
+        if new.endswith(comment) and len(new) > len(comment):
+            head = new[: len(new) - len(comment)]
+            if head[-1] in " \t" and head.strip():
+                return head.rstrip(" \t") + m.group(0)[:-1] + comment
+            return new
+    return new
+
+
+def _merge(original: str, before: str, after: str, newline: str) -> str | None:
+    """Apply the line changes ``before`` → ``after`` (both ruamel dumps) to ``original``
+    (the file as parsed, which ``before`` renders), keeping every other original line."""
+    o = _lines(original)
+    r0 = _lines(before)
+    r1 = _lines(after)
+    ok = [ln.rstrip("\r\n") for ln in o]
+    k0 = [ln.rstrip("\n") for ln in r0]
+    k1 = [ln.rstrip("\n") for ln in r1]
+    to_o: list[int | None] = [None] * len(k0)
+    for tag, i1, i2, j1, _j2 in difflib.SequenceMatcher(None, ok, k0, autojunk=False).get_opcodes():
+        if tag == "equal":
+            for d in range(i2 - i1):
+                to_o[j1 + d] = i1 + d
+    ops = difflib.SequenceMatcher(None, k0, k1, autojunk=False).get_opcodes()
+    # changed R0 ranges, widened to R0 lines that have an original counterpart
+    # each hunk as (R0 range, original range): bounded by the original counterparts of
+    # its first and last lines (or of the lines right outside it); when there are none,
+    # widened to the nearest R0 lines that have one
+    def start_at(i: int) -> int | None:
+        if i < len(k0) and to_o[i] is not None:
+            return to_o[i]
+        if i > 0 and to_o[i - 1] is not None:
+            return to_o[i - 1] + 1  # type: ignore[operator]
+        return 0 if i == 0 else None
+
+    def end_at(i: int) -> int | None:
+        if i > 0 and to_o[i - 1] is not None:
+            return to_o[i - 1] + 1  # type: ignore[operator]
+        if i < len(k0) and to_o[i] is not None:
+            return to_o[i]
+        return len(o) if i == len(k0) else None
+
+    spans: list[list[int]] = []
+    for tag, i1, i2, _j1, _j2 in ops:
+        if tag == "equal":
+            continue
+        o_start = end_at(i1) if tag == "insert" else start_at(i1)
+        o_end = o_start if tag == "insert" else end_at(i2)
+        inside = [to_o[i] for i in range(i1, i2) if to_o[i] is not None]
+        if o_start is not None and o_end is not None and o_start <= o_end and all(o_start <= x < o_end for x in inside):  # type: ignore[operator]
+            span = [i1, i2, o_start, o_end]
+        else:
+            a, b = i1, i2
+            while a > 0 and to_o[a - 1] is None:
+                a -= 1
+            while b < len(k0) and to_o[b] is None:
+                b += 1
+            span = [a, b, to_o[a - 1] + 1 if a > 0 else 0, to_o[b] if b < len(k0) else len(o)]  # type: ignore[operator, list-item]
+        if spans and (span[0] < spans[-1][1] or span[2] < spans[-1][3]):
+            last = spans[-1]  # overlapping hunks: one hunk covering both
+            spans[-1] = [min(last[0], span[0]), max(last[1], span[1]), min(last[2], span[2]), max(last[3], span[3])]
+        else:
+            spans.append(span)
+
+    def r1_start(p: int) -> int:
+        """Where R0 line ``p`` starts, in R1 (lines inserted right there included)."""
+        for tag, i1, i2, j1, _j2 in ops:
+            if tag == "equal" and i1 <= p < i2:
+                return j1 + (p - i1)
+            if tag != "equal" and i1 == p:
+                return j1
+        return len(k1)
+
+    def r1_end(p: int) -> int:
+        """Where R0 line ``p - 1`` ends, in R1 (lines inserted right after included)."""
+        found = 0
+        for tag, i1, i2, j1, j2 in ops:
+            if tag == "equal" and i1 < p <= i2:
+                found = j1 + (p - i1)
+            elif tag != "equal" and i2 == p:
+                found = j2
+        return found
+
+    out: list[str] = []
+    o_pos = 0
+    for a, b, o_start, o_end in spans:
+        if o_start < o_pos or o_end < o_start:
+            return None
+        out.extend(o[o_pos:o_start])
+        new = k1[r1_start(a):r1_end(b)]
+        if len(new) == o_end - o_start:  # line for line: keep each comment's own gap
+            new = [_keep_gap(ok[o_start + n], line) for n, line in enumerate(new)]
+        out.extend(k + newline for k in new)
+        o_pos = o_end
+    out.extend(o[o_pos:])
+    for i in range(len(out) - 1):
+        if not out[i].endswith("\n"):
+            out[i] += newline
+    text = "".join(out)
+    if original and not original.endswith("\n") and text.endswith("\n"):
+        text = text[: -len(newline)] if text.endswith(newline) else text[:-1]
+    return text
+
+
+EDITOR = YamlEditor()

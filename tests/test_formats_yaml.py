@@ -1,0 +1,448 @@
+"""The YAML editor: Continue-shaped edits, what stays byte for byte, errors, properties."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ruamel.yaml import YAML
+
+from taosync.formats.base import MISSING, FormatError, Match, editor_for
+from taosync.formats.yaml import EDITOR as E
+
+# A Continue config with things ruamel would not write the same way: extra spaces after
+# a colon, an anchor nobody references, odd flow spacing, comment columns, a merge key.
+CONTINUE = """name: My Assistant   # shown in the IDE
+version: 1.0.0
+schema: v1
+
+# Chat models
+models:
+  - name: Claude Sonnet
+    provider: anthropic
+    model: claude-sonnet-4-5
+    apiKey: ${{ secrets.ANTHROPIC_API_KEY }}
+    roles: [ chat,edit ]
+  - &local
+    name: Local
+    provider:   ollama
+    model: "qwen2.5-coder:7b"   # quantised
+    defaultCompletionOptions:
+      temperature: 0.2
+  # - name: Old
+  #   provider: openai
+
+# Context providers
+context:
+  - provider: code
+  - provider: docs
+
+mcpServers:
+  - name: filesystem
+    command: npx
+    args:
+      - -y
+      - "@modelcontextprotocol/server-filesystem"
+"""
+
+TAO = {"name": "Tao GPT", "provider": "openai", "model": "gpt-5", "apiBase": "https://gw.example/v1"}
+
+
+def edit(text, *ops):
+    doc = E.parse(text)
+    for op in ops:
+        if op[0] == "set":
+            E.set(doc, op[1], op[2])
+        else:
+            E.delete(doc, op[1])
+    out = E.dump(doc)
+    assert safe(out) == {k: E.get(doc, (k,)) for k in doc.data}  # reads back as edited
+    return out
+
+
+def safe(text):
+    return YAML(typ="safe", pure=True).load(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        CONTINUE,
+        "",
+        "\n",
+        "# just a comment\n",
+        "a: 1",
+        "a: 1\r\nb:\r\n  - x\r\n",
+        "---\nkey:   value   # c\n...\n",
+        "x: &a {p: 1}\ny: *a\nz:\n  <<: *a\n  q: 2\n",
+    ],
+)
+def test_round_trip_is_exact(text):
+    assert E.dump(E.parse(text)) == text
+
+
+def test_editor_for_finds_it():
+    assert editor_for("yaml") is E
+
+
+def test_get_plain_values():
+    doc = E.parse(CONTINUE)
+    assert E.get(doc, ("name",)) == "My Assistant"
+    assert type(E.get(doc, ("name",))) is str
+    assert E.get(doc, ("models", Match("name", "Local"), "model")) == "qwen2.5-coder:7b"
+    assert E.get(doc, ("models", Match("name", "Claude Sonnet"), "roles")) == ["chat", "edit"]
+    assert E.get(doc, ("models", Match("name", "Local"), "defaultCompletionOptions")) == {"temperature": 0.2}
+    assert E.get(doc, ("models", Match("name", "Nope"))) is MISSING
+    assert E.get(doc, ("name", "x")) is MISSING
+    assert E.get(doc, ("context",)) == [{"provider": "code"}, {"provider": "docs"}]
+    merged = E.parse("x: &a {p: 1}\nz:\n  <<: *a\n  q: 2\nb: true\n")
+    assert E.get(merged, ("z",)) == {"q": 2, "p": 1}
+    assert E.get(merged, ("b",)) is True
+
+
+# -- the Continue edits ------------------------------------------------------------------
+
+
+def test_add_a_model():
+    doc = E.parse(CONTINUE)
+    assert E.set(doc, ("models", Match("name", "Tao GPT")), TAO) == []
+    assert E.dump(doc) == CONTINUE.replace(
+        "  #   provider: openai\n",
+        "  #   provider: openai\n"
+        "  - name: Tao GPT\n"
+        "    provider: openai\n"
+        "    model: gpt-5\n"
+        "    apiBase: https://gw.example/v1\n",
+    )
+
+
+def test_add_a_model_key_by_key():
+    doc = E.parse(CONTINUE)
+    created = []
+    for key, value in TAO.items():
+        created += E.set(doc, ("models", Match("name", "Tao GPT"), key), value)
+    assert created == [("models", Match("name", "Tao GPT"))]
+    out = E.dump(doc)
+    assert out == edit(CONTINUE, ("set", ("models", Match("name", "Tao GPT")), TAO))
+    assert safe(out)["models"][-1] == TAO
+
+
+def test_change_one_key_of_an_entry():
+    out = edit(CONTINUE, ("set", ("models", Match("name", "Local"), "model"), "qwen3-coder"))
+    assert out == CONTINUE.replace('"qwen2.5-coder:7b"   # quantised', '"qwen3-coder"   # quantised')
+    out = edit(CONTINUE, ("set", ("models", Match("name", "Claude Sonnet"), "apiKey"), "sk-1"))
+    assert out == CONTINUE.replace("${{ secrets.ANTHROPIC_API_KEY }}", "sk-1")
+
+
+def test_add_a_key_to_an_entry():
+    out = edit(CONTINUE, ("set", ("models", Match("name", "Claude Sonnet"), "apiBase"), "https://gw/v1"))
+    assert out == CONTINUE.replace("    roles: [ chat,edit ]\n", "    roles: [ chat,edit ]\n    apiBase: https://gw/v1\n")
+    out = edit(CONTINUE, ("set", ("mcpServers", Match("name", "filesystem"), "env", "TOKEN"), "t"))
+    assert out == CONTINUE + "    env:\n      TOKEN: t\n"
+
+
+def test_delete_keys_of_an_entry():
+    out = edit(
+        CONTINUE,
+        ("delete", ("models", Match("name", "Claude Sonnet"), "apiKey")),
+        ("delete", ("models", Match("name", "Local"), "defaultCompletionOptions")),
+    )
+    assert out == CONTINUE.replace("    apiKey: ${{ secrets.ANTHROPIC_API_KEY }}\n", "").replace(
+        "    defaultCompletionOptions:\n      temperature: 0.2\n", ""
+    )
+
+
+def test_delete_an_entry_keeps_the_comments_after_it():
+    out = edit(CONTINUE, ("delete", ("models", Match("name", "Local"))))
+    assert out == CONTINUE.replace(
+        '  - &local\n    name: Local\n    provider:   ollama\n    model: "qwen2.5-coder:7b"   # quantised\n'
+        "    defaultCompletionOptions:\n      temperature: 0.2\n",
+        "",
+    )
+    out = edit(CONTINUE, ("delete", ("models", Match("name", "Claude Sonnet"))))
+    assert out == CONTINUE.replace(
+        "  - name: Claude Sonnet\n    provider: anthropic\n    model: claude-sonnet-4-5\n"
+        "    apiKey: ${{ secrets.ANTHROPIC_API_KEY }}\n    roles: [ chat,edit ]\n",
+        "",
+    )
+
+
+def test_set_then_delete_and_prune_restores_bytes():
+    doc = E.parse(CONTINUE)
+    created = []
+    created += E.set(doc, ("models", Match("name", "Tao GPT")), TAO)
+    created += E.set(doc, ("models", Match("name", "Local"), "apiBase"), "https://gw/v1")
+    created += E.set(doc, ("mcpServers", Match("name", "tao-docs"), "command"), "tao-mcp")
+    created += E.set(doc, ("data", Match("name", "logs"), "destination"), "file:///tmp/x")
+    created += E.set(doc, ("name",), "Tao")
+    assert created == [("mcpServers", Match("name", "tao-docs")), ("data",), ("data", Match("name", "logs"))]
+    E.delete(doc, ("models", Match("name", "Tao GPT")))
+    E.delete(doc, ("models", Match("name", "Local"), "apiBase"))
+    E.delete(doc, ("mcpServers", Match("name", "tao-docs"), "command"))
+    E.delete(doc, ("data", Match("name", "logs"), "destination"))
+    E.set(doc, ("name",), "My Assistant")
+    for path in reversed(created):
+        if E.get(doc, path) in ({}, [], {path[-1].field: path[-1].value} if isinstance(path[-1], Match) else {}):
+            E.delete(doc, path)
+    assert E.dump(doc) == CONTINUE
+
+
+def test_equal_values_leave_bytes_alone():
+    doc = E.parse(CONTINUE)
+    E.set(doc, ("models", Match("name", "Local"), "provider"), "ollama")
+    E.set(doc, ("models", Match("name", "Claude Sonnet"), "roles"), ["chat", "edit"])
+    E.set(doc, ("context",), [{"provider": "code"}, {"provider": "docs"}])
+    E.set(doc, ("models", Match("name", "Local"), "defaultCompletionOptions"), {"temperature": 0.2})
+    assert doc.edited is False
+    assert E.dump(doc) == CONTINUE
+
+
+def test_styles_are_kept():
+    out = edit(CONTINUE, ("set", ("models", Match("name", "Claude Sonnet"), "roles"), ["chat", "edit", "apply"]))
+    assert "    roles: [chat, edit, apply]\n" in out  # still a flow sequence (re-spaced by ruamel)
+    assert edit("a: 'x'\nb: \"y\"\nc: z\n", ("set", ("a",), "1"), ("set", ("b",), "2"), ("set", ("c",), "3")) == (
+        "a: '1'\nb: \"2\"\nc: '3'\n"
+    )
+    assert edit("c: z\n", ("set", ("c",), "yes")) == "c: 'yes'\n"
+    long = "https://example.com/" + "x" * 300
+    assert edit("a: 1\n", ("set", ("b",), long)) == f"a: 1\nb: {long}\n"
+
+
+def test_indentation_is_detected():
+    assert edit("models:\n- name: a\n  provider: x\n", ("set", ("models", Match("name", "b"), "provider"), "z")) == (
+        "models:\n- name: a\n  provider: x\n- name: b\n  provider: z\n"
+    )
+    assert edit("top:\n    key: 1\n    list:\n        -   a\n", ("set", ("top", "new", "deep"), [1, 2])) == (
+        "top:\n    key: 1\n    list:\n        -   a\n    new:\n        deep:\n            -   1\n            -   2\n"
+    )
+    # no lists yet: Continue's style
+    assert edit("name: x\n", ("set", ("models", Match("name", "a"), "provider"), "p")) == (
+        "name: x\nmodels:\n  - name: a\n    provider: p\n"
+    )
+
+
+def test_comment_introducing_the_next_section_stays_with_it():
+    text = "x:\n  y: 1\n\n# section z\nz: 1\n"
+    assert edit(text, ("set", ("x", "w"), 2)) == "x:\n  y: 1\n  w: 2\n\n# section z\nz: 1\n"
+    text = "x:\n  y: 1\n\n  # about x's end\nz: 1\n"
+    assert edit(text, ("set", ("x", "w"), 2)) == "x:\n  y: 1\n\n  # about x's end\n  w: 2\nz: 1\n"
+    assert edit("a: 1\n# about b\nb: 2\n", ("delete", ("a",))) == "# about b\nb: 2\n"
+    assert edit("x:\n  a: 1\n  # about b\n  b: 2\ny: 3\n", ("delete", ("x", "a"))) == "x:\n  # about b\n  b: 2\ny: 3\n"
+
+
+def test_emptied_collections():
+    doc = E.parse("a:\n  x: 0\n\n# b\nb: 0\n")
+    E.set(doc, ("a",), {})
+    assert E.dump(doc) == "a: {}\n\n# b\nb: 0\n"
+    E.set(doc, ("a", "k"), 1)  # block again once it has an entry
+    assert E.dump(doc) == "a:\n  k: 1\n\n# b\nb: 0\n"
+    # an empty placeholder the file wrote as {} / [] gets block entries (ruamel's choice)
+    assert edit("a: {}\nb: []\n", ("set", ("a", "k"), 1), ("set", ("b", Match("name", "x")), {})) == (
+        "a:\n  k: 1\nb:\n  - name: x\n"
+    )
+    assert edit("a: {x: 1}\n", ("set", ("a", "k"), 1)) == "a: {x: 1, k: 1}\n"  # non-empty flow stays flow
+
+
+def test_block_and_scalar_swap():
+    text = "x:\n  y:\n    - 1\n    - 2\n\n# section\nz: 1\n"
+    assert edit(text, ("set", ("x", "y"), "s")) == "x:\n  y: s\n\n# section\nz: 1\n"
+    text = "x:\n  y: 1\n\n# section\nz: 1\n"
+    assert edit(text, ("set", ("x", "y"), {"k": "v"})) == "x:\n  y:\n    k: v\n\n# section\nz: 1\n"
+
+
+def test_empty_and_comment_only_documents():
+    doc = E.parse("")
+    assert E.set(doc, ("models", Match("name", "a"), "provider"), "p") == [("models",), ("models", Match("name", "a"))]
+    assert E.dump(doc) == "models:\n  - name: a\n    provider: p\n"
+    assert edit("# my config\n", ("set", ("name",), "x")) == "# my config\nname: x\n"
+    doc = E.parse("# my config\n")
+    E.set(doc, ("name",), "x")
+    E.delete(doc, ("name",))
+    assert E.dump(doc) == "# my config\n"
+
+
+def test_crlf_and_no_final_newline():
+    out = edit("a: 1\r\nb:\r\n  - x\r\n", ("set", ("b", Match("name", "m")), {"v": 1}))
+    assert out == "a: 1\r\nb:\r\n  - x\r\n  - name: m\r\n    v: 1\r\n"
+    assert edit("a: 1", ("set", ("b",), 2)) == "a: 1\nb: 2"
+    assert edit("a: 1", ("set", ("a",), 2)) == "a: 2"
+    assert edit("---\n# c\na: 1   # x\n...\n", ("set", ("b",), 2)) == "---\n# c\na: 1   # x\nb: 2\n...\n"
+
+
+def test_anchors_and_merge_keys():
+    text = "base: &b\n  provider: openai\nmodels:\n  - <<: *b\n    name: a\n"
+    doc = E.parse(text)
+    assert E.get(doc, ("models", Match("name", "a"), "provider")) == "openai"
+    E.set(doc, ("models", Match("name", "a"), "provider"), "anthropic")
+    assert E.delete(doc, ("models", Match("name", "a"), "provider")) is True  # the override
+    assert E.delete(doc, ("models", Match("name", "a"), "provider")) is False  # inherited
+    assert E.dump(doc) == text
+
+
+def test_bad_edits():
+    doc = E.parse(CONTINUE)
+    with pytest.raises(FormatError):
+        E.set(doc, ("name", "x"), 1)
+    with pytest.raises(FormatError):
+        E.set(doc, ("models", "x"), 1)
+    with pytest.raises(FormatError):
+        E.set(doc, ("name", Match("name", "x")), {})
+    with pytest.raises(FormatError):
+        E.set(doc, ("models", Match("name", "Local")), 5)
+    assert E.delete(doc, ("nope", "x")) is False
+    assert E.delete(doc, ("name", "x")) is False
+    assert E.dump(doc) == CONTINUE
+
+
+@pytest.mark.parametrize(
+    "text, line, column, word",
+    [
+        ("a: 1\nb: 2\na: 3\n", 3, 1, "duplicate"),
+        ("a: [1, 2\nb: 2\n", 2, 2, "flow sequence"),
+        ("- 1\n- 2\n", 1, 1, "mapping"),
+        ("just a string\n", 1, 1, "mapping"),
+        ("a: 1\n---\nb: 2\n", 2, 1, "document"),
+        ("a:\n\tb: 1\n", 2, 1, "\\t"),
+        ("a: *nope\n", 1, 4, "alias"),
+        ("a: 'x\n", 2, 1, "quoted"),
+    ],
+)
+def test_errors_carry_line_and_column(text, line, column, word):
+    with pytest.raises(FormatError) as err:
+        E.parse(text)
+    assert (err.value.line, err.value.column) == (line, column)
+    assert word in err.value.message
+
+
+# -- properties ----------------------------------------------------------------------------
+
+keys = st.sampled_from(["a", "b", "model", "x.y", "/p q", "k-1", "name"])
+scalars = st.one_of(
+    st.booleans(), st.integers(-(10**9), 10**9), st.none(), st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=8)
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)),
+    max_leaves=8,
+)
+paths = st.lists(keys, min_size=1, max_size=3).map(tuple)
+styles = st.sampled_from([(2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4)])
+
+
+@st.composite
+def yaml_texts(draw):
+    """Random block documents in one indentation style, with comments and blank lines."""
+    mapping, sequence, offset = draw(styles)
+    lines = []
+
+    def noise(col):
+        for _ in range(draw(st.integers(0, 2))):
+            lines.append(draw(st.sampled_from(["", " " * col + "# note", "# outer note"])))
+
+    def scalar():
+        return json.dumps(draw(st.one_of(st.integers(-5, 5), st.sampled_from(["s", "two words", "x: y"]))))
+
+    def mapping_at(col, depth):
+        for key in draw(st.lists(keys, min_size=1, max_size=3, unique=True)):
+            noise(col)
+            kind = draw(st.sampled_from(["scalar", "map", "seq"] if depth < 2 else ["scalar"]))
+            if kind == "scalar":
+                lines.append(" " * col + f"{key}: {scalar()}")
+            elif kind == "map":
+                lines.append(" " * col + f"{key}:")
+                mapping_at(col + mapping, depth + 1)
+            else:
+                lines.append(" " * col + f"{key}:")
+                for _ in range(draw(st.integers(1, 2))):
+                    dash = col + offset
+                    first = True
+                    for k2 in draw(st.lists(keys, min_size=1, max_size=2, unique=True)):
+                        prefix = " " * dash + "-" + " " * (sequence - offset - 1) if first else " " * (col + sequence)
+                        lines.append(prefix + f"{k2}: {scalar()}")
+                        first = False
+
+    mapping_at(0, 0)
+    noise(0)
+    return "\n".join(lines) + "\n"
+
+
+def _model_set(model, path, value):
+    cur = model
+    for key in path[:-1]:
+        if key not in cur:
+            cur[key] = {}
+        cur = cur[key]
+        if not isinstance(cur, dict):
+            raise FormatError("not a mapping")
+    last = path[-1]
+    if isinstance(cur.get(last), dict) and isinstance(value, dict):
+        for k, v in value.items():
+            _model_set(cur[last], (k,), v)
+        for k in [k for k in cur[last] if k not in value]:
+            del cur[last][k]
+    else:
+        cur[last] = value
+
+
+def _model_delete(model, path):
+    cur = model
+    for key in path[:-1]:
+        if not isinstance(cur, dict) or key not in cur:
+            return False
+        cur = cur[key]
+    if isinstance(cur, dict) and path[-1] in cur:
+        del cur[path[-1]]
+        return True
+    return False
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=yaml_texts())
+def test_property_round_trip(text):
+    assert E.dump(E.parse(text)) == text
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=yaml_texts(),
+    ops=st.lists(st.one_of(st.tuples(st.just("set"), paths, values), st.tuples(st.just("delete"), paths, st.none())), max_size=5),
+)
+def test_property_edits_match_a_plain_model(text, ops):
+    model = safe(text)
+    doc = E.parse(text)
+    for kind, path, value in ops:
+        if kind == "set":
+            try:
+                _model_set(model, path, value)
+            except FormatError:
+                with pytest.raises(FormatError):
+                    E.set(doc, path, value)
+                continue
+            E.set(doc, path, value)
+        else:
+            assert E.delete(doc, path) == _model_delete(model, path)
+    assert safe(E.dump(doc)) == model
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=yaml_texts(), new=st.dictionaries(paths, values, max_size=3))
+def test_property_set_new_then_delete_and_prune_restores_bytes(text, new):
+    doc = E.parse(text)
+    created, done = [], []
+    for path, value in new.items():
+        if E.get(doc, path[:1]) is not MISSING:
+            continue
+        try:
+            created += E.set(doc, path, value)
+        except FormatError:
+            continue
+        done.append(path)
+    safe(E.dump(doc))
+    for path in done:
+        E.delete(doc, path)
+    for path in reversed(created):
+        if E.get(doc, path) == {}:
+            E.delete(doc, path)
+    assert E.dump(doc) == text
