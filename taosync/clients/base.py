@@ -117,3 +117,85 @@ def all_clients() -> dict[str, Any]:
     from taosync.clients import claude_code, cline, codex, continue_
 
     return {m.NAME: m for m in (claude_code, codex, cline, continue_)}
+
+
+# -- reading back: what a client's existing files say (``taosync import``) -------------
+
+
+@dataclass
+class Seen:
+    """One value found in a client's own file, and where: ``key`` is the key path as
+    :func:`~taosync.formats.base.keypath_str` spells it (what ``plan`` reports).
+
+    ``value`` is exactly as written; a literal key is held as a
+    :class:`~taosync.fleet.secrets.Secret` so it can never be printed by accident.
+    """
+
+    value: Any
+    file: Path
+    key: str
+
+
+@dataclass
+class Observation:
+    """What one client's files say, as ``observe(env)`` of its module reads them.
+
+    Slot names follow the client's fleet settings: ``"model"``, ``"haiku"``, …; a dict
+    entry as ``"roles.chat"``; a list entry whose route name is fixed (a Codex profile
+    is a file named after it) as ``"profiles[fast]"``. Each list of ``Seen`` holds every
+    place the value was found, the one the client uses first.
+    """
+
+    client: str
+    #: how its base URLs relate to the gateway root: "anthropic" (the root itself) or
+    #: "openai" (root + /v1)
+    protocol: str = "openai"
+    files: list[Path] = field(default_factory=list)  # files that exist and were read
+    urls: list[Seen] = field(default_factory=list)  # gateway base URLs, as written
+    keys: list[Seen] = field(default_factory=list)  # literal keys (value: Secret)
+    key_envs: list[Seen] = field(default_factory=list)  # env var names it reads the key from
+    key_helper: Seen | None = None  # a shell command printing the key
+    slots: dict[str, list[Seen]] = field(default_factory=dict)  # slot → model ids
+    headers: list[Seen] = field(default_factory=list)  # value: {name: value}
+    mcp_servers: dict[str, Seen] = field(default_factory=dict)  # value: fleet-shaped entry
+    #: other settings of this client's fleet entry that reproduce what it has
+    #: (``secrets: reference``, Codex ``provider_id``, Continue ``secret_name``)
+    settings: dict[str, Any] = field(default_factory=dict)
+    #: set when the client talks to something that is not an OpenAI/Anthropic-shaped
+    #: gateway (its own provider, a local server): value describes it
+    provider: Seen | None = None
+    notes: list[str] = field(default_factory=list)  # worth telling the user
+    problems: list[str] = field(default_factory=list)  # files that cannot be read
+
+    @property
+    def found(self) -> bool:
+        return bool(self.urls or self.slots or self.mcp_servers or self.keys
+                    or self.provider is not None)
+
+
+def read_plain(path: Path, fmt: str, obs: Observation) -> Any:
+    """The whole of one client file as plain data, or None when it is absent; a file
+    that cannot be read or parsed is recorded in ``obs.problems`` (and gives None)."""
+    from taosync.formats.base import FormatError, editor_for
+
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        obs.problems.append(f"{path}: is a directory, not a file")
+        return None
+    except UnicodeDecodeError:
+        obs.problems.append(f"{path}: is not UTF-8")
+        return None
+    except OSError as exc:
+        obs.problems.append(f"{path}: cannot be read ({exc.strerror})")
+        return None
+    editor = editor_for(fmt)
+    try:
+        data = editor.get(editor.parse(text), ())
+    except FormatError as exc:
+        obs.problems.append(exc.located(str(path)))
+        return None
+    obs.files.append(path)
+    return data
