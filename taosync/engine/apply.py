@@ -164,6 +164,8 @@ def recover(store: StateStore, state: State, writer: Writer) -> list[str]:
     backup_dir = store.root / journal.get("backup_dir", "")
     for entry in journal.get("files", []):
         target = Path(entry["real_path"])
+        for stale in target.parent.glob(f".{target.name}.taosync-*.tmp"):
+            stale.unlink(missing_ok=True)  # a write the kill cut short
         if entry["backup"] is None:
             writer.remove(target)
         else:
