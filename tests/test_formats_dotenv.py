@@ -159,14 +159,14 @@ lines = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(body=st.lists(lines, max_size=8), nl=st.sampled_from(["\n", "\r\n"]), final=st.booleans())
 def test_property_round_trip(body, nl, final):
     text = nl.join(body) + (nl if final and body else "")
     assert E.dump(E.parse(text)) == text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     body=st.lists(lines, max_size=6),
     ops=st.lists(st.tuples(st.booleans(), names, values), max_size=8),

@@ -398,13 +398,13 @@ def _model_delete(model, path):
     return False
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=yaml_texts())
 def test_property_round_trip(text):
     assert E.dump(E.parse(text)) == text
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     text=yaml_texts(),
     ops=st.lists(st.one_of(st.tuples(st.just("set"), paths, values), st.tuples(st.just("delete"), paths, st.none())), max_size=5),
@@ -426,7 +426,7 @@ def test_property_edits_match_a_plain_model(text, ops):
     assert safe(E.dump(doc)) == model
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=yaml_texts(), new=st.dictionaries(paths, values, max_size=3))
 def test_property_set_new_then_delete_and_prune_restores_bytes(text, new):
     doc = E.parse(text)

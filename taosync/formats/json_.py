@@ -212,9 +212,13 @@ def _build(rest: KeyPath, value: Any) -> Any:
 
 
 def _with_match_field(path: KeyPath, value: Any) -> Any:
-    """Setting a whole Match element: make sure the element still matches."""
+    """Setting a whole Match element: it must be a mapping, and still match."""
     last = path[-1]
-    if isinstance(last, Match) and isinstance(value, dict) and last.field not in value:
+    if not isinstance(last, Match):
+        return value
+    if not isinstance(value, dict):
+        raise FormatError(f"list element {last} must be a mapping, got {type(value).__name__}")
+    if last.field not in value:
         return {last.field: last.value, **value}
     return value
 
