@@ -153,6 +153,19 @@ def test_new_top_level_table_goes_last_and_parents_have_no_header():
     assert E.dump(doc) == CODEX + '\n[profiles.tao]\nmodel = "gpt-5"\n'
 
 
+def test_trusting_a_project_path():
+    doc = E.parse(CODEX)
+    assert E.get(doc, ("projects", "/home/u/work/api", "trust_level")) == "trusted"
+    assert E.set(doc, ("projects", "/srv/my repo.git", "trust_level"), "trusted") == [("projects", "/srv/my repo.git")]
+    out = E.dump(doc)
+    assert out == CODEX.replace(
+        '[projects."/home/u/work/web app"]\ntrust_level = "trusted"\n',
+        '[projects."/home/u/work/web app"]\ntrust_level = "trusted"\n\n'
+        '[projects."/srv/my repo.git"]\ntrust_level = "trusted"\n',
+    )
+    assert tomllib.loads(out)["projects"]["/srv/my repo.git"] == {"trust_level": "trusted"}
+
+
 def test_comments_introducing_the_next_table_stay_with_it():
     # "# MCP servers" closes [model_providers.azure] in tomlkit's tree, but introduces
     # [mcp_servers.fs]: a new provider goes above it, and deleting it puts it back
