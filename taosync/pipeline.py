@@ -99,6 +99,44 @@ def make_plan(ctx: Context, state, only: set[str] | None = None, *, for_write: b
     return build_plan(patches, state, ctx.key, ctx.store.hmac_key(create=for_write), only)
 
 
+def plan_apply(ctx: Context, only: set[str] | None = None):
+    """The plan of an apply and the state it was made against, taken without the lock:
+    a target that does not parse stops here, before taosync writes anything at all (not
+    even its lock or state)."""
+    state = ctx.store.load()
+    return make_plan(ctx, state, only), state
+
+
+def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
+           lock_timeout: float | None = None, on_recover=None):
+    """Write an apply's plan as one transaction: when anything must change, take the lock,
+    put back an earlier apply that was interrupted (``on_recover(path)`` for each file),
+    re-plan against what is on disk now (another apply may have run) and execute.
+    Returns (the plan written, the engine's Result)."""
+    from taosync.engine import cache
+    from taosync.engine.apply import LOCK_TIMEOUT, RealWriter, Result, execute, locked, recover
+
+    store = ctx.store
+    result = Result(None, [])
+    if (the_plan.changed or store.journal_path.exists() or _state_moves(the_plan, state)
+            or ctx.cache_entry != state.inputs):
+        with locked(store, LOCK_TIMEOUT if lock_timeout is None else lock_timeout):
+            state = store.load()
+            for path in recover(store, state, RealWriter()):
+                if on_recover is not None:
+                    on_recover(path)
+            the_plan = make_plan(ctx, state, only, for_write=True)
+            inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key())
+            result = execute(the_plan, state, store, RealWriter(), inputs=inputs)
+    return the_plan, result
+
+
+def _state_moves(the_plan, state) -> bool:
+    """True when the state must be rewritten even though no file changes."""
+    return any((fp.new_state is None) != (str(fp.path) not in state.files)
+               for fp in the_plan.files)
+
+
 def display_path(path: Path | str, home: Path) -> str:
     """``~/.codex/config.toml`` for paths under the (possibly sandboxed) home."""
     path = Path(path)

@@ -20,21 +20,17 @@ def apply(only, dry_run, no_verify, stub):
     """Write the fleet into every client's files, changing only owned keys."""
     from taosync import pipeline, ui
     from taosync.commands.report import plan_json, print_plan, print_warnings
-    from taosync.engine import cache
-    from taosync.engine.apply import (RealWriter, RecordingWriter, Result, execute, locked,
-                                      recover)
+    from taosync.engine.apply import RecordingWriter, execute
 
     s = settings()
     ctx = pipeline.prepare(s)
     only_set = pipeline.check_only(only)
     print_warnings(ctx)
-    store = ctx.store
     # Plan first without the lock: a file that does not parse stops here, before
     # taosync writes anything at all (not even its lock or state).
-    state = store.load()
-    the_plan = pipeline.make_plan(ctx, state, only_set)
+    the_plan, state = pipeline.plan_apply(ctx, only_set)
     if dry_run:  # the same path as a real apply, through a writer that only records
-        execute(the_plan, state, store, RecordingWriter())
+        execute(the_plan, state, ctx.store, RecordingWriter())
         if s.json:
             ui.emit_json({"dry_run": True, **plan_json(the_plan, ctx)})
         else:
@@ -42,16 +38,9 @@ def apply(only, dry_run, no_verify, stub):
             ui.out("dry run: nothing was written")
         return 0
 
-    result = Result(None, [])
-    if (the_plan.changed or store.journal_path.exists() or _state_moves(the_plan, state)
-            or ctx.cache_entry != state.inputs):
-        with locked(store):  # re-plan under the lock: another apply may have run
-            state = store.load()
-            for path in recover(store, state, RealWriter()):
-                ui.warn(f"an earlier apply was interrupted; put back {path}")
-            the_plan = pipeline.make_plan(ctx, state, only_set, for_write=True)
-            inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key())
-            result = execute(the_plan, state, store, RealWriter(), inputs=inputs)
+    the_plan, result = pipeline.commit(
+        ctx, the_plan, state, only_set,
+        on_recover=lambda path: ui.warn(f"an earlier apply was interrupted; put back {path}"))
 
     if not s.json:
         if result.written:
@@ -73,12 +62,6 @@ def apply(only, dry_run, no_verify, stub):
     if s.json:
         ui.emit_json(report)
     return rc
-
-
-def _state_moves(the_plan, state) -> bool:
-    """True when the state must be rewritten even though no file changes."""
-    return any((fp.new_state is None) != (str(fp.path) not in state.files)
-               for fp in the_plan.files)
 
 
 def _verify(ctx, s, only, stub) -> tuple[int, dict | None]:
