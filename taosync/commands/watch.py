@@ -1,0 +1,96 @@
+"""``taosync watch``: re-apply after every save of fleet.yaml; keep owned keys asserted.
+
+Parses options, prints each :class:`taosync.watch.Event` as one timestamped line (or a
+JSON line with ``--json``), and stops cleanly on SIGINT/SIGTERM. The loop itself lives
+in :mod:`taosync.watch`.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+
+import click
+
+from taosync.cli import common_options, settings
+
+
+@click.command("watch")
+@common_options
+@click.option("--debounce", type=click.FloatRange(0, 10), default=0.1, show_default=True,
+              metavar="SECONDS", help="Wait this long after the last save before applying.")
+@click.option("--drift", type=click.Choice(["fix", "warn"]), default="fix", show_default=True,
+              help="An owned key edited in a client file: re-assert it, or only report it.")
+@click.option("--no-verify", is_flag=True, help="Do not send verification requests.")
+@click.option("--stub", is_flag=True,
+              help="Verify against a stand-in gateway on loopback (the files still name "
+                   "the fleet's gateway).")
+def watch(debounce, drift, no_verify, stub):
+    """Re-apply after every save of fleet.yaml; keep owned keys asserted.
+
+    Watches fleet.yaml, the key file of a ${file:…} key and every client file. A save
+    is applied after DEBOUNCE seconds of quiet (an invalid save changes nothing), then
+    the clients whose files changed are verified. Stop with Ctrl-C or SIGTERM.
+    """
+    from taosync.watch import Options, Watcher
+
+    s = settings()
+    printer = _Printer(s)
+    watcher = Watcher(s, Options(debounce=debounce, drift=drift, verify=not no_verify,
+                                 stub=stub), on_event=printer)
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        watcher.start()
+        while not stop.wait(0.2):
+            pass
+    finally:
+        watcher.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    from taosync.watch import Event
+
+    printer(Event("stopped", "stopped"))
+    return 0
+
+
+class _Printer:
+    """One line per event: ``HH:MM:SS.mmm  message`` (problems' details indented below),
+    or one JSON object per line. -q shows only problems, -v adds detail events."""
+
+    def __init__(self, s) -> None:
+        self.json = s.json
+        self.verbosity = s.verbosity
+        self.color = s.color
+
+    def __call__(self, event) -> None:
+        if event.level == "detail" and self.verbosity <= 0:
+            return
+        if event.level != "problem" and self.verbosity < 0:
+            return
+        if self.json:
+            line = json.dumps(event.to_dict(), ensure_ascii=False, default=str)
+        else:
+            text = event.message
+            if self.color and event.level == "problem":
+                text = click.style(text, fg="red" if event.kind != "drift" else "yellow")
+            elif self.color and event.kind in ("applied", "verified"):
+                text = click.style(text, fg="green")
+            stamp = event.stamp()
+            stamp = click.style(stamp, fg="bright_black") if self.color else stamp
+            lines = [f"{stamp}  {text}"]
+            pad = " " * (len(event.stamp()) + 2)
+            for detail in event.data.get("problems", []) + event.data.get("details", []):
+                lines.append(pad + detail)
+            line = "\n".join(lines)
+        try:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+        except (BrokenPipeError, ValueError):
+            pass
