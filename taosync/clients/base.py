@@ -173,10 +173,11 @@ class Observation:
                     or self.provider is not None)
 
 
-def read_plain(path: Path, fmt: str, obs: Observation) -> Any:
-    """The whole of one client file as plain data, or None when it is absent; a file
-    that cannot be read or parsed is recorded in ``obs.problems`` (and gives None)."""
-    from taosync.formats.base import FormatError, editor_for
+def read_plain(path: Path, fmt: str, obs: Observation, key: KeyPath = ()) -> Any:
+    """One client file as plain data (the value at ``key``, default the whole), or None
+    when the file is absent; a file that cannot be read or parsed is recorded in
+    ``obs.problems`` (and gives None)."""
+    from taosync.formats.base import MISSING, FormatError, editor_for
 
     try:
         text = path.read_bytes().decode("utf-8")
@@ -193,9 +194,60 @@ def read_plain(path: Path, fmt: str, obs: Observation) -> Any:
         return None
     editor = editor_for(fmt)
     try:
-        data = editor.get(editor.parse(text), ())
+        data = editor.get(editor.parse(text), key)
     except FormatError as exc:
         obs.problems.append(exc.located(str(path)))
         return None
-    obs.files.append(path)
+    if path not in obs.files:
+        obs.files.append(path)
+    if data is MISSING:
+        return {} if key == () else None
     return data
+
+
+def fleet_mcp(*, command: Any = None, args: Any = None, env: Any = None, cwd: Any = None,
+              url: Any = None, headers: Any = None, transport: str = "http") -> dict | None:
+    """A client's MCP server entry in the shape of fleet.yaml ``mcp_servers.<name>``
+    (stdio: command, args, env, cwd; http: url, headers, transport), or None when the
+    fleet cannot express it."""
+
+    def strings(value):
+        if not isinstance(value, list):
+            return None
+        if not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+            return None
+        return [str(v) for v in value]
+
+    def string_map(value):
+        if not isinstance(value, dict):
+            return None
+        if not all(isinstance(v, (str, int, float, bool)) for v in value.values()):
+            return None
+        return {str(k): (str(v).lower() if isinstance(v, bool) else str(v))
+                for k, v in value.items()}
+
+    if command is not None:
+        if not isinstance(command, str) or not command.strip():
+            return None
+        out: dict = {"command": command}
+        for name, value, conv in (("args", args, strings), ("env", env, string_map)):
+            if value in (None, [], {}):
+                continue
+            converted = conv(value)
+            if converted is None:
+                return None
+            out[name] = converted
+        if isinstance(cwd, str) and cwd:
+            out["cwd"] = cwd
+        return out
+    if isinstance(url, str) and url.lower().startswith(("http://", "https://")):
+        out = {"url": url}
+        if headers not in (None, {}):
+            converted = string_map(headers)
+            if converted is None:
+                return None
+            out["headers"] = converted
+        if transport == "sse":
+            out["transport"] = "sse"
+        return out
+    return None

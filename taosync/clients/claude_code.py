@@ -16,11 +16,13 @@ step (unlike ``ANTHROPIC_API_KEY``); ``apiKeyHelper`` output is sent as both Bea
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 
-from taosync.clients.base import ClientEnv, Patch, ProbeSpec
+from taosync.clients.base import ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, read_plain
 from taosync.fleet.secrets import Secret, expand_path, parse_reference
+from taosync.formats.base import keypath_str
 
 NAME = "claude-code"
 TARGETS = [
@@ -157,3 +159,128 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
             auth="both" if reference else "bearer", headers=headers,
         ))
     return out
+
+
+# -- reading back (taosync import) ---------------------------------------------------
+
+#: ``model`` values that name a slot rather than a model id
+_MODEL_ALIASES = re.compile(r"^(default|best|opusplan|sonnet|opus|haiku)(\[[^\]]*\])?$")
+#: apiKeyHelper commands that just print an environment variable
+_PRINTENV = re.compile(
+    r"^\s*(?:printenv\s+([A-Za-z_][A-Za-z0-9_]*)"
+    r"|echo\s+(?:\"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?\"|\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?))\s*$")
+
+
+def observe(env: ClientEnv) -> Observation:
+    """What Claude Code's user settings and state file say (for ``taosync import``)."""
+    settings_path, state_path = paths(env)
+    obs = Observation(NAME, protocol="anthropic")
+    data = read_plain(settings_path, "json", obs)
+    if data is not None and not isinstance(data, dict):
+        obs.problems.append(f"{settings_path}: the top level is not a JSON object")
+    elif data:
+        _observe_settings(data, settings_path, obs)
+    state = read_plain(state_path, "json", obs)
+    if isinstance(state, dict):
+        _observe_mcp(state, state_path, obs)
+    return obs
+
+
+def _observe_settings(data: dict, path: Path, obs: Observation) -> None:
+    envs = data.get("env") if isinstance(data.get("env"), dict) else {}
+
+    def text(var: str) -> str | None:
+        value = envs.get(var)
+        return value.strip() if isinstance(value, str) and value.strip() else None
+
+    def seen(var: str) -> Seen:
+        return Seen(text(var), path, f"env.{var}")
+
+    for var, label in (("CLAUDE_CODE_USE_BEDROCK", "Amazon Bedrock"),
+                       ("CLAUDE_CODE_USE_VERTEX", "Google Vertex AI"),
+                       ("CLAUDE_CODE_USE_FOUNDRY", "Microsoft Foundry")):
+        if text(var) not in (None, "0", "false"):
+            obs.provider = Seen(f"{label} ({var}={text(var)})", path, f"env.{var}")
+            return
+
+    if text("ANTHROPIC_BASE_URL"):
+        obs.urls.append(seen("ANTHROPIC_BASE_URL"))
+
+    for slot, var in _SLOT_VARS.items():
+        if text(var):
+            obs.slots.setdefault(slot, []).append(seen(var))
+    if text("ANTHROPIC_SMALL_FAST_MODEL"):
+        obs.slots.setdefault("haiku", []).append(seen("ANTHROPIC_SMALL_FAST_MODEL"))
+        obs.notes.append(
+            f"{path}: env.ANTHROPIC_SMALL_FAST_MODEL is deprecated and Claude reads it before "
+            f"ANTHROPIC_DEFAULT_HAIKU_MODEL, which is what taosync writes; remove it")
+    model = data.get("model")
+    if isinstance(model, str) and model.strip() and not _MODEL_ALIASES.match(model.strip()):
+        if "model" in obs.slots:
+            obs.notes.append(f"{path}: model {model!r} is overridden by env.ANTHROPIC_MODEL")
+        else:
+            obs.slots["model"] = [Seen(model.strip(), path, "model")]
+
+    literal = False
+    for var in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY"):
+        if text(var):
+            literal = True
+            obs.keys.append(Seen(Secret(text(var), f"{path} env.{var}"), path, f"env.{var}"))
+    if text("ANTHROPIC_API_KEY"):
+        obs.notes.append(
+            f"{path}: env.ANTHROPIC_API_KEY (x-api-key) is not what taosync writes: it sets "
+            f"ANTHROPIC_AUTH_TOKEN (Bearer, no interactive approval); remove "
+            f"ANTHROPIC_API_KEY once `taosync apply` has run")
+    helper = data.get("apiKeyHelper")
+    if isinstance(helper, str) and helper.strip():
+        if literal:
+            obs.notes.append(f"{path}: apiKeyHelper is shadowed by the key in env, which "
+                             f"Claude prefers")
+        else:
+            obs.settings["secrets"] = "reference"
+            m = _PRINTENV.match(helper)
+            if m:
+                name = next(g for g in m.groups() if g)
+                obs.key_envs.append(Seen(name, path, "apiKeyHelper"))
+            else:
+                obs.key_helper = Seen(helper.strip(), path, "apiKeyHelper")
+
+    raw = text("ANTHROPIC_CUSTOM_HEADERS")
+    if raw:
+        headers = {}
+        for line in raw.splitlines():
+            name, sep, value = line.partition(":")
+            if sep and name.strip():
+                headers[name.strip()] = value.strip()
+        if headers:
+            obs.headers.append(Seen(headers, path, "env.ANTHROPIC_CUSTOM_HEADERS"))
+
+    if not obs.urls and (obs.slots or obs.keys or obs.key_envs or obs.key_helper):
+        obs.provider = Seen("Anthropic's own API (no env.ANTHROPIC_BASE_URL)", path, "env")
+
+
+def _observe_mcp(state: dict, path: Path, obs: Observation) -> None:
+    servers = state.get("mcpServers")
+    if isinstance(servers, dict):
+        for name, entry in servers.items():
+            if not isinstance(entry, dict):
+                continue
+            kind = entry.get("type")
+            if "command" in entry and kind in (None, "stdio"):
+                value = fleet_mcp(command=entry.get("command"), args=entry.get("args"),
+                                  env=entry.get("env"))
+            else:
+                value = fleet_mcp(url=entry.get("url"), headers=entry.get("headers"),
+                                  transport="sse" if kind == "sse" else "http")
+            if value is None:
+                obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
+                                 f"express; not imported")
+                continue
+            obs.mcp_servers[name] = Seen(value, path, keypath_str(("mcpServers", name)))
+    projects = state.get("projects")
+    if isinstance(projects, dict):
+        n = sum(len(p["mcpServers"]) for p in projects.values()
+                if isinstance(p, dict) and isinstance(p.get("mcpServers"), dict))
+        if n:
+            obs.notes.append(f"{path}: {n} project-scope MCP server{'s' if n != 1 else ''} "
+                             f"under projects.* not imported (taosync writes user scope)")

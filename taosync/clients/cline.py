@@ -26,8 +26,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from taosync.clients.base import ClientEnv, Patch, ProbeSpec
+from taosync.clients.base import ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, read_plain
 from taosync.fleet.secrets import Secret, parse_reference
+from taosync.formats.base import keypath_str
 
 NAME = "cline"
 TARGETS = [
@@ -174,3 +175,123 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
         protocol="openai-chat", base_url=base, url=base.rstrip("/") + "/chat/completions",
         auth="bearer", headers=tuple(fleet.gateway.headers.items()),
     )]
+
+
+# -- reading back (taosync import) ---------------------------------------------------
+
+#: provider ids of the current store that mean "an OpenAI-compatible base URL"
+_GATEWAY_IDS = (PROVIDER, "openai")
+
+
+def observe(env: ClientEnv) -> Observation:
+    """What Cline's stores say: providers.json, the legacy store, the MCP files."""
+    _, data = cline_dirs(env)
+    obs = Observation(NAME, protocol="openai")
+    providers_path = data / "settings" / "providers.json"
+    current = read_plain(providers_path, "json", obs)
+    active_current = False
+    if isinstance(current, dict) and isinstance(current.get("providers"), dict):
+        providers = current["providers"]
+        last = current.get("lastUsedProvider")
+        if last is None and len(providers) == 1:
+            last = next(iter(providers))
+        gateway_id = next((i for i in _GATEWAY_IDS if isinstance(providers.get(i), dict)), None)
+        if last in _GATEWAY_IDS and last in providers:
+            gateway_id = last
+        if gateway_id is not None and last in (None, gateway_id):
+            active_current = True
+            _observe_provider(providers[gateway_id], gateway_id, providers_path, obs)
+        elif last is not None:
+            obs.provider = Seen(f"provider {last!r}", providers_path, "lastUsedProvider")
+            if gateway_id is not None:
+                obs.notes.append(f"{providers_path}: an inactive {gateway_id!r} provider is "
+                                 f"there too; not imported")
+
+    state_path = data / "globalState.json"
+    state = read_plain(state_path, "json", obs)
+    if isinstance(state, dict) and obs.provider is None:
+        act = state.get("actModeApiProvider") or state.get("apiProvider")
+        if act == "openai":
+            _observe_legacy(state, state_path, data / "secrets.json", obs)
+        elif act and not active_current:
+            obs.provider = Seen(f"provider {act!r} (legacy extension store)", state_path,
+                                "actModeApiProvider")
+
+    mcp_paths = [env.location("CLINE_MCP_SETTINGS_PATH")
+                 or data / "settings" / "cline_mcp_settings.json"]
+    for editor in EDITOR_APPS:
+        mcp_paths.append(global_storage(env, editor) / EXTENSION_ID / "settings"
+                         / "cline_mcp_settings.json")
+    for path in mcp_paths:
+        doc = read_plain(path, "json", obs)
+        if isinstance(doc, dict) and isinstance(doc.get("mcpServers"), dict):
+            _observe_mcp(doc["mcpServers"], path, obs)
+    return obs
+
+
+def _observe_provider(entry: dict, provider_id: str, path: Path, obs: Observation) -> None:
+    settings = entry.get("settings") if isinstance(entry.get("settings"), dict) else {}
+    where = ("providers", provider_id, "settings")
+    if provider_id != PROVIDER:
+        obs.notes.append(f"{path}: the gateway is under provider id {provider_id!r}; taosync "
+                         f"writes {PROVIDER!r} and makes it lastUsedProvider")
+    base = settings.get("baseUrl")
+    if isinstance(base, str) and base.strip():
+        obs.urls.append(Seen(base.strip(), path, keypath_str(where + ("baseUrl",))))
+    model = settings.get("model")
+    if isinstance(model, str) and model.strip():
+        obs.slots.setdefault("model", []).append(
+            Seen(model.strip(), path, keypath_str(where + ("model",))))
+    key = settings.get("apiKey")
+    if isinstance(key, str) and key.strip():
+        k = keypath_str(where + ("apiKey",))
+        obs.keys.append(Seen(Secret(key.strip(), f"{path} {k}"), path, k))
+    headers = settings.get("headers")
+    if isinstance(headers, dict) and headers:
+        obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()}, path,
+                                keypath_str(where + ("headers",))))
+
+
+def _observe_legacy(state: dict, path: Path, secrets_path: Path, obs: Observation) -> None:
+    base = state.get("openAiBaseUrl")
+    if isinstance(base, str) and base.strip():
+        obs.urls.append(Seen(base.strip(), path, "openAiBaseUrl"))
+    for var in ("actModeOpenAiModelId", "planModeOpenAiModelId", "openAiModelId"):
+        model = state.get(var)
+        if isinstance(model, str) and model.strip():
+            obs.slots.setdefault("model", []).append(Seen(model.strip(), path, var))
+    headers = state.get("openAiHeaders")
+    if isinstance(headers, dict) and headers:
+        obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()}, path,
+                                "openAiHeaders"))
+    key = read_plain(secrets_path, "json", obs, ("openAiApiKey",))
+    if isinstance(key, str) and key.strip():
+        obs.keys.append(Seen(Secret(key.strip(), f"{secrets_path} openAiApiKey"), secrets_path,
+                             "openAiApiKey"))
+
+
+def _observe_mcp(servers: dict, path: Path, obs: Observation) -> None:
+    for name, entry in servers.items():
+        if not isinstance(entry, dict):
+            continue
+        t = entry.get("transport") if isinstance(entry.get("transport"), dict) else entry
+        if entry.get("disabled") is True:
+            obs.notes.append(f"{path}: MCP server {name!r} is disabled; not imported")
+            continue
+        kind = t.get("type") or t.get("transportType")
+        if "command" in t:
+            value = fleet_mcp(command=t.get("command"), args=t.get("args"), env=t.get("env"),
+                              cwd=t.get("cwd"))
+        else:  # a url entry with no type is sse in Cline's flat form
+            value = fleet_mcp(url=t.get("url"), headers=t.get("headers"),
+                              transport="http" if kind in ("streamableHttp", "http") else "sse")
+        if value is None:
+            obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
+                             f"express; not imported")
+            continue
+        seen = obs.mcp_servers.get(name)
+        if seen is None:
+            obs.mcp_servers[name] = Seen(value, path, keypath_str(("mcpServers", name)))
+        elif seen.value != value:
+            obs.notes.append(f"{path}: MCP server {name!r} differs from the one in {seen.file}; "
+                             f"imported the one in {seen.file}")

@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from taosync.clients.base import ClientEnv, Patch, ProbeSpec
+from taosync.clients.base import ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, read_plain
 from taosync.fleet.secrets import Secret, parse_reference
+from taosync.formats.base import keypath_str
 
 NAME = "codex"
 TARGETS = [
@@ -169,3 +170,126 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
             url=base.rstrip("/") + "/responses", auth="bearer", headers=headers,
         ))
     return out
+
+
+# -- reading back (taosync import) ---------------------------------------------------
+
+#: providers built into Codex that are not a gateway taosync can describe
+_BUILTIN = {"openai": "OpenAI's own API", "ollama": "Ollama (local)",
+            "lmstudio": "LM Studio (local)", "oss": "a local open-source model server"}
+
+
+def observe(env: ClientEnv) -> Observation:
+    """What ``$CODEX_HOME`` says: config.toml, auth.json and profile files."""
+    home = codex_home(env)
+    config_path = home / "config.toml"
+    obs = Observation(NAME, protocol="openai")
+    config = read_plain(config_path, "toml", obs)
+    if not isinstance(config, dict):
+        return obs
+
+    provider_id = config.get("model_provider")
+    providers = config.get("model_providers") if isinstance(config.get("model_providers"), dict) else {}
+    table = providers.get(provider_id) if isinstance(provider_id, str) else None
+    uses_auth_json = False
+    if isinstance(table, dict) and provider_id != "openai":
+        where = ("model_providers", provider_id)
+        base = table.get("base_url")
+        if isinstance(base, str) and base.strip():
+            obs.urls.append(Seen(base.strip(), config_path, keypath_str(where + ("base_url",))))
+        else:
+            obs.provider = Seen(f"provider {provider_id!r} without base_url", config_path,
+                                keypath_str(where))
+        if re.fullmatch(r"[A-Za-z0-9_-]+", provider_id):
+            obs.settings["provider_id"] = provider_id
+        env_key = table.get("env_key")
+        if isinstance(env_key, str) and env_key.strip():
+            obs.key_envs.append(Seen(env_key.strip(), config_path, keypath_str(where + ("env_key",))))
+            obs.settings["secrets"] = "reference"
+        token = table.get("experimental_bearer_token")
+        if isinstance(token, str) and token.strip():
+            k = keypath_str(where + ("experimental_bearer_token",))
+            obs.keys.append(Seen(Secret(token.strip(), f"{config_path} {k}"), config_path, k))
+            obs.notes.append(f"{config_path}: {k} holds the key in config.toml; taosync keeps it "
+                             f"in auth.json (or the environment) instead — remove it after apply")
+        uses_auth_json = table.get("requires_openai_auth") is True
+        if table.get("wire_api") not in (None, "responses"):
+            obs.notes.append(f"{config_path}: wire_api = {table.get('wire_api')!r} is refused by "
+                             f"Codex 0.171; apply sets \"responses\"")
+        headers = table.get("http_headers")
+        if isinstance(headers, dict) and headers:
+            obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()}, config_path,
+                                    keypath_str(where + ("http_headers",))))
+    elif provider_id in (None, "openai"):
+        base = config.get("openai_base_url")
+        if isinstance(base, str) and base.strip():
+            obs.urls.append(Seen(base.strip(), config_path, "openai_base_url"))
+            obs.notes.append(f"{config_path}: the built-in openai provider with openai_base_url; "
+                             f"taosync writes its own [model_providers.<id>] and points "
+                             f"model_provider at it")
+            uses_auth_json = True
+        elif "model" in config or (home / "auth.json").exists():
+            obs.provider = Seen(_BUILTIN["openai"] + " (no model_provider)", config_path,
+                                "model_provider")
+    else:
+        label = _BUILTIN.get(provider_id, f"provider {provider_id!r} (no [model_providers] table)")
+        obs.provider = Seen(label, config_path, "model_provider")
+
+    model = config.get("model")
+    if isinstance(model, str) and model.strip():
+        obs.slots["model"] = [Seen(model.strip(), config_path, "model")]
+
+    if uses_auth_json:
+        auth_path = home / "auth.json"
+        auth = read_plain(auth_path, "json", obs)
+        if isinstance(auth, dict):
+            key = auth.get("OPENAI_API_KEY")
+            if isinstance(key, str) and key.strip():
+                obs.keys.append(Seen(Secret(key.strip(), f"{auth_path} OPENAI_API_KEY"),
+                                     auth_path, "OPENAI_API_KEY"))
+            elif auth.get("tokens"):
+                obs.notes.append(f"{auth_path}: a ChatGPT login, not an API key")
+
+    if isinstance(config.get("profiles"), dict) and config["profiles"]:
+        obs.notes.append(f"{config_path}: [profiles.*] tables are not read by Codex since "
+                         f"0.134; not imported (profiles are <name>.config.toml files)")
+    for path in sorted(home.glob("*.config.toml")):
+        name = path.name[: -len(".config.toml")]
+        profile = read_plain(path, "toml", obs)
+        if not isinstance(profile, dict):
+            continue
+        pmodel, pprovider = profile.get("model"), profile.get("model_provider")
+        if name != profile_name(name):
+            obs.notes.append(f"{path}: profile name {name!r} cannot be a route name; not imported")
+        elif not (isinstance(pmodel, str) and pmodel.strip()):
+            obs.notes.append(f"{path}: sets no model; not imported")
+        elif pprovider not in (None, provider_id):
+            obs.notes.append(f"{path}: uses model_provider {pprovider!r}, not the gateway's; "
+                             f"left as it is")
+        else:
+            obs.slots[f"profiles[{name}]"] = [Seen(pmodel.strip(), path, "model")]
+
+    servers = config.get("mcp_servers")
+    if isinstance(servers, dict):
+        for name, entry in servers.items():
+            if not isinstance(entry, dict):
+                continue
+            where = keypath_str(("mcp_servers", name))
+            if entry.get("enabled") is False:
+                obs.notes.append(f"{config_path}: MCP server {name!r} is disabled; not imported")
+                continue
+            if "command" in entry:
+                value = fleet_mcp(command=entry.get("command"), args=entry.get("args"),
+                                  env=entry.get("env"), cwd=entry.get("cwd"))
+            else:
+                value = fleet_mcp(url=entry.get("url"), headers=entry.get("http_headers"))
+                if value is not None and entry.get("bearer_token_env_var"):
+                    obs.notes.append(f"{config_path}: MCP server {name!r} reads a bearer token "
+                                     f"from ${entry['bearer_token_env_var']}, which fleet.yaml "
+                                     f"cannot express; that setting stays in config.toml")
+            if value is None:
+                obs.notes.append(f"{config_path}: MCP server {name!r} has a shape fleet.yaml "
+                                 f"cannot express; not imported")
+                continue
+            obs.mcp_servers[name] = Seen(value, config_path, where)
+    return obs

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from taosync.clients.base import ClientEnv, Patch, ProbeSpec
-from taosync.formats.base import Match
+import re
+
+from taosync.clients.base import ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, read_plain
+from taosync.formats.base import Match, keypath_str
 from taosync.fleet.secrets import Secret
 
 NAME = "continue"
@@ -115,3 +117,98 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
         )
         for model, (slot, _) in _models(fleet, cfg).items()
     ]
+
+
+# -- reading back (taosync import) ---------------------------------------------------
+
+_SECRET_TEMPLATE = re.compile(r"^\$\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+#: Continue providers whose apiBase is an OpenAI- or Anthropic-shaped gateway
+_GATEWAY_PROVIDERS = ("openai", "anthropic")
+
+
+def observe(env: ClientEnv) -> Observation:
+    """What ``config.yaml`` in Continue's global directory says."""
+    home = continue_dir(env)
+    path = home / "config.yaml"
+    obs = Observation(NAME, protocol="openai")
+    config = read_plain(path, "yaml", obs)
+    if (home / "config.json").exists():
+        obs.notes.append(f"{home / 'config.json'}: the deprecated config.json is not read "
+                         f"by import; taosync writes config.yaml")
+    if not isinstance(config, dict):
+        return obs
+    kept: list[str] = []
+    secret_names: list[str] = []
+    models = config.get("models") if isinstance(config.get("models"), list) else []
+    for entry in models:
+        if not isinstance(entry, dict):
+            continue
+        name, model, provider = entry.get("name"), entry.get("model"), entry.get("provider")
+        base = entry.get("apiBase")
+        if "uses" in entry or not isinstance(name, str) or not isinstance(model, str):
+            continue
+        if provider not in _GATEWAY_PROVIDERS or not (isinstance(base, str) and base.strip()):
+            kept.append(f"{name} ({provider})")
+            continue
+        at = ("models", Match("name", name))
+        obs.urls.append(Seen(base.strip(), path, keypath_str(at + ("apiBase",))))
+        if name != model:
+            obs.notes.append(
+                f"{path}: model entry {name!r} (model {model}) — taosync names its entries by "
+                f"model id, so apply adds an entry {model!r} with the roles and leaves "
+                f"{name!r} as it is; rename it to {model!r} first to keep one entry")
+        if provider != "openai":
+            obs.notes.append(f"{path}: model entry {name!r} uses provider {provider!r}; taosync "
+                             f"writes provider openai (Chat Completions) for gateway models")
+        roles = entry.get("roles")
+        if not isinstance(roles, list) or not roles:
+            roles = list(DEFAULT_ROLES)
+        for role in roles:
+            if role in ROLE_ORDER:
+                obs.slots.setdefault(f"roles.{role}", []).append(
+                    Seen(model.strip(), path, keypath_str(at + ("model",))))
+        key = entry.get("apiKey")
+        if isinstance(key, str) and key.strip():
+            k = keypath_str(at + ("apiKey",))
+            m = _SECRET_TEMPLATE.match(key.strip())
+            if m:
+                if m.group(1) not in secret_names:
+                    secret_names.append(m.group(1))
+                    obs.key_envs.append(Seen(m.group(1), path, k))
+            else:
+                obs.keys.append(Seen(Secret(key.strip(), f"{path} {k}"), path, k))
+        options = entry.get("requestOptions")
+        if isinstance(options, dict) and isinstance(options.get("headers"), dict) and options["headers"]:
+            obs.headers.append(Seen({str(a): str(b) for a, b in options["headers"].items()},
+                                    path, keypath_str(at + ("requestOptions", "headers"))))
+    if secret_names:
+        obs.settings["secrets"] = "reference"
+        obs.settings["secret_name"] = secret_names[0]
+        dotenv = home / ".env"
+        for name in secret_names:
+            value = read_plain(dotenv, "dotenv", obs, (name,))
+            if isinstance(value, str) and value.strip():
+                obs.keys.append(Seen(Secret(value.strip(), f"{dotenv} {name}"), dotenv, name))
+    if kept:
+        obs.notes.append(f"{path}: other models kept as they are (taosync never touches "
+                         f"them): {', '.join(kept)}")
+
+    servers = config.get("mcpServers") if isinstance(config.get("mcpServers"), list) else []
+    for entry in servers:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        name = entry["name"]
+        if "command" in entry:
+            value = fleet_mcp(command=entry.get("command"), args=entry.get("args"),
+                              env=entry.get("env"), cwd=entry.get("cwd"))
+        else:
+            options = entry.get("requestOptions") if isinstance(entry.get("requestOptions"), dict) else {}
+            value = fleet_mcp(url=entry.get("url"), headers=options.get("headers"),
+                              transport="sse" if entry.get("type") == "sse" else "http")
+        if value is None:
+            obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
+                             f"express; not imported")
+            continue
+        obs.mcp_servers.setdefault(name, Seen(value, path,
+                                              keypath_str(("mcpServers", Match("name", name)))))
+    return obs
