@@ -1,0 +1,126 @@
+"""``taosync import``: propose a fleet.yaml from the clients' existing files.
+
+The proposal goes to stdout and everything said about it to stderr, so
+``taosync import > fleet.yaml`` works. Nothing is written. The key is never copied
+into the proposal: ``gateway.key`` is a reference, and stderr says where the literal
+was found and what to export.
+
+Exit 0: a clean proposal. Exit 1: a proposal was made but there were conflicts (two
+gateways, two keys, a client on an unknown provider, an MCP server defined two ways) or
+unreadable files — read the comments at the top of the proposal before applying it — or
+nothing could be proposed (no client on a gateway; stdout stays empty). Exit 2: bad
+usage (an unknown --from client).
+"""
+
+from __future__ import annotations
+
+import difflib
+
+import click
+
+from taosync.cli import common_options, settings
+from taosync.errors import BadInput
+
+
+def _complete_client(ctx, param, incomplete: str):
+    from taosync.clients.base import all_clients
+
+    return [name for name in all_clients() if name.startswith(incomplete)]
+
+
+@click.command("import")
+@common_options
+@click.option("--from", "from_", multiple=True, metavar="CLIENT", shell_complete=_complete_client,
+              help="Read only this client's files (repeatable; default: every client).")
+def import_(from_):
+    """Propose a fleet.yaml from the clients' existing files (on stdout)."""
+    from taosync import importer, ui
+    from taosync.clients.base import all_clients
+
+    s = settings()
+    known = list(all_clients())
+    for name in from_:
+        if name not in known:
+            hint = difflib.get_close_matches(name, known, n=1)
+            raise BadInput(f"--from {name}: no such client"
+                           + (f"; did you mean {hint[0]}?" if hint else "")
+                           + f" (clients: {', '.join(known)})")
+    env = s.client_env()
+    observations = importer.observe_all(env, from_ or None)
+    proposal = importer.build(observations, home=env.home, environ=env.environ)
+
+    if s.json:
+        import json
+
+        click.echo(proposal.scrub(json.dumps({
+            "ok": proposal.exit_code == 0,
+            "exit_code": proposal.exit_code,
+            "fleet": proposal.data,
+            "yaml": proposal.text or None,
+            "gateway": proposal.gateway,
+            "key": proposal.key,
+            "sources": proposal.sources,
+            "read": proposal.read,
+            "findings": [f.to_json() for f in proposal.findings],
+            "warnings": list(env.warnings),
+        }, indent=2, ensure_ascii=False, default=str)))
+        return proposal.exit_code
+
+    for w in env.warnings:
+        ui.warn(w)
+    _report(proposal, s)
+    if proposal.data is not None:
+        click.echo(proposal.scrub(proposal.text), nl=False)
+    return proposal.exit_code
+
+
+def _report(proposal, s) -> None:
+    from taosync import ui
+
+    def say(text: str = "") -> None:
+        ui.problem(proposal.scrub(text))
+
+    quiet = s.verbosity < 0
+    if proposal.sources and not quiet:
+        say("read: " + "; ".join(f"{c} ({', '.join(files)})"
+                                 for c, files in proposal.sources.items()))
+    elif not proposal.sources:
+        say("found no client files under " + str(s.home_dir))
+    for f in proposal.findings:
+        if f.kind == "note" and quiet:
+            continue
+        label = {"conflict": ui.style("conflict: ", "fail"),
+                 "problem": ui.style("problem: ", "fail"),
+                 "note": ui.style("note: ", "warn")}[f.kind]
+        say(label + f.message)
+        for it in f.items:
+            which = f" [{it['which']}]" if "which" in it else ""
+            say(f"    {it['client']:<12} {it['value']}{which}  ({it['file']} {it['key']})")
+        if f.chosen:
+            say(f"    → {f.chosen}")
+    if proposal.data is None:
+        return
+    key = proposal.key
+    if key.get("env"):
+        say(f"key: the proposal references ${{env:{key['env']}}}; the key itself is never "
+            f"copied into fleet.yaml.")
+    else:
+        say(f"key: the proposal references {key['reference']} (the helper Claude Code ran).")
+    for found in key.get("found", []):
+        say(f"    found {found['redacted']} in {found['file']} ({found['key']})")
+    if key.get("env"):
+        if key.get("already_set") and key.get("matches") is not False:
+            say(f"    ${key['env']} is already set in this shell.")
+        elif key.get("already_set"):
+            say(f"    ${key['env']} is set in this shell, but to a different key than the one "
+                f"found first; export the right one.")
+        if key.get("export_hint") and not (key.get("already_set") and key.get("matches")):
+            say(f"    next: {key['export_hint']}")
+        elif not key.get("found") and not key.get("already_set"):
+            say(f"    next: export {key['env']}=<your gateway key>")
+        say("    or keep it in a password manager: gateway.key: ${cmd:pass show taotoken}")
+    n = len(proposal.conflicts)
+    tail = (f"{n} conflict{'s' if n != 1 else ''} — resolved as shown above and in the "
+            f"comments at the top; check them before `taosync apply`" if n else
+            "no conflicts")
+    say(f"proposal: {tail}. Next: `taosync import > fleet.yaml && taosync plan`.")

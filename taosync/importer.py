@@ -1,0 +1,710 @@
+"""The engine of ``taosync import``: client observations → a proposed fleet.yaml.
+
+Each client module's ``observe(env)`` reads that client's own files and says what it
+found and where (:class:`~taosync.clients.base.Observation`). This module merges them:
+
+* **gateway**: every base URL is brought back to the gateway root (Anthropic-shaped
+  clients are given the root, OpenAI-shaped ones root + ``/v1``; clients.md). One root
+  for all → ``gateway.base_url``. One root per protocol on the same host → the root
+  plus a per-protocol override. Anything else is a conflict: the root used by the most
+  clients wins (ties: the first client in registry order), and the others are listed;
+* **key**: never copied. ``gateway.key`` becomes ``${env:NAME}``, NAME being a variable
+  the clients already read the key from (the one most clients use; ties:
+  ``TAOTOKEN_API_KEY``, then client order), else a key helper command (``${shell:…}``),
+  else ``TAOTOKEN_API_KEY``. Where literal keys were found is reported; two different
+  keys are a conflict;
+* **models and routes**: every model id a gateway client uses goes into the catalogue
+  and gets a route named after the slot that first uses it (``model`` → ``main``,
+  ``haiku`` → ``haiku``, Continue's ``roles.chat`` → ``chat``, a Codex profile →
+  its name, which is also its file name and so is kept exactly); a model already
+  routed reuses its route. ``default_route`` is the first slot of the first client on
+  the chosen gateway;
+* **clients**: each gateway client's slots as route names, plus the settings that
+  reproduce how it holds the key (``secrets: reference``, Codex ``provider_id``,
+  Continue ``secret_name``). A client on a provider that is not a gateway (its own API,
+  a local server) is left out — apply would otherwise switch it — and reported;
+* **MCP servers**: the union; the same name defined differently is a conflict (the
+  first client's wins). A key literal inside one becomes ``${gateway.key}``.
+
+Findings are ``conflict`` (exit 1: two gateways, two keys, a client on an unknown
+provider, an MCP server or header defined two ways), ``problem`` (a file that cannot be
+read; exit 1) or ``note``. The YAML is written by hand, so the conflicts and sources can
+sit next to the values they concern as comments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+from urllib.parse import urlsplit
+
+from taosync.clients.base import Observation, Seen
+from taosync.fleet.secrets import Secret, redact
+
+DEFAULT_KEY_ENV = "TAOTOKEN_API_KEY"
+#: a slot → the route name it suggests (the last segment otherwise)
+ROUTE_NAME = {"model": "main"}
+_CREDENTIAL = re.compile(r"(authorization|api[-_]?key|token|secret|password|passwd|cookie)", re.I)
+_SLOT_LIST = re.compile(r"^([A-Za-z_]+)\[(.+)\]$")
+
+
+@dataclass
+class Finding:
+    kind: str  # conflict | problem | note
+    topic: str  # gateway | key | provider | mcp | headers | models | file | secret | …
+    message: str
+    #: side by side: {client, value, file, key}
+    items: list[dict] = field(default_factory=list)
+    chosen: str | None = None  # what the proposal uses, said in words
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "topic": self.topic, "message": self.message,
+                "items": self.items, "chosen": self.chosen}
+
+
+@dataclass
+class Proposal:
+    data: dict | None  # the proposed fleet as plain data; None when nothing to propose
+    text: str  # the proposed fleet.yaml ("" when data is None)
+    findings: list[Finding]
+    read: list[dict]  # every owned value read: {client, what, value, file, key}
+    sources: dict[str, list[str]]  # client → files read
+    key: dict  # {reference, env, found: [{client, file, key, redacted}], export_hint}
+    gateway: dict  # {base_url, clients, others}
+    #: every literal key found, so output can be scrubbed of them (a safety net: nothing
+    #: here is meant to print one)
+    secrets: list[Secret] = field(default_factory=list, repr=False)
+
+    def scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            text = secret.scrub(text)
+        return text
+
+    @property
+    def conflicts(self) -> list[Finding]:
+        return [f for f in self.findings if f.kind in ("conflict", "problem")]
+
+    @property
+    def exit_code(self) -> int:
+        if self.data is None:
+            return 1
+        return 1 if self.conflicts else 0
+
+
+# -- small helpers ----------------------------------------------------------------
+
+
+def _show(path: Path | str, home: Path) -> str:
+    path = Path(path)
+    try:
+        return "~/" + str(path.relative_to(home))
+    except ValueError:
+        return str(path)
+
+
+def url_root(value: str, protocol: str) -> tuple[str | None, str]:
+    """(gateway root or None, the URL without trailing slashes).
+
+    None means an OpenAI-shaped URL that does not end in /v1: the gateway does not follow
+    root + /v1, so the fleet needs ``openai_base_url`` with it exactly.
+    """
+    clean = value.strip().rstrip("/")
+    if clean.endswith("/v1"):
+        return clean[:-3], clean
+    if protocol == "anthropic":
+        return clean, clean
+    return None, clean
+
+
+def _route_name_for(slot: str) -> str:
+    m = _SLOT_LIST.match(slot)
+    if m:
+        return m.group(2)
+    last = slot.rsplit(".", 1)[-1]
+    return ROUTE_NAME.get(last, last)
+
+
+def _set_slot(cfg: dict, slot: str, route: str) -> None:
+    m = _SLOT_LIST.match(slot)
+    if m:
+        items = cfg.setdefault(m.group(1), [])
+        if route not in items:
+            items.append(route)
+    elif "." in slot:
+        head, sub = slot.split(".", 1)
+        cfg.setdefault(head, {})[sub] = route
+    else:
+        cfg[slot] = route
+
+
+def _replace_in(value: Any, fn) -> Any:
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, list):
+        return [_replace_in(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: _replace_in(v, fn) for k, v in value.items()}
+    return value
+
+
+def _strings(value: Any, path: tuple = ()) -> Iterable[tuple[tuple, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _strings(v, path + (i,))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, path + (k,))
+
+
+# -- the merge --------------------------------------------------------------------
+
+
+class _Builder:
+    def __init__(self, observations: list[Observation], *, home: Path,
+                 environ: Mapping[str, str]) -> None:
+        self.obs = [o for o in observations]
+        self.order = {o.client: i for i, o in enumerate(self.obs)}
+        self.home = home
+        self.environ = environ
+        self.findings: list[Finding] = []
+        self.read: list[dict] = []
+
+    def item(self, client: str, seen: Seen, value: Any = None) -> dict:
+        v = seen.value if value is None else value
+        if isinstance(v, Secret):
+            v = v.redacted()
+        return {"client": client, "value": v, "file": _show(seen.file, self.home),
+                "key": seen.key}
+
+    def add(self, kind: str, topic: str, message: str, items=(), chosen=None) -> None:
+        self.findings.append(Finding(kind, topic, message, list(items), chosen))
+
+    # ---- 1. which clients are on a gateway
+
+    def partition(self) -> list[Observation]:
+        gateway = []
+        for o in self.obs:
+            for p in o.problems:
+                self.add("problem", "file", f"{o.client}: {p}; that file was skipped")
+            for n in o.notes:
+                self.add("note", "client", f"{o.client}: {n}")
+            if o.provider is not None:
+                self.add("conflict", "provider",
+                         f"{o.client} uses {o.provider.value}, not an OpenAI/Anthropic-shaped "
+                         f"gateway; left out of the proposal, so apply leaves it alone (add a "
+                         f"clients.{o.client} entry to move it to the gateway)",
+                         [self.item(o.client, o.provider)])
+            elif o.urls:
+                gateway.append(o)
+            elif o.slots or o.keys:
+                self.add("note", "client", f"{o.client}: found models or a key but no gateway "
+                         f"base URL; not imported as a gateway client")
+        return gateway
+
+    # ---- 2. the gateway
+
+    def gateway(self, clients: list[Observation]) -> tuple[dict, set[str]]:
+        """gateway mapping (base_url + overrides) and the clients on the chosen gateway."""
+        entries = []  # (client, protocol, seen, root, clean)
+        for o in clients:
+            for seen in o.urls:
+                root, clean = url_root(seen.value, o.protocol)
+                entries.append((o.client, o.protocol, seen, root, clean))
+                self.read.append({**self.item(o.client, seen), "what": "url"})
+                if o.protocol == "anthropic" and seen.value.strip().rstrip("/").endswith("/v1"):
+                    self.add("note", "gateway",
+                             f"{o.client}: {seen.value} ends in /v1, so Claude Code calls "
+                             f"…/v1/v1/messages; the gateway root is {root} and apply will "
+                             f"write that", [self.item(o.client, seen)])
+                elif seen.value != clean:
+                    self.add("note", "gateway", f"{o.client}: {seen.value} has a trailing "
+                             f"slash; apply writes it without one", [self.item(o.client, seen)])
+
+        def identity(e):
+            return e[3] if e[3] is not None else e[4]
+
+        groups: dict[str, list] = {}
+        for e in entries:
+            groups.setdefault(identity(e), []).append(e)
+
+        def clients_of(group):
+            return list(dict.fromkeys(e[0] for e in group))
+
+        if len(groups) == 2:
+            (a, ga), (b, gb) = groups.items()
+            pa, pb = {e[1] for e in ga}, {e[1] for e in gb}
+            ha, hb = urlsplit(a), urlsplit(b)
+            if (len(pa) == 1 and len(pb) == 1 and pa != pb
+                    and (ha.scheme, ha.netloc) == (hb.scheme, hb.netloc)
+                    and len({e[4] for e in ga}) == 1 and len({e[4] for e in gb}) == 1):
+                anth, op = (ga, gb) if pa == {"anthropic"} else (gb, ga)
+                base = anth[0][3]
+                gw = {"base_url": base}
+                if op[0][4] != base + "/v1":
+                    gw["openai_base_url"] = op[0][4]
+                self.add("note", "gateway",
+                         f"one gateway with a different path per protocol: base_url {base} "
+                         f"(Anthropic-shaped clients) and openai_base_url {op[0][4]} "
+                         f"(OpenAI-shaped clients)")
+                return gw, set(clients_of(ga) + clients_of(gb))
+
+        ranked = sorted(groups.items(),
+                        key=lambda kv: (-len(clients_of(kv[1])), self.order[kv[1][0][0]]))
+        primary_id, primary = ranked[0]
+        root = primary[0][3]
+        gw = {"base_url": root if root is not None else primary_id}
+        if root is None:
+            gw["openai_base_url"] = primary_id
+            self.add("note", "gateway",
+                     f"{primary_id} does not end in /v1, so the gateway does not follow "
+                     f"root + /v1: the proposal sets gateway.openai_base_url to it exactly")
+        chosen = set(clients_of(primary))
+        if len(ranked) > 1:
+            items = [self.item(e[0], e[2]) | {"root": identity(e)} for e in entries]
+            n, total = len(chosen), len({e[0] for e in entries})
+            others = [c for c in dict.fromkeys(e[0] for e in entries)
+                      if c not in chosen or any(identity(e) != primary_id
+                                                for e in entries if e[0] == c)]
+            self.add("conflict", "gateway",
+                     f"{len(ranked)} different gateways", items,
+                     chosen=f"{gw['base_url']} (used by {n} of {total} clients; ties go to "
+                            f"the first client in the order {', '.join(self.order)}); apply "
+                            f"will point {', '.join(others)} at it")
+        return gw, chosen
+
+    # ---- 3. the key
+
+    def key(self, clients: list[Observation], gw_clients: set[str]) -> dict:
+        names: dict[str, list[str]] = {}
+        for o in clients:
+            for seen in o.key_envs:
+                names.setdefault(seen.value, []).append(o.client)
+                self.read.append({**self.item(o.client, seen), "what": "key_env"})
+        if names:
+            env = sorted(names, key=lambda n: (-len(set(names[n])), n != DEFAULT_KEY_ENV,
+                                               min(self.order[c] for c in names[n])))[0]
+            reference = f"${{env:{env}}}"
+            if len(names) > 1:
+                self.add("note", "key",
+                         "the clients read the key from different variables: "
+                         + "; ".join(f"{', '.join(dict.fromkeys(c))}: ${n}"
+                                     for n, c in names.items())
+                         + f". The fleet uses ${{env:{env}}}; apply makes every client read "
+                           f"${env} (or hold the key inline)")
+        else:
+            helper = next((o.key_helper for o in clients if o.key_helper is not None), None)
+            if helper is not None and not any(o.keys for o in clients):
+                env, reference = None, f"${{shell:{helper.value}}}"
+            else:
+                env, reference = DEFAULT_KEY_ENV, f"${{env:{DEFAULT_KEY_ENV}}}"
+
+        found: list[tuple[str, Seen]] = []
+        for o in clients:
+            for seen in o.keys:
+                found.append((o.client, seen))
+                self.read.append({**self.item(o.client, seen), "what": "key"})
+        values: list[tuple[str, Secret, dict]] = [
+            (c, s.value, self.item(c, s)) for c, s in found]
+        for name, users in names.items():
+            raw = self.environ.get(name)
+            if raw and raw.strip():
+                values.append((users[0], Secret(raw.strip(), f"${name}"),
+                               {"client": users[0], "value": redact(raw),
+                                "file": f"${name} (this shell)", "key": name}))
+        distinct: list[Secret] = []
+        for _, secret, _ in values:
+            if secret not in distinct:
+                distinct.append(secret)
+        if len(distinct) > 1:
+            items = []
+            for _, secret, item in values:
+                n = distinct.index(secret) + 1
+                items.append(item | {"which": f"key {n}"})
+            same_tail = len({s.redacted() for s in distinct}) < len(distinct)
+            self.add("conflict", "key",
+                     f"{len(distinct)} different keys"
+                     + (" (some show the same last characters, but they differ)"
+                        if same_tail else ""),
+                     items,
+                     chosen=f"key 1 ({items[0]['file']} {items[0]['key']}) is the one to "
+                            f"export; apply writes it everywhere")
+
+        hint = None
+        first = found[0] if found else None
+        if env is not None and first is not None:
+            client, seen = first
+            shown = _show(seen.file, self.home)
+            if seen.file.suffix == ".json":
+                jq_path = "".join(f'["{p}"]' if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p)
+                                  else f".{p}" for p in _split_key(seen.key))
+                hint = f"export {env}=\"$(jq -r '{jq_path}' {shown})\""
+            else:
+                hint = f"export {env}=…  # the value of {seen.key} in {shown}"
+        already = None
+        if env is not None and self.environ.get(env, "").strip():
+            already = Secret(self.environ[env].strip())
+        return {
+            "reference": reference, "env": env,
+            "found": [{"client": c, "file": _show(s.file, self.home), "key": s.key,
+                       "redacted": s.value.redacted()} for c, s in found],
+            "export_hint": hint,
+            "already_set": already is not None,
+            "matches": (already in distinct[:1]) if already is not None and distinct else None,
+        }
+
+    # ---- 4. models, routes, clients
+
+    def routes(self, clients: list[Observation], primary: set[str]):
+        models: dict[str, None] = {}
+        routes: dict[str, str] = {}
+        by_model: dict[str, str] = {}
+        assignments: dict[str, dict[str, str]] = {}
+
+        # names that must be kept exactly (a Codex profile is a file named after its
+        # route) are reserved first; each enters ``routes`` where it is first used
+        reserved: dict[str, str] = {}
+        for o in clients:
+            for slot, seens in o.slots.items():
+                m = _SLOT_LIST.match(slot)
+                if not m:
+                    continue
+                name, model = m.group(2), seens[0].value
+                if reserved.get(name, model) != model:
+                    self.add("note", "models", f"{o.client}: {slot} uses {model}, but the name "
+                             f"{name!r} is already taken by {reserved[name]}; the fleet names "
+                             f"the model id there instead")
+                    continue
+                reserved[name] = model
+                by_model.setdefault(model, name)
+        for o in clients:
+            for slot, seens in o.slots.items():
+                model = seens[0].value
+                models.setdefault(model)
+                for seen in seens:
+                    self.read.append({**self.item(o.client, seen), "what": "model",
+                                      "slot": slot})
+                others = list(dict.fromkeys(s.value for s in seens[1:] if s.value != model))
+                for other in others:
+                    models.setdefault(other)
+                if others:
+                    self.add("note", "models",
+                             f"{o.client}: {slot} is {model} ({_show(seens[0].file, self.home)} "
+                             f"{seens[0].key}) but also {', '.join(others)} elsewhere; the "
+                             f"fleet gives {slot} {model}",
+                             [self.item(o.client, s) for s in seens])
+                m = _SLOT_LIST.match(slot)
+                if m:
+                    name = m.group(2)
+                    route = name if reserved.get(name) == model else model
+                elif model in by_model:
+                    route = by_model[model]
+                else:
+                    base = _route_name_for(slot)
+                    route, n = base, 2
+                    if route in routes or route in reserved or (route in models and route != model):
+                        route = f"{o.client}-{base}"
+                    while route in routes or route in reserved:
+                        route, n = f"{o.client}-{base}-{n}", n + 1
+                    by_model[model] = route
+                if route != model or route in reserved:
+                    routes.setdefault(route, model)
+                assignments.setdefault(o.client, {})[slot] = route
+
+        default = None
+        for o in sorted(clients, key=lambda o: (o.client not in primary, self.order[o.client])):
+            if o.client in assignments and assignments[o.client]:
+                default = next(iter(assignments[o.client].values()))
+                break
+        if default is not None and default not in routes:
+            default = None  # a slot that names a model id directly
+        return list(models), routes, default, assignments
+
+    # ---- 5. MCP servers and headers
+
+    def mcp(self, keys: list[Secret], gw: dict) -> dict:
+        def clean(text: str) -> str:
+            for key in keys:
+                if key.reveal() and key.reveal() in text:
+                    text = text.replace(key.reveal(), "${gateway.key}")
+            if text == gw["base_url"]:
+                return "${gateway.base_url}"
+            if text == gw.get("openai_base_url", gw["base_url"] + "/v1"):
+                return "${gateway.openai_base_url}"
+            return text
+
+        out: dict[str, Any] = {}
+        first: dict[str, tuple[str, Seen]] = {}
+        differing: dict[str, list] = {}
+        held_key: set[str] = set()
+        for o in self.obs:
+            for name, seen in o.mcp_servers.items():
+                value = _replace_in(seen.value, clean)
+                if any(k.reveal() and k.reveal() in t for _, t in _strings(seen.value)
+                       for k in keys):
+                    held_key.add(name)
+                if name not in first:
+                    first[name] = (o.client, seen)
+                    out[name] = value
+                elif value != out[name]:
+                    differing.setdefault(name, [self.item(*first[name], describe_mcp(out[name]))]
+                                         ).append(self.item(o.client, seen, describe_mcp(value)))
+        for name, items in differing.items():
+            self.add("conflict", "mcp", f"MCP server {name!r} is defined differently",
+                     items, chosen=f"the one in {items[0]['file']} ({items[0]['client']})")
+        for name in sorted(held_key):
+            self.add("note", "secret", f"MCP server {name!r} held the gateway key literally; "
+                     f"the proposal uses ${{gateway.key}} there")
+        for name in out:
+            for path, text in _strings(out[name]):
+                label = str(path[-1]) if path else ""
+                if (len(path) >= 2 and path[0] in ("env", "headers") and _CREDENTIAL.search(label)
+                        and "${" not in text and len(text) >= 8):
+                    self.add("note", "secret",
+                             f"MCP server {name!r}: {path[0]}.{label} holds a literal secret "
+                             f"({redact(text)}); the proposal copies it into fleet.yaml — keep "
+                             f"that file private, or move the secret out of it")
+        return out
+
+    def headers(self, clients: list[Observation]) -> dict:
+        merged: dict[str, tuple[str, str, Seen]] = {}
+        differing: dict[str, list] = {}
+        for o in clients:
+            for seen in o.headers:
+                for name, value in seen.value.items():
+                    if _CREDENTIAL.search(name):
+                        self.add("note", "headers",
+                                 f"{o.client}: header {name} looks like a credential; not put "
+                                 f"into fleet.yaml (add it under gateway.headers yourself if "
+                                 f"the gateway needs it)", [self.item(o.client, seen, name)])
+                        continue
+                    if name not in merged:
+                        merged[name] = (value, o.client, seen)
+                    elif merged[name][0] != value:
+                        differing.setdefault(name, [self.item(merged[name][1], merged[name][2],
+                                                              f"{name}: {merged[name][0]}")]
+                                             ).append(self.item(o.client, seen, f"{name}: {value}"))
+        for name, items in differing.items():
+            self.add("conflict", "headers", f"header {name} has different values", items,
+                     chosen=f"the one in {items[0]['file']}")
+        return {n: v for n, (v, _, _) in merged.items()}
+
+    # ---- all of it
+
+    def build(self) -> Proposal:
+        sources = {o.client: [_show(p, self.home) for p in o.files] for o in self.obs if o.files}
+        clients = self.partition()
+        if not clients:
+            self.add("problem", "gateway",
+                     "no client is configured for a gateway (no base URL found); nothing to "
+                     "import — start from `taosync init`")
+            return Proposal(None, "", self.findings, self.read, sources,
+                            {"reference": None}, {})
+        gw, primary = self.gateway(clients)
+        key = self.key(clients, primary)
+        model_ids, routes, default, assignments = self.routes(clients, primary)
+        if not model_ids:
+            self.add("problem", "models",
+                     f"found the gateway {gw['base_url']} but no model id in any client; add "
+                     f"one to a client (or start from `taosync init` with this base_url)")
+            return Proposal(None, "", self.findings, self.read, sources, key, gw)
+        secrets = [s.value for o in clients for s in o.keys]
+        headers = self.headers(clients)
+        if headers:
+            gw["headers"] = headers
+        gw["key"] = key["reference"]
+
+        client_cfg: dict[str, dict] = {}
+        for o in clients:
+            cfg: dict = {}
+            for slot, route in assignments.get(o.client, {}).items():
+                _set_slot(cfg, slot, route)
+            settings = dict(o.settings)
+            if settings.get("secrets") == "reference" and key["env"] is None \
+                    and o.key_helper is None:
+                settings.pop("secrets")
+            cfg.update(settings)
+            client_cfg[o.client] = cfg
+
+        data: dict = {"version": 1, "gateway": {"base_url": gw["base_url"], "key": gw["key"]}}
+        for extra in ("anthropic_base_url", "openai_base_url", "headers"):
+            if extra in gw:
+                data["gateway"][extra] = gw[extra]
+        data["models"] = {m: {} for m in model_ids}
+        data["routes"] = routes
+        if default is not None:
+            data["default_route"] = default
+        data["clients"] = client_cfg
+        mcp = self.mcp(secrets, gw)
+        if mcp:
+            data["mcp_servers"] = mcp
+        gateway_info = {"base_url": gw["base_url"], "clients": sorted(primary, key=self.order.get),
+                        "others": [o.client for o in clients if o.client not in primary]}
+        text = emit(data, self, key, gateway_info)
+        return Proposal(data, text, self.findings, self.read, sources, key, gateway_info)
+
+
+def describe_mcp(value: dict) -> str:
+    """An MCP entry in one line, naming env and header variables but never their values."""
+    if "command" in value:
+        text = " ".join([value["command"], *value.get("args", [])])
+        if value.get("env"):
+            text += f" (env: {', '.join(value['env'])})"
+        if value.get("cwd"):
+            text += f" (cwd: {value['cwd']})"
+        return text
+    text = value["url"] + (" (sse)" if value.get("transport") == "sse" else "")
+    if value.get("headers"):
+        text += f" (headers: {', '.join(value['headers'])})"
+    return text
+
+
+def _split_key(key: str) -> list[str]:
+    from taosync.formats.base import keypath_parse
+
+    return [str(s) for s in keypath_parse(key)]
+
+
+def build(observations: list[Observation], *, home: Path,
+          environ: Mapping[str, str]) -> Proposal:
+    """Merge what the clients say into a proposed fleet (see the module docstring)."""
+    proposal = _Builder(observations, home=home, environ=environ).build()
+    proposal.secrets = [s.value for o in observations for s in o.keys
+                        if isinstance(s.value, Secret)]
+    return proposal
+
+
+# -- YAML out ---------------------------------------------------------------------
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./:+@-]*$")
+_SPECIAL = re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|"
+                      r"on|On|ON|off|Off|OFF|null|Null|NULL|~|[-+]?(?:\.?[0-9][0-9_.:eExXoObB+-]*)"
+                      r"|\.inf|\.nan|\.Inf|\.NaN|\.INF|\.NAN|[-+]\.inf)$")
+
+
+def scalar(value: Any, flow: bool = False) -> str:
+    """One YAML scalar: plain when unambiguous, else a JSON (= YAML double-quoted) string."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    text = str(value)
+    if _PLAIN.match(text) and not _SPECIAL.match(text) and not (flow and ":" in text):
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _key(name: str) -> str:
+    return scalar(name)
+
+
+def _block(value: Any, indent: int, comments: Mapping[tuple, str], path: tuple) -> list[str]:
+    pad = " " * indent
+    lines: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            here = path + (k,)
+            note = comments.get(here)
+            tail = f"  # {note}" if note else ""
+            if isinstance(v, dict) and v:
+                lines.append(f"{pad}{_key(k)}:{tail}")
+                lines.extend(_block(v, indent + 2, comments, here))
+            elif isinstance(v, list) and v and all(not isinstance(x, (dict, list)) for x in v):
+                lines.append(f"{pad}{_key(k)}: [{', '.join(scalar(x, flow=True) for x in v)}]{tail}")
+            elif isinstance(v, list) and v:
+                lines.append(f"{pad}{_key(k)}:{tail}")
+                for x in v:
+                    sub = _block(x, indent + 4, comments, here)
+                    lines.append(f"{pad}  - {sub[0].lstrip()}")
+                    lines.extend(sub[1:])
+            elif isinstance(v, dict):
+                lines.append(f"{pad}{_key(k)}: {{}}{tail}")
+            elif isinstance(v, list):
+                lines.append(f"{pad}{_key(k)}: []{tail}")
+            else:
+                lines.append(f"{pad}{_key(k)}: {scalar(v)}{tail}")
+        return lines
+    return [f"{pad}{scalar(value)}"]
+
+
+def _comment_block(text: str, width: int = 88) -> list[str]:
+    import textwrap
+
+    out = []
+    for para in text.split("\n"):
+        wrapped = textwrap.wrap(para, width - 2, break_long_words=False,
+                                break_on_hyphens=False) or [""]
+        out.extend(("# " + w).rstrip() for w in wrapped)
+    return out
+
+
+def emit(data: dict, builder: _Builder, key: dict, gateway: dict) -> str:
+    """The proposed fleet.yaml, with the sources and conflicts as comments."""
+    findings = builder.findings
+    read = builder.read
+    comments: dict[tuple, str] = {}
+
+    url_src = [r for r in read if r["what"] == "url" and r["client"] in gateway["clients"]]
+    if url_src:
+        comments[("gateway", "base_url")] = "from " + ", ".join(
+            dict.fromkeys(f"{r['client']} ({r['file']})" for r in url_src))
+    if key["env"] is not None:
+        comments[("gateway", "key")] = f"export {key['env']}; the key is never copied here"
+    else:
+        comments[("gateway", "key")] = "the key helper Claude Code used; never the key itself"
+    for route, model in data["routes"].items():
+        users = [f"{r['client']} {r['slot']}" for r in read
+                 if r["what"] == "model" and r["value"] == model]
+        if users:
+            comments[("routes", route)] = ", ".join(dict.fromkeys(users))
+    for client in gateway["others"]:
+        comments[("clients", client)] = "on another gateway until now (see CONFLICTS above)"
+
+    head: list[str] = []
+    sources = "; ".join(f"{c} ({', '.join(files)})" for c, files in _sources(builder).items())
+    head += _comment_block(f"Proposed by `taosync import` from: {sources}.")
+    head += _comment_block("Review it, export the key, then run `taosync plan` to see what "
+                           "apply would change (nothing, for the values read here).")
+    conflicts = [f for f in findings if f.kind in ("conflict", "problem")]
+    if conflicts:
+        head.append("#")
+        head.append("# CONFLICTS — resolved by picking one side; check each before applying:")
+        for f in conflicts:
+            head += ["#   " + line[2:] if line.startswith("# ") else "#"
+                     for line in _comment_block(f"{f.topic}: {f.message}", 84)]
+            for it in f.items:
+                which = f" [{it['which']}]" if "which" in it else ""
+                head.append(f"#     {it['client']:<12} {it['value']}{which}  "
+                            f"({it['file']} {it['key']})")
+            if f.chosen:
+                head += ["#     " + line[2:] for line in _comment_block(f"→ {f.chosen}", 82)]
+    lines = head + ["version: 1", ""]
+    for section in ("gateway", "models", "routes"):
+        lines += _block({section: data[section]}, 0, comments, ()) + [""]
+    if "default_route" in data:
+        lines += [f"default_route: {scalar(data['default_route'])}", ""]
+    lines += ["clients:                 # a slot takes a route name (or a model id)"]
+    lines += _block(data["clients"], 2, comments, ("clients",)) + [""]
+    if "mcp_servers" in data:
+        lines += ["mcp_servers:             # shared by every client above"]
+        lines += _block(data["mcp_servers"], 2, comments, ("mcp_servers",)) + [""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _sources(builder: _Builder) -> dict[str, list[str]]:
+    return {o.client: [_show(p, builder.home) for p in o.files] for o in builder.obs if o.files}
+
+
+def observe_all(env, only: Iterable[str] | None = None) -> list[Observation]:
+    """Every (or the named) client's observation, in registry order."""
+    from taosync.clients.base import all_clients
+
+    registry = all_clients()
+    names = [n for n in registry if only is None or n in set(only)]
+    return [registry[n].observe(env) for n in names]
