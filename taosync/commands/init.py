@@ -1,0 +1,82 @@
+"""``taosync init``: write a commented starter fleet.yaml.
+
+Where: PATH if given, else ``-c``, else ``$TAOSYNC_CONFIG``, else ``./fleet.yaml``.
+An existing file is never replaced without ``--force`` (exit 2). The file is written
+atomically (temp file in the same directory, then rename; through a symlink to the real
+file) and passes ``taosync validate --no-key`` as written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from taosync.cli import common_options, settings
+from taosync.errors import BadInput, WriteFailed
+
+TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "fleet.yaml"
+
+
+def starter_text() -> str:
+    return TEMPLATE.read_text(encoding="utf-8")
+
+
+def _target(path: Path | None, s) -> Path:
+    if path is not None:
+        return path
+    if s.config is not None:
+        return s.config
+    env = os.environ.get("TAOSYNC_CONFIG")
+    return Path(env) if env else Path("fleet.yaml")
+
+
+@click.command("init")
+@common_options
+@click.option("--force", is_flag=True, help="Replace an existing file.")
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+def init(force: bool, path: Path | None) -> int:
+    """Write a commented starter fleet.yaml (PATH, else -c, $TAOSYNC_CONFIG, ./fleet.yaml)."""
+    from taosync import ui
+
+    s = settings()
+    target = _target(path, s).expanduser()
+    real = Path(os.path.realpath(target))
+    if real.is_dir():
+        raise BadInput(f"{target}: is a directory; pass a file path such as "
+                       f"{target / 'fleet.yaml'}")
+    existed = real.exists()
+    if existed and not force:
+        raise BadInput(f"{target}: already exists; taosync init never replaces a file "
+                       f"(use --force to overwrite it, or `taosync validate` to check it)")
+    text = starter_text()
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+        tmp = real.with_name(f".{real.name}.taosync-init.{os.getpid()}")
+        mode = (real.stat().st_mode & 0o777) if existed else 0o644
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if existed:
+                os.chmod(tmp, mode)
+            if not force and real.exists():  # appeared meanwhile
+                raise BadInput(f"{target}: already exists; use --force to overwrite it")
+            os.replace(tmp, real)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+    except OSError as exc:
+        raise WriteFailed(f"{target}: cannot be written ({exc.strerror}); nothing was "
+                          f"changed") from None
+
+    if s.json:
+        ui.emit_json({"ok": True, "path": str(target), "replaced": existed})
+        return 0
+    ui.out(f"{'replaced' if existed else 'wrote'} {target}")
+    ui.out("next: edit gateway.base_url and models, export TAOTOKEN_API_KEY=<your key>, "
+           "then `taosync validate` and `taosync plan`")
+    return 0
