@@ -1,0 +1,93 @@
+"""``taosync env``: shell exports of the gateway URLs and route models.
+
+``eval "$(taosync env)"`` (sh/bash/zsh), ``taosync env --shell fish | source``,
+``taosync env --shell powershell | Invoke-Expression``. Prints TAOTOKEN_BASE_URL (the
+root), TAOTOKEN_OPENAI_BASE_URL, TAOTOKEN_ANTHROPIC_BASE_URL, one TAOTOKEN_MODEL_<ROUTE>
+per route (upper-cased, anything but A-Z0-9 → _), TAOTOKEN_MODEL (the default route's
+model) and, only with --with-key, TAOTOKEN_API_KEY (the resolved key). Values are
+single-quoted for the shell, so nothing in them is expanded.
+"""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from taosync.cli import common_options, settings
+
+KEY_VAR = "TAOTOKEN_API_KEY"
+
+
+def var_name(route: str) -> str:
+    return "TAOTOKEN_MODEL_" + re.sub(r"[^A-Z0-9]", "_", route.upper())
+
+
+def quote(value: str, shell: str) -> str:
+    if shell == "fish":
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if shell == "powershell":
+        # single-quoted strings are literal; ' doubles, and so do the typographic quotes
+        out = value
+        for q in ("'", "\u2018", "\u2019", "\u201a", "\u201b"):
+            out = out.replace(q, q + q)
+        return "'" + out + "'"
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+def line(name: str, value: str, shell: str) -> str:
+    if shell == "fish":
+        return f"set -gx {name} {quote(value, shell)}"
+    if shell == "powershell":
+        return f"$env:{name} = {quote(value, shell)}"
+    return f"export {name}={quote(value, shell)}"
+
+
+def variables(view: dict, key=None, warn=None) -> dict[str, str]:
+    out = {
+        "TAOTOKEN_BASE_URL": view["base_url"],
+        "TAOTOKEN_OPENAI_BASE_URL": view["openai"],
+        "TAOTOKEN_ANTHROPIC_BASE_URL": view["anthropic"],
+    }
+    owner: dict[str, str] = {}
+    for route, model in view["routes"].items():
+        name = var_name(route)
+        if name in owner:
+            if warn is not None:
+                warn(f"routes {owner[name]!r} and {route!r} both become {name}; "
+                     f"kept {owner[name]!r}")
+            continue
+        if name == "TAOTOKEN_MODEL_":
+            continue
+        owner[name] = route
+        out[name] = model
+    out["TAOTOKEN_MODEL"] = view["default_model"]
+    if key is not None:
+        out[KEY_VAR] = key.reveal()
+    return out
+
+
+@click.command("env")
+@common_options
+@click.option("--shell", "shell", type=click.Choice(["sh", "fish", "powershell"]),
+              default="sh", show_default=True,
+              help="Syntax of the exports (sh also suits bash and zsh).")
+@click.option("--with-key", is_flag=True,
+              help=f"Also export {KEY_VAR} with the resolved key.")
+def env(shell: str, with_key: bool) -> int:
+    """Print shell exports of the gateway URLs and route models (the key only with --with-key)."""
+    from taosync import ui
+    from taosync.commands.route import load_view
+
+    s = settings()
+    loaded, view = load_view(resolve_key=with_key)
+    if s.verbosity >= 0:
+        for p in loaded.warnings:
+            ui.warn(p.format())
+    values = variables(view, loaded.key if with_key else None, ui.warn)
+    if s.json:
+        ui.emit_json(values)
+        return 0
+    for name, value in values.items():
+        click.echo(line(name, value, shell))
+    return 0
