@@ -181,6 +181,10 @@ class _Builder:
         return {"client": client, "value": v, "file": _show(seen.file, self.home),
                 "key": seen.key}
 
+    def tilde(self, text: str) -> str:
+        """Paths under the home shown as ~/… (as everywhere else in the output)."""
+        return text.replace(str(self.home).rstrip("/") + "/", "~/")
+
     def add(self, kind: str, topic: str, message: str, items=(), chosen=None) -> None:
         self.findings.append(Finding(kind, topic, message, list(items), chosen))
 
@@ -190,9 +194,9 @@ class _Builder:
         gateway = []
         for o in self.obs:
             for p in o.problems:
-                self.add("problem", "file", f"{o.client}: {p}; that file was skipped")
+                self.add("problem", "file", f"{o.client}: {self.tilde(p)}; that file was skipped")
             for n in o.notes:
-                self.add("note", "client", f"{o.client}: {n}")
+                self.add("note", "client", f"{o.client}: {self.tilde(n)}")
             if o.provider is not None:
                 self.add("conflict", "provider",
                          f"{o.client} uses {o.provider.value}, not an OpenAI/Anthropic-shaped "
@@ -653,7 +657,7 @@ def emit(data: dict, builder: _Builder, key: dict, gateway: dict) -> str:
     url_src = [r for r in read if r["what"] == "url" and r["client"] in gateway["clients"]]
     if url_src:
         comments[("gateway", "base_url")] = "from " + ", ".join(
-            dict.fromkeys(f"{r['client']} ({r['file']})" for r in url_src))
+            dict.fromkeys(r["client"] for r in url_src))
     if key["env"] is not None:
         comments[("gateway", "key")] = f"export {key['env']}; the key is never copied here"
     else:
