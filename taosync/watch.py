@@ -404,13 +404,11 @@ class Watcher:
             return
         self._announced = True
         n = len(set(self._targets.values()))
-        dirs = len(self._watches)
         o = self.options
         how = [f"debounce {o.debounce * 1000:g} ms", f"drift: {o.drift}",
                "no verify" if not o.verify else "verify: stand-in" if o.stub else "verify"]
         self._emit("watching", f"watching {self._show(self.fleet_path)} and {n} client "
-                   f"file{'s' if n != 1 else ''} in {dirs} director{'ies' if dirs != 1 else 'y'} "
-                   f"({', '.join(how)})",
+                   f"file{'s' if n != 1 else ''} ({', '.join(how)})",
                    {"fleet": self.fleet_path, "files": n, "directories": sorted(self._watches),
                     "debounce": o.debounce, "drift": o.drift, "verify": o.verify,
                     "stub": o.stub})
