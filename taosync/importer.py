@@ -584,9 +584,13 @@ def build(observations: list[Observation], *, home: Path,
 
 # -- YAML out ---------------------------------------------------------------------
 
+#: what a double-quoted YAML scalar may not hold unescaped: characters outside YAML's
+#: printable set, the BOM, and the line breaks YAML folds (NEL, LS, PS)
+_NOT_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe"
+                            "\uff00-\ufffd\U00010000-\U0010ffff]")
 _PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./:+@-]*$")
 _SPECIAL = re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|"
-                      r"on|On|ON|off|Off|OFF|null|Null|NULL|~|[-+]?(?:\.?[0-9][0-9_.:eExXoObB+-]*)"
+                      r"on|On|ON|off|Off|OFF|null|Null|NULL|~|[-+]?\.?[0-9].*"
                       r"|\.inf|\.nan|\.Inf|\.NaN|\.INF|\.NAN|[-+]\.inf)$")
 
 
@@ -599,9 +603,10 @@ def scalar(value: Any, flow: bool = False) -> str:
     if isinstance(value, (int, float)):
         return json.dumps(value)
     text = str(value)
-    if _PLAIN.match(text) and not _SPECIAL.match(text) and not (flow and ":" in text):
+    if _PLAIN.fullmatch(text) and not _SPECIAL.fullmatch(text) and not (flow and ":" in text):
         return text
-    return json.dumps(text, ensure_ascii=False)
+    return _NOT_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}",
+                              json.dumps(text, ensure_ascii=False))
 
 
 def _key(name: str) -> str:

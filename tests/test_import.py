@@ -361,3 +361,25 @@ def test_json_has_the_proposal_and_the_findings(run, home):
     assert data["key"]["found"][0]["redacted"] == "sk-…0001"
     assert {i["what"] for i in data["read"]} >= {"url", "model", "key"}
     assert all(set(f) == {"kind", "topic", "message", "items", "chosen"} for f in data["findings"])
+
+
+# ------------------------------------------------------------------ the YAML writer
+
+
+def test_yaml_writer_round_trips_any_strings():
+    from hypothesis import given, settings, strategies as st
+    from ruamel.yaml import YAML
+
+    from taosync.importer import _block
+
+    text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+    value = st.recursive(text, lambda inner: st.one_of(
+        st.lists(text, max_size=3), st.dictionaries(text, inner, max_size=3)), max_leaves=8)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.dictionaries(text, value, min_size=1, max_size=4))
+    def check(data):
+        out = "\n".join(_block(data, 0, {}, ())) + "\n"
+        assert YAML(typ="safe", pure=True).load(out) == data, out
+
+    check()
