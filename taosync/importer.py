@@ -620,7 +620,7 @@ def _block(value: Any, indent: int, comments: Mapping[tuple, str], path: tuple) 
         for k, v in value.items():
             here = path + (k,)
             note = comments.get(here)
-            tail = f"  # {note}" if note else ""
+            tail = f"  # {_one_line(note)}" if note else ""
             if isinstance(v, dict) and v:
                 lines.append(f"{pad}{_key(k)}:{tail}")
                 lines.extend(_block(v, indent + 2, comments, here))
@@ -642,11 +642,17 @@ def _block(value: Any, indent: int, comments: Mapping[tuple, str], path: tuple) 
     return [f"{pad}{scalar(value)}"]
 
 
+def _one_line(text: str) -> str:
+    """Text fit for a YAML comment: line breaks and unprintables escaped."""
+    return _NOT_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}",
+                              str(text).replace("\r", "\\r").replace("\n", "\\n"))
+
+
 def _comment_block(text: str, width: int = 88) -> list[str]:
     import textwrap
 
     out = []
-    for para in text.split("\n"):
+    for para in _one_line(text).split("\\n"):
         wrapped = textwrap.wrap(para, width - 2, break_long_words=False,
                                 break_on_hyphens=False) or [""]
         out.extend(("# " + w).rstrip() for w in wrapped)
@@ -689,8 +695,8 @@ def emit(data: dict, builder: _Builder, key: dict, gateway: dict) -> str:
                      for line in _comment_block(f"{f.topic}: {f.message}", 84)]
             for it in f.items:
                 which = f" [{it['which']}]" if "which" in it else ""
-                head.append(f"#     {it['client']:<12} {it['value']}{which}  "
-                            f"({it['file']} {it['key']})")
+                head.append(_one_line(f"#     {it['client']:<12} {it['value']}{which}  "
+                                      f"({it['file']} {it['key']})"))
             if f.chosen:
                 head += ["#     " + line[2:] for line in _comment_block(f"→ {f.chosen}", 82)]
     lines = head + ["version: 1", ""]

@@ -383,3 +383,17 @@ def test_yaml_writer_round_trips_any_strings():
         assert YAML(typ="safe", pure=True).load(out) == data, out
 
     check()
+
+
+def test_values_with_line_breaks_cannot_escape_their_comment(run, home, tmp_path):
+    populate(home, "claude", "continue", "codex")
+    cfg = home / ".codex/config.toml"
+    cfg.write_text(cfg.read_text().replace(
+        '"https://gw.example.com/api/v1"', '"https://evil.example/v1\\nversion: 2\\u2028x: 1"'))
+    r = run("import")
+    assert r.rc == 1 and "2 different gateways" in r.err
+    proposal = tmp_path / "proposed.yaml"
+    proposal.write_text(r.out)
+    assert not any(line.startswith(("version: 2", "x: 1")) for line in r.out.splitlines())
+    v = run("validate", "--no-key", config=proposal)
+    assert v.rc == 0, v.both
