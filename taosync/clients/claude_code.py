@@ -146,12 +146,7 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     reference = _reference_mode(fleet, cfg) and _key_helper(fleet, env) is not None
     headers = tuple(fleet.gateway.headers.items())
     out: list[ProbeSpec] = []
-    seen: set[str] = set()
-    for slot in _slots(cfg).values():
-        model = fleet.model_for(slot)
-        if model in seen:
-            continue
-        seen.add(model)
+    for slot, model in fleet.distinct_models(_slots(cfg).values()):
         out.append(ProbeSpec(
             client=NAME, route=fleet.route_for(slot), model=model,
             protocol="anthropic-messages", base_url=base,

@@ -158,12 +158,7 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     base = fleet.openai_url
     headers = tuple(fleet.gateway.headers.items())
     out: list[ProbeSpec] = []
-    seen: set[str] = set()
-    for slot in [cfg.model] + [slot for slot, _ in _profiles(cfg)]:
-        model = fleet.model_for(slot)
-        if model in seen:
-            continue
-        seen.add(model)
+    for slot, model in fleet.distinct_models([cfg.model] + [s for s, _ in _profiles(cfg)]):
         out.append(ProbeSpec(
             client=NAME, route=fleet.route_for(slot), model=model,
             protocol="openai-responses", base_url=base,

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Protocol
 
 from taosync.engine.plan import FilePlan, Plan
-from taosync.engine.state import ApplyRecord, State, StateStore, sha256_bytes, write_private
+from taosync.engine.state import (ApplyRecord, State, StateStore, atomic_write, fsync_dir,
+                                  sha256_bytes, write_private)
 from taosync.errors import WriteFailed
 
 LOCK_TIMEOUT = 60.0
@@ -36,32 +37,16 @@ class RealWriter:
     """Atomic writes: temp file beside the target, fsync, chmod, rename, fsync dir."""
 
     def write(self, path: Path, data: bytes, mode: int) -> None:
-        parent = path.parent
-        if not parent.exists():
-            parent.mkdir(parents=True, mode=0o700)
-        tmp = parent / f".{path.name}.taosync-{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
-        _fsync_dir(parent)
+        if not path.parent.exists():
+            path.parent.mkdir(parents=True, mode=0o700)
+        atomic_write(path, data, mode)
 
     def remove(self, path: Path) -> None:
         try:
             os.unlink(path)
         except FileNotFoundError:
             return
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
 
 @dataclass
@@ -76,19 +61,6 @@ class RecordingWriter:
 
     def remove(self, path: Path) -> None:
         self.removed.append(path)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 @contextmanager

@@ -150,14 +150,20 @@ class StateStore:
 
 def write_private(path: Path, data: bytes) -> None:
     """Atomic write of a taosync-owned file, mode 0600."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    atomic_write(path, data, 0o600)
+
+
+def atomic_write(path: Path, data: bytes, mode: int) -> None:
+    """Temp file beside ``path``, fsync, chmod, rename, fsync the directory: a reader
+    (or a crash) sees the old bytes or the new ones, never a mix."""
+    tmp = path.with_name(f".{path.name}.taosync-{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -165,6 +171,20 @@ def write_private(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def canonical(value: Any) -> str:

@@ -246,6 +246,13 @@ class Fleet(_Strict):
             return self.routes[slot]
         return slot
 
+    def distinct_models(self, slots) -> list[tuple[str | None, str]]:
+        """(slot, model) for each distinct model the slots name, first slot first."""
+        out: dict[str, str | None] = {}
+        for slot in slots:
+            out.setdefault(self.model_for(slot), slot)
+        return [(slot, model) for model, slot in out.items()]
+
     def route_for(self, slot: str | None) -> str | None:
         """The route name a client slot stands for (None when it names a model id)."""
         name = slot if slot is not None else self.default_route
