@@ -432,7 +432,7 @@ class Watcher:
             self._emit("error", f"{exc.message}; nothing written, keeping the last good "
                        "state", {"details": list(exc.details)}, level="problem")
             return
-        self._adopt(ctx)
+        self._adopt(ctx, spec.state if spec is not None else None)
         if self._first_cycle:
             self._rearm()
             self._watching()
@@ -479,7 +479,7 @@ class Watcher:
                    {"problems": [p.format() for p in exc.problems],
                     "warnings": [w.format() for w in exc.warnings]}, level="problem")
 
-    def _adopt(self, ctx) -> None:
+    def _adopt(self, ctx, state=None) -> None:
         """Make ``ctx`` the last good fleet: its key, key file and targets."""
         from taosync.fleet.secrets import expand_path
 
@@ -493,7 +493,8 @@ class Watcher:
             if text not in self._warned:
                 self._warned.add(text)
                 self._emit("warning", text, level="problem")
-        paths = {str(p.path) for p in ctx.patches} | set(ctx.store.load().files)
+        state = state if state is not None else ctx.store.load()
+        paths = {str(p.path) for p in ctx.patches} | set(state.files)
         targets = {}
         for key in paths:
             targets[os.path.abspath(key)] = key
