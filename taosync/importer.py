@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 
 from taosync.clients.base import Observation, Seen
 from taosync.fleet.secrets import Secret, redact
+from taosync.pipeline import display_path
 
 DEFAULT_KEY_ENV = "TAOTOKEN_API_KEY"
 #: a slot → the route name it suggests (the last segment otherwise)
@@ -95,14 +96,6 @@ class Proposal:
 
 
 # -- small helpers ----------------------------------------------------------------
-
-
-def _show(path: Path | str, home: Path) -> str:
-    path = Path(path)
-    try:
-        return "~/" + str(path.relative_to(home))
-    except ValueError:
-        return str(path)
 
 
 def url_root(value: str, protocol: str) -> tuple[str | None, str]:
@@ -178,7 +171,7 @@ class _Builder:
         v = seen.value if value is None else value
         if isinstance(v, Secret):
             v = v.redacted()
-        return {"client": client, "value": v, "file": _show(seen.file, self.home),
+        return {"client": client, "value": v, "file": display_path(seen.file, self.home),
                 "key": seen.key}
 
     def tilde(self, text: str) -> str:
@@ -342,7 +335,7 @@ class _Builder:
         first = found[0] if found else None
         if env is not None and first is not None:
             client, seen = first
-            shown = _show(seen.file, self.home)
+            shown = display_path(seen.file, self.home)
             if seen.file.suffix == ".json":
                 jq_path = "".join(f'["{p}"]' if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p)
                                   else f".{p}" for p in _split_key(seen.key))
@@ -354,7 +347,7 @@ class _Builder:
             already = Secret(self.environ[env].strip())
         return {
             "reference": reference, "env": env,
-            "found": [{"client": c, "file": _show(s.file, self.home), "key": s.key,
+            "found": [{"client": c, "file": display_path(s.file, self.home), "key": s.key,
                        "redacted": s.value.redacted()} for c, s in found],
             "export_hint": hint,
             "already_set": already is not None,
@@ -397,7 +390,7 @@ class _Builder:
                     models.setdefault(other)
                 if others:
                     self.add("note", "models",
-                             f"{o.client}: {slot} is {model} ({_show(seens[0].file, self.home)} "
+                             f"{o.client}: {slot} is {model} ({display_path(seens[0].file, self.home)} "
                              f"{seens[0].key}) but also {', '.join(others)} elsewhere; the "
                              f"fleet gives {slot} {model}",
                              [self.item(o.client, s) for s in seens])
@@ -500,7 +493,7 @@ class _Builder:
     # ---- all of it
 
     def build(self) -> Proposal:
-        sources = {o.client: [_show(p, self.home) for p in o.files] for o in self.obs if o.files}
+        sources = {o.client: [display_path(p, self.home) for p in o.files] for o in self.obs if o.files}
         clients = self.partition()
         if not clients:
             self.add("problem", "gateway",
@@ -713,7 +706,7 @@ def emit(data: dict, builder: _Builder, key: dict, gateway: dict) -> str:
 
 
 def _sources(builder: _Builder) -> dict[str, list[str]]:
-    return {o.client: [_show(p, builder.home) for p in o.files] for o in builder.obs if o.files}
+    return {o.client: [display_path(p, builder.home) for p in o.files] for o in builder.obs if o.files}
 
 
 def observe_all(env, only: Iterable[str] | None = None) -> list[Observation]:

@@ -76,8 +76,8 @@ def loaded_fleet(ctx: Context):
     return ctx.loaded
 
 
-def check_only(only: tuple[str, ...] | list[str] | None) -> set[str] | None:
-    """Validate ``--only`` names against the client registry."""
+def check_only(only: tuple[str, ...] | list[str] | None, option: str = "--only") -> set[str] | None:
+    """Validate client names given to ``--only`` (or ``--from``) against the registry."""
     if not only:
         return None
     from taosync.clients.base import all_clients
@@ -86,7 +86,7 @@ def check_only(only: tuple[str, ...] | list[str] | None) -> set[str] | None:
     for name in only:
         if name not in known:
             hint = difflib.get_close_matches(name, known, n=1)
-            raise BadInput(f"--only {name}: no such client"
+            raise BadInput(f"{option} {name}: no such client"
                            + (f"; did you mean {hint[0]}?" if hint else "")
                            + f" (clients: {', '.join(known)})")
     return set(only)

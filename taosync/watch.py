@@ -163,6 +163,7 @@ class Watcher:
         self._stopping = False
         self._txn = threading.Lock()  # held for a whole transaction
         self._emit_lock = threading.Lock()
+        self._closed = False  # after stop(): a straggling thread prints nothing more
         self._busy = False  # a cycle is running
 
         self._ctx = None  # the last good pipeline.Context
@@ -220,6 +221,8 @@ class Watcher:
         for thread in (self._worker, self._verifier.thread, self._observer):
             if thread is not None and thread.is_alive():
                 thread.join(max(0.0, deadline - time.monotonic()))
+        with self._emit_lock:  # a verification still in flight is abandoned silently
+            self._closed = True
 
     def idle(self, timeout: float = 5.0) -> bool:
         """Wait until nothing is pending or running (tests and the bench use this)."""
@@ -642,6 +645,8 @@ class Watcher:
               level: str = "info") -> None:
         event = Event(kind, self._scrub(message), self._scrub(data or {}), level)
         with self._emit_lock:
+            if self._closed:
+                return
             try:
                 self._on_event(event)
             except Exception:  # a broken printer (closed pipe) must not stop the loop

@@ -244,13 +244,14 @@ def test_codex_inline(clients_env, tmp_path):
     assert config.values == {
         ("model",): MINI,
         ("model_provider",): "taotoken",
-        PROV + ("name",): "taosync gateway",
         PROV + ("base_url",): V1,
         PROV + ("wire_api",): "responses",
         PROV + ("requires_openai_auth",): True,
         ("mcp_servers", "taotoken-router"): {"command": "npx", "args": ROUTER_ARGS,
                                              "env": ROUTER_ENV},
     }
+    # the provider's display name is only filled in when missing: the user may rename it
+    assert config.skeleton == {PROV + ("name",): "taosync gateway"}
     auth = patches[home / "auth.json"]
     assert auth.format == "json" and auth.secret
     assert auth.values == {("auth_mode",): "apikey", ("OPENAI_API_KEY",): KEY}
@@ -268,7 +269,6 @@ def test_codex_reference_env_key(clients_env, tmp_path):
     assert [p.path for p in patches] == [tmp_path / ".codex" / "config.toml"]
     assert patches[0].values == {
         ("model",): MINI, ("model_provider",): "gw",
-        ("model_providers", "gw", "name"): "taosync gateway",
         ("model_providers", "gw", "base_url"): V1,
         ("model_providers", "gw", "wire_api"): "responses",
         ("model_providers", "gw", "env_key"): "TAOTOKEN_API_KEY",

@@ -79,7 +79,6 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     values: dict = {
         ("model",): fleet.model_for(cfg.model),
         ("model_provider",): cfg.provider_id,
-        provider + ("name",): PROVIDER_NAME,
         provider + ("base_url",): fleet.openai_url,
         provider + ("wire_api",): "responses",
     }
@@ -138,7 +137,9 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 f"{config_path} (mode 0600) even with secrets: reference"
             )
 
-    patches.insert(0, Patch(config_path, "toml", values, NAME, secret=holds_key))
+    # the provider's display name is the user's to choose: set only when missing
+    patches.insert(0, Patch(config_path, "toml", values, NAME, secret=holds_key,
+                            skeleton={provider + ("name",): PROVIDER_NAME}))
 
     for slot, name in _profiles(cfg, env):
         if name != slot:

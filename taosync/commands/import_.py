@@ -14,12 +14,10 @@ usage (an unknown --from client).
 
 from __future__ import annotations
 
-import difflib
 
 import click
 
 from taosync.cli import common_options, settings
-from taosync.errors import BadInput
 
 
 def _complete_client(ctx, param, incomplete: str):
@@ -34,17 +32,10 @@ def _complete_client(ctx, param, incomplete: str):
               help="Read only this client's files (repeatable; default: every client).")
 def import_(from_):
     """Propose a fleet.yaml from the clients' existing files (on stdout)."""
-    from taosync import importer, ui
-    from taosync.clients.base import all_clients
+    from taosync import importer, pipeline, ui
 
     s = settings()
-    known = list(all_clients())
-    for name in from_:
-        if name not in known:
-            hint = difflib.get_close_matches(name, known, n=1)
-            raise BadInput(f"--from {name}: no such client"
-                           + (f"; did you mean {hint[0]}?" if hint else "")
-                           + f" (clients: {', '.join(known)})")
+    pipeline.check_only(from_, option="--from")
     env = s.client_env()
     observations = importer.observe_all(env, from_ or None)
     proposal = importer.build(observations, home=env.home, environ=env.environ)

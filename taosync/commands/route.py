@@ -88,7 +88,7 @@ def route(task: str | None) -> int:
         if s.verbosity >= 0:
             ui.warn(f"no route {task!r}"
                     + (f" (did you mean {hint[0]}?)" if hint else "")
-                    + f"; using the default route"
+                    + "; using the default route"
                     + (f" {name}" if name else " (none set: the first catalogue model)")
                     + f" → {model}")
     if s.json:

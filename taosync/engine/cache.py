@@ -13,7 +13,6 @@ Standard library only: this is the fast path.
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 from pathlib import Path
 from typing import Any
