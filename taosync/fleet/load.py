@@ -254,7 +254,7 @@ class _Loader:
         except FileNotFoundError:
             self.at(0, 0, "no such file. Pass -c PATH or set $TAOSYNC_CONFIG; without them "
                     "taosync reads ./fleet.yaml, else $XDG_CONFIG_HOME/taosync/fleet.yaml "
-                    "(start from the example fleet.yaml in the README)")
+                    "(`taosync init` writes a starter, `taosync import` proposes one from your clients)")
             raise _Stop from None
         except IsADirectoryError:
             self.at(0, 0, "is a directory, not a fleet.yaml file; pass -c PATH/fleet.yaml")
