@@ -403,13 +403,49 @@ def test_target_is_a_directory(taosync, home):
     assert snapshot(home) == before
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
-def test_read_only_directory_writes_nothing(taosync, home):  # pragma: no cover - non-root
-    d = home / ".codex"
-    d.mkdir()
-    os.chmod(d, 0o500)
-    r = taosync("apply", "--no-verify")
-    assert r.rc == 3
+def test_read_only_directory_exits_3_and_writes_nothing(tmp_path):
+    """A client directory the user cannot write: exit 3, every file as it was.
+
+    Root ignores directory permissions, so as root the run drops to `nobody` (setpriv)."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    from conftest import EXAMPLE_FLEET
+
+    base = Path(tempfile.mkdtemp(prefix="taosync-ro-"))
+    try:
+        home = base / "home"
+        write(home / ".claude/settings.json", CLAUDE_SETTINGS)
+        codex = home / ".codex"
+        codex.mkdir(parents=True)
+        fleet = base / "fleet.yaml"
+        shutil.copyfile(EXAMPLE_FLEET, fleet)
+        argv = [sys.executable, "-m", "taosync", "--home", str(home), "-c", str(fleet),
+                "apply", "--no-verify"]
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                pytest.fail("running as root without setpriv: cannot drop privileges")
+            os.chmod(base, 0o755)
+            for dirpath, dirs, files in os.walk(base):
+                for name in dirs + files:
+                    os.chown(os.path.join(dirpath, name), 65534, 65534)
+            os.chown(base, 65534, 65534)
+            argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+        os.chmod(codex, 0o555)
+        before = snapshot(home)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "CODEX", "CLAUDE"))}
+        env.update(TAOTOKEN_API_KEY=TEST_KEY, HOME=str(home), PYTHONDONTWRITEBYTECODE="1")
+        r = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=base)
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert ".codex" in r.stderr and "put back" in r.stderr
+        assert "Traceback" not in r.stderr and TEST_KEY not in r.stdout + r.stderr
+        after = {k: v for k, v in snapshot(home).items() if not k.startswith(".local/state")}
+        assert after == before
+    finally:
+        os.chmod(base / "home/.codex", 0o755)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_write_failing_half_way_puts_every_file_back(taosync, home, fleet_file):
