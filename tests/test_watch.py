@@ -241,6 +241,37 @@ def test_owned_key_drift_is_reasserted_and_other_keys_kept(watch, home):
     assert len(h.of("drift")) == 1  # the re-assert itself did not come back as drift
 
 
+def test_a_program_fighting_over_an_owned_key_is_reported_not_looped(watch, home):
+    from taosync.watch import FIGHT_LIMIT
+
+    h = watch()
+    cfg = home / ".codex/config.toml"
+    stop = threading.Event()
+
+    def fighter():  # resets the key every time taosync puts it back
+        while not stop.is_set():
+            text = cfg.read_text()
+            if 'model = "gpt-4o-mini"' in text:
+                cfg.write_text(text.replace('model = "gpt-4o-mini"', 'model = "o3"'))
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=fighter, daemon=True)
+    thread.start()
+    try:
+        h.wait_event("fight", timeout=20)
+        h.settle()
+        reasserts = [e for e in h.of("drift") if e.data["action"] == "reasserted"]
+        assert len(reasserts) == FIGHT_LIMIT[0]
+        time.sleep(0.3)
+        h.settle()
+        assert len([e for e in h.of("drift") if e.data["action"] == "reasserted"]) == \
+            FIGHT_LIMIT[0]
+        assert codex_model(home) == "o3"
+    finally:
+        stop.set()
+        thread.join(2)
+
+
 def test_drift_warn_only_reports(watch, home):
     h = watch(drift="warn")
     cfg = home / ".claude/settings.json"
