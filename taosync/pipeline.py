@@ -111,7 +111,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
            lock_timeout: float | None = None, on_recover=None):
     """Write an apply's plan as one transaction: when anything must change, take the lock,
     put back an earlier apply that was interrupted (``on_recover(path)`` for each file),
-    re-plan against what is on disk now (another apply may have run) and execute.
+    re-plan if another apply ran or a file moved since the plan was made, and execute.
     Returns (the plan written, the engine's Result)."""
     from taosync.engine import cache
     from taosync.engine.apply import LOCK_TIMEOUT, RealWriter, Result, execute, locked, recover
@@ -120,15 +120,27 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
     result = Result(None, [])
     if (the_plan.changed or store.journal_path.exists() or _state_moves(the_plan, state)
             or ctx.cache_entry != state.inputs):
+        # a plan hashed with a made-up key (first apply) is never reused
+        planned_against = object() if store.hmac_is_ephemeral else store.digest
         with locked(store, LOCK_TIMEOUT if lock_timeout is None else lock_timeout):
             state = store.load()
-            for path in recover(store, state, RealWriter()):
+            recovered = recover(store, state, RealWriter())
+            for path in recovered:
                 if on_recover is not None:
                     on_recover(path)
-            the_plan = make_plan(ctx, state, only, for_write=True)
+            if recovered or store.digest != planned_against or not _still_on_disk(the_plan):
+                # another apply ran, or a file moved since we planned: plan again
+                the_plan = make_plan(ctx, state, only, for_write=True)
             inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key())
             result = execute(the_plan, state, store, RealWriter(), inputs=inputs)
     return the_plan, result
+
+
+def _still_on_disk(the_plan) -> bool:
+    """Every planned file still holds the text the plan was made from."""
+    from taosync.engine.plan import read_target
+
+    return all(read_target(fp.path)[1] == fp.old_text for fp in the_plan.files if fp.changed)
 
 
 def _state_moves(the_plan, state) -> bool:

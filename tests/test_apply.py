@@ -487,3 +487,32 @@ def test_target_under_a_file_is_reported_before_anything_is_written(taosync, hom
     assert ".cline" in r.err
     assert "Traceback" not in r.both
     assert snapshot(home) == before
+
+
+def test_apply_history_is_pruned_with_its_backups(taosync, home, fleet_file):
+    from taosync.engine.state import KEEP_APPLIES
+
+    original = fleet_file.read_text()
+    for i in range(KEEP_APPLIES + 3):
+        fleet_file.write_text(original.replace("max_tokens: 16", f"max_tokens: {16 + i}")
+                              .replace("fast: gpt-4o-mini", "fast: gpt-4o-mini" if i % 2
+                                       else "fast: intel/llama-7b"))
+        assert taosync("apply", "--no-verify").rc == 0
+    state = json.loads((home / ".local/state/taosync/state.json").read_text())
+    assert len(state["applies"]) == KEEP_APPLIES
+    backups = sorted(int(p.name) for p in (home / ".local/state/taosync/backups").iterdir())
+    assert backups == [a["id"] for a in state["applies"]]
+    r = taosync("rollback", "--to", "1")
+    assert r.rc == 2 and "no apply number 1" in r.err
+
+
+def test_a_held_lock_is_reported_as_busy(home):
+    from taosync.engine.apply import LockBusy, locked
+    from taosync.engine.state import StateStore
+
+    store = StateStore(home / "state")
+    with locked(store):
+        with pytest.raises(LockBusy) as err:
+            with locked(store, timeout=0.1):
+                pass
+    assert err.value.exit_code == 3 and "another taosync" in err.value.message

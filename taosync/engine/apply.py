@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,11 +22,15 @@ from pathlib import Path
 from typing import Protocol
 
 from taosync.engine.plan import FilePlan, Plan
-from taosync.engine.state import (ApplyRecord, State, StateStore, atomic_write, fsync_dir,
+from taosync.engine.state import (KEEP_APPLIES, ApplyRecord, State, StateStore, atomic_write, fsync_dir,
                                   sha256_bytes, write_private)
 from taosync.errors import WriteFailed
 
 LOCK_TIMEOUT = 60.0
+
+
+class LockBusy(WriteFailed):
+    """Another taosync holds the lock (distinct from an I/O error: worth retrying)."""
 
 
 class Writer(Protocol):
@@ -79,7 +84,7 @@ def locked(store: StateStore, timeout: float = LOCK_TIMEOUT):
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise WriteFailed(f"another taosync holds {store.lock_path} "
+                    raise LockBusy(f"another taosync holds {store.lock_path} "
                                       f"(waited {timeout:g} s); nothing was written") from None
                 time.sleep(0.02)
         yield
@@ -215,10 +220,14 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
             fp.new_state.sha256 = sha256_bytes((fp.new_text or "").encode("utf-8"))
     state.files = new_files
     state.applies.append(record)
+    pruned = state.applies[:-KEEP_APPLIES]
+    state.applies = state.applies[-KEEP_APPLIES:]
     if inputs:
         state.inputs = inputs
     store.save(state)
     os.unlink(store.journal_path)
+    for old in pruned:  # after the save: a crash here only leaves an unused backup
+        shutil.rmtree(store.backup_dir(old.id), ignore_errors=True)
     return Result(apply_id, changed)
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 STATE_VERSION = 1
+#: applies kept for rollback (records and backups); older ones are pruned
+KEEP_APPLIES = 20
 STATE_FILE = "state.json"
 HMAC_FILE = "hmac.key"
 JOURNAL_FILE = "journal.json"
@@ -96,6 +98,11 @@ class StateStore:
 
     def __init__(self, root: Path):
         self.root = root
+        #: sha256 of state.json as last read (None: absent), to tell whether another
+        #: process saved it since
+        self.digest: str | None = None
+        self._hmac: bytes | None = None
+        self._hmac_ephemeral = False
 
     @property
     def state_path(self) -> Path:
@@ -117,11 +124,13 @@ class StateStore:
 
     def load(self) -> State:
         try:
-            raw = self.state_path.read_text(encoding="utf-8")
+            raw = self.state_path.read_bytes()
         except FileNotFoundError:
+            self.digest = None
             return State()
+        self.digest = sha256_bytes(raw)
         try:
-            return State.from_json(json.loads(raw))
+            return State.from_json(json.loads(raw.decode("utf-8")))
         except (ValueError, TypeError, KeyError) as exc:
             from taosync.errors import BadInput
 
@@ -136,16 +145,22 @@ class StateStore:
     def hmac_key(self, create: bool = True) -> bytes:
         """The per-machine hashing key; without ``create`` a missing one is made up in
         memory (nothing was hashed with it before, and plan must write nothing)."""
+        if self._hmac is not None and (not self._hmac_ephemeral or not create):
+            return self._hmac
         path = self.root / HMAC_FILE
         try:
-            return bytes.fromhex(path.read_text().strip())
+            self._hmac, self._hmac_ephemeral = bytes.fromhex(path.read_text().strip()), False
         except (FileNotFoundError, ValueError):
-            if not create:
-                return secrets.token_bytes(32)
-            self.ensure()
-            key = secrets.token_bytes(32)
-            write_private(path, key.hex().encode() + b"\n")
-            return key
+            self._hmac, self._hmac_ephemeral = secrets.token_bytes(32), not create
+            if create:
+                self.ensure()
+                write_private(path, self._hmac.hex().encode() + b"\n")
+        return self._hmac
+
+    @property
+    def hmac_is_ephemeral(self) -> bool:
+        """True when hashes so far used a made-up key (no hmac.key on disk yet)."""
+        return self._hmac_ephemeral
 
 
 def write_private(path: Path, data: bytes) -> None:
