@@ -57,8 +57,9 @@ def apply(only, dry_run, no_verify, stub):
     elif not result.written and not stub:
         ui.out("not verifying: nothing changed (run taosync verify to check anyway)")
         report["verify"] = None
-    else:
-        rc, report["verify"] = _verify(ctx, s, only, stub)
+    else:  # the clients whose files were written (all of them for an explicit --stub run)
+        written = sorted({c for fp in result.written for c in fp.clients}) or list(only)
+        rc, report["verify"] = _verify(ctx, s, written, stub)
     if s.json:
         ui.emit_json(report)
     return rc
@@ -66,12 +67,11 @@ def apply(only, dry_run, no_verify, stub):
 
 def _verify(ctx, s, only, stub) -> tuple[int, dict | None]:
     """Verify what was written: the table on stdout (or the report, for --json)."""
+    from taosync import pipeline
     from taosync.commands.verify import print_report, verify_fleet
 
-    from taosync import pipeline
-
-    report = verify_fleet(pipeline.loaded_fleet(ctx).fleet, ctx.key, ctx.env, state_dir=s.state_dir(),
-                          only=list(only) or None, stub=stub)
+    report = verify_fleet(pipeline.loaded_fleet(ctx).fleet, ctx.key, ctx.env,
+                          state_dir=s.state_dir(), only=list(only) or None, stub=stub)
     if not s.json:
         print_report(report, s, ctx.key)
     return report.exit_code, report.to_dict()
