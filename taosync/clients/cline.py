@@ -77,8 +77,6 @@ def now_iso() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
-
-
 def _mcp_entries(fleet, key: Secret, *, nested: bool) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for name, server in fleet.mcp_servers_expanded(key).items():
