@@ -57,13 +57,15 @@ def messages(path, home, **kw) -> list[str]:
 
 def test_example_loads_into_a_typed_fleet(home):
     from taosync.fleet.model import Fleet
+    from taosync.fleet.view import FleetView
 
     loaded = load_fleet(EXAMPLE, home=home, environ=ENV)
     assert isinstance(loaded, Loaded)
     assert loaded.path == EXAMPLE
     assert loaded.text == EXAMPLE_TEXT
     assert loaded.sha256 == hashlib.sha256(EXAMPLE.read_bytes()).hexdigest()
-    assert isinstance(loaded.fleet, Fleet)
+    assert isinstance(loaded.fleet, FleetView)  # the run-time view of the checked data
+    assert loaded.fleet.plain() == Fleet.model_validate(loaded.data).model_dump(by_alias=True)
     assert loaded.fleet.model_for("deep") == "nvidia/deepseek-r1"
     assert loaded.fleet.openai_url == "https://taotoken.net/api/v1"
     assert isinstance(loaded.key, Secret) and loaded.key.reveal() == KEY
@@ -338,21 +340,6 @@ def test_key_problems_come_with_the_other_problems(home, write):
                                                       (26, "clients.claude-code.haiku")]
 
 
-# -- the pydantic step ---------------------------------------------------------------
-
-
-def test_pydantic_errors_are_located_too(home, write, monkeypatch):
-    """Should the schema ever let something through that the model refuses, the model's
-    errors are still located (here the schema is switched off to force it)."""
-    from taosync.fleet import schema
-
-    monkeypatch.setattr(schema, "load", lambda: {})
-    path = write(EXAMPLE_TEXT.replace("max_tokens: 16", "max_tokens: many"))
-    (p,) = problems(path, home)
-    assert (p.line, p.column, p.yaml_path) == (40, 48, "verify.max_tokens")
-    assert "integer" in p.message
-
-
 # -- shapes and helpers --------------------------------------------------------------
 
 
@@ -396,9 +383,12 @@ def test_mirrors_of_the_model_stay_equal():
     from taosync.fleet import model
 
     assert load_mod.SUPPORTED_VERSIONS == model.SUPPORTED_VERSIONS
-    assert load_mod.FLEET_REFERENCE.pattern == model.FLEET_REFERENCE.pattern
+    from taosync.fleet.logic import CLIENT_ATTRS
+
     names = {info.alias or name for name, info in model.Clients.model_fields.items()}
     assert set(load_mod.KNOWN_CLIENTS) == names
+    assert CLIENT_ATTRS == {info.alias or name: name
+                            for name, info in model.Clients.model_fields.items()}
 
 
 def test_reference_names_are_what_the_model_resolves(home):

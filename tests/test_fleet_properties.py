@@ -200,7 +200,7 @@ def test_cli_never_tracebacks_and_always_locates(text):
 @given(mutated_fleet())
 def test_shortcuts_agree_with_the_full_checks(text):
     """fast_valid == jsonschema; schema-valid ⇒ pydantic-valid; model=True and
-    model=False agree on every fleet."""
+    model=False agree on every fleet; the view equals the pydantic model."""
     from jsonschema.validators import Draft202012Validator
 
     path = _write(text)
@@ -233,6 +233,11 @@ def test_shortcuts_agree_with_the_full_checks(text):
     else:
         assert full is not None and full.fleet is not None
         assert full.data == quick.data
+        # schema-valid ⇒ pydantic-valid, and the run-time view reads it as pydantic does
+        from taosync.fleet.model import Fleet
+
+        model = Fleet.model_validate(full.data)
+        assert full.fleet.plain() == model.model_dump(by_alias=True)
 
 
 @settings(max_examples=60, deadline=None)

@@ -140,7 +140,7 @@ def test_verify_after_apply_api(home, fleet_file, capsys):
         rc = verify_after_apply(loaded, env, s, only=["claude-code"], stub=True)
         first = json.loads(capsys.readouterr().out)
         # a client that is not enabled is skipped after an apply, not an error
-        loaded.fleet.clients.codex.enabled = False
+        loaded.data["clients"]["codex"]["enabled"] = False  # the fleet reads this data
         rc_none = verify_after_apply(loaded, env, s, only=["codex"], stub=True)
         second = json.loads(capsys.readouterr().out)
     assert rc == 0 and rc_none == 0

@@ -87,7 +87,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 values[m + ("type",)] = "streamable-http" if server.transport == "http" else "sse"
                 if server.headers:
                     values[m + ("requestOptions", "headers")] = dict(server.headers)
-            holds_key = holds_key or key.found_in(server.model_dump())
+            holds_key = holds_key or key.found_in(server.plain())
         if holds_key and reference:
             env.warnings.append(
                 f"{NAME}: an MCP server uses ${{gateway.key}}, so the key is written into "

@@ -16,7 +16,8 @@ The pipeline, each step run only when the one before it could read the file:
    ``default_route`` is a route, ``${…}`` references in ``mcp_servers`` resolve,
    Codex's provider id is not ``openai``;
 7. resolve the key reference (``~`` means ``--home``); a literal key is a warning;
-8. build the pydantic :class:`~taosync.fleet.model.Fleet` (pydantic imported only here).
+8. build the typed fleet: the run-time view of the checked data
+   (:class:`~taosync.fleet.view.FleetView`, same answers as the pydantic model, no pydantic).
 
 Every problem found is reported in one :class:`FleetInvalid`, sorted by line. Messages
 never hold the key: a literal or resolved key is scrubbed from every message.
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from taosync.errors import TaosyncError
 from taosync.fleet import secrets as _secrets
 from taosync.fleet.secrets import Reference, Secret, SecretError, parse_reference
+from taosync.fleet.logic import FLEET_REFERENCE
 
 try:  # the builtin module skips loading OpenSSL (~5 ms), as the stdlib's random does
     from _sha256 import sha256 as _sha256  # Python 3.11
@@ -43,17 +45,16 @@ except ImportError:  # pragma: no cover - 3.12+ renamed it; any hashlib is fine
         from hashlib import sha256 as _sha256
 
 if TYPE_CHECKING:
-    from taosync.fleet.model import Fleet
+    from taosync.fleet.view import FleetView
 
 #: fleet.yaml larger than this is refused without parsing (1 MiB)
 MAX_BYTES = 1024 * 1024
 #: values after alias expansion (a "billion laughs" file stops here)
 MAX_NODES = 100_000
 MAX_DEPTH = 64
-#: mirrors ``model.SUPPORTED_VERSIONS`` / ``model.FLEET_REFERENCE`` (a test keeps them
-#: equal) so this module never imports pydantic just to read them
+#: mirrors ``model.SUPPORTED_VERSIONS`` (a test keeps them equal) so this module never
+#: imports pydantic just to read it
 SUPPORTED_VERSIONS = (1,)
-FLEET_REFERENCE = re.compile(r"\$\{((?:gateway|routes|models)\.[^}]*|default_route)\}")
 
 #: client → its slots that take a route name or a model id (list/map slots below)
 CLIENT_SLOTS = {
@@ -130,15 +131,16 @@ class FleetInvalid(TaosyncError):
 class Loaded:
     """A checked fleet.yaml.
 
-    ``fleet`` is the pydantic model (``None`` only when :func:`load_fleet` was called
-    with ``model=False``); ``data`` is the same content as plain data, normalised
-    (what the model was built from); ``key`` is ``None`` when the key was not resolved.
+    ``fleet`` is the typed fleet (a :class:`~taosync.fleet.view.FleetView`; ``None`` only
+    when :func:`load_fleet` was called with ``model=False``); ``data`` is the same content
+    as plain data, normalised (what the view reads); ``key`` is ``None`` when the key was
+    not resolved.
     """
 
     path: Path
     text: str
     sha256: str
-    fleet: "Fleet | None"
+    fleet: "FleetView | None"
     key: Secret | None
     key_ref: Reference
     warnings: list[Problem] = field(default_factory=list)
@@ -151,8 +153,7 @@ def load_fleet(path: Path, *, home: Path, environ: Mapping[str, str] | None = No
     """Load, check and (by default) resolve fleet.yaml; raise :class:`FleetInvalid`.
 
     ``home`` is what ``~`` means in ``${file:~/…}`` (``--home``). ``model=False`` skips
-    building the pydantic model (``taosync validate`` does: the schema it has already
-    checked is generated from that model, and pydantic costs ~250 ms of start-up).
+    building the typed fleet (``taosync validate`` needs only the checks).
     """
     return _Loader(Path(path), home=home, environ=environ, resolve_key=resolve_key,
                    key_timeout=key_timeout).run(build_model=model)
@@ -791,17 +792,12 @@ class _Loader:
     # ---- 8. the model
 
     def build_model(self, data: dict):
-        from pydantic import ValidationError
+        """The typed fleet, read through the schema the data has just passed (exactly):
+        the run-time view, which needs no pydantic (see fleet/view.py)."""
+        from taosync.fleet import schema as _schema
+        from taosync.fleet.view import FleetView
 
-        from taosync.fleet.model import Fleet
-
-        try:
-            return Fleet.model_validate(data)
-        except ValidationError as exc:
-            for e in exc.errors(include_url=False):
-                path = _path_from_loc(data, e.get("loc", ()))
-                self.error(path, str(e.get("msg", "invalid value")))
-            return None
+        return FleetView(data, _schema.load())
 
     # ---- positions
 
@@ -872,7 +868,8 @@ class Unsupported(Exception):
 
 
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$id", "$schema",
-                          "$comment", "deprecated", "readOnly", "writeOnly", "$defs"})
+                          "$comment", "deprecated", "readOnly", "writeOnly", "$defs",
+                          "x-kind"})
 
 
 def fast_valid(schema: dict, instance) -> bool:
@@ -1194,20 +1191,6 @@ def _find_key(mapping: dict, part):
         if str(k) == str(part):
             return k
     return _MISSING
-
-
-def _path_from_loc(data, loc) -> PathT:
-    """pydantic's error location → a path into ``data`` (union branch tags dropped)."""
-    path: list = []
-    node = data
-    for part in loc:
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-            path.append(part)
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-            path.append(part)
-    return tuple(path)
 
 
 def _line_col(text: str, index: int) -> tuple[int, int]:

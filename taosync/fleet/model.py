@@ -8,13 +8,12 @@ in :mod:`taosync.fleet.load`, where each problem can be tied to a line and colum
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-if TYPE_CHECKING:
-    from taosync.fleet.secrets import Secret
+from taosync.fleet.logic import FleetLogic
+
 
 SUPPORTED_VERSIONS = (1,)
 
@@ -24,19 +23,6 @@ ContinueRole = Literal[
 ]
 ClineEditor = Literal["code", "code-insiders", "vscodium", "cursor", "windsurf"]
 
-#: ``${gateway.base_url}``, ``${gateway.key}``, ``${routes.fast}`` … inside MCP values.
-#: Anything else in ``${…}`` (``${HOME}``, ``${VAR:-x}``) is left for the client to expand.
-FLEET_REFERENCE = re.compile(r"\$\{((?:gateway|routes|models)\.[^}]*|default_route)\}")
-
-
-def _expand_all(value, fn):
-    if isinstance(value, str):
-        return fn(value)
-    if isinstance(value, list):
-        return [_expand_all(v, fn) for v in value]
-    if isinstance(value, dict):
-        return {k: _expand_all(v, fn) for k, v in value.items()}
-    return value
 
 
 class _Strict(BaseModel):
@@ -161,6 +147,14 @@ class McpStdio(_Strict):
     """An MCP server the client starts as a process (stdio)."""
 
     kind: ClassVar[str] = "stdio"
+    model_config = ConfigDict(extra="forbid", populate_by_name=True,
+                              json_schema_extra={"x-kind": "stdio"})
+
+    def plain(self) -> dict:
+        return self.model_dump()
+
+    def replaced(self, data: dict) -> "McpStdio":
+        return type(self).model_validate(data)
 
     command: str = Field(min_length=1, description="The program to start (no shell).")
     args: list[str] = Field(default_factory=list, description="Its arguments.")
@@ -176,6 +170,14 @@ class McpHttp(_Strict):
     """An MCP server the client reaches over HTTP."""
 
     kind: ClassVar[str] = "http"
+    model_config = ConfigDict(extra="forbid", populate_by_name=True,
+                              json_schema_extra={"x-kind": "http"})
+
+    def plain(self) -> dict:
+        return self.model_dump()
+
+    def replaced(self, data: dict) -> "McpHttp":
+        return type(self).model_validate(data)
 
     url: str = Field(pattern=r"^https?://", description="The server's http(s) URL.")
     headers: dict[str, str] = Field(
@@ -195,7 +197,7 @@ class Verify(_Strict):
     retries: int = Field(2, ge=0, le=10, description="Retries on 429, 5xx and connect errors.")
 
 
-class Fleet(_Strict):
+class Fleet(FleetLogic, _Strict):
     """One gateway, its model catalogue, a routing table, and the clients that use them."""
 
     model_config = ConfigDict(
@@ -233,86 +235,3 @@ class Fleet(_Strict):
     )
     verify: Verify = Field(default_factory=Verify,
                            description="How `taosync verify` probes each backend.")
-
-    # -- derived views used by every client --------------------------------------
-
-    def model_for(self, slot: str | None) -> str:
-        """The catalogue id a client slot means: a route name first, else a model id."""
-        if slot is None:
-            slot = self.default_route
-        if slot is None:
-            return next(iter(self.models))
-        if slot in self.routes:
-            return self.routes[slot]
-        return slot
-
-    def distinct_models(self, slots) -> list[tuple[str | None, str]]:
-        """(slot, model) for each distinct model the slots name, first slot first."""
-        out: dict[str, str | None] = {}
-        for slot in slots:
-            out.setdefault(self.model_for(slot), slot)
-        return [(slot, model) for model, slot in out.items()]
-
-    def route_for(self, slot: str | None) -> str | None:
-        """The route name a client slot stands for (None when it names a model id)."""
-        name = slot if slot is not None else self.default_route
-        return name if name is not None and name in self.routes else None
-
-    def secrets_for(self, client: _Client) -> SecretsMode:
-        return client.secrets or self.secrets
-
-    @property
-    def anthropic_url(self) -> str:
-        """Base URL Anthropic-shaped clients append ``/v1/messages`` to (the root)."""
-        return self.gateway.anthropic_base_url or self.gateway.base_url
-
-    @property
-    def openai_url(self) -> str:
-        """Base URL OpenAI-shaped clients append ``/chat/completions`` or ``/responses`` to."""
-        return self.gateway.openai_base_url or self.gateway.base_url + "/v1"
-
-    def reference_value(self, name: str, key: "Secret | None") -> str:
-        """The value of one ``${…}`` fleet reference (``gateway.key``, ``routes.fast``, …).
-
-        Raises KeyError (with a message) for a reference the fleet cannot satisfy.
-        """
-        if name == "gateway.key":
-            if key is None:
-                raise KeyError("gateway.key is not resolved")
-            return key.reveal()
-        gateway = {
-            "gateway.base_url": self.gateway.base_url,
-            "gateway.anthropic_base_url": self.anthropic_url,
-            "gateway.openai_base_url": self.openai_url,
-        }
-        if name in gateway:
-            return gateway[name]
-        if name == "default_route":
-            return self.model_for(None)
-        kind, _, rest = name.partition(".")
-        if kind == "routes" and rest in self.routes:
-            return self.routes[rest]
-        if kind == "models" and rest in self.models:
-            return rest
-        raise KeyError(f"unknown reference ${{{name}}}")
-
-    def expand(self, text: str, key: "Secret | None") -> str:
-        """``text`` with every fleet reference replaced (other ``${…}`` left as is)."""
-        return FLEET_REFERENCE.sub(lambda m: self.reference_value(m.group(1), key), text)
-
-    def mcp_servers_expanded(self, key: "Secret | None") -> dict[str, McpStdio | McpHttp]:
-        """The MCP servers with fleet references expanded in every string value."""
-        out: dict[str, McpStdio | McpHttp] = {}
-        for name, server in self.mcp_servers.items():
-            data = server.model_dump()
-            out[name] = type(server).model_validate(_expand_all(data, lambda s: self.expand(s, key)))
-        return out
-
-    def enabled_clients(self) -> dict[str, _Client]:
-        """Client name (as spelled in fleet.yaml) → its settings, for enabled clients."""
-        out = {}
-        for field_name, info in Clients.model_fields.items():
-            value = getattr(self.clients, field_name)
-            if value is not None and value.enabled:
-                out[info.alias or field_name] = value
-        return out

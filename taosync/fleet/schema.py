@@ -15,6 +15,7 @@ Only :func:`generate` imports pydantic; reading the committed schema is standard
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -36,8 +37,9 @@ def text() -> str:
     return PACKAGED.read_text(encoding="utf-8")
 
 
+@functools.lru_cache(maxsize=1)
 def load() -> dict:
-    """The committed schema as a dict (no pydantic)."""
+    """The committed schema as a dict (no pydantic); read once per process, never mutated."""
     return json.loads(text())
 
 

@@ -1,0 +1,129 @@
+"""The run-time fleet: checked plain data read through its schema, without pydantic.
+
+pydantic *defines* the fleet (:mod:`taosync.fleet.model`) and generates the schema, but
+building the model costs ~150 ms of start-up, which every cold ``plan``/``apply`` would
+pay after each edit of fleet.yaml. Once the loader's exact schema check has passed, the
+plain data already is a valid fleet; this view answers the same attribute names, with
+the defaults the committed schema records, and shares the model's methods
+(:class:`~taosync.fleet.logic.FleetLogic`). ``tests/test_fleet_view.py`` holds the view and
+the pydantic model to the same values and the same renders.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from taosync.fleet.logic import FleetLogic
+
+
+class Node:
+    """An object of the schema: attributes are its properties (``claude_code`` reads
+    ``claude-code``, ``continue_`` reads ``continue``), missing ones their defaults."""
+
+    __slots__ = ("_data", "_schema", "_defs")
+
+    def __init__(self, data: dict, schema: dict, defs: dict):
+        self._data = data
+        self._schema = schema
+        self._defs = defs
+
+    def __getattr__(self, name: str) -> Any:
+        props = self._schema.get("properties", {})
+        for key in (name, name.replace("_", "-"), name.rstrip("_")):
+            if key in props:
+                break
+        else:
+            if name == "kind" and "x-kind" in self._schema:
+                return self._schema["x-kind"]
+            raise AttributeError(name)
+        sub = props[key]
+        if key in self._data:
+            return _wrap(self._data[key], sub, self._defs)
+        if "default" in sub:
+            return _wrap(copy.deepcopy(sub["default"]), sub, self._defs)
+        return _wrap(_empty(_resolve(sub, self._defs), self._defs), sub, self._defs)
+
+    def plain(self) -> dict:
+        """The object as plain data, defaults filled in (as ``model_dump`` gives it)."""
+        return {key: _plain(getattr(self, key.replace("-", "_")))
+                for key in self._schema.get("properties", {})}
+
+    def replaced(self, data: dict) -> "Node":
+        return type(self)(data, self._schema, self._defs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._data!r})"
+
+
+class FleetView(FleetLogic, Node):
+    """The whole fleet (see the module docstring)."""
+
+    __slots__ = ()
+
+    def __init__(self, data: dict, schema: dict):
+        super().__init__(data, schema, schema.get("$defs", {}))
+
+
+def _resolve(schema: dict, defs: dict) -> dict:
+    ref = schema.get("$ref")
+    if ref:
+        return defs[ref.rsplit("/", 1)[-1]]
+    return schema
+
+
+def _branch(value: Any, schema: dict, defs: dict) -> dict | None:
+    """The branch of an ``anyOf`` that ``value`` matches (None for null)."""
+    if value is None:
+        return None
+    for option in schema["anyOf"]:
+        option = _resolve(option, defs)
+        kind = option.get("type")
+        if isinstance(value, dict) and (kind == "object" or "properties" in option):
+            props = option.get("properties", {})
+            if set(option.get("required", ())) <= set(value) and set(value) <= set(props):
+                return option
+        elif isinstance(value, list) and kind == "array":
+            return option
+        elif not isinstance(value, (dict, list)) and kind not in ("object", "array", "null"):
+            return option
+    return None
+
+
+def _wrap(value: Any, schema: dict, defs: dict) -> Any:
+    schema = _resolve(schema, defs)
+    if "anyOf" in schema:
+        branch = _branch(value, schema, defs)
+        return value if branch is None else _wrap(value, branch, defs)
+    if isinstance(value, dict):
+        if "properties" in schema:
+            return Node(value, schema, defs)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            return {k: _wrap(v, extra, defs) for k, v in value.items()}
+        return dict(value)
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [_wrap(v, items, defs) if isinstance(items, dict) else v for v in value]
+    return value
+
+
+def _empty(schema: dict, defs: dict) -> Any:
+    """What an absent property without a default is: {} / [] (pydantic's
+    ``default_factory``) or None."""
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        return {}
+    if kind == "array":
+        return []
+    return None
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Node):
+        return value.plain()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
