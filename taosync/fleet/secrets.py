@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,7 +134,14 @@ def resolve(ref: Reference, *, environ=None, home: Path | None = None,
         if not value.strip():
             raise SecretError(f"key file {path} is empty")
         return Secret(value.strip(), ref.describe())
-    # cmd / shell
+    return _run_key_command(ref, environ, timeout)
+
+
+def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
+    """``${cmd:…}`` (no shell) or ``${shell:…}``; subprocess is imported only here."""
+    import shlex
+    import subprocess
+
     if ref.kind == "cmd":
         try:
             argv = shlex.split(ref.arg)
