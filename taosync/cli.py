@@ -44,17 +44,17 @@ HELP = {
     "plan": "Show what apply would change in each client file (alias: diff).",
     "diff": "Alias of plan.",
     "apply": "Write the fleet into every client's files, changing only owned keys.",
-    "status": "Show drift (owned keys edited on disk) and pending changes.",
-    "rollback": "Restore the files of the last (or --to N-th) apply from backups.",
+    "status": "Show drift (owned keys edited on disk) and pending changes; exit 1 when either.",
+    "rollback": "Restore the files of the last (or --to N-th) apply from its backups.",
     "verify": "Send one real request per backend, shaped as each client sends it.",
     "stats": "Per model: runs, failures, median latency, tokens (from verify history).",
     "doctor": "Check local runtimes and environment overrides before blaming the gateway.",
     "stub": "Serve a stand-in gateway on loopback (for demos and tests).",
     "watch": "Re-apply after every save of fleet.yaml; keep owned keys asserted.",
-    "init": "Write a commented starter fleet.yaml.",
-    "import": "Propose a fleet.yaml from the clients' existing files.",
-    "route": "Print the model id the routing table gives a task type.",
-    "env": "Print shell exports of the gateway URL and route models.",
+    "init": "Write a commented starter fleet.yaml (PATH, else -c, $TAOSYNC_CONFIG, ./fleet.yaml).",
+    "import": "Propose a fleet.yaml from the clients' existing files (on stdout).",
+    "route": "Print the model id the routing table gives TASK (no TASK: the whole table).",
+    "env": "Print shell exports of the gateway URLs and route models (the key only with --with-key).",
 }
 
 
@@ -173,13 +173,7 @@ class LazyGroup(click.Group):
         module_name, attr = target.split(":")
         import importlib
 
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                return None  # not built yet
-            raise
-        return getattr(module, attr)
+        return getattr(importlib.import_module(module_name), attr)
 
     def format_commands(self, ctx, formatter):
         rows = [(name, HELP.get(name, "")) for name in COMMANDS if name != "diff"]

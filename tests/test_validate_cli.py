@@ -364,3 +364,15 @@ def test_schema_command_imports_no_pydantic(tmp_path):
     assert proc.returncode == 0
     assert json.loads(proc.stdout)["title"] == "taosync fleet"
     assert "pydantic" not in proc.stderr and "jsonschema" not in proc.stderr
+
+
+def test_command_list_matches_each_command():
+    """`taosync --help` lists commands without importing them; the list must say what
+    each command's own help says."""
+    from taosync.cli import COMMANDS, HELP, main
+
+    for name in COMMANDS:
+        command = main.get_command(None, name)
+        assert command is not None, name
+        if name != "diff":
+            assert HELP[name] == command.help.strip().splitlines()[0], name
