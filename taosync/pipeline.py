@@ -55,7 +55,8 @@ def _full(settings, env, store, path: Path) -> Context:
     patches = []
     for name in fleet.enabled_clients():
         patches.extend(registry[name].render(fleet, key, env))
-    warnings = [w.format() for w in loaded.warnings] + list(env.warnings)
+    # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
+    warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in env.warnings]
     entry = cache.store(
         fingerprint=cache.fingerprint(
             fleet_sha=loaded.sha256, key=key, hmac_key=store.hmac_key(create=False),

@@ -516,3 +516,15 @@ def test_a_held_lock_is_reported_as_busy(home):
             with locked(store, timeout=0.1):
                 pass
     assert err.value.exit_code == 3 and "another taosync" in err.value.message
+
+
+def test_warnings_are_printed_once_each_with_their_location(taosync, home, fleet_file):
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "base_url: https://taotoken.net/api ", "base_url: https://taotoken.net/api/v1 "))
+    for _ in range(2):  # the second run comes from the render cache
+        r = taosync("apply", "--no-verify")
+        assert r.rc == 0, r.both
+        lines = [line for line in r.err.splitlines() if "normalised" in line]
+        assert len(lines) == 1
+        assert lines[0].startswith(f"{fleet_file}:") and ": warning: normalised" in lines[0]
+        assert lines[0].count("warning:") == 1

@@ -10,8 +10,8 @@ ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged":
 
 
 def print_warnings(ctx) -> None:
-    for w in ctx.warnings:
-        ui.warn(w)
+    for line in ctx.warnings:  # already whole lines, "warning:" included
+        ui.problem(line)
 
 
 def shown(value, secret: bool, key) -> object:

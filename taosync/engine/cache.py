@@ -22,7 +22,7 @@ from taosync.engine.state import value_hash
 from taosync.fleet.secrets import Reference, Secret, SecretError, resolve
 
 KEY_TOKEN = "\x00taosync-key\x00"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: warnings stored as whole lines
 
 
 def fingerprint(*, fleet_sha: str, key: Secret, hmac_key: bytes, home: Path, sandboxed: bool,
