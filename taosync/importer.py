@@ -48,7 +48,11 @@ from taosync.pipeline import display_path
 DEFAULT_KEY_ENV = "TAOTOKEN_API_KEY"
 #: a slot → the route name it suggests (the last segment otherwise)
 ROUTE_NAME = {"model": "main"}
-_CREDENTIAL = re.compile(r"(authorization|api[-_]?key|token|secret|password|passwd|cookie)", re.I)
+#: a credential-like name: the word must stand alone between - or _ (GITHUB_TOKEN,
+#: X-Api-Key), so TAOTOKEN_MODEL or MONKEY do not count
+_CREDENTIAL = re.compile(
+    r"(?:^|[-_])(?:authorization|api[-_]?key|key|token|secret|password|passwd|cookie)(?:$|[-_])",
+    re.I)
 _SLOT_LIST = re.compile(r"^([A-Za-z_]+)\[(.+)\]$")
 
 

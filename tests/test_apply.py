@@ -528,3 +528,26 @@ def test_warnings_are_printed_once_each_with_their_location(taosync, home, fleet
         assert len(lines) == 1
         assert lines[0].startswith(f"{fleet_file}:") and ": warning: normalised" in lines[0]
         assert lines[0].count("warning:") == 1
+
+
+def test_a_key_that_becomes_skeleton_is_left_in_place(taosync, home):
+    """Owned before (an older taosync), only filled in when missing now: kept as it is."""
+    from taosync.engine.state import StateStore
+
+    assert taosync("apply", "--no-verify").rc == 0
+    cfg = home / ".codex/config.toml"
+    store = StateStore(home / ".local/state/taosync")
+    state = store.load()
+    fs = state.files[str(cfg)]
+    name_key = "model_providers.taotoken.name"
+    assert name_key in fs.skeleton and name_key not in fs.owned
+    # simulate the older state, where the provider's name was owned
+    from taosync.engine.state import OwnedKey, value_hash
+
+    fs.owned[name_key] = OwnedKey(value_hash(store.hmac_key(), "taosync gateway"), "taosync gateway")
+    fs.skeleton.remove(name_key)
+    state.inputs = {}
+    store.save(state)
+    r = taosync("plan", "--check")
+    assert r.rc == 0, r.out
+    assert 'name = "taosync gateway"' in cfg.read_text()

@@ -210,8 +210,13 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
 
     # keys owned last time and no longer desired
     if previous:
+        now_skeleton = {keypath_str(kp) for kp in desired.skeleton} if desired else set()
         for kp_text in previous.owned:
             if kp_text in owned:
+                continue
+            if kp_text in now_skeleton:  # owned before, only filled-in now: leave it
+                if kp_text not in skeleton:
+                    skeleton.append(kp_text)
                 continue
             kp = keypath_parse(kp_text)
             current = editor.get(doc, kp)
