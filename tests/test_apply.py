@@ -551,3 +551,23 @@ def test_a_key_that_becomes_skeleton_is_left_in_place(taosync, home):
     r = taosync("plan", "--check")
     assert r.rc == 0, r.out
     assert 'name = "taosync gateway"' in cfg.read_text()
+
+
+def test_rollback_warns_about_edits_made_after_the_apply_and_can_be_undone(taosync, home):
+    assert taosync("apply", "--no-verify").rc == 0
+    cfg = home / ".codex/config.toml"
+    edited = cfg.read_text() + "\n[tui]\nnotifications = true\n"
+    cfg.write_text(edited)
+    r = taosync("rollback")
+    assert r.rc == 0, r.both
+    assert "~/.codex/config.toml was edited after taosync wrote it" in r.err
+    assert not cfg.exists()  # apply #1 created it
+    r = taosync("rollback")  # undo the rollback: the user's edit comes back
+    assert r.rc == 0, r.both
+    assert cfg.read_text() == edited
+
+
+def test_nothing_to_roll_back_writes_nothing(taosync, home):
+    r = taosync("rollback")
+    assert r.rc == 2 and "nothing to roll back" in r.err
+    assert snapshot(home) == {}

@@ -28,21 +28,26 @@ def rollback(to, dry_run):
         ctx = pipeline.prepare(s)
     except TaosyncError:
         ctx = Context(s, loaded=None, env=s.client_env(), store=store)
+    state = store.load()  # plan first, unlocked: "nothing to roll back" writes nothing
+    the_plan, undone, edited = plan_rollback(store, state, to)
     if dry_run:
-        state = store.load()
-        the_plan, undone = plan_rollback(store, state, to)
         execute(the_plan, state, store, RecordingWriter(), kind="rollback")
-        result_files = the_plan.changed
-        apply_id = None
+        result_files, apply_id = the_plan.changed, None
     else:
         with locked(store):
             state = store.load()
             recover(store, state, RealWriter())
-            the_plan, undone = plan_rollback(store, state, to)
+            the_plan, undone, edited = plan_rollback(store, state, to)
             result = execute(the_plan, state, store, RealWriter(), kind="rollback")
             result_files, apply_id = result.written, result.apply_id
+    home = s.home_dir
+    for path in edited:
+        ui.warn(f"{pipeline.display_path(path, home)} was edited after taosync wrote it; "
+                f"{'the rollback would replace' if dry_run else 'the rollback replaced'} "
+                "those edits too (taosync rollback again brings them back)")
     if s.json:
         ui.emit_json({"undone": undone, "rollback_id": apply_id, "dry_run": dry_run,
+                      "edited_since_apply": [str(p) for p in edited],
                       **plan_json(the_plan, ctx)})
         return 0
     show_diffs = (dry_run or s.verbosity > 0) and ctx.key is not None

@@ -9,13 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from taosync.engine.plan import FilePlan, Plan, read_target
-from taosync.engine.state import FileState, State, StateStore
+from taosync.engine.state import FileState, State, StateStore, sha256_bytes
 from taosync.errors import BadInput
 
 
-def plan_rollback(store: StateStore, state: State, to: int | None) -> tuple[Plan, list[int]]:
+def plan_rollback(store: StateStore, state: State,
+                  to: int | None) -> tuple[Plan, list[int], list[Path]]:
     """The plan that restores every file touched by apply ``to`` and later ones
-    (default: the last apply). Returns the plan and the apply ids it undoes."""
+    (default: the last apply). Returns the plan, the apply ids it undoes, and the files
+    edited since taosync last wrote them (their edits are replaced too; the rollback's
+    own backups keep them)."""
     if not state.applies:
         raise BadInput("nothing to roll back: taosync has not applied anything here yet")
     ids = [a.id for a in state.applies]
@@ -30,9 +33,14 @@ def plan_rollback(store: StateStore, state: State, to: int | None) -> tuple[Plan
             earliest.setdefault(entry["path"], (record.id, entry))
 
     plan = Plan()
+    edited: list[Path] = []
     for path_text, (apply_id, entry) in earliest.items():
         path = Path(path_text)
         real, current, mode = read_target(path)
+        last = state.files.get(path_text)
+        if last is not None and current is not None and \
+                sha256_bytes(current.encode("utf-8")) != last.sha256:
+            edited.append(path)
         if entry["backup"] is None:
             restored = None
         else:
@@ -58,4 +66,4 @@ def plan_rollback(store: StateStore, state: State, to: int | None) -> tuple[Plan
             secret=bool(before and before.secret),
             mode=entry.get("mode") if entry.get("mode") is not None else mode,
         ))
-    return plan, [a.id for a in undone]
+    return plan, [a.id for a in undone], edited
