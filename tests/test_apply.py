@@ -318,7 +318,9 @@ def test_removing_a_client_removes_its_keys_and_keeps_the_rest(taosync, home, fl
     assert "ANTHROPIC_AUTH_TOKEN" not in data["env"]
     assert "ANTHROPIC_MODEL" not in data["env"]
     assert data["env"]["DISABLE_TELEMETRY"] == "1"
-    # ANTHROPIC_BASE_URL was the user's before taosync owned it; now it is gone with ours
+    # ANTHROPIC_BASE_URL was the user's before taosync took it over: it is given back
+    assert data["env"]["ANTHROPIC_BASE_URL"] == "https://old.example/api/v1"
+    assert settings.read_text() == CLAUDE_SETTINGS  # byte for byte as before taosync
     assert data["permissions"]["deny"] == ["Read(./.env)"]
     # the state file taosync created only for MCP is removed entirely
     assert not (home / ".claude.json").exists()
@@ -571,3 +573,28 @@ def test_nothing_to_roll_back_writes_nothing(taosync, home):
     r = taosync("rollback")
     assert r.rc == 2 and "nothing to roll back" in r.err
     assert snapshot(home) == {}
+
+
+def test_released_keys_go_back_to_the_users_values(taosync, home, fleet_file):
+    codex = write(home / ".codex/config.toml", CODEX_CONFIG)
+    settings = home / ".claude/settings.json"
+    write(settings, '{\n  "env": {\n    "ANTHROPIC_AUTH_TOKEN": "%s"\n  }\n}\n' % TEST_KEY)
+    assert taosync("apply", "--no-verify").rc == 0
+    assert TEST_KEY not in (home / ".local/state/taosync/state.json").read_text()
+    fleet_file.write_text(fleet_file.read_text()
+                          .replace("  codex: {model: fast, profiles: [deep, batch]}\n", "")
+                          .replace("  claude-code: {model: balanced, haiku: fast, opus: deep}\n", ""))
+    assert taosync("apply", "--no-verify").rc == 0
+    assert codex.read_text() == CODEX_CONFIG  # model = "o3" is back, comment and all
+    # the same key the user had before taosync is kept (never stored, never deleted)
+    assert json.loads(settings.read_text()) == {"env": {"ANTHROPIC_AUTH_TOKEN": TEST_KEY}}
+
+
+def test_a_key_edited_after_apply_is_left_to_the_user_on_release(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    cfg = home / ".codex/config.toml"
+    cfg.write_text(cfg.read_text().replace('model = "gpt-4o-mini"', 'model = "my-own"'))
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "  codex: {model: fast, profiles: [deep, batch]}\n", ""))
+    assert taosync("apply", "--no-verify").rc == 0
+    assert tomllib.loads(cfg.read_text()) == {"model": "my-own"}

@@ -196,9 +196,15 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
             value, had_secret = materialize(raw)
             is_secret = had_secret or (key is not None and key.found_in(value))
             holds_secret |= is_secret
+            kp_text = keypath_str(kp)
+            before = previous.owned.get(kp_text) if previous else None
+            if before is not None:
+                release, prior = before.release, before.prior
+            else:  # taking the key over: remember how to give it back
+                release, prior = _adopt(editor.get(doc, kp), value, is_secret, key)
             changed |= do_set(kp, value, is_secret)
-            owned[keypath_str(kp)] = OwnedKey(
-                value_hash(hmac_key, value), None if is_secret else value, is_secret)
+            owned[kp_text] = OwnedKey(value_hash(hmac_key, value), None if is_secret else value,
+                                      is_secret, release=release, prior=prior)
         for kp, raw in desired.volatile.items():
             value = materialize(raw)[0]
             current = editor.get(doc, kp)
@@ -218,11 +224,8 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
                 if kp_text not in skeleton:
                     skeleton.append(kp_text)
                 continue
-            kp = keypath_parse(kp_text)
-            current = editor.get(doc, kp)
-            if current is not MISSING and editor.delete(doc, kp):
-                old_secret = previous.owned[kp_text].secret
-                changes.append(KeyChange(kp_text, "delete", current, MISSING, old_secret))
+            _release(editor, doc, keypath_parse(kp_text), previous.owned[kp_text], hmac_key,
+                     changes)
     if not owned:  # taosync leaves this file: take back the skeleton it filled in too
         for kp_text in skeleton:
             kp = keypath_parse(kp_text)
@@ -261,6 +264,34 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
     clients = desired.clients if desired else previous.clients
     return FilePlan(path, real, fmt, clients, action, text, new_text, changes, new_state,
                     holds_secret, mode)
+
+
+def _adopt(current: Any, value: Any, is_secret: bool, key: Secret | None) -> tuple[str, Any]:
+    """How to release a key taosync takes over now, given what the file holds."""
+    if current is MISSING:
+        return "delete", None
+    if is_secret or (key is not None and key.found_in(current)):
+        same = canonical(current) == canonical(value)
+        return ("keep" if same else "delete"), None  # a secret is never stored
+    return "restore", current
+
+
+def _release(editor, doc, kp: KeyPath, owned: OwnedKey, hmac_key: bytes,
+             changes: list[KeyChange]) -> None:
+    """Give back a key taosync owned and no longer wants: restore the user's earlier
+    value, or delete it — but leave it alone if someone changed it since taosync wrote it."""
+    kp_text = keypath_str(kp)
+    current = editor.get(doc, kp)
+    if current is MISSING or owned.release == "keep":
+        return
+    if not owned.volatile and value_hash(hmac_key, current) != owned.hash:
+        return  # edited after taosync wrote it: the edit is the user's now
+    if owned.release == "restore":
+        if canonical(current) != canonical(owned.prior):
+            editor.set(doc, kp, owned.prior)
+            changes.append(KeyChange(kp_text, "set", current, owned.prior, owned.secret))
+    elif editor.delete(doc, kp):
+        changes.append(KeyChange(kp_text, "delete", current, MISSING, owned.secret))
 
 
 def _untouched(desired: Desired | None, previous: FileState | None, text: str | None,

@@ -33,6 +33,11 @@ class OwnedKey:
     value: Any = None  # None when the value holds the key
     secret: bool = False
     volatile: bool = False
+    #: what to do when taosync stops owning the key: "delete" (it was not there),
+    #: "restore" ``prior`` (the user's value before taosync took it), or "keep" (the
+    #: user already had this very value, and it holds a secret we never store)
+    release: str = "delete"
+    prior: Any = None
 
 
 @dataclass
