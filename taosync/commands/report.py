@@ -58,11 +58,15 @@ def print_plan(plan, ctx, *, diffs: bool) -> None:
         for fp in plan.changed:
             text = fp.diff(ctx.key)
             if text:
-                ui.detail("") if False else None
                 ui.out("")
                 for line in text.rstrip("\n").splitlines():
-                    kind = "ok" if line.startswith("+") else "fail" if line.startswith("-") else "dim"
-                    ui.out(ui.style(line, kind if line[:3] not in ("+++", "---") else "bold"))
+                    ui.out(ui.style(line, _diff_style(line)))
     n = len(plan.changed)
-    ui.out("" if n else "")
+    ui.out("")
     ui.out(f"{n} file{'s' if n != 1 else ''} to change" if n else "nothing to change")
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "bold"
+    return {"+": "ok", "-": "fail"}.get(line[:1], "dim")
