@@ -110,9 +110,7 @@ def file_mode(fp: FilePlan) -> int:
     """Keep the file's mode; 0600 for a new file, and for any file holding the key."""
     if fp.secret:
         return 0o600
-    if fp.mode is not None:
-        return fp.mode
-    return 0o600 if fp.secret else 0o644
+    return fp.mode if fp.mode is not None else 0o644
 
 
 @dataclass
