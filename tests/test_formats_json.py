@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from taosync.formats.base import MISSING, FormatError, Match, editor_for
+from plain_model import model_delete, model_set
 from taosync.formats.json_ import EDITOR as E
 from taosync.formats.json_ import _scan_items
 
@@ -479,40 +480,6 @@ def test_property_round_trip(x, indent):
     assert E.dump(E.parse(text)) == text
 
 
-def _model_set(model, path, value):
-    """What the editor promises, on a plain dict (dict-over-dict updates in place)."""
-    created = []
-    cur = model
-    for i, key in enumerate(path[:-1]):
-        if key not in cur:
-            cur[key] = {}
-            created.append(path[: i + 1])
-        cur = cur[key]
-        if not isinstance(cur, dict):
-            raise FormatError("not an object")
-    last = path[-1]
-    if isinstance(cur.get(last), dict) and isinstance(value, dict):
-        for k, v in value.items():
-            _model_set(cur[last], (k,), v)
-        for k in [k for k in cur[last] if k not in value]:
-            del cur[last][k]
-    elif last not in cur or json.dumps(cur[last], sort_keys=True) != json.dumps(value, sort_keys=True):
-        cur[last] = json.loads(json.dumps(value))
-    return created
-
-
-def _model_delete(model, path):
-    cur = model
-    for key in path[:-1]:
-        if not isinstance(cur, dict) or key not in cur:
-            return False
-        cur = cur[key]
-    if isinstance(cur, dict) and path[-1] in cur:
-        del cur[path[-1]]
-        return True
-    return False
-
-
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(x=documents, indent=indents, ops=ops)
 def test_property_edits_match_a_plain_model(x, indent, ops):
@@ -522,14 +489,14 @@ def test_property_edits_match_a_plain_model(x, indent, ops):
     for kind, path, value in ops:
         if kind == "set":
             try:
-                expected = _model_set(model, path, value)
+                expected = model_set(model, path, value)
             except FormatError:
                 with pytest.raises(FormatError):
                     E.set(doc, path, value)
                 continue
             assert E.set(doc, path, value) == expected
         else:
-            assert E.delete(doc, path) == _model_delete(model, path)
+            assert E.delete(doc, path) == model_delete(model, path)
         if kind == "set":
             assert E.get(doc, path) == value
         else:

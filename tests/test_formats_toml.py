@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from taosync.formats.base import MISSING, FormatError, Match, editor_for
+from plain_model import model_delete, model_set
 from taosync.formats.toml import EDITOR as E
 
 CODEX = """# Codex configuration
@@ -432,36 +433,6 @@ def E_key(key):
     return key if key.replace("-", "").isalnum() else '"' + key + '"'
 
 
-def _model_set(model, path, value):
-    cur = model
-    for key in path[:-1]:
-        if key not in cur:
-            cur[key] = {}
-        cur = cur[key]
-        if not isinstance(cur, dict):
-            raise FormatError("not a table")
-    last = path[-1]
-    if isinstance(cur.get(last), dict) and isinstance(value, dict):
-        for k, v in value.items():
-            _model_set(cur[last], (k,), v)
-        for k in [k for k in cur[last] if k not in value]:
-            del cur[last][k]
-    else:
-        cur[last] = value
-
-
-def _model_delete(model, path):
-    cur = model
-    for key in path[:-1]:
-        if not isinstance(cur, dict) or key not in cur:
-            return False
-        cur = cur[key]
-    if isinstance(cur, dict) and path[-1] in cur:
-        del cur[path[-1]]
-        return True
-    return False
-
-
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(text=toml_texts())
 def test_property_round_trip(text):
@@ -486,14 +457,14 @@ def test_property_edits_match_a_plain_model(text, ops):
     for kind, path, value in ops:
         if kind == "set":
             try:
-                _model_set(model, path, value)
+                model_set(model, path, value)
             except FormatError:
                 with pytest.raises(FormatError):
                     E.set(doc, path, value)
                 continue
             E.set(doc, path, value)
         else:
-            assert E.delete(doc, path) == _model_delete(model, path)
+            assert E.delete(doc, path) == model_delete(model, path)
     # header-less parents emptied by a delete vanish from the text (documented)
     assert _pruned(tomllib.loads(E.dump(doc))) == _pruned(model)
 

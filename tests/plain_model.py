@@ -1,0 +1,47 @@
+"""What every format editor promises, played out on a plain dict.
+
+The property tests of each format apply the same random set/delete operations to the
+editor and to a plain model, then compare; this module is that model, shared.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from taosync.formats.base import FormatError
+
+
+def model_set(model: dict, path: tuple, value) -> list[tuple]:
+    """Set ``path``, creating parent mappings (dict-over-dict updates in place); return
+    the parent paths created, as ``Editor.set`` does. A non-mapping parent is an error."""
+    created = []
+    cur = model
+    for i, key in enumerate(path[:-1]):
+        if key not in cur:
+            cur[key] = {}
+            created.append(path[: i + 1])
+        cur = cur[key]
+        if not isinstance(cur, dict):
+            raise FormatError("not a mapping")
+    last = path[-1]
+    if isinstance(cur.get(last), dict) and isinstance(value, dict):
+        for k, v in value.items():
+            model_set(cur[last], (k,), v)
+        for k in [k for k in cur[last] if k not in value]:
+            del cur[last][k]
+    else:
+        cur[last] = copy.deepcopy(value)
+    return created
+
+
+def model_delete(model: dict, path: tuple) -> bool:
+    """Remove ``path`` if present; parents are never pruned."""
+    cur = model
+    for key in path[:-1]:
+        if not isinstance(cur, dict) or key not in cur:
+            return False
+        cur = cur[key]
+    if isinstance(cur, dict) and path[-1] in cur:
+        del cur[path[-1]]
+        return True
+    return False
