@@ -603,3 +603,15 @@ def test_no_key_in_warnings(tmp_path):
         mod.render(f, KEY, env)
     assert env.warnings
     assert not any(RAW in w or "sk-literal" in w for w in env.warnings)
+
+
+def test_readme_names_every_file_a_client_may_write():
+    """TARGETS is each client's own list of files; README's "Files taosync owns" must
+    name every one of them."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme[readme.index("## Files taosync owns"):readme.index("## Commands")]
+    for name, mod in all_clients().items():
+        for target in mod.TARGETS:
+            path = target.split(" (")[0].split(":")[0].split(" + ")[0].strip()
+            leaf = re.sub(r"<[^>]+>", "", path).rsplit("/", 1)[-1]
+            assert leaf and leaf in section, f"{name}: {path} missing from README"

@@ -48,7 +48,7 @@ def generate() -> dict:
     from taosync.fleet.model import Fleet
 
     raw = Fleet.model_json_schema(by_alias=True, mode="validation")
-    schema = _tidy(raw, top=True)
+    schema = _tidy(raw)
     schema["$schema"] = DRAFT
     return _ordered(schema)
 
@@ -58,7 +58,7 @@ def dumps(schema: dict) -> str:
     return json.dumps(schema, indent=2, sort_keys=False) + "\n"
 
 
-def _tidy(node, top: bool = False, in_properties: bool = False):
+def _tidy(node, in_properties: bool = False):
     """Drop pydantic's auto titles ("Base Url") on properties; editors show the key itself.
 
     The model's own title and the ``$defs`` class names stay (hover text and error
