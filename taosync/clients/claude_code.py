@@ -119,7 +119,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
             if server.kind == "stdio":
                 entry = {"type": "stdio", "command": server.command,
                          "args": list(server.args), "env": dict(server.env)}
-                if server.cwd:
+                if server.cwd:  # ignored by Claude Code (anthropics/claude-code #17565, #42883)
                     env.warnings.append(
                         f"{NAME}: MCP server {name!r} sets cwd, which Claude Code's "
                         f"mcpServers schema does not have; left it out of {state_path}"

@@ -124,7 +124,8 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 entry = {"url": server.url}
                 if server.headers:
                     entry["http_headers"] = dict(server.headers)
-                if server.transport == "sse":
+                if server.transport == "sse":  # url = streamable HTTP; no sse form in
+                    # config.toml (not in clients.md; third-party reports, unverified here)
                     env.warnings.append(
                         f"{NAME}: MCP server {name!r} uses the sse transport, but Codex speaks "
                         f"streamable HTTP only; wrote its url anyway, it may fail to connect"
