@@ -615,3 +615,24 @@ def test_readme_names_every_file_a_client_may_write():
             path = target.split(" (")[0].split(":")[0].split(" + ")[0].strip()
             leaf = re.sub(r"<[^>]+>", "", path).rsplit("/", 1)[-1]
             assert leaf and leaf in section, f"{name}: {path} missing from README"
+
+
+def test_context_window_reaches_every_client_that_takes_one(clients_env, tmp_path):
+    f = fleet()
+    data = f.model_dump(by_alias=True)
+    data["models"]["gpt-4o-mini"]["context_window"] = 128000
+    data["models"]["nvidia/deepseek-r1"]["context_window"] = 64000
+    f = Fleet.model_validate(data)
+    by = by_path(codex.render(f, KEY, clients_env))
+    assert by[tmp_path / ".codex/config.toml"].values[("model_context_window",)] == 128000
+    assert by[tmp_path / ".codex/deep.config.toml"].values[("model_context_window",)] == 64000
+    assert ("model_context_window",) not in by[tmp_path / ".codex/batch.config.toml"].values
+    window = ("providers", "openai-compatible", "settings", "contextWindow")
+    assert window not in cline.render(f, KEY, clients_env)[0].values
+    data["models"]["claude-sonnet-4-20250514"]["context_window"] = 200000
+    assert cline.render(Fleet.model_validate(data), KEY, clients_env)[0].values[window] == 200000
+    cont = continue_.render(f, KEY, clients_env)[0]
+    mini = ("models", Match("name", "gpt-4o-mini"))
+    assert cont.values[mini + ("defaultCompletionOptions", "contextLength")] == 128000
+    sonnet = ("models", Match("name", "claude-sonnet-4-20250514"))
+    assert sonnet + ("defaultCompletionOptions", "contextLength") not in cont.values

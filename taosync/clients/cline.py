@@ -121,6 +121,8 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     }
     if headers:
         values[p + ("settings", "headers")] = headers
+    if fleet.context_window(model):
+        values[p + ("settings", "contextWindow")] = fleet.context_window(model)
     patches = [Patch(
         providers_path, "json", values, NAME,
         skeleton={("version",): 1, ("modes",): {}},

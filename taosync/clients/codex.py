@@ -79,6 +79,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     values: dict = {
         ("model",): fleet.model_for(cfg.model),
         ("model_provider",): cfg.provider_id,
+        **_context_window(fleet, fleet.model_for(cfg.model)),
         provider + ("base_url",): fleet.openai_url,
         provider + ("wire_api",): "responses",
     }
@@ -151,8 +152,16 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         patches.append(Patch(home / f"{name}.config.toml", "toml", {
             ("model",): fleet.model_for(slot),
             ("model_provider",): cfg.provider_id,
+            **_context_window(fleet, fleet.model_for(slot)),
         }, NAME))
     return patches
+
+
+def _context_window(fleet, model: str) -> dict:
+    """``model_context_window`` when the catalogue gives the model's window (Codex
+    otherwise warns it has no metadata for an unknown model id)."""
+    window = fleet.context_window(model)
+    return {("model_context_window",): window} if window else {}
 
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:

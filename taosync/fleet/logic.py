@@ -53,6 +53,11 @@ class FleetLogic:
             out.setdefault(self.model_for(slot), slot)
         return [(slot, model) for model, slot in out.items()]
 
+    def context_window(self, model: str) -> int | None:
+        """The catalogue's context window for a model id, when it gives one."""
+        entry = self.models.get(model)
+        return entry.context_window if entry is not None else None
+
     def route_for(self, slot: str | None) -> str | None:
         """The route name a client slot stands for (None when it names a model id)."""
         name = slot if slot is not None else self.default_route
