@@ -4,9 +4,41 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the CLI. As the process's own entry point (no ``argv`` given), end the process
+    right after the command instead of returning into interpreter teardown."""
     from taosync.cli import run
 
-    return run(sys.argv[1:] if argv is None else argv)
+    rc = run(sys.argv[1:] if argv is None else argv)
+    if argv is None:
+        exit_now(rc)
+    return rc
+
+
+def exit_now(rc: int) -> None:
+    """End the process with ``rc`` without tearing the interpreter down.
+
+    Tearing down the modules a run imported (click, ruamel, tomlkit, …) and the final
+    garbage collection cost a short command like ``plan`` about 40 ms, a sixth of its
+    run, for nothing a finished command needs. What teardown would do that matters is
+    done here first: every ``atexit`` handler runs (other code's too, e.g. coverage's),
+    then stdout and stderr are flushed. When that cannot be done cleanly — a thread still
+    running, a flush failing (a closed pipe) — this returns and Python exits as usual.
+    """
+    import atexit
+    import os
+    import threading
+
+    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
+    if run_exitfuncs is None or any(not t.daemon for t in threading.enumerate()
+                                    if t is not threading.main_thread()):
+        return
+    run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(rc)
 
 
 if __name__ == "__main__":
