@@ -161,7 +161,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
         state = FileState(**{**previous.__dict__, "clients": desired.clients})
         return FilePlan(path, real, fmt, desired.clients, "unchanged", text, text, [], state,
                         previous.secret, mode)
-    editor = editor_for(fmt)
+    editor = editor_for(fmt, new=text is None)
     doc = parse_target(editor, path, text)
     changes: list[KeyChange] = []
     created: list[str] = list(previous.created) if previous else []

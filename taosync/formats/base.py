@@ -133,8 +133,49 @@ def keypath_parse(text: str) -> KeyPath:
     return tuple(out)
 
 
-def editor_for(fmt: str) -> Editor:
-    """The editor for a format name, imported only when needed (tomlkit/ruamel are slow)."""
+def element_value(seg: Match, rest: KeyPath, value: Any) -> dict:
+    """The new list element that ``seg`` + ``rest`` = ``value`` creates."""
+    if rest:
+        inner = build_value(rest, value)
+        if not isinstance(inner, dict):
+            raise FormatError(f"cannot put a list directly inside list element {seg}")
+        return {seg.field: seg.value, **inner}
+    if not isinstance(value, dict):
+        raise FormatError(f"list element {seg} must be a mapping, got {type(value).__name__}")
+    return {seg.field: seg.value, **value}
+
+
+def build_value(rest: KeyPath, value: Any) -> Any:
+    """The plain value that, put where ``rest`` starts, holds ``value`` at ``rest``."""
+    if not rest:
+        return value
+    seg = rest[0]
+    if isinstance(seg, Match):
+        return [element_value(seg, rest[1:], value)]
+    return {seg: build_value(rest[1:], value)}
+
+
+def with_match_field(path: KeyPath, value: Any) -> Any:
+    """Setting a whole Match element: it must be a mapping, and still match."""
+    last = path[-1]
+    if not isinstance(last, Match):
+        return value
+    if not isinstance(value, dict):
+        raise FormatError(f"list element {last} must be a mapping, got {type(value).__name__}")
+    if last.field not in value:
+        return {last.field: last.value, **value}
+    return value
+
+
+def editor_for(fmt: str, *, new: bool = False) -> Editor:
+    """The editor for a format name, imported only when needed (tomlkit/ruamel are slow).
+    ``new``: for a file that does not exist yet, which formats with a writer build as
+    plain data (``formats/new_file.py``)."""
+    if new and fmt == "toml":
+        from taosync.formats import toml_writer
+        from taosync.formats.new_file import NewFileEditor
+
+        return NewFileEditor(toml_writer)
     if fmt == "json":
         from taosync.formats import json_ as mod
     elif fmt == "toml":

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from json.decoder import scanstring
 from typing import Any
 
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, keypath_str
+from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_value, element_value,
+                                  keypath_str, with_match_field)
 
 __all__ = ["EDITOR", "JsonDocument", "JsonEditor"]
 
@@ -189,40 +190,6 @@ def _line_col(text: str, pos: int) -> tuple[int, int]:
     return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
 
 
-def _element_value(seg: Match, rest: KeyPath, value: Any) -> dict:
-    """The new list element that ``seg`` + ``rest`` = ``value`` creates."""
-    if rest:
-        inner = _build(rest, value)
-        if not isinstance(inner, dict):
-            raise FormatError(f"cannot put a list directly inside list element {seg}")
-        return {seg.field: seg.value, **inner}
-    if not isinstance(value, dict):
-        raise FormatError(f"list element {seg} must be a mapping, got {type(value).__name__}")
-    return {seg.field: seg.value, **value}
-
-
-def _build(rest: KeyPath, value: Any) -> Any:
-    """The plain value that, put where ``rest`` starts, holds ``value`` at ``rest``."""
-    if not rest:
-        return value
-    seg = rest[0]
-    if isinstance(seg, Match):
-        return [_element_value(seg, rest[1:], value)]
-    return {seg: _build(rest[1:], value)}
-
-
-def _with_match_field(path: KeyPath, value: Any) -> Any:
-    """Setting a whole Match element: it must be a mapping, and still match."""
-    last = path[-1]
-    if not isinstance(last, Match):
-        return value
-    if not isinstance(value, dict):
-        raise FormatError(f"list element {last} must be a mapping, got {type(value).__name__}")
-    if last.field not in value:
-        return {last.field: last.value, **value}
-    return value
-
-
 class JsonEditor:
     """Format-preserving strict JSON editor (see the module docstring)."""
 
@@ -353,13 +320,13 @@ class JsonEditor:
         path = tuple(path)
         if not path:
             raise ValueError("cannot set the whole document")
-        value = _with_match_field(path, value)
+        value = with_match_field(path, value)
         json.dumps(value, allow_nan=False)  # fail early on values JSON cannot hold
         nodes = self._walk(doc, path)
         if not nodes:  # empty file
             if isinstance(path[0], Match):
                 raise FormatError("the top level must be an object, not a list")
-            doc.text = self._render(doc, _build(path, value), "", inline=False) + doc.newline
+            doc.text = self._render(doc, build_value(path, value), "", inline=False) + doc.newline
             doc._layout.clear()
             doc._edited = True
             return [path[:i] for i in range(1, len(path))]
@@ -369,10 +336,10 @@ class JsonEditor:
         i = len(nodes) - 1  # path[i] is missing from nodes[-1]
         seg = path[i]
         if isinstance(seg, Match):
-            item_value: Any = _element_value(seg, path[i + 1:], value)
+            item_value: Any = element_value(seg, path[i + 1:], value)
             key = None
         else:
-            item_value = _build(path[i + 1:], value)
+            item_value = build_value(path[i + 1:], value)
             key = seg
         parent = nodes[-2] if len(nodes) > 1 else None
         self._insert(doc, nodes[-1], parent, key, item_value)

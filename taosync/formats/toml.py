@@ -40,8 +40,9 @@ from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.exceptions import ParseError
 from tomlkit.items import AoT, Array, Comment, InlineTable, Item, Null, String, StringType, Table, Whitespace
 
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, keypath_str
-from taosync.formats.json_ import _element_value, _same, _with_match_field
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, element_value, keypath_str, with_match_field
+from taosync.formats.json_ import _same
+from taosync.formats.toml_writer import check as _check
 
 __all__ = ["EDITOR", "TomlDocument", "TomlEditor"]
 
@@ -70,17 +71,6 @@ class _Step:
 
 def _plain(item: Any) -> Any:
     return item.unwrap() if hasattr(item, "unwrap") else item
-
-
-def _check(value: Any, where: KeyPath) -> None:
-    if value is None:
-        raise FormatError(f"{keypath_str(where)}: TOML has no null value")
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _check(v, where + (str(k),))
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _check(v, where)
 
 
 def _inline(value: Any) -> Item:
@@ -296,7 +286,7 @@ class TomlEditor:
         path = tuple(path)
         if not path:
             raise ValueError("cannot set the whole document")
-        value = _with_match_field(path, value)
+        value = with_match_field(path, value)
         _check(value, path)
         steps = self._walk(tdoc, path)
         if len(steps) == len(path) + 1:
@@ -308,7 +298,7 @@ class TomlEditor:
         if isinstance(seg, Match):
             if not isinstance(node, (AoT, Array)):
                 raise FormatError(f"{keypath_str(path[:i]) or 'the top level'} is not a list")
-            elem = _element_value(seg, rest, value)
+            elem = element_value(seg, rest, value)
             if isinstance(node, AoT):
                 table = _to_table(elem)
                 node.append(table)
@@ -320,7 +310,7 @@ class TomlEditor:
                 raise FormatError(f"{keypath_str(path[:i]) or 'the top level'} is not a table")
             new = value
             for s in reversed(rest):
-                new = [_element_value(s, (), new)] if isinstance(s, Match) else {s: new}
+                new = [element_value(s, (), new)] if isinstance(s, Match) else {s: new}
             if step.inline or isinstance(node, InlineTable):
                 pad = self._style_of(node)
                 node[seg] = _inline(new)

@@ -56,8 +56,8 @@ from ruamel.yaml.scalarstring import (
 )
 from ruamel.yaml.tokens import CommentToken
 
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, keypath_str
-from taosync.formats.json_ import _element_value, _same, _with_match_field
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, element_value, keypath_str, with_match_field
+from taosync.formats.json_ import _same
 
 __all__ = ["EDITOR", "YamlDocument", "YamlEditor"]
 
@@ -384,7 +384,7 @@ class YamlEditor:
         path = tuple(path)
         if not path:
             raise ValueError("cannot set the whole document")
-        value = _with_match_field(path, value)
+        value = with_match_field(path, value)
         nodes = self._walk(ydoc, path)
         if len(nodes) == len(path) + 1:
             self._replace(ydoc, path, nodes, value)
@@ -394,7 +394,7 @@ class YamlEditor:
         if isinstance(seg, Match):
             if not isinstance(node, CommentedSeq):
                 raise self._not(node, path[:i], "a list")
-            new = _to_node(_element_value(seg, rest, value))
+            new = _to_node(element_value(seg, rest, value))
             self._touch(ydoc)
             self._append(ydoc, node, None, new, self._columns(ydoc, nodes)[-1])
         else:
@@ -402,7 +402,7 @@ class YamlEditor:
                 raise self._not(node, path[:i], "a mapping")
             built = value
             for s in reversed(rest):
-                built = [_element_value(s, (), built)] if isinstance(s, Match) else {s: built}
+                built = [element_value(s, (), built)] if isinstance(s, Match) else {s: built}
             self._touch(ydoc)
             self._append(ydoc, node, seg, _to_node(built), self._columns(ydoc, nodes)[-1])
         return [path[:j] for j in range(i + 1, len(path))]

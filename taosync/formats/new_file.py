@@ -1,0 +1,125 @@
+"""The editor for a file taosync is about to create: plain data, then the format's writer.
+
+A file that does not exist has no bytes to keep, so there is nothing for a round-trip
+editor to do; building plain dicts and lists and writing them out at the end spares a
+cold run the import and the work of tomlkit. It keeps the :class:`Editor` protocol's
+promises on plain data (the ones ``tests/plain_model.py`` states for every editor), so
+the planner cannot tell the difference — except in time.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_value, element_value,
+                                  keypath_str, with_match_field)
+
+
+class NewDocument:
+    """The plain mapping a new file will hold."""
+
+    __slots__ = ("data",)
+
+    def __init__(self) -> None:
+        self.data: dict = {}
+
+
+class NewFileEditor:
+    """Edits a :class:`NewDocument`; ``writer`` has ``check(value, path)`` (refuse what
+    the format cannot hold) and ``write(data) -> str``."""
+
+    def __init__(self, writer: ModuleType):
+        self.writer = writer
+
+    def parse(self, text: str) -> NewDocument:
+        if text.strip():
+            raise ValueError("NewFileEditor only starts files that do not exist yet")
+        return NewDocument()
+
+    def dump(self, doc: NewDocument) -> str:
+        return self.writer.write(doc.data)
+
+    def get(self, doc: NewDocument, path: KeyPath) -> Any:
+        node = doc.data
+        for seg in path:
+            node = _child(node, seg)
+            if node is MISSING:
+                return MISSING
+        return _copy(node)
+
+    def set(self, doc: NewDocument, path: KeyPath, value: Any) -> list[KeyPath]:
+        path = tuple(path)
+        if not path:
+            raise ValueError("cannot set the whole document")
+        value = with_match_field(path, value)
+        self.writer.check(value, path)
+        node: Any = doc.data
+        for i, seg in enumerate(path[:-1]):
+            child = _child(node, seg, where=path[:i])
+            if child is MISSING:
+                _add(node, seg, path[i + 1:], value)
+                return [path[:j] for j in range(i + 1, len(path))]
+            node = child
+        last = path[-1]
+        current = _child(node, last, where=path[:-1])
+        if current is MISSING:
+            _add(node, last, (), value)
+        elif isinstance(current, dict) and isinstance(value, dict):
+            for k in [k for k in current if k not in value]:
+                del current[k]
+            for k, v in value.items():
+                self.set(doc, path + (k,), v)
+        elif isinstance(last, Match):
+            node[next(i for i, el in enumerate(node) if el is current)] = _copy(value)
+        else:
+            node[last] = _copy(value)
+        return []
+
+    def delete(self, doc: NewDocument, path: KeyPath) -> bool:
+        path = tuple(path)
+        if not path:
+            raise ValueError("cannot delete the whole document")
+        parent = node = doc.data
+        for seg in path:
+            parent, node = node, _child(node, seg)
+            if node is MISSING:
+                return False
+        if isinstance(path[-1], Match):
+            del parent[next(i for i, el in enumerate(parent) if el is node)]
+        else:
+            del parent[path[-1]]
+        return True
+
+
+def _child(node: Any, seg: Any, where: KeyPath | None = None) -> Any:
+    """``node``'s child at ``seg``, MISSING when absent. With ``where`` (setting), a
+    parent of the wrong kind is a FormatError; without (reading), it is just absent."""
+    if isinstance(seg, Match):
+        if not isinstance(node, list):
+            if where is None:
+                return MISSING
+            raise FormatError(f"{keypath_str(where) or 'the top level'} is not a list")
+        return next((el for el in node if isinstance(el, dict) and el.get(seg.field) == seg.value),
+                    MISSING)
+    if not isinstance(node, dict):
+        if where is None:
+            return MISSING
+        raise FormatError(f"{keypath_str(where) or 'the top level'} is not a mapping")
+    return node.get(seg, MISSING)
+
+
+def _add(node: Any, seg: Any, rest: KeyPath, value: Any) -> None:
+    """Create ``seg`` in ``node`` holding ``value`` at ``rest`` below it."""
+    if isinstance(seg, Match):
+        node.append(_copy(element_value(seg, rest, value)))
+    else:
+        node[seg] = _copy(build_value(rest, value))
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_copy(v) for v in value]
+    return value

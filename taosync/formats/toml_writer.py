@@ -1,0 +1,101 @@
+"""A new TOML file written from plain data, without importing tomlkit.
+
+Files taosync creates (a first ``config.toml``, a ``<route>.config.toml`` profile) have
+nothing to preserve, so they do not need the round-trip editor — and tomlkit is the
+slowest import of a cold ``taosync plan``. The layout is the one the editor gives the
+same keys set on an empty document (``tests/test_formats_writers.py`` holds the two
+together), which is how ``codex mcp add`` writes too:
+
+* the root's scalars and arrays first, then its tables;
+* in a table: scalars and arrays, then its sub-tables as ``[a.b]`` headers, each after a
+  blank line; a table holding only tables gets no header of its own;
+* everything inside an array is inline: ``["-y", "pkg"]``, ``[{ a = 1 }]``.
+
+TOML has no null: a ``None`` anywhere is a FormatError, as in the editor.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from taosync.formats.base import FormatError, KeyPath, keypath_str
+
+_BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r",
+            '"': '\\"', "\\": "\\\\"}
+
+
+def check(value: Any, where: KeyPath) -> None:
+    """Refuse what TOML cannot hold (null), naming where it is."""
+    if value is None:
+        raise FormatError(f"{keypath_str(where)}: TOML has no null value")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            check(v, where + (str(k),))
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            check(v, where)
+
+
+def write(data: dict) -> str:
+    """The text of a new TOML document holding ``data`` (a plain mapping)."""
+    check(data, ())
+    out: list[str] = []
+    _table(data, (), out)
+    return "".join(out)
+
+
+def _table(table: dict, path: tuple[str, ...], out: list[str]) -> None:
+    scalars = [(k, v) for k, v in table.items() if not isinstance(v, dict)]
+    tables = [(k, v) for k, v in table.items() if isinstance(v, dict)]
+    if path and (scalars or not tables):
+        if out:
+            out.append("\n")
+        out.append("[" + ".".join(_key(k) for k in path) + "]\n")
+    for k, v in scalars:
+        out.append(f"{_key(k)} = {_value(v)}\n")
+    for k, v in tables:
+        _table(v, path + (str(k),), out)
+
+
+def _key(key: Any) -> str:
+    key = str(key)
+    if key and all(c in _BARE for c in key):
+        return key
+    return _string(key)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
+    raise FormatError(f"TOML cannot hold a {type(value).__name__}")
+
+
+def _string(text: str) -> str:
+    """A basic string: quotes, backslashes and control characters escaped."""
+    out = []
+    for c in text:
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif c < " " or c == "\x7f":
+            out.append(f"\\u{ord(c):04x}")
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'

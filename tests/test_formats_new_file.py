@@ -1,0 +1,205 @@
+"""Files taosync creates are built as plain data and written by the format's writer
+(no tomlkit): same promises as the editors, same text as the editor would give."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import EXAMPLE_FLEET, TEST_KEY
+from plain_model import model_delete, model_set
+from taosync.formats import toml_writer
+from taosync.formats.base import MISSING, FormatError, Match, editor_for
+from taosync.formats.new_file import NewFileEditor
+
+TOML = editor_for("toml")
+NEW = editor_for("toml", new=True)
+
+MCP_VARIANTS = """
+mcp_servers:
+  local:
+    command: my server
+    args: ["--port", "8080", 'quote"d', "back\\\\slash"]
+    env: {"A B": "1", LEVEL: "debug\\ttab"}
+    cwd: /srv/mcp
+  remote:
+    url: https://mcp.example/mcp
+    headers: {Authorization: "Bearer t", X-Trace: "on"}
+  docs:
+    url: https://mcp.example/sse
+    transport: sse
+"""
+
+
+def fleet_variants(tmp_path: Path) -> dict[str, Path]:
+    base = EXAMPLE_FLEET.read_text()
+    head = base.split("\nmcp_servers:", 1)[0]
+    tail = "\nverify:" + base.split("\nverify:", 1)[1]
+    texts = {
+        "example": base,
+        "reference": base.replace("secrets: inline", "secrets: reference"),
+        "mcp": head + MCP_VARIANTS + tail,
+        "context": base.replace("gpt-4o-mini: {}", "gpt-4o-mini: {context_window: 128000}"),
+        "no-mcp": head + tail,
+    }
+    out = {}
+    for name, text in texts.items():
+        out[name] = tmp_path / f"{name}.yaml"
+        out[name].write_text(text)
+    return out
+
+
+def apply(home: Path, fleet: Path) -> None:
+    from taosync.cli import run
+
+    assert run(["--home", str(home), "-c", str(fleet), "apply", "--no-verify", "-q"]) == 0
+
+
+def toml_files(home: Path) -> dict[str, str]:
+    return {str(p.relative_to(home)): p.read_text() for p in sorted(home.rglob("*.toml"))
+            if ".local" not in p.parts}
+
+
+def test_new_codex_files_match_what_the_editor_writes(tmp_path, monkeypatch):
+    """Each fleet applied into a home without Codex files (written from plain data) and
+    into one where they exist but are empty (written by tomlkit): same bytes."""
+    monkeypatch.setenv("TAOTOKEN_API_KEY", TEST_KEY)
+    for name, fleet in fleet_variants(tmp_path).items():
+        fresh, empty = tmp_path / name / "fresh", tmp_path / name / "empty"
+        apply(fresh, fleet)
+        created = toml_files(fresh)
+        assert created, name
+        for rel in created:
+            (empty / rel).parent.mkdir(parents=True, exist_ok=True)
+            (empty / rel).write_text("")
+        apply(empty, fleet)
+        assert toml_files(empty) == created, name
+        for rel, text in created.items():
+            assert tomllib.loads(text), rel
+
+
+def test_cold_plan_does_not_import_tomlkit(tmp_path):
+    env = {**os.environ, "TAOTOKEN_API_KEY": TEST_KEY}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "taosync", "--home",
+                           str(tmp_path), "-c", str(EXAMPLE_FLEET), "plan"],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "config.toml" in proc.stdout
+    assert " tomlkit" not in proc.stderr
+
+
+def test_writer_layout():
+    text = toml_writer.write({
+        "model": "m", "n": 3, "on": True, "x": 1.5,
+        "model_providers": {"tao": {"name": "gw", "base_url": "https://h/v1"}},
+        "mcp_servers": {"s": {"command": "npx", "args": ["-y", "@a/b"], "env": {"K": "v"}}},
+        "inline": [{"a": 1}, []],
+        "odd key": {"": "empty key"},
+    })
+    assert text == (
+        'model = "m"\nn = 3\non = true\nx = 1.5\ninline = [{ a = 1 }, []]\n'
+        '\n[model_providers.tao]\nname = "gw"\nbase_url = "https://h/v1"\n'
+        '\n[mcp_servers.s]\ncommand = "npx"\nargs = ["-y", "@a/b"]\n'
+        '\n[mcp_servers.s.env]\nK = "v"\n'
+        '\n["odd key"]\n"" = "empty key"\n')
+
+
+def test_writer_escapes_and_special_floats():
+    text = toml_writer.write({"s": 'q"b\\t\tn\nc\x01d\x7fé', "f": [float("inf"), -float("inf"), 1e16]})
+    assert text == 's = "q\\"b\\\\t\\tn\\nc\\u0001d\\u007fé"\nf = [inf, -inf, 1e+16]\n'
+    assert tomllib.loads(text)["s"] == 'q"b\\t\tn\nc\x01d\x7fé'
+
+
+def test_no_null_in_toml():
+    doc = NEW.parse("")
+    with pytest.raises(FormatError, match="TOML has no null"):
+        NEW.set(doc, ("a", "b"), {"c": None})
+    assert NEW.get(doc, ()) == {}
+
+
+def test_new_file_editor_only_starts_files():
+    with pytest.raises(ValueError):
+        NEW.parse("a = 1\n")
+    assert isinstance(NEW, NewFileEditor)
+
+
+def test_match_segments():
+    doc = NEW.parse("")
+    assert NEW.set(doc, ("models", Match("name", "a"), "roles"), ["chat"]) == [
+        ("models",), ("models", Match("name", "a"))]
+    NEW.set(doc, ("models", Match("name", "b")), {"provider": "openai"})
+    NEW.set(doc, ("models", Match("name", "a"), "apiBase"), "u")
+    assert NEW.get(doc, ("models",)) == [
+        {"name": "a", "roles": ["chat"], "apiBase": "u"}, {"name": "b", "provider": "openai"}]
+    assert NEW.get(doc, ("models", Match("name", "c"))) is MISSING
+    with pytest.raises(FormatError, match="is not a list"):
+        NEW.set(doc, ("models", Match("name", "a"), "apiBase", Match("x", "y")), {})
+    assert NEW.delete(doc, ("models", Match("name", "a")))
+    assert not NEW.delete(doc, ("models", Match("name", "a")))
+    assert NEW.get(doc, ("models",)) == [{"name": "b", "provider": "openai"}]
+
+
+# -- properties ----------------------------------------------------------------------------
+
+keys = st.sampled_from(["a", "b", "model", "x.y", "/p q", "k-1", ""])
+scalars = st.one_of(st.booleans(), st.integers(-(10**12), 10**12), st.text(max_size=8),
+                    st.floats(allow_nan=False))
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)),
+    max_leaves=8,
+)
+paths = st.lists(keys, min_size=1, max_size=3).map(tuple)
+ops_strategy = st.lists(st.one_of(st.tuples(st.just("set"), paths, values),
+                                  st.tuples(st.just("delete"), paths, st.none())), max_size=8)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=ops_strategy)
+def test_property_keeps_the_editor_promises(ops):
+    """Any sets and deletes: the same answers as the plain model every editor is held
+    to, and text that TOML parsers and the round-trip editor read back as that model."""
+    model: dict = {}
+    doc = NEW.parse("")
+    for kind, path, value in ops:
+        if kind == "set":
+            try:
+                expected_created = model_set(model, path, value)
+            except FormatError:
+                with pytest.raises(FormatError):
+                    NEW.set(doc, path, value)
+                continue
+            assert NEW.set(doc, path, value) == expected_created
+        else:
+            assert NEW.delete(doc, path) == model_delete(model, path)
+        assert NEW.get(doc, ()) == model
+    text = NEW.dump(doc)
+    assert tomllib.loads(text) == model
+    assert TOML.get(TOML.parse(text), ()) == model
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(st.tuples(paths, values), max_size=6))
+def test_property_same_text_as_the_editor_for_keys_set_once(ops):
+    """How a new file is planned — each owned key set once — gives the text tomlkit
+    would give. (On other sequences the editor adds blank lines or moves a table that
+    replaced a value; the writer's text then differs but still holds the same data.)"""
+    fresh, edited, done = NEW.parse(""), TOML.parse(""), []
+    for path, value in ops:
+        if any(path[:len(q)] == q or q[:len(path)] == path for q in done):
+            continue
+        done.append(path)
+        try:
+            created = TOML.set(edited, path, value)
+        except FormatError:
+            continue
+        assert NEW.set(fresh, path, value) == created
+    if NEW.get(fresh, ()):
+        assert NEW.dump(fresh) == TOML.dump(edited)
