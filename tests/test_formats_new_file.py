@@ -1,5 +1,6 @@
 """Files taosync creates are built as plain data and written by the format's writer
-(no tomlkit): same promises as the editors, same text as the editor would give."""
+(no tomlkit, no ruamel emitter): same promises as the editors, same text as the editor
+would give."""
 
 from __future__ import annotations
 
@@ -10,17 +11,20 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLE_FLEET, TEST_KEY
 from plain_model import model_delete, model_set
-from taosync.formats import toml_writer
+from taosync.formats import toml_writer, yaml_writer
 from taosync.formats.base import MISSING, FormatError, Match, editor_for
 from taosync.formats.new_file import NewFileEditor
 
 TOML = editor_for("toml")
 NEW = editor_for("toml", new=True)
+YAML_EDITOR = editor_for("yaml")
+NEW_YAML = editor_for("yaml", new=True)
 
 MCP_VARIANTS = """
 mcp_servers:
@@ -62,37 +66,40 @@ def apply(home: Path, fleet: Path) -> None:
     assert run(["--home", str(home), "-c", str(fleet), "apply", "--no-verify", "-q"]) == 0
 
 
-def toml_files(home: Path) -> dict[str, str]:
-    return {str(p.relative_to(home)): p.read_text() for p in sorted(home.rglob("*.toml"))
-            if ".local" not in p.parts}
+def toml_yaml_files(home: Path) -> dict[str, str]:
+    return {str(p.relative_to(home)): p.read_text() for p in sorted(home.rglob("*"))
+            if p.suffix in (".toml", ".yaml") and ".local" not in p.parts}
 
 
-def test_new_codex_files_match_what_the_editor_writes(tmp_path, monkeypatch):
-    """Each fleet applied into a home without Codex files (written from plain data) and
-    into one where they exist but are empty (written by tomlkit): same bytes."""
+def test_new_codex_and_continue_files_match_what_the_editor_writes(tmp_path, monkeypatch):
+    """Each fleet applied into a home without Codex and Continue files (written from
+    plain data) and into one where they exist but are empty (written by tomlkit and
+    ruamel): same bytes."""
     monkeypatch.setenv("TAOTOKEN_API_KEY", TEST_KEY)
     for name, fleet in fleet_variants(tmp_path).items():
         fresh, empty = tmp_path / name / "fresh", tmp_path / name / "empty"
         apply(fresh, fleet)
-        created = toml_files(fresh)
-        assert created, name
+        created = toml_yaml_files(fresh)
+        assert any(rel.endswith(".yaml") for rel in created), name
+        assert any(rel.endswith(".toml") for rel in created), name
         for rel in created:
             (empty / rel).parent.mkdir(parents=True, exist_ok=True)
             (empty / rel).write_text("")
         apply(empty, fleet)
-        assert toml_files(empty) == created, name
-        for rel, text in created.items():
-            assert tomllib.loads(text), rel
+        assert toml_yaml_files(empty) == created, name
 
 
-def test_cold_plan_does_not_import_tomlkit(tmp_path):
+def test_cold_plan_imports_neither_tomlkit_nor_the_yaml_editor(tmp_path):
     env = {**os.environ, "TAOTOKEN_API_KEY": TEST_KEY}
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "taosync", "--home",
                            str(tmp_path), "-c", str(EXAMPLE_FLEET), "plan"],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "config.toml" in proc.stdout
-    assert " tomlkit" not in proc.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "taosync.formats.yaml_writer" in imported
+    assert not imported & {"tomlkit", "taosync.formats.toml", "taosync.formats.yaml"}
 
 
 def test_writer_layout():
@@ -203,3 +210,77 @@ def test_property_same_text_as_the_editor_for_keys_set_once(ops):
         assert NEW.set(fresh, path, value) == created
     if NEW.get(fresh, ()):
         assert NEW.dump(fresh) == TOML.dump(edited)
+
+
+# -- YAML -------------------------------------------------------------------------------
+
+
+def test_yaml_writer_layout_and_quoting():
+    data = {
+        "name": "Local Config", "version": "1.0.0", "n": 3, "on": True, "yes": "no",
+        "models": [{"name": "m", "roles": ["chat", "edit"], "empty": {}, "none": []}],
+        "args": ["-y", "@taotoken/mcp-router", "it's", "a: b", "1.0", "", "x #y", "tab\there"],
+    }
+    text = yaml_writer.write(data)
+    assert text == (
+        "name: Local Config\nversion: 1.0.0\nn: 3\non: true\nyes: 'no'\n"
+        "models:\n  - name: m\n    roles:\n      - chat\n      - edit\n    empty: {}\n"
+        "    none: []\n"
+        "args:\n  - -y\n  - '@taotoken/mcp-router'\n  - it's\n  - 'a: b'\n  - '1.0'\n"
+        "  - ''\n  - 'x #y'\n  - \"tab\\there\"\n")
+    assert YAML(typ="safe", pure=True).load(text) == data
+    edited = YAML_EDITOR.parse("")
+    for key, value in data.items():
+        YAML_EDITOR.set(edited, (key,), value)
+    assert YAML_EDITOR.dump(edited) == text
+
+
+@pytest.mark.parametrize("data", [
+    {"f": 1.5}, {"z": None}, {"l": [[1]]}, {"l": [{}]}, {"a\nb": 1}, {"k" * 120: 1},
+    {"s": "nel\x85"},
+])
+def test_yaml_writer_hands_what_it_does_not_know_to_the_editor(data):
+    assert yaml_writer.write(data) is None
+    doc = NEW_YAML.parse("")
+    edited = YAML_EDITOR.parse("")
+    for key, value in data.items():
+        NEW_YAML.set(doc, (key,), value)
+        YAML_EDITOR.set(edited, (key,), value)
+    assert NEW_YAML.dump(doc) == YAML_EDITOR.dump(edited)
+
+
+yaml_keys = st.one_of(st.sampled_from(["a", "model", "x.y", "/p q", "", "yes", "1", "null",
+                                       "- x", "#", "a: b"]), st.text(max_size=6))
+yaml_scalars = st.one_of(
+    st.booleans(), st.integers(-(10**9), 10**9), st.text(max_size=12),
+    st.sampled_from(["yes", "no", "1.0", "a: b", "it's", "x #y", "@a/b", "-y", "~", "-",
+                     "2001-01-01", " s", "s ", "a\nb", "a\tb", "é", "---", "?x", ":x"]))
+yaml_values = st.recursive(
+    yaml_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(yaml_keys, inner, max_size=3)),
+    max_leaves=8,
+)
+yaml_paths = st.lists(yaml_keys, min_size=1, max_size=3).map(tuple)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(st.tuples(yaml_paths, yaml_values), max_size=6))
+def test_property_yaml_same_text_as_the_editor_for_keys_set_once(ops):
+    """Strings of every kind (quotes, indicators, numbers, control characters, YAML 1.1
+    booleans): the writer styles them as ruamel does, and the text reads back as the data."""
+    fresh, edited, done = NEW_YAML.parse(""), YAML_EDITOR.parse(""), []
+    for path, value in ops:
+        if any(path[:len(q)] == q or q[:len(path)] == path for q in done):
+            continue
+        done.append(path)
+        try:
+            created = YAML_EDITOR.set(edited, path, value)
+        except FormatError:
+            continue
+        assert NEW_YAML.set(fresh, path, value) == created
+    data = NEW_YAML.get(fresh, ())
+    if data:
+        text = NEW_YAML.dump(fresh)
+        assert text == YAML_EDITOR.dump(edited)
+        if yaml_writer.write(data) is not None:  # (else it is the editor's text, above)
+            assert YAML(typ="safe", pure=True).load(text) == data

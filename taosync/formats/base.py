@@ -171,11 +171,11 @@ def editor_for(fmt: str, *, new: bool = False) -> Editor:
     """The editor for a format name, imported only when needed (tomlkit/ruamel are slow).
     ``new``: for a file that does not exist yet, which formats with a writer build as
     plain data (``formats/new_file.py``)."""
-    if new and fmt == "toml":
-        from taosync.formats import toml_writer
+    if new and fmt in ("toml", "yaml"):
+        from taosync.formats import toml_writer, yaml_writer
         from taosync.formats.new_file import NewFileEditor
 
-        return NewFileEditor(toml_writer)
+        return NewFileEditor(fmt, toml_writer if fmt == "toml" else yaml_writer)
     if fmt == "json":
         from taosync.formats import json_ as mod
     elif fmt == "toml":

@@ -26,10 +26,12 @@ class NewDocument:
 
 
 class NewFileEditor:
-    """Edits a :class:`NewDocument`; ``writer`` has ``check(value, path)`` (refuse what
-    the format cannot hold) and ``write(data) -> str``."""
+    """Edits a :class:`NewDocument` of format ``fmt``; ``writer`` has ``check(value,
+    path)`` (refuse what the format cannot hold) and ``write(data) -> str | None`` (None:
+    data it does not know how to write, which the format's editor then writes)."""
 
-    def __init__(self, writer: ModuleType):
+    def __init__(self, fmt: str, writer: ModuleType):
+        self.format = fmt
         self.writer = writer
 
     def parse(self, text: str) -> NewDocument:
@@ -38,7 +40,16 @@ class NewFileEditor:
         return NewDocument()
 
     def dump(self, doc: NewDocument) -> str:
-        return self.writer.write(doc.data)
+        text = self.writer.write(doc.data)
+        if text is None:
+            from taosync.formats.base import editor_for
+
+            editor = editor_for(self.format)
+            edited = editor.parse("")
+            for key, value in doc.data.items():
+                editor.set(edited, (key,), value)
+            text = editor.dump(edited)
+        return text
 
     def get(self, doc: NewDocument, path: KeyPath) -> Any:
         node = doc.data

@@ -58,14 +58,13 @@ from ruamel.yaml.tokens import CommentToken
 
 from taosync.formats.base import MISSING, FormatError, KeyPath, Match, element_value, keypath_str, with_match_field
 from taosync.formats.json_ import _same
+from taosync.formats.yaml_writer import YAML11_BOOL as _YAML11_BOOL
 
 __all__ = ["EDITOR", "YamlDocument", "YamlEditor"]
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 _KEY_ONLY = re.compile(r"^(?P<ind>[ \t]*)(?P<dash>(?:-[ \t]+)*)(?P<key>[^\s#:-][^#]*?|\"[^\"]*\"|'[^']*'):[ \t]*(?:#.*)?$")
 _ITEM = re.compile(r"^(?P<ind> *)-(?P<gap> +)\S")
-#: plain words a YAML 1.1 reader takes for booleans: written quoted, to be safe
-_YAML11_BOOL = re.compile(r"(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)\Z")
 
 
 @dataclass
