@@ -199,6 +199,21 @@ def test_dates_are_taken_as_the_text_written(home, write):
     assert loaded.fleet.verify.prompt == "2024-01-02"
 
 
+def test_merge_keys_read_in_the_round_trip_order(home, write):
+    """The safe loader puts merged keys first, the round-trip one after the mapping's
+    own: a fleet with ``<<`` is read the round-trip way (one order for every run)."""
+    text = EXAMPLE_TEXT.replace("  taotoken-router:\n", "  taotoken-router: &router\n")
+    text = text.replace("\nverify:", "  second:\n    <<: *router\n    cwd: /srv\n\nverify:")
+    loaded = load_fleet(write(text), home=home, environ=ENV)
+    assert list(loaded.data["mcp_servers"]["second"]) == ["cwd", "command", "args", "env"]
+
+
+def test_timestamps_read_as_the_round_trip_loader_writes_them(home, write):
+    loaded = load_fleet(write(EXAMPLE_TEXT.replace('"Reply with OK."', "2001-12-14t21:59:43.10-05:00")),
+                        home=home, environ=ENV)
+    assert loaded.fleet.verify.prompt == "2001-12-14T21:59:43.100000-05:00"
+
+
 def test_non_string_keys(home, write):
     text = EXAMPLE_TEXT.replace("  gpt-4o-mini: {}", "  gpt-4o-mini: {}\n  3.5: {}")
     (msg,) = messages(write(text), home)

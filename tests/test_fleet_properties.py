@@ -196,6 +196,31 @@ def test_cli_never_tracebacks_and_always_locates(text):
     assert list(HOME.iterdir()) == []
 
 
+def _outcome(path: Path):
+    try:
+        loaded = load_fleet(path, home=HOME, environ=ENV, key_timeout=1)
+    except FleetInvalid as exc:
+        return "invalid", [p.format() for p in exc.problems]
+    return "ok", loaded.data, [w.format() for w in loaded.warnings]
+
+
+@SETTINGS
+@given(mutated_fleet())
+def test_safe_loader_shortcut_changes_no_outcome(text):
+    """Reading with the safe loader first (no positions) gives exactly what reading
+    with the round-trip loader gives: same data, same problems at the same places."""
+    path = _write(text)
+    shortcut = _outcome(path)
+    real = load_mod._Loader.parse_safe
+    try:
+        def never(self, text):
+            raise load_mod._NotFast
+        load_mod._Loader.parse_safe = never
+        assert _outcome(path) == shortcut
+    finally:
+        load_mod._Loader.parse_safe = real
+
+
 @SETTINGS
 @given(mutated_fleet())
 def test_shortcuts_agree_with_the_full_checks(text):
@@ -207,7 +232,7 @@ def test_shortcuts_agree_with_the_full_checks(text):
     loader = load_mod._Loader(path, home=HOME, environ=ENV, resolve_key=False,
                               key_timeout=1)
     try:
-        data = loader.read_and_parse()
+        data = loader.read_and_parse(fast=False)
     except load_mod._Stop:
         data = None
     if data is not None and not loader.errors:

@@ -12,7 +12,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,7 +155,7 @@ class StateStore:
         try:
             self._hmac, self._hmac_ephemeral = bytes.fromhex(path.read_text().strip()), False
         except (FileNotFoundError, ValueError):
-            self._hmac, self._hmac_ephemeral = secrets.token_bytes(32), not create
+            self._hmac, self._hmac_ephemeral = os.urandom(32), not create  # = secrets.token_bytes
             if create:
                 self.ensure()
                 write_private(path, self._hmac.hex().encode() + b"\n")

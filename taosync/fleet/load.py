@@ -4,7 +4,12 @@ The pipeline, each step run only when the one before it could read the file:
 
 1. read the bytes (at most :data:`MAX_BYTES`; UTF-8, located error if not);
 2. parse with ruamel.yaml round-trip, which keeps the line and column of every node
-   (syntax errors, tabs, duplicate keys → located errors; every duplicate is found);
+   (syntax errors, tabs, duplicate keys → located errors; every duplicate is found).
+   Steps 2–6 first run on ruamel's faster safe loader, which keeps no positions; only
+   if they find a problem (or the file uses what the two loaders read differently:
+   merge keys, dates, tags) do they run again on the round-trip tree, so every
+   message is located exactly as before. Positions asked for later (a key that will
+   not resolve) parse the round-trip tree then;
 3. convert to plain JSON-like data (string keys, finite numbers, no custom tags);
 4. normalise ``gateway.base_url`` (http(s) only; a trailing ``/v1`` or ``/`` is dropped
    with a warning);
@@ -170,6 +175,10 @@ class _TooMany(Exception):
     pass
 
 
+class _NotFast(Exception):
+    """The safe loader's tree may not read as the round-trip one would: use that."""
+
+
 class _Loader:
     def __init__(self, path: Path, *, home: Path, environ, resolve_key: bool,
                  key_timeout: float | None) -> None:
@@ -181,7 +190,8 @@ class _Loader:
         self.key_timeout = key_timeout
         self.errors: list[Problem] = []
         self.warnings: list[Problem] = []
-        self.root: Any = None  # the ruamel tree (positions)
+        self.root: Any = None  # the ruamel round-trip tree (positions), parsed when needed
+        self.fast = False  # reading the safe loader's tree (no positions) right now
         self.text = ""
         self.digest = ""
         self._nodes = 0
@@ -219,10 +229,10 @@ class _Loader:
 
     def run(self, build_model: bool) -> Loaded:
         try:
-            data = self.read_and_parse()
-            self.normalise_urls(data)
-            self.check_schema(data)
-            self.cross_check(data)
+            data = self.checked(fast=True)
+            if self.errors or self.warnings:  # find them again where positions are known
+                self.errors, self.warnings, self._seen, self._reported = [], [], set(), set()
+                data = self.checked(fast=False)
             self.check_key(data)
         except _Stop:
             pass
@@ -236,6 +246,24 @@ class _Loader:
         return Loaded(path=self.path, text=self.text, sha256=self.digest, fleet=fleet,
                       key=self.key, key_ref=self.key_ref,
                       warnings=sorted(self.warnings, key=_order), data=data)
+
+    def checked(self, fast: bool) -> dict:
+        """Steps 1–6 (the ones that need no key) on the safe loader's tree when ``fast``,
+        else on the round-trip tree."""
+        self._nodes = 0
+        data = None
+        if fast:
+            try:
+                data = self.read_and_parse(fast=True)
+            except _NotFast:
+                pass
+        self.fast = False
+        if data is None:
+            data = self.read_and_parse(fast=False)
+        self.normalise_urls(data)
+        self.check_schema(data)
+        self.cross_check(data)
+        return data
 
     # ---- 1. bytes
 
@@ -286,16 +314,17 @@ class _Loader:
 
     # ---- 2./3. YAML
 
-    def read_and_parse(self) -> dict:
-        raw = self.read_bytes()
-        self.digest = _sha256(raw).hexdigest()
-        self.text = self.decode(raw)
+    def read_and_parse(self, fast: bool) -> dict:
+        if not self.text:
+            raw = self.read_bytes()
+            self.digest = _sha256(raw).hexdigest()
+            self.text = self.decode(raw)
         if not self.text.strip() or _only_comments(self.text):
             self.at(1, 1, "the file is empty; start with `version: 1`, then gateway:, "
                     "models: and routes: (see the example fleet.yaml)")
             raise _Stop
-        self.root = self.parse_yaml(self.text)
-        root = self.root
+        self.fast = fast
+        root = self.parse_safe(self.text) if fast else self.tree()
         if root is None:
             self.at(1, 1, "the file holds no YAML document; start with `version: 1`")
             raise _Stop
@@ -312,6 +341,31 @@ class _Loader:
                     "(YAML aliases repeated?)")
             raise _Stop from None
         return data
+
+    def tree(self):
+        """The round-trip tree (parsed on first use)."""
+        if self.root is None:
+            self.root = self.parse_yaml(self.text)
+        return self.root
+
+    def parse_safe(self, text: str):
+        """The safe loader's tree, or _NotFast when it could differ from the round-trip
+        tree's data (merge keys: key order) or when it does not load (the round-trip
+        parse then says why, located)."""
+        if "<<" in text:
+            raise _NotFast
+        import warnings
+
+        from ruamel.yaml import YAML
+
+        yaml = YAML(typ="safe", pure=True)
+        yaml.Reader = _fast_reader()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return yaml.load(text)
+        except Exception:
+            raise _NotFast from None
 
     def parse_yaml(self, text: str):
         import warnings
@@ -435,6 +489,8 @@ class _Loader:
             return out_list
         if node is None or isinstance(node, bool):
             return node
+        if self.fast and type(node) not in (str, int, float):
+            raise _NotFast  # dates, binary, sets: as the round-trip tree has them
         if type(node).__name__ == "ScalarBoolean":  # ruamel's anchored bool is an int
             return bool(node)
         if isinstance(node, int):
@@ -807,7 +863,7 @@ class _Loader:
         Walks the ruamel tree; where it has no record (a merged key, a key that is not
         there), the nearest enclosing node's position is used.
         """
-        node = self.root
+        node = self.tree()
         pos = _own_position(node) or (0, 0)
         for i, part in enumerate(path):
             last = i == len(path) - 1
