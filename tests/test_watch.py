@@ -220,7 +220,8 @@ def test_200_rapid_saves_end_consistent_with_bounded_runs(watch, home, fleet_fil
     verifies = h.watcher.counts["verifies"] - verifies0
     assert 1 <= applies <= 6, applies
     assert 1 <= verifies <= applies, (verifies, applies)
-    assert all(e.data["ok"] for e in h.of("verified"))
+    assert all(e.data["ok"] for e in h.of("verified")), \
+        [e.message for e in h.events if e.kind in ("verified", "probe", "warning", "error")]
     assert not h.of("invalid")
     assert synced()  # nothing came after and undid it
 
