@@ -4,8 +4,17 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI. As the process's own entry point (no ``argv`` given), end the process
-    right after the command instead of returning into interpreter teardown."""
+    """Run the CLI. As the process's own entry point (no ``argv`` given), collect
+    garbage less often and end the process right after the command instead of
+    returning into interpreter teardown."""
+    if argv is None:
+        import gc
+
+        # Importing click, ruamel and the rest creates tens of thousands of objects that
+        # live until exit; at the default threshold (700) the collector scans them about
+        # 30 times in a cold plan, for nothing: 15-20 ms of CPU. Cycles are still
+        # collected, in long-running commands (watch, stub) too, in larger batches.
+        gc.set_threshold(50_000, 20, 20)
     from taosync.cli import run
 
     rc = run(sys.argv[1:] if argv is None else argv)
