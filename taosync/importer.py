@@ -42,6 +42,7 @@ from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit
 
 from taosync.clients.base import Observation, Seen
+from taosync.fleet.logic import expand_all
 from taosync.fleet.secrets import Secret, redact
 from taosync.pipeline import display_path
 
@@ -135,16 +136,6 @@ def _set_slot(cfg: dict, slot: str, route: str) -> None:
         cfg.setdefault(head, {})[sub] = route
     else:
         cfg[slot] = route
-
-
-def _replace_in(value: Any, fn) -> Any:
-    if isinstance(value, str):
-        return fn(value)
-    if isinstance(value, list):
-        return [_replace_in(v, fn) for v in value]
-    if isinstance(value, dict):
-        return {k: _replace_in(v, fn) for k, v in value.items()}
-    return value
 
 
 def _strings(value: Any, path: tuple = ()) -> Iterable[tuple[tuple, str]]:
@@ -444,7 +435,7 @@ class _Builder:
         held_key: set[str] = set()
         for o in self.obs:
             for name, seen in o.mcp_servers.items():
-                value = _replace_in(seen.value, clean)
+                value = expand_all(seen.value, clean)
                 if any(k.reveal() and k.reveal() in t for _, t in _strings(seen.value)
                        for k in keys):
                     held_key.add(name)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from taosync.formats.base import FormatError
 
 
@@ -45,3 +47,20 @@ def model_delete(model: dict, path: tuple) -> bool:
         del cur[path[-1]]
         return True
     return False
+
+
+def play(editor, doc, model: dict, kind: str, path: tuple, value):
+    """One random ``set``/``delete`` on the model and through the editor. The editor must
+    refuse (FormatError) exactly the sets the model refuses, and answer a delete as the
+    model does. Returns None for a refused set, else (parent paths the model created,
+    parent paths the editor reported) — both empty for a delete."""
+    if kind == "delete":
+        assert editor.delete(doc, path) == model_delete(model, path)
+        return [], []
+    try:
+        expected = model_set(model, path, value)
+    except FormatError:
+        with pytest.raises(FormatError):
+            editor.set(doc, path, value)
+        return None
+    return expected, editor.set(doc, path, value)

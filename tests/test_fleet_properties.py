@@ -232,7 +232,8 @@ def test_shortcuts_agree_with_the_full_checks(text):
     loader = load_mod._Loader(path, home=HOME, environ=ENV, resolve_key=False,
                               key_timeout=1)
     try:
-        data = loader.read_and_parse(fast=False)
+        loader.read()
+        data = loader.parse(fast=False)
     except load_mod._Stop:
         data = None
     if data is not None and not loader.errors:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLE_FLEET, TEST_KEY
-from plain_model import model_delete, model_set
+from plain_model import play
 from taosync.formats import toml_writer, yaml_writer
 from taosync.formats.base import MISSING, FormatError, Match, editor_for
 from taosync.formats.new_file import NewFileEditor
@@ -176,20 +176,31 @@ def test_property_keeps_the_editor_promises(ops):
     model: dict = {}
     doc = NEW.parse("")
     for kind, path, value in ops:
-        if kind == "set":
-            try:
-                expected_created = model_set(model, path, value)
-            except FormatError:
-                with pytest.raises(FormatError):
-                    NEW.set(doc, path, value)
-                continue
-            assert NEW.set(doc, path, value) == expected_created
-        else:
-            assert NEW.delete(doc, path) == model_delete(model, path)
+        created = play(NEW, doc, model, kind, path, value)
+        if created is None:
+            continue
+        assert created[1] == created[0]
         assert NEW.get(doc, ()) == model
     text = NEW.dump(doc)
     assert tomllib.loads(text) == model
     assert TOML.get(TOML.parse(text), ()) == model
+
+
+def set_once(new_editor, editor, ops):
+    """Each path set once, none inside another (how a new file is planned), both through
+    the new-file editor and through the round-trip editor, which must report the same
+    created parents. Returns (the new file's document, the round-trip one)."""
+    fresh, edited, done = new_editor.parse(""), editor.parse(""), []
+    for path, value in ops:
+        if any(path[:len(q)] == q or q[:len(path)] == path for q in done):
+            continue
+        done.append(path)
+        try:
+            created = editor.set(edited, path, value)
+        except FormatError:
+            continue
+        assert new_editor.set(fresh, path, value) == created
+    return fresh, edited
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -198,21 +209,20 @@ def test_property_same_text_as_the_editor_for_keys_set_once(ops):
     """How a new file is planned — each owned key set once — gives the text tomlkit
     would give. (On other sequences the editor adds blank lines or moves a table that
     replaced a value; the writer's text then differs but still holds the same data.)"""
-    fresh, edited, done = NEW.parse(""), TOML.parse(""), []
-    for path, value in ops:
-        if any(path[:len(q)] == q or q[:len(path)] == path for q in done):
-            continue
-        done.append(path)
-        try:
-            created = TOML.set(edited, path, value)
-        except FormatError:
-            continue
-        assert NEW.set(fresh, path, value) == created
+    fresh, edited = set_once(NEW, TOML, ops)
     if NEW.get(fresh, ()):
         assert NEW.dump(fresh) == TOML.dump(edited)
 
 
 # -- YAML -------------------------------------------------------------------------------
+
+
+def editor_text(data: dict) -> str:
+    """What the YAML editor writes for ``data`` set key by key on an empty document."""
+    edited = YAML_EDITOR.parse("")
+    for key, value in data.items():
+        YAML_EDITOR.set(edited, (key,), value)
+    return YAML_EDITOR.dump(edited)
 
 
 def test_yaml_writer_layout_and_quoting():
@@ -229,10 +239,7 @@ def test_yaml_writer_layout_and_quoting():
         "args:\n  - -y\n  - '@taotoken/mcp-router'\n  - it's\n  - 'a: b'\n  - '1.0'\n"
         "  - ''\n  - 'x #y'\n  - \"tab\\there\"\n")
     assert YAML(typ="safe", pure=True).load(text) == data
-    edited = YAML_EDITOR.parse("")
-    for key, value in data.items():
-        YAML_EDITOR.set(edited, (key,), value)
-    assert YAML_EDITOR.dump(edited) == text
+    assert editor_text(data) == text
 
 
 @pytest.mark.parametrize("data", [
@@ -242,11 +249,9 @@ def test_yaml_writer_layout_and_quoting():
 def test_yaml_writer_hands_what_it_does_not_know_to_the_editor(data):
     assert yaml_writer.write(data) is None
     doc = NEW_YAML.parse("")
-    edited = YAML_EDITOR.parse("")
     for key, value in data.items():
         NEW_YAML.set(doc, (key,), value)
-        YAML_EDITOR.set(edited, (key,), value)
-    assert NEW_YAML.dump(doc) == YAML_EDITOR.dump(edited)
+    assert NEW_YAML.dump(doc) == editor_text(data)
 
 
 yaml_keys = st.one_of(st.sampled_from(["a", "model", "x.y", "/p q", "", "yes", "1", "null",
@@ -268,16 +273,7 @@ yaml_paths = st.lists(yaml_keys, min_size=1, max_size=3).map(tuple)
 def test_property_yaml_same_text_as_the_editor_for_keys_set_once(ops):
     """Strings of every kind (quotes, indicators, numbers, control characters, YAML 1.1
     booleans): the writer styles them as ruamel does, and the text reads back as the data."""
-    fresh, edited, done = NEW_YAML.parse(""), YAML_EDITOR.parse(""), []
-    for path, value in ops:
-        if any(path[:len(q)] == q or q[:len(path)] == path for q in done):
-            continue
-        done.append(path)
-        try:
-            created = YAML_EDITOR.set(edited, path, value)
-        except FormatError:
-            continue
-        assert NEW_YAML.set(fresh, path, value) == created
+    fresh, edited = set_once(NEW_YAML, YAML_EDITOR, ops)
     data = NEW_YAML.get(fresh, ())
     if data:
         text = NEW_YAML.dump(fresh)

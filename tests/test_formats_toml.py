@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from taosync.formats.base import MISSING, FormatError, Match, editor_for
-from plain_model import model_delete, model_set
+from plain_model import play
 from taosync.formats.toml import EDITOR as E
 
 CODEX = """# Codex configuration
@@ -455,16 +455,7 @@ def test_property_edits_match_a_plain_model(text, ops):
         return
     doc = E.parse(text)
     for kind, path, value in ops:
-        if kind == "set":
-            try:
-                model_set(model, path, value)
-            except FormatError:
-                with pytest.raises(FormatError):
-                    E.set(doc, path, value)
-                continue
-            E.set(doc, path, value)
-        else:
-            assert E.delete(doc, path) == model_delete(model, path)
+        play(E, doc, model, kind, path, value)
     # header-less parents emptied by a delete vanish from the text (documented)
     assert _pruned(tomllib.loads(E.dump(doc))) == _pruned(model)
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from taosync.formats.base import MISSING, FormatError, Match, editor_for
-from plain_model import model_delete, model_set
+from plain_model import play
 from taosync.formats.yaml import EDITOR as E
 
 # A Continue config with things ruamel would not write the same way: extra spaces after
@@ -384,16 +384,7 @@ def test_property_edits_match_a_plain_model(text, ops):
     model = safe(text)
     doc = E.parse(text)
     for kind, path, value in ops:
-        if kind == "set":
-            try:
-                model_set(model, path, value)
-            except FormatError:
-                with pytest.raises(FormatError):
-                    E.set(doc, path, value)
-                continue
-            E.set(doc, path, value)
-        else:
-            assert E.delete(doc, path) == model_delete(model, path)
+        play(E, doc, model, kind, path, value)
     assert safe(E.dump(doc)) == model
 
 

@@ -188,19 +188,22 @@ class _Loader:
         self.environ = environ
         self.resolve_key = resolve_key
         self.key_timeout = key_timeout
-        self.errors: list[Problem] = []
-        self.warnings: list[Problem] = []
         self.root: Any = None  # the ruamel round-trip tree (positions), parsed when needed
-        self.fast = False  # reading the safe loader's tree (no positions) right now
+        self.fast = False  # converting the safe loader's tree (no positions) right now
         self.text = ""
         self.digest = ""
         self._nodes = 0
+        self.key: Secret | None = None
+        self.key_ref: Reference | None = None
+        self.forget_findings()
+
+    def forget_findings(self) -> None:
+        self.errors: list[Problem] = []
+        self.warnings: list[Problem] = []
         self._seen: set[tuple] = set()
         #: paths already reported (a bad URL, a value replaced by a placeholder): the
         #: schema step says nothing more about them
         self._reported: set[PathT] = set()
-        self.key: Secret | None = None
-        self.key_ref: Reference | None = None
 
     # ---- reporting
 
@@ -229,9 +232,10 @@ class _Loader:
 
     def run(self, build_model: bool) -> Loaded:
         try:
+            self.read()
             data = self.checked(fast=True)
             if self.errors or self.warnings:  # find them again where positions are known
-                self.errors, self.warnings, self._seen, self._reported = [], [], set(), set()
+                self.forget_findings()
                 data = self.checked(fast=False)
             self.check_key(data)
         except _Stop:
@@ -248,18 +252,16 @@ class _Loader:
                       warnings=sorted(self.warnings, key=_order), data=data)
 
     def checked(self, fast: bool) -> dict:
-        """Steps 1–6 (the ones that need no key) on the safe loader's tree when ``fast``,
-        else on the round-trip tree."""
-        self._nodes = 0
+        """Steps 2–6 (the ones that need no key) on the safe loader's tree when ``fast``
+        (and it can be used), else on the round-trip tree."""
         data = None
         if fast:
             try:
-                data = self.read_and_parse(fast=True)
+                data = self.parse(fast=True)
             except _NotFast:
                 pass
-        self.fast = False
         if data is None:
-            data = self.read_and_parse(fast=False)
+            data = self.parse(fast=False)
         self.normalise_urls(data)
         self.check_schema(data)
         self.cross_check(data)
@@ -312,18 +314,18 @@ class _Loader:
             raise _Stop from None
         return text[1:] if text.startswith("\ufeff") else text
 
-    # ---- 2./3. YAML
-
-    def read_and_parse(self, fast: bool) -> dict:
-        if not self.text:
-            raw = self.read_bytes()
-            self.digest = _sha256(raw).hexdigest()
-            self.text = self.decode(raw)
+    def read(self) -> None:
+        raw = self.read_bytes()
+        self.digest = _sha256(raw).hexdigest()
+        self.text = self.decode(raw)
         if not self.text.strip() or _only_comments(self.text):
             self.at(1, 1, "the file is empty; start with `version: 1`, then gateway:, "
                     "models: and routes: (see the example fleet.yaml)")
             raise _Stop
-        self.fast = fast
+
+    # ---- 2./3. YAML
+
+    def parse(self, fast: bool) -> dict:
         root = self.parse_safe(self.text) if fast else self.tree()
         if root is None:
             self.at(1, 1, "the file holds no YAML document; start with `version: 1`")
@@ -334,13 +336,15 @@ class _Loader:
             self.at(line, col, f"the top level is {what}; fleet.yaml is a mapping "
                     "(version:, gateway:, models:, routes:, …)")
             raise _Stop
+        self._nodes, self.fast = 0, fast
         try:
-            data = self.plain(root, (), 0, set())
+            return self.plain(root, (), 0, set())
         except _TooMany:
             self.at(1, 1, f"the file expands to more than {MAX_NODES} values "
                     "(YAML aliases repeated?)")
             raise _Stop from None
-        return data
+        finally:
+            self.fast = False
 
     def tree(self):
         """The round-trip tree (parsed on first use)."""
@@ -354,33 +358,18 @@ class _Loader:
         parse then says why, located)."""
         if "<<" in text:
             raise _NotFast
-        import warnings
-
-        from ruamel.yaml import YAML
-
-        yaml = YAML(typ="safe", pure=True)
-        yaml.Reader = _fast_reader()
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return yaml.load(text)
+            return _load_yaml("safe", text)
         except Exception:
             raise _NotFast from None
 
     def parse_yaml(self, text: str):
-        import warnings
-
-        from ruamel.yaml import YAML
         from ruamel.yaml.constructor import DuplicateKeyError
         from ruamel.yaml.error import MarkedYAMLError, YAMLError
         from ruamel.yaml.reader import ReaderError
 
-        yaml = YAML(typ="rt")
-        yaml.Reader = _fast_reader()
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return yaml.load(text)
+            return _load_yaml("rt", text)
         except DuplicateKeyError as exc:
             if not self.all_duplicates(text):
                 self.marked(exc)
@@ -902,6 +891,19 @@ _READER = None
 #: but this small class compiles in well under a millisecond where ruamel's negated
 #: class over all of Unicode takes ~10 ms (paid on every file with a non-ASCII byte)
 _NON_PRINTABLE = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]"
+
+
+def _load_yaml(typ: str, text: str):
+    """``text`` through ruamel's ``typ`` loader, with the fast reader, warnings silenced."""
+    import warnings
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ=typ, pure=True)
+    yaml.Reader = _fast_reader()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return yaml.load(text)
 
 
 def _fast_reader():

@@ -172,10 +172,13 @@ def editor_for(fmt: str, *, new: bool = False) -> Editor:
     ``new``: for a file that does not exist yet, which formats with a writer build as
     plain data (``formats/new_file.py``)."""
     if new and fmt in ("toml", "yaml"):
-        from taosync.formats import toml_writer, yaml_writer
         from taosync.formats.new_file import NewFileEditor
 
-        return NewFileEditor(fmt, toml_writer if fmt == "toml" else yaml_writer)
+        if fmt == "toml":
+            from taosync.formats import toml_writer as writer
+        else:
+            from taosync.formats import yaml_writer as writer
+        return NewFileEditor(fmt, writer)
     if fmt == "json":
         from taosync.formats import json_ as mod
     elif fmt == "toml":

@@ -12,8 +12,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_value, element_value,
-                                  keypath_str, with_match_field)
+from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_value, editor_for,
+                                  element_value, keypath_str, with_match_field)
 
 
 class NewDocument:
@@ -42,8 +42,6 @@ class NewFileEditor:
     def dump(self, doc: NewDocument) -> str:
         text = self.writer.write(doc.data)
         if text is None:
-            from taosync.formats.base import editor_for
-
             editor = editor_for(self.format)
             edited = editor.parse("")
             for key, value in doc.data.items():
@@ -82,7 +80,7 @@ class NewFileEditor:
             for k, v in value.items():
                 self.set(doc, path + (k,), v)
         elif isinstance(last, Match):
-            node[next(i for i, el in enumerate(node) if el is current)] = _copy(value)
+            node[_index(node, current)] = _copy(value)
         else:
             node[last] = _copy(value)
         return []
@@ -97,7 +95,7 @@ class NewFileEditor:
             if node is MISSING:
                 return False
         if isinstance(path[-1], Match):
-            del parent[next(i for i, el in enumerate(parent) if el is node)]
+            del parent[_index(parent, node)]
         else:
             del parent[path[-1]]
         return True
@@ -118,6 +116,11 @@ def _child(node: Any, seg: Any, where: KeyPath | None = None) -> Any:
             return MISSING
         raise FormatError(f"{keypath_str(where) or 'the top level'} is not a mapping")
     return node.get(seg, MISSING)
+
+
+def _index(items: list, element: Any) -> int:
+    """Where ``element`` itself (not an equal one) is in ``items``."""
+    return next(i for i, el in enumerate(items) if el is element)
 
 
 def _add(node: Any, seg: Any, rest: KeyPath, value: Any) -> None:

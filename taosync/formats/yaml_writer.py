@@ -23,6 +23,7 @@ None and the caller writes the file through the editor.
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 from taosync.formats.base import KeyPath
@@ -37,7 +38,6 @@ _SPACE = "\0 \t\r\n\x85\u2028\u2029"
 _BREAK = "\n\x85\u2028\u2029"
 _ESCAPES = {"\0": "0", "\x07": "a", "\x08": "b", "\x09": "t", "\x0a": "n", "\x0b": "v",
             "\x0c": "f", "\x0d": "r", "\x1b": "e", '"': '"', "\\": "\\"}
-_RESOLVER = None
 
 
 class _Unsure(Exception):
@@ -118,14 +118,17 @@ def _string(text: str, *, is_key: bool) -> str:
 
 def _reads_as_str(text: str) -> bool:
     """Would a plain ``text`` read back as this string (not a number, bool, null, date)?"""
-    global _RESOLVER
-    if _RESOLVER is None:
-        from ruamel.yaml.nodes import ScalarNode
-        from ruamel.yaml.resolver import VersionedResolver
+    resolve, scalar = _resolver()
+    return resolve(scalar, text, (True, False)) == "tag:yaml.org,2002:str"
 
-        resolver = VersionedResolver()
-        _RESOLVER = lambda s: resolver.resolve(ScalarNode, s, (True, False))  # noqa: E731
-    return _RESOLVER(text) == "tag:yaml.org,2002:str"
+
+@cache
+def _resolver():
+    """ruamel's YAML 1.2 resolver (ruamel is loaded anyway: fleet.yaml is read with it)."""
+    from ruamel.yaml.nodes import ScalarNode
+    from ruamel.yaml.resolver import VersionedResolver
+
+    return VersionedResolver().resolve, ScalarNode
 
 
 def _single(text: str) -> str:
