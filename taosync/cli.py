@@ -42,7 +42,6 @@ HELP = {
     "validate": "Check fleet.yaml; print every problem with its line and column.",
     "schema": "Print the JSON schema of fleet.yaml.",
     "plan": "Show what apply would change in each client file (alias: diff).",
-    "diff": "Alias of plan.",
     "apply": "Write the fleet into every client's files, changing only owned keys.",
     "status": "Show drift (owned keys edited on disk) and pending changes; exit 1 when either.",
     "rollback": "Restore the files of the last (or --to N-th) apply from its backups.",

@@ -536,7 +536,7 @@ class _Builder:
             data["mcp_servers"] = mcp
         gateway_info = {"base_url": gw["base_url"], "clients": sorted(primary, key=self.order.get),
                         "others": [o.client for o in clients if o.client not in primary]}
-        text = emit(data, self, key, gateway_info)
+        text = emit(data, self, key, gateway_info, sources)
         return Proposal(data, text, self.findings, self.read, sources, key, gateway_info)
 
 
@@ -597,10 +597,6 @@ def scalar(value: Any, flow: bool = False) -> str:
                               json.dumps(text, ensure_ascii=False))
 
 
-def _key(name: str) -> str:
-    return scalar(name)
-
-
 def _block(value: Any, indent: int, comments: Mapping[tuple, str], path: tuple) -> list[str]:
     pad = " " * indent
     lines: list[str] = []
@@ -610,22 +606,22 @@ def _block(value: Any, indent: int, comments: Mapping[tuple, str], path: tuple) 
             note = comments.get(here)
             tail = f"  # {_one_line(note)}" if note else ""
             if isinstance(v, dict) and v:
-                lines.append(f"{pad}{_key(k)}:{tail}")
+                lines.append(f"{pad}{scalar(k)}:{tail}")
                 lines.extend(_block(v, indent + 2, comments, here))
             elif isinstance(v, list) and v and all(not isinstance(x, (dict, list)) for x in v):
-                lines.append(f"{pad}{_key(k)}: [{', '.join(scalar(x, flow=True) for x in v)}]{tail}")
+                lines.append(f"{pad}{scalar(k)}: [{', '.join(scalar(x, flow=True) for x in v)}]{tail}")
             elif isinstance(v, list) and v:
-                lines.append(f"{pad}{_key(k)}:{tail}")
+                lines.append(f"{pad}{scalar(k)}:{tail}")
                 for x in v:
                     sub = _block(x, indent + 4, comments, here)
                     lines.append(f"{pad}  - {sub[0].lstrip()}")
                     lines.extend(sub[1:])
             elif isinstance(v, dict):
-                lines.append(f"{pad}{_key(k)}: {{}}{tail}")
+                lines.append(f"{pad}{scalar(k)}: {{}}{tail}")
             elif isinstance(v, list):
-                lines.append(f"{pad}{_key(k)}: []{tail}")
+                lines.append(f"{pad}{scalar(k)}: []{tail}")
             else:
-                lines.append(f"{pad}{_key(k)}: {scalar(v)}{tail}")
+                lines.append(f"{pad}{scalar(k)}: {scalar(v)}{tail}")
         return lines
     return [f"{pad}{scalar(value)}"]
 
@@ -647,7 +643,8 @@ def _comment_block(text: str, width: int = 88) -> list[str]:
     return out
 
 
-def emit(data: dict, builder: _Builder, key: dict, gateway: dict) -> str:
+def emit(data: dict, builder: _Builder, key: dict, gateway: dict,
+         sources: dict[str, list[str]]) -> str:
     """The proposed fleet.yaml, with the sources and conflicts as comments."""
     findings = builder.findings
     read = builder.read
@@ -670,8 +667,8 @@ def emit(data: dict, builder: _Builder, key: dict, gateway: dict) -> str:
         comments[("clients", client)] = "on another gateway until now (see CONFLICTS above)"
 
     head: list[str] = []
-    sources = "; ".join(f"{c} ({', '.join(files)})" for c, files in _sources(builder).items())
-    head += _comment_block(f"Proposed by `taosync import` from: {sources}.")
+    read_from = "; ".join(f"{c} ({', '.join(files)})" for c, files in sources.items())
+    head += _comment_block(f"Proposed by `taosync import` from: {read_from}.")
     head += _comment_block("Review it, export the key, then run `taosync plan` to see what "
                            "apply would change (nothing, for the values read here).")
     conflicts = [f for f in findings if f.kind in ("conflict", "problem")]
@@ -698,10 +695,6 @@ def emit(data: dict, builder: _Builder, key: dict, gateway: dict) -> str:
         lines += ["mcp_servers:             # shared by every client above"]
         lines += _block(data["mcp_servers"], 2, comments, ("mcp_servers",)) + [""]
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def _sources(builder: _Builder) -> dict[str, list[str]]:
-    return {o.client: [display_path(p, builder.home) for p in o.files] for o in builder.obs if o.files}
 
 
 def observe_all(env, only: Iterable[str] | None = None) -> list[Observation]:

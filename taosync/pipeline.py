@@ -7,7 +7,6 @@ fingerprint holds (engine/cache.py), so a no-op run stays on the standard librar
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +85,8 @@ def check_only(only: tuple[str, ...] | list[str] | None, option: str = "--only")
     known = list(all_clients())
     for name in only:
         if name not in known:
+            import difflib
+
             hint = difflib.get_close_matches(name, known, n=1)
             raise BadInput(f"{option} {name}: no such client"
                            + (f"; did you mean {hint[0]}?" if hint else "")

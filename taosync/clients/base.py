@@ -167,11 +167,6 @@ class Observation:
     notes: list[str] = field(default_factory=list)  # worth telling the user
     problems: list[str] = field(default_factory=list)  # files that cannot be read
 
-    @property
-    def found(self) -> bool:
-        return bool(self.urls or self.slots or self.mcp_servers or self.keys
-                    or self.provider is not None)
-
 
 def read_plain(path: Path, fmt: str, obs: Observation, key: KeyPath = ()) -> Any:
     """One client file as plain data (the value at ``key``, default the whole), or None

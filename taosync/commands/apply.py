@@ -53,7 +53,7 @@ def apply(only, dry_run, no_verify, stub):
     report = {"apply_id": result.apply_id, **plan_json(the_plan, ctx)}
     rc = 0
     if no_verify:
-        pass
+        pass  # asked not to: no "verify" entry in the report
     elif not result.written and not stub:
         ui.out("not verifying: nothing changed (run taosync verify to check anyway)")
         report["verify"] = None

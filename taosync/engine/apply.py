@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -117,7 +116,6 @@ def file_mode(fp: FilePlan) -> int:
 class Result:
     apply_id: int | None
     written: list[FilePlan]
-    recovered: list[str] = field(default_factory=list)
 
 
 def recover(store: StateStore, state: State, writer: Writer) -> list[str]:
@@ -225,6 +223,8 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
     store.save(state)
     os.unlink(store.journal_path)
     for old in pruned:  # after the save: a crash here only leaves an unused backup
+        import shutil  # only when an old apply is pruned
+
         shutil.rmtree(store.backup_dir(old.id), ignore_errors=True)
     return Result(apply_id, changed)
 

@@ -12,13 +12,12 @@ Standard library only: this is the fast path.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from pathlib import Path
 from typing import Any
 
 from taosync import __version__
-from taosync.engine.state import value_hash
+from taosync.engine.state import sha256_bytes, value_hash
 from taosync.fleet.secrets import Reference, Secret, SecretError, resolve
 
 KEY_TOKEN = "\x00taosync-key\x00"
@@ -73,7 +72,7 @@ def lookup(entry: dict, *, fleet_path: Path, home: Path, sandboxed: bool, enviro
         data = fleet_path.read_bytes()
     except OSError:
         return None
-    if hashlib.sha256(data).hexdigest() != fp["fleet"]:
+    if sha256_bytes(data) != fp["fleet"]:
         return None
     if (fp["taosync"], fp["platform"], fp["home"], fp["sandboxed"]) != \
             (__version__, sys.platform, str(home), sandboxed):

@@ -33,11 +33,13 @@ def find_drift(state: State, hmac_key: bytes, only: set[str] | None = None) -> l
             if text is None:
                 out.append(Drift(path_text, "", "file-missing"))
                 continue
-            doc = parse_target(editor_for(fs.format), path, text)
+            if fs.holds(text):
+                continue  # as taosync left it: nothing to parse (or import)
+            editor = editor_for(fs.format)
+            doc = parse_target(editor, path, text)
         except BadInput as exc:
             out.append(Drift(path_text, "", "unreadable", new=exc.message))
             continue
-        editor = editor_for(fs.format)
         for key_text, owned in fs.owned.items():
             if owned.volatile:
                 continue

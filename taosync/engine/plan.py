@@ -8,7 +8,6 @@ parse stops the whole plan with a message naming it, so ``apply`` writes nothing
 
 from __future__ import annotations
 
-import difflib
 import os
 import stat
 from dataclasses import dataclass, field
@@ -52,6 +51,8 @@ class FilePlan:
         """Unified diff with the key redacted."""
         old = (self.old_text or "").splitlines(keepends=True)
         new = (self.new_text or "").splitlines(keepends=True)
+        import difflib
+
         label = str(self.path)
         text = "".join(
             _newline_safe(difflib.unified_diff(
@@ -300,7 +301,7 @@ def _untouched(desired: Desired | None, previous: FileState | None, text: str | 
     are desired with the same values — no need to parse it (or import its format)."""
     if desired is None or previous is None or text is None:
         return False
-    if sha256_bytes(text.encode("utf-8")) != previous.sha256:
+    if not previous.holds(text):
         return False
     volatile = {k for k, o in previous.owned.items() if o.volatile}
     if volatile != {keypath_str(kp) for kp in desired.volatile}:

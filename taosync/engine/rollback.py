@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from taosync.engine.plan import FilePlan, Plan, read_target
-from taosync.engine.state import FileState, State, StateStore, sha256_bytes
+from taosync.engine.state import FileState, State, StateStore
 from taosync.errors import BadInput
 
 
@@ -38,8 +38,7 @@ def plan_rollback(store: StateStore, state: State,
         path = Path(path_text)
         real, current, mode = read_target(path)
         last = state.files.get(path_text)
-        if last is not None and current is not None and \
-                sha256_bytes(current.encode("utf-8")) != last.sha256:
+        if last is not None and current is not None and not last.holds(current):
             edited.append(path)
         if entry["backup"] is None:
             restored = None

@@ -51,6 +51,10 @@ class FileState:
     created_file: bool = False
     secret: bool = False
 
+    def holds(self, text: str) -> bool:
+        """``text`` is byte for byte what taosync left in the file."""
+        return sha256_bytes(text.encode("utf-8")) == self.sha256
+
     @classmethod
     def from_json(cls, data: dict) -> "FileState":
         data = dict(data)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from taosync.errors import TaosyncError
 from taosync.fleet import secrets as _secrets
 from taosync.fleet.secrets import Reference, Secret, SecretError, parse_reference
-from taosync.fleet.logic import FLEET_REFERENCE
+from taosync.fleet.logic import CLIENT_ATTRS, FLEET_REFERENCE
 
 try:  # the builtin module skips loading OpenSSL (~5 ms), as the stdlib's random does
     from _sha256 import sha256 as _sha256  # Python 3.11
@@ -67,7 +67,7 @@ CLIENT_SLOTS = {
     "codex": ("model",),
     "cline": ("model",),
 }
-KNOWN_CLIENTS = ("claude-code", "codex", "cline", "continue")
+KNOWN_CLIENTS = tuple(CLIENT_ATTRS)
 _URL_FIELDS = ("base_url", "anthropic_base_url", "openai_base_url")
 _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string",
                "integer": "an integer", "number": "a number", "boolean": "true or false",
@@ -243,8 +243,6 @@ class _Loader:
         if self.errors:
             raise self.fail()
         fleet = self.build_model(data) if build_model else None
-        if self.errors:
-            raise self.fail()
         self.scrub()
         assert self.key_ref is not None
         return Loaded(path=self.path, text=self.text, sha256=self.digest, fleet=fleet,

@@ -42,7 +42,7 @@ class Node:
             return _wrap(self._data[key], sub, self._defs)
         if "default" in sub:
             return _wrap(copy.deepcopy(sub["default"]), sub, self._defs)
-        return _wrap(_empty(_resolve(sub, self._defs), self._defs), sub, self._defs)
+        return _wrap(_empty(_resolve(sub, self._defs)), sub, self._defs)
 
     def plain(self) -> dict:
         """The object as plain data, defaults filled in (as ``model_dump`` gives it)."""
@@ -108,7 +108,7 @@ def _wrap(value: Any, schema: dict, defs: dict) -> Any:
     return value
 
 
-def _empty(schema: dict, defs: dict) -> Any:
+def _empty(schema: dict) -> Any:
     """What an absent property without a default is: {} / [] (pydantic's
     ``default_factory``) or None."""
     kind = schema.get("type")

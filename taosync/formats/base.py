@@ -133,6 +133,23 @@ def keypath_parse(text: str) -> KeyPath:
     return tuple(out)
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as JSON values, telling bool from int and int from float."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(same_value, a, b))
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, float) and isinstance(b, float) and a == b
+    return isinstance(a, int) and isinstance(b, int) and a == b
+
+
 def element_value(seg: Match, rest: KeyPath, value: Any) -> dict:
     """The new list element that ``seg`` + ``rest`` = ``value`` creates."""
     if rest:

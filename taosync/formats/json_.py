@@ -36,7 +36,7 @@ from json.decoder import scanstring
 from typing import Any
 
 from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_value, element_value,
-                                  keypath_str, with_match_field)
+                                  keypath_str, same_value, with_match_field)
 
 __all__ = ["EDITOR", "JsonDocument", "JsonEditor"]
 
@@ -166,23 +166,6 @@ def _splice(doc: JsonDocument, a: int, b: int, new: str, restructured: int | Non
                 layout[start] = (end + d, items)
         # else: inside the replaced text, or overlapping it: forget it
     doc._layout = layout
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as JSON values, telling bool from int and int from float."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)):
-        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_same, a, b))
-    if isinstance(a, str) or isinstance(b, str):
-        return isinstance(a, str) and isinstance(b, str) and a == b
-    if a is None or b is None:
-        return a is b
-    if isinstance(a, float) or isinstance(b, float):
-        return isinstance(a, float) and isinstance(b, float) and a == b
-    return isinstance(a, int) and isinstance(b, int) and a == b
 
 
 def _line_col(text: str, pos: int) -> tuple[int, int]:
@@ -366,7 +349,7 @@ class JsonEditor:
         node = nodes[-1]
         text = doc.text
         old = node.value(text)
-        if _same(old, value):
+        if same_value(old, value):
             return
         if isinstance(value, dict) and isinstance(old, dict):
             for k, v in value.items():

@@ -40,8 +40,7 @@ from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.exceptions import ParseError
 from tomlkit.items import AoT, Array, Comment, InlineTable, Item, Null, String, StringType, Table, Whitespace
 
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, element_value, keypath_str, with_match_field
-from taosync.formats.json_ import _same
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, build_value, element_value, keypath_str, same_value, with_match_field
 from taosync.formats.toml_writer import check as _check
 
 __all__ = ["EDITOR", "TomlDocument", "TomlEditor"]
@@ -308,9 +307,7 @@ class TomlEditor:
         else:
             if not isinstance(node, _MAPS):
                 raise FormatError(f"{keypath_str(path[:i]) or 'the top level'} is not a table")
-            new = value
-            for s in reversed(rest):
-                new = [element_value(s, (), new)] if isinstance(s, Match) else {s: new}
+            new = build_value(rest, value)
             if step.inline or isinstance(node, InlineTable):
                 pad = self._style_of(node)
                 node[seg] = _inline(new)
@@ -342,7 +339,7 @@ class TomlEditor:
         if isinstance(seg, Match):
             idx = next(i for i, el in enumerate(parent.node) if el is node)
             if isinstance(parent.node, AoT):
-                self._delete_aot_element(tdoc, steps, parent.node, idx)
+                self._delete_aot_element(tdoc, parent.node, idx)
             else:
                 del parent.node[idx]
         elif isinstance(node, (Table, AoT)) and not parent.inline:
@@ -359,7 +356,7 @@ class TomlEditor:
 
     def _replace(self, tdoc: TomlDocument, path: KeyPath, steps: list[_Step], value: Any) -> None:
         old = steps[-1].node
-        if _same(_plain(old), value):
+        if same_value(_plain(old), value):
             return
         if isinstance(value, dict) and isinstance(old, _MAPS):
             for k, v in value.items():
@@ -465,7 +462,7 @@ class TomlEditor:
         del owner[key]
         self._put_tail(tdoc, anchor, tail, id(first) not in tdoc.created)
 
-    def _delete_aot_element(self, tdoc: TomlDocument, steps: list[_Step], aot: AoT, idx: int) -> None:
+    def _delete_aot_element(self, tdoc: TomlDocument, aot: AoT, idx: int) -> None:
         element = aot[idx]
         anchor = self._anchor(tdoc, element)
         tail = _take_tail(_last_body(element))

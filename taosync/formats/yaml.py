@@ -56,8 +56,7 @@ from ruamel.yaml.scalarstring import (
 )
 from ruamel.yaml.tokens import CommentToken
 
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, element_value, keypath_str, with_match_field
-from taosync.formats.json_ import _same
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, build_value, element_value, keypath_str, same_value, with_match_field
 from taosync.formats.yaml_writer import YAML11_BOOL as _YAML11_BOOL
 
 __all__ = ["EDITOR", "YamlDocument", "YamlEditor"]
@@ -320,7 +319,7 @@ class YamlEditor:
             again = _make_yaml().load(text)
         except YAMLError:
             return False
-        return _same(_plain(again), _plain(ydoc.data))
+        return same_value(_plain(again), _plain(ydoc.data))
 
     # -- walking --------------------------------------------------------------------------
 
@@ -399,11 +398,8 @@ class YamlEditor:
         else:
             if not isinstance(node, CommentedMap):
                 raise self._not(node, path[:i], "a mapping")
-            built = value
-            for s in reversed(rest):
-                built = [element_value(s, (), built)] if isinstance(s, Match) else {s: built}
             self._touch(ydoc)
-            self._append(ydoc, node, seg, _to_node(built), self._columns(ydoc, nodes)[-1])
+            self._append(ydoc, node, seg, _to_node(build_value(rest, value)), self._columns(ydoc, nodes)[-1])
         return [path[:j] for j in range(i + 1, len(path))]
 
     def delete(self, ydoc: YamlDocument, path: KeyPath) -> bool:
@@ -458,7 +454,7 @@ class YamlEditor:
 
     def _replace(self, ydoc: YamlDocument, path: KeyPath, nodes: list[Any], value: Any) -> None:
         old = nodes[-1]
-        if _same(_plain(old), value):
+        if same_value(_plain(old), value):
             return
         if isinstance(value, dict) and isinstance(old, CommentedMap):
             for k, v in value.items():

@@ -107,13 +107,11 @@ def _string(text: str, *, is_key: bool) -> str:
         raise _Unsure  # ruamel writes it as a complex key ("? ...")
     if not is_key and YAML11_BOOL.match(text):
         return _single(text) if single else _double(text)
-    if plain and _reads_as_str(text) and not (is_key and (not text or multiline)):
+    if plain and _reads_as_str(text):  # ("" reads as null: it is quoted)
         return text
     if "'" in text or "\n" in text:
         return _double(text)
-    if single and not (is_key and multiline):
-        return _single(text)
-    return _double(text)
+    return _single(text) if single else _double(text)
 
 
 def _reads_as_str(text: str) -> bool:
