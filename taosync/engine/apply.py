@@ -22,7 +22,7 @@ from typing import Protocol
 
 from taosync.engine.plan import FilePlan, Plan
 from taosync.engine.state import (KEEP_APPLIES, ApplyRecord, State, StateStore, atomic_write, fsync_dir,
-                                  sha256_bytes, write_private)
+                                  write_private)
 from taosync.errors import WriteFailed
 
 LOCK_TIMEOUT = 60.0
@@ -139,11 +139,7 @@ def recover(store: StateStore, state: State, writer: Writer) -> list[str]:
         target = Path(entry["real_path"])
         for stale in target.parent.glob(f".{target.name}.taosync-*.tmp"):
             stale.unlink(missing_ok=True)  # a write the kill cut short
-        if entry["backup"] is None:
-            writer.remove(target)
-        else:
-            data = (backup_dir / entry["backup"]).read_bytes()
-            writer.write(target, data, entry["mode"])
+        _restore(writer, target, entry, backup_dir)
         restored.append(entry["path"])
     os.unlink(store.journal_path)
     return restored
@@ -211,9 +207,6 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
                "could not put back " + ", ".join(undo_errors) + " — run taosync apply again"),
         ) from None
 
-    for fp in changed:
-        if fp.new_state is not None:
-            fp.new_state.sha256 = sha256_bytes((fp.new_text or "").encode("utf-8"))
     state.files = new_files
     state.applies.append(record)
     pruned = state.applies[:-KEEP_APPLIES]
@@ -240,16 +233,19 @@ def _undo(writer: Writer, done: list[FilePlan], journal_files, backup_dir: Path)
     errors = []
     by_path = {j["path"]: j for j in journal_files}
     for fp in reversed(done):
-        entry = by_path[str(fp.path)]
         try:
-            if entry["backup"] is None:
-                writer.remove(fp.real_path)
-            else:
-                writer.write(fp.real_path, (backup_dir / entry["backup"]).read_bytes(),
-                             entry["mode"])
+            _restore(writer, fp.real_path, by_path[str(fp.path)], backup_dir)
         except OSError:
             errors.append(str(fp.path))
     return errors
+
+
+def _restore(writer: Writer, target: Path, entry: dict, backup_dir: Path) -> None:
+    """Put ``target`` back as the apply found it (a journal entry): its backup, or no file."""
+    if entry["backup"] is None:
+        writer.remove(target)
+    else:
+        writer.write(target, (backup_dir / entry["backup"]).read_bytes(), entry["mode"])
 
 
 def _as_json(fs) -> dict | None:

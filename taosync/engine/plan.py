@@ -35,13 +35,21 @@ class FilePlan:
     real_path: Path  # after following symlinks: what gets written
     format: str
     clients: list[str]
-    action: str  # create | update | unchanged | delete
     old_text: str | None
     new_text: str | None
     changes: list[KeyChange]
     new_state: FileState | None  # None when taosync owns nothing here any more
     secret: bool
     mode: int | None  # existing permission bits, None for a new file
+
+    @property
+    def action(self) -> str:
+        """create | update | unchanged | delete"""
+        if self.old_text == self.new_text:
+            return "unchanged"
+        if self.old_text is None:
+            return "create"
+        return "delete" if self.new_text is None else "update"
 
     @property
     def changed(self) -> bool:
@@ -160,7 +168,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
     real, text, mode = read_target(path)
     if _untouched(desired, previous, text, hmac_key):
         state = FileState(**{**previous.__dict__, "clients": desired.clients})
-        return FilePlan(path, real, fmt, desired.clients, "unchanged", text, text, [], state,
+        return FilePlan(path, real, fmt, desired.clients, text, text, [], state,
                         previous.secret, mode)
     editor = editor_for(fmt, new=text is None)
     doc = parse_target(editor, path, text)
@@ -246,24 +254,12 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
             new_text = None  # taosync made this file and owns nothing in it any more
     else:
         new_state = FileState(
-            path=str(path), format=fmt, clients=desired.clients, sha256="",
+            path=str(path), format=fmt, clients=desired.clients,
+            sha256=sha256_bytes((new_text or "").encode("utf-8")),
             owned=owned, created=created, skeleton=skeleton, created_file=created_file,
             secret=holds_secret)
-
-    if text is None and new_text is None:
-        action = "unchanged"
-    elif text is None:
-        action = "create"
-    elif new_text is None:
-        action = "delete"
-    elif new_text == text:
-        action = "unchanged"
-    else:
-        action = "update"
-    if new_state is not None:
-        new_state.sha256 = sha256_bytes((new_text or "").encode("utf-8"))
     clients = desired.clients if desired else previous.clients
-    return FilePlan(path, real, fmt, clients, action, text, new_text, changes, new_state,
+    return FilePlan(path, real, fmt, clients, text, new_text, changes, new_state,
                     holds_secret, mode)
 
 

@@ -6,10 +6,11 @@ it can be rolled back in turn.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from taosync.engine.plan import FilePlan, Plan, read_target
-from taosync.engine.state import FileState, State, StateStore
+from taosync.engine.state import FileState, State, StateStore, sha256_bytes
 from taosync.errors import BadInput
 
 
@@ -49,18 +50,13 @@ def plan_rollback(store: StateStore, state: State,
             except OSError as exc:
                 raise BadInput(f"backup {backup} of {path} cannot be read ({exc.strerror}); "
                                "nothing was restored") from None
-        before = FileState.from_json(entry["before"]) if entry.get("before") else None
-        if current == restored:
-            action = "unchanged"
-        elif restored is None:
-            action = "delete"
-        elif current is None:
-            action = "create"
-        else:
-            action = "update"
+        before = None
+        if entry.get("before"):  # the state as it was, for the bytes put back
+            before = replace(FileState.from_json(entry["before"]),
+                             sha256=sha256_bytes((restored or "").encode("utf-8")))
         plan.files.append(FilePlan(
             path=path, real_path=real, format=before.format if before else "",
-            clients=before.clients if before else [], action=action, old_text=current,
+            clients=before.clients if before else [], old_text=current,
             new_text=restored, changes=[], new_state=before,
             secret=bool(before and before.secret),
             mode=entry.get("mode") if entry.get("mode") is not None else mode,
