@@ -591,7 +591,8 @@ def scalar(value: Any, flow: bool = False) -> str:
     if isinstance(value, (int, float)):
         return json.dumps(value)
     text = str(value)
-    if _PLAIN.fullmatch(text) and not _SPECIAL.fullmatch(text) and not (flow and ":" in text):
+    if (_PLAIN.fullmatch(text) and not _SPECIAL.fullmatch(text) and not text.endswith(":")
+            and not (flow and ":" in text)):
         return text
     return _NOT_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}",
                               json.dumps(text, ensure_ascii=False))
