@@ -180,7 +180,9 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
 
 # -- reading back (taosync import) ---------------------------------------------------
 
-#: providers built into Codex that are not a gateway taosync can describe
+#: providers built into Codex that are not a gateway taosync can describe (codex-rs
+#: ``model_provider_info.rs`` ``built_in_model_providers`` has openai, ollama and lmstudio;
+#: ``oss`` is not among them there, and only names what import reports)
 _BUILTIN = {"openai": "OpenAI's own API", "ollama": "Ollama (local)",
             "lmstudio": "LM Studio (local)", "oss": "a local open-source model server"}
 

@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from taosync.fleet.secrets import Secret
 
 #: ``${gateway.base_url}``, ``${gateway.key}``, ``${routes.fast}`` … inside MCP values.
-#: Anything else in ``${…}`` (``${HOME}``, ``${VAR:-x}``) is left for the client to expand.
+#: Anything else in ``${…}`` (``${HOME}``, ``${VAR:-x}``) is written as it is; clients.md records
+#: a client expanding it only for Claude Code's project ``.mcp.json``.
 FLEET_REFERENCE = re.compile(r"\$\{((?:gateway|routes|models)\.[^}]*|default_route)\}")
 
 #: client name as spelled in fleet.yaml → attribute on ``fleet.clients``
