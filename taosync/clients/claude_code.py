@@ -119,7 +119,10 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
             if server.kind == "stdio":
                 entry = {"type": "stdio", "command": server.command,
                          "args": list(server.args), "env": dict(server.env)}
-                if server.cwd:  # ignored by Claude Code (anthropics/claude-code #17565, #42883)
+                # cwd is ignored by Claude Code, in .mcp.json and in ~/.claude.json alike:
+                # github.com/anthropics/claude-code/issues/17565 (2.1.4, macOS) and
+                # /issues/54786 (2.1.123, Windows); both closed without a fix
+                if server.cwd:
                     env.warnings.append(
                         f"{NAME}: MCP server {name!r} sets cwd, which Claude Code's "
                         f"mcpServers schema does not have; left it out of {state_path}"
