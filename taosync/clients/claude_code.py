@@ -121,7 +121,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                          "args": list(server.args), "env": dict(server.env)}
                 # cwd is ignored by Claude Code, in .mcp.json and in ~/.claude.json alike:
                 # github.com/anthropics/claude-code/issues/17565 (2.1.4, macOS) and
-                # /issues/54786 (2.1.123, Windows); both closed without a fix
+                # /issues/54786 (2.1.123, Windows); both closed as stale, not fixed
                 if server.cwd:
                     env.warnings.append(
                         f"{NAME}: MCP server {name!r} sets cwd, which Claude Code's "
