@@ -17,7 +17,7 @@ def rollback(to, dry_run):
     from taosync import pipeline, ui
     from taosync.errors import TaosyncError
     from taosync.commands.report import plan_json, print_plan
-    from taosync.engine.apply import RealWriter, RecordingWriter, execute, locked, recover
+    from taosync.engine.apply import RealWriter, execute, locked, recover
     from taosync.engine.rollback import plan_rollback
     from taosync.engine.state import StateStore
     from taosync.pipeline import Context
@@ -31,7 +31,6 @@ def rollback(to, dry_run):
     state = store.load()  # plan first, unlocked: "nothing to roll back" writes nothing
     the_plan, undone, edited = plan_rollback(store, state, to)
     if dry_run:
-        execute(the_plan, state, store, RecordingWriter(), kind="rollback")
         result_files, apply_id = the_plan.changed, None
     else:
         with locked(store):

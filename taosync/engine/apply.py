@@ -15,7 +15,7 @@ import json
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol
@@ -51,20 +51,6 @@ class RealWriter:
         except FileNotFoundError:
             return
         fsync_dir(path.parent)
-
-
-@dataclass
-class RecordingWriter:
-    """Writes nothing; remembers what would have been written (dry runs, tests)."""
-
-    writes: list[tuple[Path, bytes, int]] = field(default_factory=list)
-    removed: list[Path] = field(default_factory=list)
-
-    def write(self, path: Path, data: bytes, mode: int) -> None:
-        self.writes.append((path, data, mode))
-
-    def remove(self, path: Path) -> None:
-        self.removed.append(path)
 
 
 @contextmanager
@@ -159,23 +145,19 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
         if new_files != state.files or (inputs and inputs != state.inputs):
             state.files = new_files
             state.inputs = inputs or state.inputs
-            if not isinstance(writer, RecordingWriter):
-                store.save(state)
+            store.save(state)
         return Result(None, [])
 
     apply_id = state.next_apply_id()
     backup_dir = store.backup_dir(apply_id)
     record = ApplyRecord(apply_id, datetime.now(timezone.utc).isoformat(timespec="seconds"), kind)
     journal_files = []
-    dry = isinstance(writer, RecordingWriter)
-    if not dry:
-        backup_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    backup_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     for n, fp in enumerate(changed):
         backup_name = None
         if fp.old_text is not None:
             backup_name = f"{n:03d}-{fp.path.name}"
-            if not dry:
-                write_private(backup_dir / backup_name, fp.old_text.encode("utf-8"))
+            write_private(backup_dir / backup_name, fp.old_text.encode("utf-8"))
         prev = state.files.get(str(fp.path))
         record.files.append({
             "path": str(fp.path), "backup": backup_name, "mode": fp.mode,
@@ -183,11 +165,6 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
         })
         journal_files.append({"path": str(fp.path), "real_path": str(fp.real_path),
                               "backup": backup_name, "mode": fp.mode or 0o600})
-    if dry:
-        for fp in changed:
-            _write_one(writer, fp)
-        return Result(apply_id, changed)
-
     write_private(store.journal_path, json.dumps(
         {"apply_id": apply_id, "backup_dir": os.path.relpath(backup_dir, store.root),
          "files": journal_files}).encode("utf-8"))
@@ -249,9 +226,5 @@ def _restore(writer: Writer, target: Path, entry: dict, backup_dir: Path) -> Non
 
 
 def _as_json(fs) -> dict | None:
-    if fs is None:
-        return None
-    from dataclasses import asdict
-
-    return asdict(fs)
+    return None if fs is None else asdict(fs)
 
