@@ -77,7 +77,9 @@ def now_iso() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
-def _mcp_entries(fleet, key: Secret, *, nested: bool) -> dict[str, dict]:
+def _mcp_entries(fleet, key: Secret) -> dict[str, dict]:
+    """Server name → Cline's entry (the legacy file's shape; the current store nests
+    each entry under ``transport``)."""
     out: dict[str, dict] = {}
     for name, server in fleet.mcp_servers_expanded(key).items():
         if server.kind == "stdio":
@@ -91,7 +93,7 @@ def _mcp_entries(fleet, key: Secret, *, nested: bool) -> dict[str, dict]:
                      "url": server.url}
             if server.headers:
                 entry["headers"] = dict(server.headers)
-        out[name] = {"transport": entry} if nested else entry
+        out[name] = entry
     return out
 
 
@@ -121,8 +123,9 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     }
     if headers:
         values[p + ("settings", "headers")] = headers
-    if fleet.context_window(model):
-        values[p + ("settings", "contextWindow")] = fleet.context_window(model)
+    context_window = fleet.context_window(model)
+    if context_window:
+        values[p + ("settings", "contextWindow")] = context_window
     patches = [Patch(
         providers_path, "json", values, NAME,
         skeleton={("version",): 1, ("modes",): {}},
@@ -130,14 +133,14 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         secret=True,
     )]
 
-    mcp = cfg.mcp and bool(fleet.mcp_servers)
-    if mcp:
+    entries = _mcp_entries(fleet, key) if cfg.mcp and fleet.mcp_servers else {}
+    holds_key = key.found_in(entries)
+    if entries:
         mcp_path = (env.location("CLINE_MCP_SETTINGS_PATH")
                     or data / "settings" / "cline_mcp_settings.json")
-        entries = _mcp_entries(fleet, key, nested=True)
         patches.append(Patch(
-            mcp_path, "json", {("mcpServers", n): e for n, e in entries.items()}, NAME,
-            secret=key.found_in(entries),
+            mcp_path, "json", {("mcpServers", n): {"transport": e} for n, e in entries.items()},
+            NAME, secret=holds_key,
         ))
 
     if cfg.legacy:
@@ -154,14 +157,12 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         patches.append(Patch(data / "secrets.json", "json", {("openAiApiKey",): key}, NAME,
                              secret=True))
 
-    if mcp:
-        flat = _mcp_entries(fleet, key, nested=False)
-        holds_key = key.found_in(flat)
+    if entries:
         for editor in editors(cfg, env):
             path = (global_storage(env, editor) / EXTENSION_ID / "settings"
                     / "cline_mcp_settings.json")
             patches.append(Patch(
-                path, "json", {("mcpServers", n): e for n, e in flat.items()}, NAME,
+                path, "json", {("mcpServers", n): e for n, e in entries.items()}, NAME,
                 secret=holds_key,
             ))
     return patches

@@ -75,11 +75,12 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     home = codex_home(env)
     config_path = home / "config.toml"
     provider = ("model_providers", cfg.provider_id)
+    model = fleet.model_for(cfg.model)
 
     values: dict = {
-        ("model",): fleet.model_for(cfg.model),
+        ("model",): model,
         ("model_provider",): cfg.provider_id,
-        **_context_window(fleet, fleet.model_for(cfg.model)),
+        **_context_window(fleet, model),
         provider + ("base_url",): fleet.openai_url,
         provider + ("wire_api",): "responses",
     }
@@ -149,10 +150,11 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 f"{NAME}: profile {slot!r} is written as {name}.config.toml; "
                 f"use `codex -p {name}`"
             )
+        model = fleet.model_for(slot)
         patches.append(Patch(home / f"{name}.config.toml", "toml", {
-            ("model",): fleet.model_for(slot),
+            ("model",): model,
             ("model_provider",): cfg.provider_id,
-            **_context_window(fleet, fleet.model_for(slot)),
+            **_context_window(fleet, model),
         }, NAME))
     return patches
 

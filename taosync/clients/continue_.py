@@ -68,9 +68,9 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         values[e + ("apiBase",)] = fleet.openai_url
         values[e + ("apiKey",)] = api_key
         values[e + ("roles",)] = roles
-        if fleet.context_window(model):
-            values[e + ("defaultCompletionOptions", "contextLength")] = \
-                fleet.context_window(model)
+        context_window = fleet.context_window(model)
+        if context_window:
+            values[e + ("defaultCompletionOptions", "contextLength")] = context_window
         if fleet.gateway.headers:
             values[e + ("requestOptions", "headers")] = dict(fleet.gateway.headers)
 
