@@ -59,6 +59,17 @@ class ProbeSpec:
     headers: tuple[tuple[str, str], ...] = ()
 
 
+def probe_specs(fleet, client: str, models, *, protocol: str, base_url: str, path: str,
+                auth: str = "bearer") -> list[ProbeSpec]:
+    """One probe per (slot, model) pair, POSTed to ``base_url`` + ``path`` with the
+    gateway's extra headers, as ``client`` sends it."""
+    headers = tuple(fleet.gateway.headers.items())
+    return [ProbeSpec(client=client, route=fleet.route_for(slot), model=model,
+                      protocol=protocol, base_url=base_url,
+                      url=base_url.rstrip("/") + path, auth=auth, headers=headers)
+            for slot, model in models]
+
+
 @dataclass
 class ClientEnv:
     """Where client files live on this machine: the home, the environment, the OS.

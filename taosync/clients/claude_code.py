@@ -20,7 +20,8 @@ import re
 import shlex
 from pathlib import Path
 
-from taosync.clients.base import ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, read_plain
+from taosync.clients.base import (ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, probe_specs,
+                                  read_plain)
 from taosync.fleet.secrets import Secret, expand_path, parse_reference
 from taosync.formats.base import keypath_str
 
@@ -145,18 +146,10 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     cfg = fleet.clients.claude_code
-    base = fleet.anthropic_url
     reference = _reference_mode(fleet, cfg) and _key_helper(fleet, env) is not None
-    headers = tuple(fleet.gateway.headers.items())
-    out: list[ProbeSpec] = []
-    for slot, model in fleet.distinct_models(_slots(cfg).values()):
-        out.append(ProbeSpec(
-            client=NAME, route=fleet.route_for(slot), model=model,
-            protocol="anthropic-messages", base_url=base,
-            url=base.rstrip("/") + "/v1/messages?beta=true",
-            auth="both" if reference else "bearer", headers=headers,
-        ))
-    return out
+    return probe_specs(fleet, NAME, fleet.distinct_models(_slots(cfg).values()),
+                       protocol="anthropic-messages", base_url=fleet.anthropic_url,
+                       path="/v1/messages?beta=true", auth="both" if reference else "bearer")
 
 
 # -- reading back (taosync import) ---------------------------------------------------

@@ -26,7 +26,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from taosync.clients.base import ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, read_plain
+from taosync.clients.base import (ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, probe_specs,
+                                  read_plain)
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
@@ -169,13 +170,9 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
 
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    cfg = fleet.clients.cline
-    base = fleet.openai_url
-    return [ProbeSpec(
-        client=NAME, route=fleet.route_for(cfg.model), model=fleet.model_for(cfg.model),
-        protocol="openai-chat", base_url=base, url=base.rstrip("/") + "/chat/completions",
-        auth="bearer", headers=tuple(fleet.gateway.headers.items()),
-    )]
+    return probe_specs(fleet, NAME, fleet.distinct_models([fleet.clients.cline.model]),
+                       protocol="openai-chat", base_url=fleet.openai_url,
+                       path="/chat/completions")
 
 
 # -- reading back (taosync import) ---------------------------------------------------

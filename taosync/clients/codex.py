@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from taosync.clients.base import ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, read_plain
+from taosync.clients.base import (ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, probe_specs,
+                                  read_plain)
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
@@ -168,16 +169,9 @@ def _context_window(fleet, model: str) -> dict:
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     cfg = fleet.clients.codex
-    base = fleet.openai_url
-    headers = tuple(fleet.gateway.headers.items())
-    out: list[ProbeSpec] = []
-    for slot, model in fleet.distinct_models([cfg.model] + [s for s, _ in _profiles(cfg)]):
-        out.append(ProbeSpec(
-            client=NAME, route=fleet.route_for(slot), model=model,
-            protocol="openai-responses", base_url=base,
-            url=base.rstrip("/") + "/responses", auth="bearer", headers=headers,
-        ))
-    return out
+    slots = [cfg.model] + [s for s, _ in _profiles(cfg)]
+    return probe_specs(fleet, NAME, fleet.distinct_models(slots), protocol="openai-responses",
+                       base_url=fleet.openai_url, path="/responses")
 
 
 # -- reading back (taosync import) ---------------------------------------------------

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import re
 
-from taosync.clients.base import ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, read_plain
+from taosync.clients.base import (ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, probe_specs,
+                                  read_plain)
 from taosync.formats.base import Match, keypath_str
 from taosync.fleet.secrets import Secret
 
@@ -109,17 +110,9 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
 
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    cfg = fleet.clients.continue_
-    base = fleet.openai_url
-    headers = tuple(fleet.gateway.headers.items())
-    return [
-        ProbeSpec(
-            client=NAME, route=fleet.route_for(slot), model=model, protocol="openai-chat",
-            base_url=base, url=base.rstrip("/") + "/chat/completions", auth="bearer",
-            headers=headers,
-        )
-        for model, (slot, _) in _models(fleet, cfg).items()
-    ]
+    models = [(slot, model) for model, (slot, _) in _models(fleet, fleet.clients.continue_).items()]
+    return probe_specs(fleet, NAME, models, protocol="openai-chat", base_url=fleet.openai_url,
+                       path="/chat/completions")
 
 
 # -- reading back (taosync import) ---------------------------------------------------
