@@ -143,18 +143,23 @@ class Clients(_Strict):
         description="Continue (config.yaml models): roles → route or model id.")
 
 
-class McpStdio(_Strict):
+class _McpServer(_Strict):
+    """What the run-time view offers for an MCP server too (fleet/view.py)."""
+
+    def plain(self) -> dict:
+        return self.model_dump()
+
+    def replaced(self, data: dict):
+        """The same kind of server holding ``data`` (references expanded)."""
+        return type(self).model_validate(data)
+
+
+class McpStdio(_McpServer):
     """An MCP server the client starts as a process (stdio)."""
 
     kind: ClassVar[str] = "stdio"
     model_config = ConfigDict(extra="forbid", populate_by_name=True,
                               json_schema_extra={"x-kind": "stdio"})
-
-    def plain(self) -> dict:
-        return self.model_dump()
-
-    def replaced(self, data: dict) -> "McpStdio":
-        return type(self).model_validate(data)
 
     command: str = Field(min_length=1, description="The program to start (no shell).")
     args: list[str] = Field(default_factory=list, description="Its arguments.")
@@ -166,18 +171,12 @@ class McpStdio(_Strict):
     cwd: str | None = Field(None, description="Working directory of the server.")
 
 
-class McpHttp(_Strict):
+class McpHttp(_McpServer):
     """An MCP server the client reaches over HTTP."""
 
     kind: ClassVar[str] = "http"
     model_config = ConfigDict(extra="forbid", populate_by_name=True,
                               json_schema_extra={"x-kind": "http"})
-
-    def plain(self) -> dict:
-        return self.model_dump()
-
-    def replaced(self, data: dict) -> "McpHttp":
-        return type(self).model_validate(data)
 
     url: str = Field(pattern=r"^https?://", description="The server's http(s) URL.")
     headers: dict[str, str] = Field(
