@@ -150,6 +150,16 @@ def same_value(a: Any, b: Any) -> bool:
     return isinstance(a, int) and isinstance(b, int) and a == b
 
 
+def update_mapping(editor: "Editor", doc: Any, path: KeyPath, old_keys, value: dict) -> None:
+    """Set a dict over an existing mapping key by key: every key of ``value`` is set,
+    every other key of ``old_keys`` deleted (the rest of the mapping keeps its bytes)."""
+    for k, v in value.items():
+        editor.set(doc, path + (k,), v)
+    for k in old_keys:
+        if k not in value:
+            editor.delete(doc, path + (k,))
+
+
 def element_value(seg: Match, rest: KeyPath, value: Any) -> dict:
     """The new list element that ``seg`` + ``rest`` = ``value`` creates."""
     if rest:

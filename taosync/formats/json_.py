@@ -36,7 +36,8 @@ from json.decoder import scanstring
 from typing import Any
 
 from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_value, element_value,
-                                  keypath_str, same_value, with_match_field)
+                                  keypath_str, same_value, update_mapping,
+                                  with_match_field)
 
 __all__ = ["EDITOR", "JsonDocument", "JsonEditor"]
 
@@ -352,11 +353,7 @@ class JsonEditor:
         if same_value(old, value):
             return
         if isinstance(value, dict) and isinstance(old, dict):
-            for k, v in value.items():
-                self.set(doc, path + (k,), v)
-            for k in old:
-                if k not in value:
-                    self.delete(doc, path + (k,))
+            update_mapping(self, doc, path, list(old), value)
             return
         inline = not self._multiline(text, nodes[-2])
         rendered = self._render(doc, value, self._indent_at(text, node.start), inline)

@@ -13,7 +13,8 @@ from types import ModuleType
 from typing import Any
 
 from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_value, editor_for,
-                                  element_value, keypath_str, with_match_field)
+                                  element_value, keypath_str, update_mapping,
+                                  with_match_field)
 
 
 class NewDocument:
@@ -75,10 +76,7 @@ class NewFileEditor:
         if current is MISSING:
             _add(node, last, (), value)
         elif isinstance(current, dict) and isinstance(value, dict):
-            for k in [k for k in current if k not in value]:
-                del current[k]
-            for k, v in value.items():
-                self.set(doc, path + (k,), v)
+            update_mapping(self, doc, path, list(current), value)
         elif isinstance(last, Match):
             node[_index(node, current)] = _copy(value)
         else:

@@ -40,7 +40,7 @@ from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.exceptions import ParseError
 from tomlkit.items import AoT, Array, Comment, InlineTable, Item, Null, String, StringType, Table, Whitespace
 
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, build_value, element_value, keypath_str, same_value, with_match_field
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
 from taosync.formats.toml_writer import check as _check
 
 __all__ = ["EDITOR", "TomlDocument", "TomlEditor"]
@@ -359,11 +359,7 @@ class TomlEditor:
         if same_value(_plain(old), value):
             return
         if isinstance(value, dict) and isinstance(old, _MAPS):
-            for k, v in value.items():
-                self.set(tdoc, path + (k,), v)
-            for k in list(old):
-                if k not in value:
-                    self.delete(tdoc, path + (k,))
+            update_mapping(self, tdoc, path, list(old), value)
             if not value and isinstance(old, Table) and old.is_super_table():
                 old._is_super_table = False  # an empty table set on purpose keeps its [header]
             return

@@ -56,7 +56,7 @@ from ruamel.yaml.scalarstring import (
 )
 from ruamel.yaml.tokens import CommentToken
 
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, build_value, element_value, keypath_str, same_value, with_match_field
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
 from taosync.formats.yaml_writer import YAML11_BOOL as _YAML11_BOOL
 
 __all__ = ["EDITOR", "YamlDocument", "YamlEditor"]
@@ -457,11 +457,7 @@ class YamlEditor:
         if same_value(_plain(old), value):
             return
         if isinstance(value, dict) and isinstance(old, CommentedMap):
-            for k, v in value.items():
-                self.set(ydoc, path + (k,), v)
-            for k in _own_keys(old):
-                if k not in value:
-                    self.delete(ydoc, path + (k,))
+            update_mapping(self, ydoc, path, _own_keys(old), value)
             return
         parent, seg = nodes[-2], path[-1]
         if isinstance(seg, Match):
