@@ -179,6 +179,9 @@ class Watcher:
         self._spec: _Speculation | None = None
 
         self._retries = 0
+        #: fleet.yaml as it read (its sha256, or "absent") the last time it failed to load
+        #: and was given a debounce to settle before being reported
+        self._failed_read: str | None = None
         self._warned: set[str] = set()
         self._reported: dict[str, str] = {}  # state key → what was last reported about it
         self._reasserts: dict[str, deque] = {}
@@ -429,12 +432,14 @@ class Watcher:
             ctx = spec.ctx if spec is not None else pipeline.prepare(self.settings,
                                                                       use_cache=False)
         except FleetInvalid as exc:
-            self._invalid(exc)
+            if self._settled():
+                self._invalid(exc)
             return
         except TaosyncError as exc:
             self._emit("error", f"{exc.message}; nothing written, keeping the last good "
                        "state", {"details": list(exc.details)}, level="problem")
             return
+        self._failed_read = None
         self._adopt(ctx, spec.state if spec is not None else None)
         if self._first_cycle:
             self._rearm()
@@ -468,6 +473,33 @@ class Watcher:
             n = len(plan_written.files)
             self._emit("unchanged", f"nothing to change: {n} file{'s' if n != 1 else ''} "
                        "up to date", {"files": n})
+
+    def _settled(self) -> bool:
+        """Is a fleet.yaml that failed to load worth reporting? Only once it reads the
+        same a debounce later: a save caught half-way (truncated and not yet written,
+        moved aside and not yet back) is loaded again instead. The first cycle does not
+        wait: nobody is saving then."""
+        try:
+            with open(self.fleet_path, "rb") as fh:
+                now = _sha(fh.read())
+        except OSError:
+            now = "absent"
+        if self._first_cycle or now == self._failed_read:
+            return True
+        self._failed_read = now
+        self._requeue(fleet=True, delay=self.options.debounce)
+        return False
+
+    def _requeue(self, *, fleet: bool = False, targets=(), delay: float) -> None:
+        """Run again (the fleet, these targets) no sooner than ``delay`` from now."""
+        with self._cond:
+            if fleet:
+                self._pending.fleet = True
+            self._pending.targets |= set(targets)
+            self._pending.not_before = time.monotonic() + delay
+            if self._pending.first is None:
+                self._pending.first = self._pending.last = time.monotonic()
+            self._cond.notify_all()
 
     def _invalid(self, exc) -> None:
         missing = any(p.line == 0 for p in exc.problems) and not os.path.exists(self.fleet_path)
@@ -615,14 +647,7 @@ class Watcher:
             return None
         if self._retries == 1:
             self._emit("error", f"{failed.message}; retrying", level="problem")
-        with self._cond:
-            if retry_fleet:
-                self._pending.fleet = True
-            self._pending.targets |= set(retry_keys)
-            self._pending.not_before = time.monotonic() + RETRY_DELAY
-            if self._pending.first is None:
-                self._pending.first = self._pending.last = time.monotonic()
-            self._cond.notify_all()
+        self._requeue(fleet=retry_fleet, targets=retry_keys, delay=RETRY_DELAY)
         return None
 
     def _changes(self, files, ctx) -> list[dict]:

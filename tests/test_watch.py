@@ -174,6 +174,19 @@ def test_editor_save_patterns_are_applied_once(watch, home, fleet_file, save):
     assert changed and all(e.data["source"] == "fleet" for e in changed)
 
 
+def test_a_save_caught_half_way_is_read_again_not_reported(watch, home, fleet_file):
+    """An editor that truncates, then writes: a cycle that read the empty file in
+    between loads it again a debounce later instead of reporting it invalid."""
+    h = watch(debounce=0.3)
+    fleet_file.write_text("")  # the truncate, seen as its own closed write
+    time.sleep(0.45)  # past the debounce: a cycle has read the file empty
+    fleet_file.write_text(with_fast("intel/llama-7b"))
+    h.wait_event("applied", 2)
+    h.settle()
+    assert not h.of("invalid")
+    assert codex_model(home) == "intel/llama-7b"
+
+
 def test_invalid_saves_write_nothing_then_a_valid_one_applies(watch, home, fleet_file):
     h = watch()
     before = {p: identity(p) for p in target_files(home)}
