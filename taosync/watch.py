@@ -13,8 +13,9 @@ nothing has moved for ``debounce`` seconds (and a file still open for writing ha
 closed), or :data:`MAX_DELAY` after the first pending event, whichever is first.
 
 * fleet.yaml or the key file changed → ``pipeline.prepare(use_cache=False)`` (load,
-  validate, render); invalid → the located problems, nothing written, the last good
-  fleet stays in force; valid → ``pipeline.plan_apply`` + ``pipeline.commit``, the same
+  validate, render); invalid → the located problems (once the file reads the same a
+  debounce later: a save caught half-way is loaded again instead), nothing written, the
+  last good fleet stays in force; valid → ``pipeline.plan_apply`` + ``pipeline.commit``, the same
   transaction and lock as ``taosync apply``; then the clients whose files were written
   are verified. To keep save-to-synced latency low, load and plan run speculatively as
   soon as the file has been quiet for :data:`SETTLE`; the result is used only if
