@@ -643,8 +643,4 @@ class _Handler(BaseHTTPRequestHandler):
         self._end_stream()
 
 
-def parse_faults(specs: Iterable[str]) -> list[Fault]:
-    return [Fault.parse(s) for s in specs]
-
-
-__all__ = ["Stub", "Fault", "KINDS", "Seen", "parse_faults", "HOST"]
+__all__ = ["Stub", "Fault", "KINDS", "Seen", "HOST"]

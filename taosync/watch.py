@@ -350,15 +350,12 @@ class Watcher:
     def _speculate(self, gen: int) -> None:
         """Load and plan the fleet ahead of the debounce (reads only)."""
         from taosync import pipeline
-        from taosync.errors import TaosyncError
 
         spec = _Speculation(gen)
         try:
             spec.ctx = pipeline.prepare(self.settings, use_cache=False)
             spec.plan, spec.state = pipeline.plan_apply(spec.ctx)
-        except TaosyncError as exc:
-            spec.error = exc
-        except Exception as exc:  # reported when the cycle runs without it
+        except Exception as exc:  # a TaosyncError is reported by the cycle, a bug re-run there
             spec.error = exc
         with self._cond:
             self._spec = spec

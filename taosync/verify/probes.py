@@ -156,7 +156,7 @@ class ProbeRequest:
     body: dict[str, Any]
 
 
-def auth_headers(protocol: str, auth: str, key: str) -> dict[str, str]:
+def auth_headers(auth: str, key: str) -> dict[str, str]:
     out = {}
     if auth in ("bearer", "both"):
         out["Authorization"] = f"Bearer {key}"
@@ -198,7 +198,7 @@ def build_request(group: ProbeGroup, key: Any, verify: Any, url: str | None = No
         raise BadInput(f"unknown probe protocol {group.protocol!r}")
     for name, value in group.headers:
         headers[name] = value
-    headers.update(auth_headers(group.protocol, group.auth, key.reveal()))
+    headers.update(auth_headers(group.auth, key.reveal()))
     return ProbeRequest("POST", url or group.url, headers, body)
 
 
@@ -277,7 +277,7 @@ class Completion:
         elif not self.finished:
             self.problem = "the stream ended before the completion finished"
         elif not (self.text or self.reasoning):
-            if protocol == "openai-chat" and self.finished:
+            if protocol == "openai-chat":
                 pass  # a choice with finish_reason and empty content is still well formed
             else:
                 self.problem = f"the answer's {what} hold no text"
