@@ -170,7 +170,8 @@ def build_request(group: ProbeGroup, key: Any, verify: Any, url: str | None = No
     prompt, max_tokens = verify.prompt, verify.max_tokens
     headers = {"User-Agent": USER_AGENT, "Content-Type": "application/json"}
     if group.protocol == "anthropic-messages":
-        # Claude Code: Messages, SSE, anthropic-version + the claude-code beta (clients.md §1)
+        # Claude Code: Messages, SSE, anthropic-version + the claude-code beta (clients.md §1);
+        # x-app, Accept and the content-block form are not in clients.md (unverified here)
         headers.update({"anthropic-version": ANTHROPIC_VERSION,
                         "anthropic-beta": ANTHROPIC_BETA, "x-app": "cli",
                         "Accept": "application/json"})
@@ -179,7 +180,10 @@ def build_request(group: ProbeGroup, key: Any, verify: Any, url: str | None = No
             "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}],
             "stream": group.stream}
     elif group.protocol == "openai-responses":
-        # Codex: Responses only, SSE with Accept: text/event-stream (clients.md §2)
+        # Codex: Responses only, SSE with Accept: text/event-stream (clients.md §2); the body
+        # fields follow codex-rs codex-api ResponsesApiRequest (instructions, tools,
+        # tool_choice "auto", parallel_tool_calls, store false, include), except
+        # max_output_tokens, which Codex does not send: taosync caps the probe's cost
         headers["Accept"] = "text/event-stream" if group.stream else "application/json"
         body = {"model": group.model, "instructions": "You are a coding agent.",
                 "input": [{"type": "message", "role": "user",
@@ -188,7 +192,8 @@ def build_request(group: ProbeGroup, key: Any, verify: Any, url: str | None = No
                 "store": False, "stream": group.stream, "include": [],
                 "max_output_tokens": max(16, max_tokens)}
     elif group.protocol == "openai-chat":
-        # Cline / Continue: Chat Completions, stream true (clients.md §3, §4)
+        # Cline / Continue: Chat Completions, stream true (clients.md §3, §4); Accept and
+        # stream_options.include_usage are not in clients.md (unverified here)
         headers["Accept"] = "application/json"
         body = {"model": group.model, "messages": [{"role": "user", "content": prompt}],
                 "max_tokens": max_tokens, "stream": group.stream}
