@@ -598,3 +598,24 @@ def test_a_key_edited_after_apply_is_left_to_the_user_on_release(taosync, home, 
         "  codex: {model: fast, profiles: [deep, batch]}\n", ""))
     assert taosync("apply", "--no-verify").rc == 0
     assert tomllib.loads(cfg.read_text()) == {"model": "my-own"}
+
+
+def test_drift_then_rollback_twice_is_not_called_in_sync(taosync, home):
+    """A rollback of a rollback puts a hand edit back: status and plan --check must see it
+    (the restored bytes are not what taosync last wrote, so nothing may trust them unread)."""
+    assert taosync("apply", "--no-verify").rc == 0
+    settings = home / ".claude/settings.json"
+    data = json.loads(settings.read_text())
+    data["env"]["ANTHROPIC_BASE_URL"] = V1_URL + "/v1"  # a hand-broken owned key
+    settings.write_text(json.dumps(data, indent=2))
+    assert taosync("rollback").rc == 0
+    assert taosync("rollback").rc == 0
+    assert json.loads(settings.read_text())["env"]["ANTHROPIC_BASE_URL"] == V1_URL + "/v1"
+    r = taosync("status")
+    assert r.rc == 1, r.both
+    assert "env.ANTHROPIC_BASE_URL" in r.out
+    assert taosync("plan", "--check").rc == 1
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0, r.both
+    assert json.loads(settings.read_text())["env"]["ANTHROPIC_BASE_URL"] == ROOT_URL
+    assert taosync("status").rc == 0

@@ -6,11 +6,10 @@ it can be rolled back in turn.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from taosync.engine.plan import FilePlan, Plan, read_target
-from taosync.engine.state import FileState, State, StateStore, sha256_bytes
+from taosync.engine.state import FileState, State, StateStore
 from taosync.errors import BadInput
 
 
@@ -50,10 +49,10 @@ def plan_rollback(store: StateStore, state: State,
             except OSError as exc:
                 raise BadInput(f"backup {backup} of {path} cannot be read ({exc.strerror}); "
                                "nothing was restored") from None
-        before = None
-        if entry.get("before"):  # the state as it was, for the bytes put back
-            before = replace(FileState.from_json(entry["before"]),
-                             sha256=sha256_bytes((restored or "").encode("utf-8")))
+        # The state as it was. Its sha256 stays that of the bytes taosync wrote then, so
+        # a backup holding later hand edits (a rollback of a rollback) is not trusted as
+        # "byte for byte what taosync left": status, plan and apply parse it again.
+        before = FileState.from_json(entry["before"]) if entry.get("before") else None
         plan.files.append(FilePlan(
             path=path, real_path=real, format=before.format if before else "",
             clients=before.clients if before else [], old_text=current,
