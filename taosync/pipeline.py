@@ -138,14 +138,15 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
             for path in recovered:
                 if on_recover is not None:
                     on_recover(path)
-            if recovered or store.digest != planned_against or not _still_on_disk(the_plan):
-                # another apply ran, or a file moved since we planned: plan again
-                the_plan = make_plan(ctx, state, only, for_write=True)
             try:
-                inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key())
+                store.hmac_key()  # the first apply makes it: fail here, before any client file
             except OSError as exc:
                 raise WriteFailed(f"cannot write taosync's state in {store.root} "
                                   f"({exc.strerror or exc}); no client file was changed") from None
+            if recovered or store.digest != planned_against or not _still_on_disk(the_plan):
+                # another apply ran, or a file moved since we planned: plan again
+                the_plan = make_plan(ctx, state, only, for_write=True)
+            inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key())
             for attempt in range(MOVED_RETRIES + 1):
                 try:
                     result = execute(the_plan, state, store, RealWriter(), inputs=inputs,

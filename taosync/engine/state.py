@@ -217,11 +217,12 @@ def make_dirs(path: Path, mode: int) -> None:
             break
         path = path.parent
     for directory in reversed(missing):
+        owner = _owner_to_keep(directory)  # its parent's, while it does not exist
         try:
             directory.mkdir(mode=0o700)
         except FileExistsError:  # made meanwhile by someone else: theirs, leave it
             continue
-        give_owner(directory, _owner_to_keep(directory))
+        give_owner(directory, owner)
         os.chmod(directory, mode)
 
 
