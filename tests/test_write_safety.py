@@ -208,13 +208,10 @@ def test_umask_000_never_widens_what_taosync_creates(taosync, home, umask_000):
     r = taosync("apply", "--no-verify")
     assert r.rc == 0, r.both
     state = state_dir(home)
-    made_by_state_store = {home / ".local", home / ".local/state", state}  # not the write path
     for dirpath, dirs, files in os.walk(home):
         for name in dirs:
             d = Path(dirpath, name)
-            if d in made_by_state_store:
-                continue
-            if state in d.parents:  # backups/, backups/1
+            if d == state or state in d.parents:  # the state dir, backups/, backups/1
                 assert mode(d) == 0o700, d
             else:
                 assert mode(d) & ~0o755 == 0, (d, oct(mode(d)))
@@ -252,6 +249,12 @@ def test_root_applying_in_a_users_home_keeps_the_users_ownership(taosync, home):
         st = (home / rel).stat()
         assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY), rel
     assert mode(home / ".codex/auth.json") == 0o600  # so its owner, the user, reads it
+    # taosync's own files too: the user's next apply (without sudo) can still run
+    for dirpath, dirs, files in os.walk(home / ".local"):
+        for name in dirs + files:
+            st = Path(dirpath, name).stat()
+            assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY), Path(dirpath, name)
+    assert (state_dir(home) / "backups/1").is_dir() and (state_dir(home) / "lock").exists()
 
 
 def test_no_ownership_warning_in_ones_own_home(taosync, home):

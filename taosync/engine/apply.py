@@ -23,7 +23,8 @@ from typing import Protocol
 
 from taosync.engine.plan import FilePlan, Plan
 from taosync.engine.state import (KEEP_APPLIES, ApplyRecord, State, StateStore, atomic_write, fsync_dir,
-                                  make_dirs, sha256_bytes, write_private)
+                                  give_owner, make_dirs, owner_to_keep, sha256_bytes,
+                                  write_private)
 from taosync.errors import WriteFailed
 
 LOCK_TIMEOUT = 60.0
@@ -144,7 +145,9 @@ def locked(store: StateStore, timeout: float = LOCK_TIMEOUT):
     """An exclusive lock on the state directory, so two applies never interleave."""
     try:
         store.ensure()
+        owner = owner_to_keep(store.lock_path)
         fd = os.open(store.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        give_owner(store.lock_path, owner)  # root in a user's home: still the user's
     except OSError as exc:
         raise WriteFailed(f"cannot create the state directory {store.root}: {exc.strerror}") from None
     try:

@@ -128,7 +128,7 @@ class StateStore:
         return self.root / BACKUPS_DIR / str(apply_id)
 
     def ensure(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_dirs(self.root, 0o700)  # parents too, whatever the umask; the home's owner
 
     def load(self) -> State:
         try:
@@ -185,7 +185,7 @@ def atomic_write(path: Path, data: bytes, mode: int, before_replace=None) -> Non
     directory's (``sudo taosync`` must not leave a user's config ``root:root``).
     ``before_replace()`` runs last before the rename, to refuse when the target moved.
     """
-    owner = _owner_to_keep(path)
+    owner = owner_to_keep(path)
     tmp = path.with_name(f".{path.name}.taosync-{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
@@ -217,7 +217,7 @@ def make_dirs(path: Path, mode: int) -> None:
             break
         path = path.parent
     for directory in reversed(missing):
-        owner = _owner_to_keep(directory)  # its parent's, while it does not exist
+        owner = owner_to_keep(directory)  # its parent's, while it does not exist
         try:
             directory.mkdir(mode=0o700)
         except FileExistsError:  # made meanwhile by someone else: theirs, leave it
@@ -226,7 +226,7 @@ def make_dirs(path: Path, mode: int) -> None:
         os.chmod(directory, mode)
 
 
-def _owner_to_keep(path: Path) -> tuple[int, int] | None:
+def owner_to_keep(path: Path) -> tuple[int, int] | None:
     """(uid, gid) ``path`` must end with: its own if it exists; its directory's for a
     new one written by root; None when nothing needs changing."""
     try:
