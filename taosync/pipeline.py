@@ -109,14 +109,22 @@ def plan_apply(ctx: Context, only: set[str] | None = None):
     return make_plan(ctx, state, only), state
 
 
+#: how many times an apply plans again when another program keeps rewriting a target
+MOVED_RETRIES = 3
+
+
 def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
-           lock_timeout: float | None = None, on_recover=None):
+           lock_timeout: float | None = None, on_recover=None, force: bool = False):
     """Write an apply's plan as one transaction: when anything must change, take the lock,
     put back an earlier apply that was interrupted (``on_recover(path)`` for each file),
     re-plan if another apply ran or a file moved since the plan was made, and execute.
-    Returns (the plan written, the engine's Result)."""
+    A target another program rewrites while it is being written is planned again from
+    its new text (a few times; then the apply gives up, every file put back). ``force``
+    writes targets the user made read-only. Returns (the plan written, the Result)."""
     from taosync.engine import cache
-    from taosync.engine.apply import LOCK_TIMEOUT, RealWriter, Result, execute, locked, recover
+    from taosync.engine.apply import (LOCK_TIMEOUT, RealWriter, Result, TargetMoved, execute, locked,
+                                      recover)
+    from taosync.errors import WriteFailed
 
     store = ctx.store
     result = Result(None, [])
@@ -130,11 +138,27 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
             for path in recovered:
                 if on_recover is not None:
                     on_recover(path)
+            try:
+                store.hmac_key()  # the first apply makes it: fail here, before any client file
+            except OSError as exc:
+                raise WriteFailed(f"cannot write taosync's state in {store.root} "
+                                  f"({exc.strerror or exc}); no client file was changed") from None
             if recovered or store.digest != planned_against or not _still_on_disk(the_plan):
                 # another apply ran, or a file moved since we planned: plan again
                 the_plan = make_plan(ctx, state, only, for_write=True)
             inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key())
-            result = execute(the_plan, state, store, RealWriter(), inputs=inputs)
+            for attempt in range(MOVED_RETRIES + 1):
+                try:
+                    result = execute(the_plan, state, store, RealWriter(), inputs=inputs,
+                                     force=force)
+                    break
+                except TargetMoved as exc:
+                    if attempt == MOVED_RETRIES:
+                        raise WriteFailed(f"{exc.path} kept being changed by another program "
+                                          f"while taosync wrote it ({attempt + 1} tries); "
+                                          f"{exc.outcome}; run taosync apply again when it "
+                                          "is quiet") from None
+                    the_plan = make_plan(ctx, state, only, for_write=True)
     return the_plan, result
 
 

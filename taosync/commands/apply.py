@@ -13,10 +13,13 @@ from taosync.commands.plan import only_option
 @only_option
 @click.option("--dry-run", is_flag=True, help="Plan and show; write nothing.")
 @click.option("--no-verify", is_flag=True, help="Do not send the verification requests.")
+@click.option("--force", is_flag=True,
+              help="Also write target files you made read-only (no owner write bit); they "
+                   "stay read-only. Without it such a file stops the apply, nothing written.")
 @click.option("--stub", is_flag=True,
               help="Verify against a stand-in gateway on loopback instead of the real one "
                    "(the files still name the fleet's gateway).")
-def apply(only, dry_run, no_verify, stub):
+def apply(only, dry_run, no_verify, stub, force):
     """Write the fleet into every client's files, changing only owned keys."""
     from taosync import pipeline, ui
     from taosync.commands.report import plan_json, print_plan, print_warnings
@@ -36,8 +39,10 @@ def apply(only, dry_run, no_verify, stub):
             ui.out("dry run: nothing was written")
         return 0
 
+    if the_plan.changed:
+        _warn_if_root_in_someone_elses_home(s.home_dir)
     the_plan, result = pipeline.commit(
-        ctx, the_plan, state, only_set,
+        ctx, the_plan, state, only_set, force=force,
         on_recover=lambda path: ui.warn(f"an earlier apply was interrupted; put back {path}"))
 
     if not s.json:
@@ -61,6 +66,23 @@ def apply(only, dry_run, no_verify, stub):
     if s.json:
         ui.emit_json(report)
     return rc
+
+
+def _warn_if_root_in_someone_elses_home(home) -> None:
+    """``sudo taosync apply`` on a user's home: say what happens to file owners."""
+    import os
+
+    from taosync import ui
+
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    try:
+        owner = os.stat(home).st_uid
+    except OSError:
+        return
+    if owner != 0:
+        ui.warn(f"running as root in {home}, which belongs to uid {owner}: existing files "
+                "keep their owner and group, new ones take their directory's")
 
 
 def _verify(ctx, s, only, stub) -> tuple[int, dict | None]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -22,35 +23,121 @@ from typing import Protocol
 
 from taosync.engine.plan import FilePlan, Plan
 from taosync.engine.state import (KEEP_APPLIES, ApplyRecord, State, StateStore, atomic_write, fsync_dir,
+                                  give_owner, make_dirs, owner_to_keep, sha256_bytes,
                                   write_private)
 from taosync.errors import WriteFailed
 
 LOCK_TIMEOUT = 60.0
+#: directories taosync creates for client files (they may hold the key)
+CLIENT_DIR_MODE = 0o700
+#: backups hold the old files, keys included
+BACKUP_DIR_MODE = 0o700
+
+#: what a target was when the plan's text was checked: (size, mtime_ns, sha256), or
+#: None when it did not exist
+Fingerprint = tuple[int, int, str] | None
 
 
 class LockBusy(WriteFailed):
     """Another taosync holds the lock (distinct from an I/O error: worth retrying)."""
 
 
+class TargetMoved(WriteFailed):
+    """Another program changed a target after taosync read it; every file was put back,
+    so the caller may plan again from what is on disk now."""
+
+    def __init__(self, path: Path, outcome: str = "no client file was changed"):
+        super().__init__(f"{path} was changed by another program while taosync was "
+                         f"writing it; {outcome}")
+        self.path = path
+        self.outcome = outcome
+
+
 class Writer(Protocol):
     def write(self, path: Path, data: bytes, mode: int) -> None: ...
     def remove(self, path: Path) -> None: ...
+    def guard(self, path: Path, seen: Fingerprint) -> None: ...
 
 
 class RealWriter:
-    """Atomic writes: temp file beside the target, fsync, chmod, rename, fsync dir."""
+    """Atomic writes: temp file beside the target, fsync, chmod, rename, fsync dir.
+
+    A guarded target (see :meth:`guard`) is checked again last thing before it is
+    replaced, so a program that rewrote it meanwhile is never silently overwritten.
+    A hard-linked target is written in place, so every link keeps seeing one file.
+    """
+
+    def __init__(self):
+        self.guarded: dict[Path, Fingerprint] = {}
+
+    def guard(self, path: Path, seen: Fingerprint) -> None:
+        """Write ``path`` only while it is still as ``seen`` (checked once, then dropped:
+        putting a file back after a failure is not guarded)."""
+        self.guarded[path] = seen
 
     def write(self, path: Path, data: bytes, mode: int) -> None:
-        if not path.parent.exists():
-            path.parent.mkdir(parents=True, mode=0o700)
-        atomic_write(path, data, mode)
+        make_dirs(path.parent, CLIENT_DIR_MODE)
+        check = self._check_for(path)
+        try:
+            links = os.stat(path).st_nlink
+        except FileNotFoundError:
+            links = 1
+        if links > 1:
+            write_in_place(path, data, mode, check)
+        else:
+            atomic_write(path, data, mode, before_replace=check)
 
     def remove(self, path: Path) -> None:
+        self._check_for(path)()
         try:
             os.unlink(path)
         except FileNotFoundError:
             return
         fsync_dir(path.parent)
+
+    def _check_for(self, path: Path):
+        if path not in self.guarded:
+            return lambda: None
+        seen = self.guarded.pop(path)
+        return lambda: check_unchanged(path, seen)
+
+
+def fingerprint(path: Path) -> tuple[Fingerprint, bytes | None]:
+    """What ``path`` is now: its fingerprint and bytes (None, None when absent)."""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read()
+    except FileNotFoundError:
+        return None, None
+    return (st.st_size, st.st_mtime_ns, sha256_bytes(data)), data
+
+
+def check_unchanged(path: Path, seen: Fingerprint) -> None:
+    """Raise :class:`TargetMoved` when ``path`` is no longer as ``seen``."""
+    if fingerprint(path)[0] != seen:
+        raise TargetMoved(path)
+
+
+def write_in_place(path: Path, data: bytes, mode: int, before_write=None) -> None:
+    """Truncate and rewrite a hard-linked file, so its other links see the new text too
+    (a rename would split them). Not atomic: the apply's backup and journal cover it."""
+    if before_write is not None:
+        before_write()
+    old_mode = stat.S_IMODE(os.stat(path).st_mode)
+    if not old_mode & 0o200:  # read-only and --force: write, then read-only again
+        os.chmod(path, old_mode | 0o200)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    finally:
+        os.chmod(path, mode)
 
 
 @contextmanager
@@ -58,7 +145,9 @@ def locked(store: StateStore, timeout: float = LOCK_TIMEOUT):
     """An exclusive lock on the state directory, so two applies never interleave."""
     try:
         store.ensure()
+        owner = owner_to_keep(store.lock_path)
         fd = os.open(store.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        give_owner(store.lock_path, owner)  # root in a user's home: still the user's
     except OSError as exc:
         raise WriteFailed(f"cannot create the state directory {store.root}: {exc.strerror}") from None
     try:
@@ -92,10 +181,12 @@ def _lock(fd: int) -> None:
 
 
 def file_mode(fp: FilePlan) -> int:
-    """Keep the file's mode; 0600 for a new file, and for any file holding the key."""
-    if fp.secret:
-        return 0o600
-    return fp.mode if fp.mode is not None else 0o644
+    """The mode to write: the user's own bits for an existing file, minus group and
+    other access when it holds the key; 0600 (key) or 0644 for a new file. Never adds
+    a bit the user removed (a read-only file stays read-only)."""
+    if fp.mode is None:
+        return 0o600 if fp.secret else 0o644
+    return fp.mode & ~0o077 if fp.secret else fp.mode
 
 
 @dataclass
@@ -132,8 +223,15 @@ def recover(store: StateStore, state: State, writer: Writer) -> list[str]:
 
 
 def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
-            kind: str = "apply", inputs: dict | None = None) -> Result:
-    """Write every changed file of ``plan`` (already computed under the lock)."""
+            kind: str = "apply", inputs: dict | None = None, *, force: bool = False) -> Result:
+    """Write every changed file of ``plan`` (already computed under the lock).
+
+    All or nothing: backups and journal first (failing there, no client file is
+    touched), then the files, then the state; any failure puts back the files already
+    written and drops the journal, and ``state`` is left as it was. ``force`` writes
+    targets the user made read-only (an apply refuses them otherwise; a rollback puts
+    back what was there, read-only or not).
+    """
     changed = plan.changed
     new_files = dict(state.files)
     for fp in plan.files:
@@ -143,60 +241,108 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
             new_files[str(fp.path)] = fp.new_state
     if not changed:
         if new_files != state.files or (inputs and inputs != state.inputs):
+            _save(store, State(state.version, new_files, state.applies,
+                               inputs or state.inputs), "no client file was changed")
             state.files = new_files
             state.inputs = inputs or state.inputs
-            store.save(state)
         return Result(None, [])
 
+    seen = {fp.real_path: _as_planned(fp, refuse_read_only=kind == "apply" and not force)
+            for fp in changed}
     apply_id = state.next_apply_id()
     backup_dir = store.backup_dir(apply_id)
     record = ApplyRecord(apply_id, datetime.now(timezone.utc).isoformat(timespec="seconds"), kind)
     journal_files = []
-    backup_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for n, fp in enumerate(changed):
-        backup_name = None
-        if fp.old_text is not None:
-            backup_name = f"{n:03d}-{fp.path.name}"
-            write_private(backup_dir / backup_name, fp.old_text.encode("utf-8"))
-        prev = state.files.get(str(fp.path))
-        record.files.append({
-            "path": str(fp.path), "backup": backup_name, "mode": fp.mode,
-            "before": _as_json(prev), "action": fp.action,
-        })
-        journal_files.append({"path": str(fp.path), "real_path": str(fp.real_path),
-                              "backup": backup_name, "mode": fp.mode or 0o600})
-    write_private(store.journal_path, json.dumps(
-        {"apply_id": apply_id, "backup_dir": os.path.relpath(backup_dir, store.root),
-         "files": journal_files}).encode("utf-8"))
+    try:
+        make_dirs(backup_dir, BACKUP_DIR_MODE)
+        for n, fp in enumerate(changed):
+            backup_name = None
+            if fp.old_text is not None:
+                backup_name = f"{n:03d}-{fp.path.name}"
+                write_private(backup_dir / backup_name, fp.old_text.encode("utf-8"))
+            prev = state.files.get(str(fp.path))
+            record.files.append({
+                "path": str(fp.path), "backup": backup_name, "mode": fp.mode,
+                "before": _as_json(prev), "action": fp.action,
+            })
+            journal_files.append({"path": str(fp.path), "real_path": str(fp.real_path),
+                                  "backup": backup_name,
+                                  "mode": 0o600 if fp.mode is None else fp.mode})
+        write_private(store.journal_path, json.dumps(
+            {"apply_id": apply_id, "backup_dir": os.path.relpath(backup_dir, store.root),
+             "files": journal_files}).encode("utf-8"))
+    except OSError as exc:
+        _discard(store, backup_dir)
+        raise WriteFailed(f"cannot write taosync's backups in {store.root} "
+                          f"({exc.strerror or exc}); no client file was changed") from None
+
+    applies = state.applies + [record]
+    new_state = State(state.version, new_files, applies[-KEEP_APPLIES:],
+                      inputs or state.inputs)
     done: list[FilePlan] = []
     try:
         for fp in changed:
+            writer.guard(fp.real_path, seen[fp.real_path])
             _write_one(writer, fp)
             done.append(fp)
-    except OSError as exc:
-        failed = changed[len(done)]
+        store.save(new_state)
+    except (OSError, TargetMoved) as exc:
         undo_errors = _undo(writer, done, journal_files, backup_dir)
         if not undo_errors:
-            os.unlink(store.journal_path)
-        raise WriteFailed(
-            f"{failed.path}: cannot write ({exc.strerror or exc}); "
-            + ("every file was put back as it was" if not undo_errors else
-               "could not put back " + ", ".join(undo_errors) + " — run taosync apply again"),
-        ) from None
+            _discard(store, backup_dir)
+        outcome = ("every file was put back as it was" if not undo_errors else
+                   "could not put back " + ", ".join(undo_errors) + " — run taosync apply again")
+        if isinstance(exc, TargetMoved):
+            raise TargetMoved(exc.path, outcome) from None
+        if len(done) < len(changed):
+            what = f"{changed[len(done)].path}: cannot write"
+        else:
+            what = f"cannot save taosync's state {store.state_path}"
+        raise WriteFailed(f"{what} ({exc.strerror or exc}); {outcome}") from None
 
-    state.files = new_files
-    state.applies.append(record)
-    pruned = state.applies[:-KEEP_APPLIES]
-    state.applies = state.applies[-KEEP_APPLIES:]
-    if inputs:
-        state.inputs = inputs
-    store.save(state)
-    os.unlink(store.journal_path)
-    for old in pruned:  # after the save: a crash here only leaves an unused backup
+    state.files, state.applies, state.inputs = new_state.files, new_state.applies, new_state.inputs
+    try:
+        os.unlink(store.journal_path)
+    except OSError:
+        pass  # the state names this apply: the next run drops the journal as stale
+    for old in applies[:-KEEP_APPLIES]:  # after the save: a crash here only leaves an unused backup
         import shutil  # only when an old apply is pruned
 
         shutil.rmtree(store.backup_dir(old.id), ignore_errors=True)
     return Result(apply_id, changed)
+
+
+def _as_planned(fp: FilePlan, *, refuse_read_only: bool) -> Fingerprint:
+    """The target's fingerprint now, checked to hold the text the plan was made from
+    (:class:`TargetMoved` if not) and, for an apply, not made read-only by the user."""
+    seen, data = fingerprint(fp.real_path)
+    expected = None if fp.old_text is None else fp.old_text.encode("utf-8")
+    if data != expected:
+        raise TargetMoved(fp.real_path)
+    if refuse_read_only and fp.mode is not None and not fp.mode & 0o200:
+        raise WriteFailed(f"{fp.path} is read-only (mode {fp.mode:04o}), so taosync left it "
+                          "alone and changed nothing; make it writable, or run taosync apply "
+                          "--force to write it (it stays read-only)")
+    return seen
+
+
+def _save(store: StateStore, state: State, outcome: str) -> None:
+    try:
+        store.save(state)
+    except OSError as exc:
+        raise WriteFailed(f"cannot save taosync's state {store.state_path} "
+                          f"({exc.strerror or exc}); {outcome}") from None
+
+
+def _discard(store: StateStore, backup_dir: Path) -> None:
+    """Drop an apply that did not happen: its journal and backups (best effort)."""
+    import shutil
+
+    try:
+        os.unlink(store.journal_path)
+    except OSError:
+        pass
+    shutil.rmtree(backup_dir, ignore_errors=True)
 
 
 def _write_one(writer: Writer, fp: FilePlan) -> None:

@@ -128,7 +128,7 @@ class StateStore:
         return self.root / BACKUPS_DIR / str(apply_id)
 
     def ensure(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_dirs(self.root, 0o700)  # parents too, whatever the umask; the home's owner
 
     def load(self) -> State:
         try:
@@ -176,9 +176,16 @@ def write_private(path: Path, data: bytes) -> None:
     atomic_write(path, data, 0o600)
 
 
-def atomic_write(path: Path, data: bytes, mode: int) -> None:
-    """Temp file beside ``path``, fsync, chmod, rename, fsync the directory: a reader
-    (or a crash) sees the old bytes or the new ones, never a mix."""
+def atomic_write(path: Path, data: bytes, mode: int, before_replace=None) -> None:
+    """Temp file beside ``path``, fsync, chown, chmod, rename, fsync the directory: a
+    reader (or a crash) sees the old bytes or the new ones, never a mix.
+
+    The mode is set explicitly (the umask never widens it). The owner is kept: an
+    existing file keeps its owner and group, a new one written by root takes its
+    directory's (``sudo taosync`` must not leave a user's config ``root:root``).
+    ``before_replace()`` runs last before the rename, to refuse when the target moved.
+    """
+    owner = owner_to_keep(path)
     tmp = path.with_name(f".{path.name}.taosync-{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
@@ -186,7 +193,10 @@ def atomic_write(path: Path, data: bytes, mode: int) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        give_owner(tmp, owner)
+        os.chmod(tmp, mode)  # after chown, which may clear mode bits
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -197,7 +207,66 @@ def atomic_write(path: Path, data: bytes, mode: int) -> None:
     fsync_dir(path.parent)
 
 
+def make_dirs(path: Path, mode: int) -> None:
+    """Create ``path`` and its missing parents, each with exactly ``mode`` (mkdir's mode
+    is masked by the umask and ignored for parents) and, under root, its parent's owner."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        if path.parent == path:
+            break
+        path = path.parent
+    for directory in reversed(missing):
+        owner = owner_to_keep(directory)  # its parent's, while it does not exist
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by someone else: theirs, leave it
+            continue
+        give_owner(directory, owner)
+        os.chmod(directory, mode)
+
+
+def owner_to_keep(path: Path) -> tuple[int, int] | None:
+    """(uid, gid) ``path`` must end with: its own if it exists; its directory's for a
+    new one written by root; None when nothing needs changing."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if not _is_root():
+            return None
+        try:
+            st = os.stat(path.parent)
+        except OSError:
+            return None
+    except OSError:
+        return None
+    return st.st_uid, st.st_gid
+
+
+def give_owner(path: Path, owner: tuple[int, int] | None) -> None:
+    """chown ``path`` to ``owner``; a user who may not (not root, not in that group)
+    keeps what the system gave the file."""
+    if owner is None or not hasattr(os, "chown"):
+        return
+    st = os.stat(path, follow_symlinks=False)
+    if (st.st_uid, st.st_gid) == owner:
+        return
+    try:
+        os.chown(path, *owner, follow_symlinks=False)
+    except PermissionError:
+        try:
+            os.chown(path, -1, owner[1], follow_symlinks=False)
+        except PermissionError:
+            pass
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
 def fsync_dir(path: Path) -> None:
+    """fsync a directory so a rename in it survives a power cut; best effort (some file
+    systems and Windows cannot)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
