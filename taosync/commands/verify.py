@@ -226,6 +226,10 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool) -> int:
 
     s = settings()
     env = s.client_env()
+    from taosync.engine.state import StateStore
+    from taosync.pipeline import recover_first
+
+    recover_first(StateStore(s.state_dir()), env)
     loaded, notes = _load(s, env, use_stub)
     for w in getattr(loaded, "warnings", []):
         ui.warn(w.format() if hasattr(w, "format") else str(w))
