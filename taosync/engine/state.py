@@ -120,6 +120,8 @@ class State:
                      for n, a in enumerate(_expect(data.get("applies", []), list, "applies"))],
             inputs=_expect(data.get("inputs", {}), dict, "inputs"),
         )
+        if not _render_cache_ok(state.inputs):
+            state.inputs = {}  # only a cache: a damaged one is a miss, rendered afresh
         return state
 
 
@@ -136,6 +138,32 @@ def _expect(value, kind: type, where: str):
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise Damaged(f"{where} is {type(value).__name__}, not {kind.__name__}")
     return value
+
+
+def _render_cache_ok(entry: dict) -> bool:
+    """``entry`` has the shape engine/cache.py stores (or is empty)."""
+    if not entry:
+        return True
+
+    def all_of(items, kind) -> bool:
+        return isinstance(items, list) and all(isinstance(i, kind) for i in items)
+
+    def pairs(items) -> bool:
+        return isinstance(items, list) and all(
+            isinstance(i, list) and len(i) == 2 and isinstance(i[0], str) for i in items)
+
+    fp, patches = entry.get("fingerprint"), entry.get("patches")
+    return (isinstance(fp, dict) and isinstance(fp.get("env"), dict)
+            and isinstance(fp.get("paths"), dict)
+            and all(isinstance(fp.get(k), str) for k in ("taosync", "platform", "home",
+                                                         "fleet", "key"))
+            and all_of(entry.get("key_ref"), str) and len(entry["key_ref"]) == 2
+            and all_of(entry.get("clients"), str) and all_of(entry.get("warnings"), str)
+            and all_of(patches, dict)
+            and all(isinstance(p.get("path"), str) and isinstance(p.get("format"), str)
+                    and isinstance(p.get("client"), str) and isinstance(p.get("secret"), bool)
+                    and pairs(p.get("values")) and pairs(p.get("skeleton"))
+                    and pairs(p.get("volatile")) for p in patches))
 
 
 def _apply_record(data, where: str) -> ApplyRecord:
