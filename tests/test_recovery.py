@@ -264,6 +264,11 @@ def test_an_empty_or_unset_home_is_bad_input(tmp_path, home_value, args):
     e.pop("HOME", None)
     if home_value is not None:
         e["HOME"] = home_value
+    # every location pointed into the sandbox: should the check ever regress, the run
+    # writes there (and fails below) rather than at / or in the real home
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CLINE_DIR", "CONTINUE_GLOBAL_DIR",
+                "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
+        e[var] = str(tmp_path / "sandbox" / var)
     root_before = sorted(os.listdir("/"))
     before = snapshot(tmp_path)
     r = subprocess.run([sys.executable, "-m", "taosync", "-c", str(EXAMPLE_FLEET), *args],
