@@ -92,6 +92,42 @@ def test_the_next_command_recovers_an_apply_killed_mid_way_and_says_so(tmp_path,
         assert "nothing to roll back" not in r.stdout + r.stderr
 
 
+def test_watch_recovers_an_apply_killed_mid_way_before_its_first_apply(tmp_path):
+    import threading
+    import time
+
+    home = tmp_path / "home"
+    written = crash_first_apply(home)
+    cmd = [sys.executable, "-m", "taosync", "--home", str(home), "-c", str(EXAMPLE_FLEET),
+           "watch", "--no-verify"]
+    proc = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    lines: list[str] = []
+    readers = [threading.Thread(target=lambda f=f: lines.extend(f), daemon=True)
+               for f in (proc.stdout, proc.stderr)]
+    for t in readers:
+        t.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not any("applied" in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for t in readers:
+        t.join(timeout=5)
+    text = "".join(lines)
+    shown = "~/" + str(written.relative_to(home))
+    assert f"recovered from an interrupted apply: restored {shown}" in text, text
+    assert "Traceback" not in text
+    assert not (home / STATE / "journal.json").exists()
+    assert run_cli(home, "status").returncode == 0  # and then applied in full
+
+
 def test_a_read_only_command_that_cannot_take_the_lock_refuses(tmp_path, monkeypatch, capsys):
     import fcntl
 
