@@ -155,7 +155,7 @@ def _entry_problem(entry: dict, backups: Path | None, allowed: _Targets) -> str 
         return "not a client file taosync manages under this home"
     if real != os.path.realpath(path):
         return f"its real path {real!r} is not where {path} leads"
-    if not isinstance(mode, int) or isinstance(mode, bool) or not 0 <= mode <= 0o777:
+    if not isinstance(mode, int) or isinstance(mode, bool) or not 0 <= mode <= 0o7777:
         return f"mode {mode!r} is not a file mode"
     if backup is None:
         return None

@@ -279,7 +279,10 @@ def make_private_dir(path: Path) -> None:
         os.chmod(directory, 0o700)
     leaf = missing[0] if missing else path
     if os.stat(leaf).st_mode & 0o777 != 0o700:
-        os.chmod(leaf, 0o700)
+        try:
+            os.chmod(leaf, 0o700)
+        except PermissionError:  # another user's directory: its writes succeed or fail alone
+            pass
 
 
 def write_private(path: Path, data: bytes) -> None:
