@@ -52,13 +52,12 @@ def recover_first(store, env) -> list[str]:
     """Before reading or writing client files: put back the files of an apply that was
     cut short (a journal is left), under the lock, and say so; warn about any journal
     entry refused. One ``stat`` when there is nothing to recover."""
-    from taosync.engine.recovery import recover_first as recover_journal
-
     if not store.journal_path.exists():
         return []
     from taosync import ui
+    from taosync.engine.recovery import recover_locked
 
-    restored = recover_journal(store, env, on_refuse=ui.warn)
+    restored = recover_locked(store, env, on_refuse=ui.warn)
     if restored:
         ui.warn("recovered from an interrupted apply: restored "
                 + ", ".join(display_path(p, env.home) for p in restored))

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 REJECTED_SUFFIX = ".rejected"
 
 
-def recover_first(store: StateStore, env: "ClientEnv", *, lock_timeout: float | None = None,
-                  on_refuse: Callable[[str], None] | None = None) -> list[str]:
+def recover_locked(store: StateStore, env: "ClientEnv", *,
+                   on_refuse: Callable[[str], None] | None = None) -> list[str]:
     """Before a command reads or writes client files: when a journal is left, take the
     lock and put back the interrupted apply. Returns the paths put back. Costs one
     ``stat`` when there is no journal (the no-op fast path)."""
@@ -39,7 +39,7 @@ def recover_first(store: StateStore, env: "ClientEnv", *, lock_timeout: float | 
     from taosync.engine.apply import LOCK_TIMEOUT, RealWriter, locked
 
     try:
-        with locked(store, LOCK_TIMEOUT if lock_timeout is None else lock_timeout):
+        with locked(store, LOCK_TIMEOUT):
             return recover(store, store.load(), RealWriter(), env, on_refuse=on_refuse)
     except WriteFailed as exc:
         raise WriteFailed(f"an earlier apply was interrupted and cannot be put back now "
