@@ -74,7 +74,15 @@ class Settings:
 
     @property
     def home_dir(self) -> Path:
-        return self.home if self.home is not None else Path.home()
+        """--home, else $HOME; an empty or unset HOME is bad input rather than ``/`` (a
+        stripped environment, a service) — taosync would write at the root."""
+        if self.home is not None:
+            return self.home
+        if sys.platform != "win32" and not os.environ.get("HOME"):
+            from taosync.errors import BadInput
+
+            raise BadInput("HOME is empty or unset: pass --home DIR")
+        return Path.home()
 
     def client_env(self):
         from taosync.clients.base import ClientEnv

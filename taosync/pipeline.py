@@ -26,21 +26,42 @@ class Context:
 
 
 def prepare(settings, *, use_cache: bool = True) -> Context:
-    """Load fleet.yaml and render every enabled client (or reuse the cached render)."""
+    """Put back an interrupted apply (its journal), then load fleet.yaml and render every
+    enabled client (or reuse the cached render)."""
     from taosync.engine import cache
     from taosync.engine.state import StateStore
 
     env = settings.client_env()
     store = StateStore(settings.state_dir())
+    recover_first(store, env)
     path = settings.config_path()
     if use_cache:
         entry = store.load().inputs
-        hit = cache.lookup(entry, fleet_path=path, home=env.home, sandboxed=env.sandboxed,
-                           environ=env.environ, hmac_key=store.hmac_key(create=False))
+        try:
+            hit = cache.lookup(entry, fleet_path=path, home=env.home, sandboxed=env.sandboxed,
+                               environ=env.environ, hmac_key=store.hmac_key(create=False))
+        except (AttributeError, TypeError, KeyError, ValueError):
+            hit = None  # a damaged render cache is only a miss: render afresh
         if hit is not None:
             patches, key, warnings, _clients = hit
             return Context(settings, None, env, store, key, warnings, patches, entry)
     return _full(settings, env, store, path)
+
+
+def recover_first(store, env) -> list[str]:
+    """Before reading or writing client files: put back the files of an apply that was
+    cut short (a journal is left), under the lock, and say so; warn about any journal
+    entry refused. One ``stat`` when there is nothing to recover."""
+    if not store.journal_path.exists():
+        return []
+    from taosync import ui
+    from taosync.engine.recovery import recover_locked
+
+    restored = recover_locked(store, env, on_refuse=ui.warn)
+    if restored:
+        ui.warn("recovered from an interrupted apply: restored "
+                + ", ".join(display_path(p, env.home) for p in restored))
+    return restored
 
 
 def _full(settings, env, store, path: Path) -> Context:
@@ -134,7 +155,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
         planned_against = object() if store.hmac_is_ephemeral else store.digest
         with locked(store, LOCK_TIMEOUT if lock_timeout is None else lock_timeout):
             state = store.load()
-            recovered = recover(store, state, RealWriter())
+            recovered = recover(store, state, RealWriter(), ctx.env)
             for path in recovered:
                 if on_recover is not None:
                     on_recover(path)

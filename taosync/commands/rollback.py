@@ -24,18 +24,24 @@ def rollback(to, dry_run):
 
     s = settings()
     store = StateStore(s.state_dir())
+    env = s.client_env()
+    # an apply cut short is undone first (whether or not the fleet still loads); it is
+    # the apply the user wants rolled back, so without --to nothing more is undone
+    recovered = pipeline.recover_first(store, env)
     try:  # the fleet's key, to redact diffs; a rollback must work without a valid fleet
         ctx = pipeline.prepare(s)
     except TaosyncError:
-        ctx = Context(s, loaded=None, env=s.client_env(), store=store)
+        ctx = Context(s, loaded=None, env=env, store=store)
     state = store.load()  # plan first, unlocked: "nothing to roll back" writes nothing
+    if recovered and to is None:
+        return _recovered_only(s, recovered, state)
     the_plan, undone, edited = plan_rollback(store, state, to)
     if dry_run:
         result_files, apply_id = the_plan.changed, None
     else:
         with locked(store):
             state = store.load()
-            recover(store, state, RealWriter())
+            recover(store, state, RealWriter(), env)
             the_plan, undone, edited = plan_rollback(store, state, to)
             result = execute(the_plan, state, store, RealWriter(), kind="rollback")
             result_files, apply_id = result.written, result.apply_id
@@ -59,4 +65,19 @@ def rollback(to, dry_run):
                f"(recorded as #{apply_id}; taosync rollback undoes it)")
     else:
         ui.out(f"apply {what}: files already as they were; nothing to restore")
+    return 0
+
+
+def _recovered_only(s, recovered: list[str], state) -> int:
+    """The rollback was the interrupted apply's recovery: say so, undo nothing more."""
+    from taosync import ui
+
+    last = state.applies[-1].id if state.applies else None
+    if s.json:
+        ui.emit_json({"undone": [], "recovered": recovered, "rollback_id": None,
+                      "last_apply": last})
+        return 0
+    ui.out("rolled back the interrupted apply: its files are as they were before it; "
+           + (f"nothing else was undone (taosync rollback again undoes apply #{last})"
+              if last is not None else "taosync had applied nothing before it"))
     return 0

@@ -223,9 +223,12 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool) -> int:
     the fix), 2 on bad input.
     """
     from taosync import ui
+    from taosync.engine.state import StateStore
+    from taosync.pipeline import recover_first
 
     s = settings()
     env = s.client_env()
+    recover_first(StateStore(s.state_dir()), env)  # an interrupted apply is put back first
     loaded, notes = _load(s, env, use_stub)
     for w in getattr(loaded, "warnings", []):
         ui.warn(w.format() if hasattr(w, "format") else str(w))

@@ -22,16 +22,15 @@ from pathlib import Path
 from typing import Protocol
 
 from taosync.engine.plan import FilePlan, Plan
+from taosync.engine.recovery import recover, restore_entry  # noqa: F401 (recover: callers import it here)
 from taosync.engine.state import (KEEP_APPLIES, ApplyRecord, State, StateStore, atomic_write, fsync_dir,
-                                  give_owner, make_dirs, owner_to_keep, sha256_bytes,
-                                  write_private)
+                                  give_owner, make_dirs, make_private_dir, owner_to_keep,
+                                  sha256_bytes, write_private)
 from taosync.errors import WriteFailed
 
 LOCK_TIMEOUT = 60.0
 #: directories taosync creates for client files (they may hold the key)
 CLIENT_DIR_MODE = 0o700
-#: backups hold the old files, keys included
-BACKUP_DIR_MODE = 0o700
 
 #: what a target was when the plan's text was checked: (size, mtime_ns, sha256), or
 #: None when it did not exist
@@ -195,33 +194,6 @@ class Result:
     written: list[FilePlan]
 
 
-def recover(store: StateStore, state: State, writer: Writer) -> list[str]:
-    """Put back the files of an apply that died before it finished; returns their paths.
-
-    The state is saved before the journal is dropped, so a journal whose apply is
-    already in the state means that apply finished: only the journal is stale.
-    """
-    try:
-        journal = json.loads(store.journal_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except ValueError:
-        journal = {"files": []}
-    if state.applies and state.applies[-1].id == journal.get("apply_id"):
-        os.unlink(store.journal_path)
-        return []
-    restored = []
-    backup_dir = store.root / journal.get("backup_dir", "")
-    for entry in journal.get("files", []):
-        target = Path(entry["real_path"])
-        for stale in target.parent.glob(f".{target.name}.taosync-*.tmp"):
-            stale.unlink(missing_ok=True)  # a write the kill cut short
-        _restore(writer, target, entry, backup_dir)
-        restored.append(entry["path"])
-    os.unlink(store.journal_path)
-    return restored
-
-
 def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
             kind: str = "apply", inputs: dict | None = None, *, force: bool = False) -> Result:
     """Write every changed file of ``plan`` (already computed under the lock).
@@ -254,7 +226,7 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
     record = ApplyRecord(apply_id, datetime.now(timezone.utc).isoformat(timespec="seconds"), kind)
     journal_files = []
     try:
-        make_dirs(backup_dir, BACKUP_DIR_MODE)
+        make_private_dir(backup_dir)  # and backups/ itself: 0700 whatever the umask
         for n, fp in enumerate(changed):
             backup_name = None
             if fp.old_text is not None:
@@ -357,18 +329,10 @@ def _undo(writer: Writer, done: list[FilePlan], journal_files, backup_dir: Path)
     by_path = {j["path"]: j for j in journal_files}
     for fp in reversed(done):
         try:
-            _restore(writer, fp.real_path, by_path[str(fp.path)], backup_dir)
+            restore_entry(writer, fp.real_path, by_path[str(fp.path)], backup_dir)
         except OSError:
             errors.append(str(fp.path))
     return errors
-
-
-def _restore(writer: Writer, target: Path, entry: dict, backup_dir: Path) -> None:
-    """Put ``target`` back as the apply found it (a journal entry): its backup, or no file."""
-    if entry["backup"] is None:
-        writer.remove(target)
-    else:
-        writer.write(target, (backup_dir / entry["backup"]).read_bytes(), entry["mode"])
 
 
 def _as_json(fs) -> dict | None:

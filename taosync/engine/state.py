@@ -56,10 +56,26 @@ class FileState:
         return sha256_bytes(text.encode("utf-8")) == self.sha256
 
     @classmethod
-    def from_json(cls, data: dict) -> "FileState":
-        data = dict(data)
-        data["owned"] = {k: OwnedKey(**v) for k, v in data.get("owned", {}).items()}
-        return cls(**data)
+    def from_json(cls, data: dict, where: str = "file") -> "FileState":
+        """Raises :class:`Damaged` (naming where) for any other shape than to_json's."""
+        try:
+            data = dict(_expect(data, dict, where))
+            owned = _expect(data.get("owned", {}), dict, f"{where}.owned")
+            data["owned"] = {_expect(k, str, f"{where}.owned key"):
+                             OwnedKey(**_expect(v, dict, f"{where}.owned[{k!r}]"))
+                             for k, v in owned.items()}
+            state = cls(**data)
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:
+            raise Damaged(f"{where}: {exc}") from None
+        for name, kind in _FILE_FIELDS.items():
+            _expect(getattr(state, name), kind, f"{where}.{name}")
+        for name in ("clients", "created", "skeleton"):
+            for item in getattr(state, name):
+                _expect(item, str, f"{where}.{name}[]")
+        for k, v in state.owned.items():
+            _expect(v.hash, str, f"{where}.owned[{k!r}].hash")
+            _expect(v.release, str, f"{where}.owned[{k!r}].release")
+        return state
 
 
 @dataclass
@@ -93,12 +109,83 @@ class State:
 
     @classmethod
     def from_json(cls, data: dict) -> "State":
-        return cls(
-            version=data.get("version", STATE_VERSION),
-            files={p: FileState.from_json(f) for p, f in data.get("files", {}).items()},
-            applies=[ApplyRecord(**a) for a in data.get("applies", [])],
-            inputs=data.get("inputs", {}),
+        """The state as ``to_json`` wrote it; raises :class:`Damaged` (naming the first
+        part that is wrong) for valid JSON of any other shape."""
+        _expect(data, dict, "the top level")
+        files = _expect(data.get("files", {}), dict, "files")
+        state = cls(
+            version=_expect(data.get("version", STATE_VERSION), int, "version"),
+            files={p: FileState.from_json(f, f"files[{p!r}]") for p, f in files.items()},
+            applies=[_apply_record(a, f"applies[{n}]")
+                     for n, a in enumerate(_expect(data.get("applies", []), list, "applies"))],
+            inputs=_expect(data.get("inputs", {}), dict, "inputs"),
         )
+        if not _render_cache_ok(state.inputs):
+            state.inputs = {}  # only a cache: a damaged one is a miss, rendered afresh
+        return state
+
+
+class Damaged(ValueError):
+    """state.json is valid JSON of the wrong shape (the message says where)."""
+
+
+_FILE_FIELDS = {"path": str, "format": str, "clients": list, "sha256": str, "owned": dict,
+                "created": list, "skeleton": list, "created_file": bool, "secret": bool}
+
+
+def _expect(value, kind: type, where: str):
+    """``value`` when it is a ``kind`` (an int is not a bool here), else :class:`Damaged`."""
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise Damaged(f"{where} is {type(value).__name__}, not {kind.__name__}")
+    return value
+
+
+def _render_cache_ok(entry: dict) -> bool:
+    """``entry`` has the shape engine/cache.py stores (or is empty)."""
+    if not entry:
+        return True
+
+    def all_of(items, kind) -> bool:
+        return isinstance(items, list) and all(isinstance(i, kind) for i in items)
+
+    def pairs(items) -> bool:
+        return isinstance(items, list) and all(
+            isinstance(i, list) and len(i) == 2 and isinstance(i[0], str) for i in items)
+
+    fp, patches = entry.get("fingerprint"), entry.get("patches")
+    return (isinstance(fp, dict) and isinstance(fp.get("env"), dict)
+            and isinstance(fp.get("paths"), dict)
+            and all(isinstance(fp.get(k), str) for k in ("taosync", "platform", "home",
+                                                         "fleet", "key"))
+            and all_of(entry.get("key_ref"), str) and len(entry["key_ref"]) == 2
+            and all_of(entry.get("clients"), str) and all_of(entry.get("warnings"), str)
+            and all_of(patches, dict)
+            and all(isinstance(p.get("path"), str) and isinstance(p.get("format"), str)
+                    and isinstance(p.get("client"), str) and isinstance(p.get("secret"), bool)
+                    and pairs(p.get("values")) and pairs(p.get("skeleton"))
+                    and pairs(p.get("volatile")) for p in patches))
+
+
+def _apply_record(data, where: str) -> ApplyRecord:
+    """One apply's record, with every file entry rollback will read checked."""
+    try:
+        record = ApplyRecord(**_expect(data, dict, where))
+    except TypeError as exc:
+        raise Damaged(f"{where}: {exc}") from None
+    _expect(record.id, int, f"{where}.id")
+    _expect(record.time, str, f"{where}.time")
+    _expect(record.kind, str, f"{where}.kind")
+    for n, entry in enumerate(_expect(record.files, list, f"{where}.files")):
+        at = f"{where}.files[{n}]"
+        _expect(entry, dict, at)
+        _expect(entry.get("path"), str, f"{at}.path")
+        if entry.get("backup") is not None:
+            _expect(entry["backup"], str, f"{at}.backup")
+        if entry.get("mode") is not None:
+            _expect(entry["mode"], int, f"{at}.mode")
+        if entry.get("before") is not None:
+            FileState.from_json(entry["before"], f"{at}.before")
+    return record
 
 
 class StateStore:
@@ -128,7 +215,9 @@ class StateStore:
         return self.root / BACKUPS_DIR / str(apply_id)
 
     def ensure(self) -> None:
-        make_dirs(self.root, 0o700)  # parents too, whatever the umask; the home's owner
+        """Open the state directory for writing: created 0700 whatever the umask, and an
+        existing one tightened to 0700 (it holds backups of files that hold the key)."""
+        make_private_dir(self.root)
 
     def load(self) -> State:
         try:
@@ -139,11 +228,12 @@ class StateStore:
         self.digest = sha256_bytes(raw)
         try:
             return State.from_json(json.loads(raw.decode("utf-8")))
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
             from taosync.errors import BadInput
 
-            raise BadInput(f"{self.state_path} is damaged ({exc}); move it aside to start "
-                           "afresh (taosync will then own only what it writes next)") from None
+            raise BadInput(f"{self.state_path} is damaged: {exc}; move it away to start "
+                           "afresh (taosync will then own only what it writes next; the "
+                           "backups stay in backups/)") from None
 
     def save(self, state: State) -> None:
         self.ensure()
@@ -169,6 +259,17 @@ class StateStore:
     def hmac_is_ephemeral(self) -> bool:
         """True when hashes so far used a made-up key (no hmac.key on disk yet)."""
         return self._hmac_ephemeral
+
+
+def make_private_dir(path: Path) -> None:
+    """``path`` and every parent this call creates, 0700 whatever the umask (see
+    :func:`make_dirs`); an existing ``path`` is tightened to 0700."""
+    make_dirs(path, 0o700)
+    if os.stat(path).st_mode & 0o777 != 0o700:
+        try:
+            os.chmod(path, 0o700)
+        except PermissionError:  # another user's directory: its writes succeed or fail alone
+            pass
 
 
 def write_private(path: Path, data: bytes) -> None:

@@ -53,7 +53,9 @@ def append(state_dir: Path, results: Iterable[Any], *, stub: bool = False,
     text = "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in lines)
     if key is not None:
         text = key.scrub(text)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    from taosync.engine.state import make_private_dir
+
+    make_private_dir(target.parent)  # the state directory: 0700 whatever the umask
     fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, text.encode("utf-8"))
