@@ -16,9 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import re
+import sys
 
-from taosync.clients.base import (ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, probe_specs,
-                                  read_plain)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
+                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
 from taosync.formats.base import Match, keypath_str
 from taosync.fleet.secrets import Secret
 
@@ -113,6 +114,59 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     models = [(slot, model) for model, (slot, _) in _models(fleet, fleet.clients.continue_).items()]
     return probe_specs(fleet, NAME, models, protocol="openai-chat", base_url=fleet.openai_url,
                        path="/chat/completions")
+
+
+def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
+    """The probes config.yaml makes Continue send: one per model entry taosync writes
+    (named by model id), with that entry's apiBase, apiKey (a ``${{ secrets.NAME }}``
+    template resolved from the environment, then ``.env``), model and
+    requestOptions.headers."""
+    home = continue_dir(env)
+    path = home / "config.yaml"
+    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, path)
+    if obs is None:
+        return out
+    where = shown(path, env)
+    config = read_plain(path, "yaml", obs)
+    entries = {e.get("name"): e for e in (config or {}).get("models") or []
+               if isinstance(e, dict)} if isinstance(config, dict) else {}
+    for name, (slot, _) in _models(fleet, fleet.clients.continue_).items():
+        entry = entries.get(name)
+        at = keypath_str(("models", Match("name", name)))
+        if entry is None:
+            continue  # reported as drift
+        values = {field: entry.get(field) for field in ("apiBase", "apiKey", "model")}
+        missing = [f for f, v in values.items() if not (isinstance(v, str) and v.strip())]
+        if missing:
+            out.problems.append(f"{where} {at} has no {', '.join(missing)}")
+            continue
+        key_where = f"{where} {at}.apiKey"
+        template = _SECRET_TEMPLATE.match(values["apiKey"].strip())
+        if template is None:
+            secret, problem = disk_key("literal", values["apiKey"], key_where, env)
+        elif env.getenv(template.group(1)) is not None:
+            secret, problem = disk_key("env", template.group(1), key_where, env)
+        else:
+            dotenv = read_plain(home / ".env", "dotenv", obs, (template.group(1),))
+            secret, problem = (disk_key("literal", dotenv, key_where, env)
+                               if isinstance(dotenv, str) and dotenv.strip() else
+                               (None, f"{key_where}: secrets.{template.group(1)} is neither "
+                                f"set in the environment nor in {shown(home / '.env', env)}"))
+        if problem:
+            out.problems.append(problem)
+            continue
+        options = entry.get("requestOptions") if isinstance(entry.get("requestOptions"), dict) else {}
+        headers = options.get("headers") if isinstance(options.get("headers"), dict) else {}
+        out.probes += probe_specs(
+            fleet, NAME, [(slot, values["model"].strip())], protocol="openai-chat",
+            base_url=values["apiBase"].strip(), path="/chat/completions",
+            headers={str(k): str(v) for k, v in headers.items()}, secret=secret,
+            origins=tuple(out.origin(role, Seen(None, path, f"{at}.{field}"), env)
+                          for role, field in (("url", "apiBase"), ("key", "apiKey"),
+                                              ("model", "model"))))
+    if not out.probes and not out.problems:
+        out.problems.append(f"{where} has none of the model entries taosync writes")
+    return out
 
 
 # -- reading back (taosync import) ---------------------------------------------------
