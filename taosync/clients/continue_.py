@@ -119,7 +119,7 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
 def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     """The probes config.yaml makes Continue send: one per model entry taosync writes
     (named by model id), with that entry's apiBase, apiKey (a ``${{ secrets.NAME }}``
-    template resolved from the environment, then ``.env``), model and
+    template resolved from ``.env``, then the environment), model and
     requestOptions.headers."""
     home = continue_dir(env)
     path = home / "config.yaml"
@@ -140,18 +140,24 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         if missing:
             out.problems.append(f"{where} {at} has no {', '.join(missing)}")
             continue
-        key_where = f"{where} {at}.apiKey"
+        key_seen = Seen(None, path, f"{at}.apiKey")
         template = _SECRET_TEMPLATE.match(values["apiKey"].strip())
+        dotenv = None
+        if template is not None:  # .env first, as Continue's CLIPlatformClient looks
+            name = template.group(1)
+            dotenv = read_plain(home / ".env", "dotenv", obs, (name,))
         if template is None:
-            secret, problem = disk_key("literal", values["apiKey"], key_where, env)
-        elif env.getenv(template.group(1)) is not None:
-            secret, problem = disk_key("env", template.group(1), key_where, env)
+            secret, problem = disk_key("literal", values["apiKey"], f"{where} {at}.apiKey", env)
+        elif isinstance(dotenv, str) and dotenv.strip():
+            key_seen = Seen(None, home / ".env", name)
+            secret, problem = disk_key("literal", dotenv, f"{shown(home / '.env', env)} {name}",
+                                       env)
+        elif env.getenv(name) is not None:
+            secret, problem = disk_key("env", name, f"{where} {at}.apiKey (secrets.{name}, "
+                                       f"from the environment)", env)
         else:
-            dotenv = read_plain(home / ".env", "dotenv", obs, (template.group(1),))
-            secret, problem = (disk_key("literal", dotenv, key_where, env)
-                               if isinstance(dotenv, str) and dotenv.strip() else
-                               (None, f"{key_where}: secrets.{template.group(1)} is neither "
-                                f"set in the environment nor in {shown(home / '.env', env)}"))
+            secret, problem = None, (f"{where} {at}.apiKey: secrets.{name} is set neither in "
+                                     f"{shown(home / '.env', env)} nor in the environment")
         if problem:
             out.problems.append(problem)
             continue
@@ -161,9 +167,9 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
             fleet, NAME, [(slot, values["model"].strip())], protocol="openai-chat",
             base_url=values["apiBase"].strip(), path="/chat/completions",
             headers={str(k): str(v) for k, v in headers.items()}, secret=secret,
-            origins=tuple(out.origin(role, Seen(None, path, f"{at}.{field}"), env)
-                          for role, field in (("url", "apiBase"), ("key", "apiKey"),
-                                              ("model", "model"))))
+            origins=(out.origin("url", Seen(None, path, f"{at}.apiBase"), env),
+                     out.origin("key", key_seen, env),
+                     out.origin("model", Seen(None, path, f"{at}.model"), env)))
     if not out.probes and not out.problems:
         out.problems.append(f"{where} has none of the model entries taosync writes")
     return out
