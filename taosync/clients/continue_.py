@@ -161,8 +161,9 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         if problem:
             out.problems.append(problem)
             continue
-        options = entry.get("requestOptions") if isinstance(entry.get("requestOptions"), dict) else {}
-        headers = options.get("headers") if isinstance(options.get("headers"), dict) else {}
+        options = entry.get("requestOptions")
+        headers = options.get("headers") if isinstance(options, dict) else None
+        headers = headers if isinstance(headers, dict) else {}
         out.probes += probe_specs(
             fleet, NAME, [(slot, values["model"].strip())], protocol="openai-chat",
             base_url=values["apiBase"].strip(), path="/chat/completions",

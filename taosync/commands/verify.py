@@ -269,10 +269,11 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
 def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bool) -> int:
     """Send one real request per backend, shaped as each client sends it.
 
-    Each request carries the values in the client's files (base URL, key, model, headers);
-    --desired sends what fleet.yaml would write instead. Exit 0 when every backend answers, 1 when any fails (each failure with its cause, the
-    file and key path it comes from, and the fix) or a client has no files yet, 2 on bad
-    input. A key path that differs from fleet.yaml is reported as drift.
+    Each request carries the values in the client's files (base URL, key, model,
+    headers); --desired sends what fleet.yaml would write instead. A key path that differs
+    from fleet.yaml is reported as drift. Exit 0 when every backend answers, 1 when any
+    fails (each failure with its cause, the file and key path it comes from, and the fix)
+    or a client has no files yet, 2 on bad input.
     """
     from taosync import ui
 
