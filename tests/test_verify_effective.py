@@ -258,3 +258,13 @@ def test_a_value_fleet_yaml_also_has_keeps_the_fleet_fix(taosync, home, fleet_fi
             "model `intel/llama-7b`") in r.out
     assert "in fleet.yaml's models:" in r.out
     assert "differs from fleet.yaml" not in r.err
+
+
+def test_a_client_pointed_away_from_the_gateway_fails_saying_where(taosync, home, gateway):
+    edit_json(home / ".claude/settings.json", lambda d: d["env"].pop("ANTHROPIC_BASE_URL"))
+    r = taosync("verify")
+    assert r.rc == 1
+    assert ("claude-code: ~/.claude/settings.json env: claude-code uses Anthropic's own API "
+            "(no env.ANTHROPIC_BASE_URL), not the gateway") in r.err
+    assert "~/.claude/settings.json differs from fleet.yaml in env.ANTHROPIC_BASE_URL" in r.err
+    assert "claude-code" not in r.out  # nothing was sent for it

@@ -310,7 +310,8 @@ def shown(path: Path, env: ClientEnv) -> str:
 def start_on_disk(module: Any, fleet: Any, key: Any, env: ClientEnv,
                   primary: Path) -> tuple[OnDisk, Observation | None]:
     """The client's observation and its drift from fleet.yaml; no observation when its
-    main file ``primary`` is missing or unreadable (recorded as a problem)."""
+    main file ``primary`` is missing or unreadable, or the client talks to another
+    provider than the gateway (each recorded as a problem)."""
     out = OnDisk(module.NAME)
     obs = module.observe(env)
     out.problems.extend(obs.problems)
@@ -331,6 +332,10 @@ def start_on_disk(module: Any, fleet: Any, key: Any, env: ClientEnv,
             else:
                 out.drift.append(f"{shown(patch.path, env)} does not exist (fleet.yaml "
                                  f"writes it)")
+    if obs.provider is not None:
+        out.problems.append(f"{shown(obs.provider.file, env)} {obs.provider.key}: "
+                            f"{module.NAME} uses {obs.provider.value}, not the gateway")
+        return out, None
     return out, obs
 
 

@@ -158,15 +158,10 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     key (env.ANTHROPIC_AUTH_TOKEN as Bearer, else env.ANTHROPIC_API_KEY as x-api-key, else
     apiKeyHelper's output as both), the model slots and env.ANTHROPIC_CUSTOM_HEADERS."""
     settings_path, _ = paths(env)
-    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env,
-                             settings_path)
+    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, settings_path)
     if obs is None:
         return out
     where = shown(settings_path, env)
-    if obs.provider is not None:
-        out.problems.append(f"{where} {obs.provider.key}: Claude Code talks to "
-                            f"{obs.provider.value}, not the gateway")
-        return out
     if not obs.urls:
         out.problems.append(f"{where} sets no env.ANTHROPIC_BASE_URL")
         return out
@@ -191,16 +186,13 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     origins = [out.origin("url", url, env), out.origin("key", key_seen, env)]
     for slot, value in _slots(fleet.clients.claude_code).items():
         found = obs.slots.get(slot)
-        if not found:
-            continue
-        spec_origins = tuple(origins + [out.origin("model", found[0], env)])
-        if any(p.model == found[0].value for p in out.probes):
+        if not found or any(p.model == found[0].value for p in out.probes):
             continue
         out.probes += probe_specs(
             fleet, NAME, [(value, found[0].value)], protocol="anthropic-messages",
             base_url=url.value, path="/v1/messages?beta=true", auth=auth,
             headers=obs.headers[0].value if obs.headers else {}, secret=secret,
-            origins=spec_origins)
+            origins=tuple(origins + [out.origin("model", found[0], env)]))
     if not out.probes:
         out.problems.append(f"{where} names no model (env.ANTHROPIC_MODEL)")
     return out

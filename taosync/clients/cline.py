@@ -186,10 +186,6 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     if obs is None:
         return out
     where = shown(providers_path, env)
-    if obs.provider is not None:
-        out.problems.append(f"{shown(obs.provider.file, env)} {obs.provider.key}: Cline uses "
-                            f"{obs.provider.value}, not the gateway")
-        return out
     if not obs.urls:
         out.problems.append(f"{where} sets no providers.{PROVIDER}.settings.baseUrl")
         return out
