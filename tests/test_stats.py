@@ -17,8 +17,8 @@ def test_stats_per_model_from_two_real_runs(taosync, fleet_file):
     with Stub(key=TEST_KEY, models=MODELS, faults=["server_error@intel/llama-7b"]) as s:
         fleet_file.write_text(fleet_file.read_text().replace(EXAMPLE_ROOT, s.root)
                               .replace("timeout: 20}", "timeout: 5, retries: 0}"))
-        assert taosync("verify").rc == 1
-        assert taosync("verify", "--only", "codex").rc == 1
+        assert taosync("verify", "--desired").rc == 1
+        assert taosync("verify", "--desired", "--only", "codex").rc == 1
     r = taosync("stats", "--json")
     assert r.rc == 0
     rows = {row["model"]: row for row in json.loads(r.out)["models"]}

@@ -77,7 +77,7 @@ def test_stub_mode_without_a_resolvable_key_uses_a_stand_in(taosync, monkeypatch
 def test_real_gateway_with_mixed_results_exits_1_with_cause_and_fix(taosync, fleet_file, home):
     with Stub(key=TEST_KEY, models=MODELS[:3], faults=["no_choices@gpt-4o-mini"]) as s:
         point_at(fleet_file, s.root)
-        r = taosync("verify")
+        r = taosync("verify", "--desired")  # never applied: probe what fleet.yaml writes
     assert r.rc == 1
     lines = r.out.splitlines()
     assert any("✓" in ln and "claude-sonnet-4-20250514" in ln for ln in lines)
@@ -91,7 +91,7 @@ def test_real_gateway_with_mixed_results_exits_1_with_cause_and_fix(taosync, fle
 def test_quiet_prints_only_failures(taosync, fleet_file):
     with Stub(key=TEST_KEY, models=MODELS[:3]) as s:
         point_at(fleet_file, s.root)
-        r = taosync("verify", "-q")
+        r = taosync("verify", "--desired", "-q")
     assert r.rc == 1
     assert "✓" not in r.both and "intel/llama-7b" in r.err
     assert r.out == ""
@@ -100,6 +100,7 @@ def test_quiet_prints_only_failures(taosync, fleet_file):
 def test_no_key_anywhere_when_the_gateway_echoes_it(taosync, fleet_file, home):
     with Stub(key="sk-the-gateways-other-key-000000", models=MODELS) as s:
         point_at(fleet_file, s.root)
+        assert taosync("apply", "--no-verify").rc == 0  # the probes read the key on disk
         human = taosync("verify", "-v")
         as_json = taosync("verify", "--json")
         seen = [p.auth for p in s.posts()]

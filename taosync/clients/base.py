@@ -5,7 +5,9 @@ A client module (``claude_code.py``, ``codex.py``, …) has:
 * ``NAME``: the client's name as spelled under ``clients:`` in fleet.yaml;
 * ``TARGETS``: a one-line description per file it may write (for README/help);
 * ``render(fleet, key, env) -> list[Patch]``: the files and owned keys it wants;
-* ``probes(fleet, key, env) -> list[ProbeSpec]``: the request(s) the client will send.
+* ``probes(fleet, key, env) -> list[ProbeSpec]``: the request(s) the client will send;
+* ``on_disk(fleet, key, env) -> OnDisk``: the same requests built from the values in the
+  client's files as they are (what ``taosync verify`` probes by default).
 
 It knows its client and nothing else: no file I/O, no format syntax. The engine turns
 patches into edits and writes.
@@ -57,16 +59,32 @@ class ProbeSpec:
     auth: str  # bearer | x-api-key | both
     stream: bool = True
     headers: tuple[tuple[str, str], ...] = ()
+    #: on-disk probes only: the key the client's files resolve to (None: the fleet's key)
+    secret: Any = None
+    #: on-disk probes only: where each value was read
+    origins: tuple["Origin", ...] = ()
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an on-disk probe read one of its values, so a failure can name it."""
+
+    role: str  # url | key | model
+    where: str  # "~/.claude/settings.json env.ANTHROPIC_BASE_URL"
+    drifted: bool = False  # the file's value is not what fleet.yaml renders there
 
 
 def probe_specs(fleet, client: str, models, *, protocol: str, base_url: str, path: str,
-                auth: str = "bearer") -> list[ProbeSpec]:
+                auth: str = "bearer", headers: dict[str, str] | None = None,
+                secret: Any = None, origins: tuple[Origin, ...] = ()) -> list[ProbeSpec]:
     """One probe per (slot, model) pair, POSTed to ``base_url`` + ``path`` with the
-    gateway's extra headers, as ``client`` sends it."""
-    headers = tuple(fleet.gateway.headers.items())
+    gateway's extra headers (or ``headers`` read from the client's files), as ``client``
+    sends it."""
+    sent = tuple((headers if headers is not None else fleet.gateway.headers).items())
     return [ProbeSpec(client=client, route=fleet.route_for(slot), model=model,
                       protocol=protocol, base_url=base_url,
-                      url=base_url.rstrip("/") + path, auth=auth, headers=headers)
+                      url=base_url.rstrip("/") + path, auth=auth, headers=sent,
+                      secret=secret, origins=origins)
             for slot, model in models]
 
 
@@ -257,3 +275,99 @@ def fleet_mcp(*, command: Any = None, args: Any = None, env: Any = None, cwd: An
             out["transport"] = "sse"
         return out
     return None
+
+
+# -- verifying what the files say (``taosync verify``) ----------------------------------
+
+
+@dataclass
+class OnDisk:
+    """What ``verify`` probes for one client by default: the values in its files."""
+
+    client: str
+    probes: list[ProbeSpec] = field(default_factory=list)
+    #: one line per owned key path whose value on disk is not what fleet.yaml renders
+    drift: list[str] = field(default_factory=list)
+    #: why the client cannot be probed as it is (no file, no URL, a key that does not
+    #: resolve): each one fails verify
+    problems: list[str] = field(default_factory=list)
+    #: (file, key path) pairs that differ from fleet.yaml ("" for a missing file)
+    differing: set[tuple[Path, str]] = field(default_factory=set)
+
+    def origin(self, role: str, seen: "Seen", env: "ClientEnv") -> Origin:
+        """The :class:`Origin` of a value found at ``seen``."""
+        return Origin(role, f"{shown(seen.file, env)} {seen.key}",
+                      (seen.file, seen.key) in self.differing)
+
+
+def shown(path: Path, env: ClientEnv) -> str:
+    """A client file as messages name it (``~/.codex/config.toml`` under the home)."""
+    from taosync.pipeline import display_path
+
+    return display_path(path, env.home)
+
+
+def start_on_disk(module: Any, fleet: Any, key: Any, env: ClientEnv,
+                  primary: Path) -> tuple[OnDisk, Observation | None]:
+    """The client's observation and its drift from fleet.yaml; no observation when its
+    main file ``primary`` is missing or unreadable, or the client talks to another
+    provider than the gateway (each recorded as a problem)."""
+    out = OnDisk(module.NAME)
+    obs = module.observe(env)
+    out.problems.extend(obs.problems)
+    if primary not in obs.files:
+        if not obs.problems:
+            out.problems.append(f"{shown(primary, env)} does not exist: run taosync apply, "
+                                f"or verify --desired")
+        return out, None
+    import dataclasses
+
+    quiet = dataclasses.replace(env, warnings=[], consulted={}, probed={})
+    for patch in module.render(fleet, key, quiet):
+        for key_text in differing_keys(patch):
+            out.differing.add((patch.path, key_text))
+            if key_text:
+                out.drift.append(f"{shown(patch.path, env)} differs from fleet.yaml in "
+                                 f"{key_text}")
+            else:
+                out.drift.append(f"{shown(patch.path, env)} does not exist (fleet.yaml "
+                                 f"writes it)")
+    if obs.provider is not None:
+        out.problems.append(f"{shown(obs.provider.file, env)} {obs.provider.key}: "
+                            f"{module.NAME} uses {obs.provider.value}, not the gateway")
+        return out, None
+    return out, obs
+
+
+def differing_keys(patch: Patch) -> list[str]:
+    """The owned key paths of ``patch`` whose value on disk is not the rendered one
+    (``[""]`` when the file is missing; [] when it cannot be read: the reader says why)."""
+    from taosync.engine.plan import materialize
+    from taosync.formats.base import FormatError, editor_for, keypath_str, same_value
+
+    try:
+        text = patch.path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return [""]
+    except (OSError, UnicodeDecodeError):
+        return []
+    editor = editor_for(patch.format)
+    try:
+        doc = editor.parse(text)
+    except FormatError:
+        return []
+    return [keypath_str(path) for path, value in patch.values.items()
+            if not same_value(editor.get(doc, path), materialize(value)[0])]
+
+
+def disk_key(kind: str, arg: str, where: str, env: ClientEnv) -> tuple[Any, str | None]:
+    """(Secret, None) for a key a client file holds or points at (``literal``, ``env``
+    variable, ``shell`` helper), resolved as the client would; (None, why) when it does not
+    resolve. The Secret's source is ``where``, the file and key path it came from."""
+    from taosync.fleet.secrets import Reference, Secret, SecretError, resolve
+
+    try:
+        secret = resolve(Reference(kind, arg), environ=env.environ, home=env.home)
+    except SecretError as exc:
+        return None, f"{where}: {exc}"
+    return Secret(secret.reveal(), where), None

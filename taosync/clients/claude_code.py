@@ -18,10 +18,11 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 from pathlib import Path
 
-from taosync.clients.base import (ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, probe_specs,
-                                  read_plain)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
+                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
 from taosync.fleet.secrets import Secret, expand_path, parse_reference
 from taosync.formats.base import keypath_str
 
@@ -150,6 +151,51 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     return probe_specs(fleet, NAME, fleet.distinct_models(_slots(cfg).values()),
                        protocol="anthropic-messages", base_url=fleet.anthropic_url,
                        path="/v1/messages?beta=true", auth="both" if reference else "bearer")
+
+
+def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
+    """The probes Claude Code's settings.json makes it send: env.ANTHROPIC_BASE_URL, the
+    key (env.ANTHROPIC_AUTH_TOKEN as Bearer, else env.ANTHROPIC_API_KEY as x-api-key, else
+    apiKeyHelper's output as both), the model slots and env.ANTHROPIC_CUSTOM_HEADERS."""
+    settings_path, _ = paths(env)
+    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, settings_path)
+    if obs is None:
+        return out
+    where = shown(settings_path, env)
+    if not obs.urls:
+        out.problems.append(f"{where} sets no env.ANTHROPIC_BASE_URL")
+        return out
+    url = obs.urls[0]
+    auth, secret, key_seen, problem = "bearer", None, None, None
+    if obs.keys:  # AUTH_TOKEN first: Claude sends it as Bearer
+        key_seen = obs.keys[0]
+        auth = "bearer" if key_seen.key == "env.ANTHROPIC_AUTH_TOKEN" else "x-api-key"
+        secret, problem = disk_key("literal", key_seen.value.reveal(),
+                                   f"{where} {key_seen.key}", env)
+    elif obs.key_envs or obs.key_helper:
+        key_seen = obs.key_envs[0] if obs.key_envs else obs.key_helper
+        kind = "env" if obs.key_envs else "shell"
+        auth = "both"
+        secret, problem = disk_key(kind, key_seen.value, f"{where} apiKeyHelper", env)
+    else:
+        problem = (f"{where} holds no key (env.ANTHROPIC_AUTH_TOKEN, env.ANTHROPIC_API_KEY "
+                   f"or apiKeyHelper)")
+    if problem:
+        out.problems.append(problem)
+        return out
+    origins = [out.origin("url", url, env), out.origin("key", key_seen, env)]
+    for slot, value in _slots(fleet.clients.claude_code).items():
+        found = obs.slots.get(slot)
+        if not found or any(p.model == found[0].value for p in out.probes):
+            continue
+        out.probes += probe_specs(
+            fleet, NAME, [(value, found[0].value)], protocol="anthropic-messages",
+            base_url=url.value, path="/v1/messages?beta=true", auth=auth,
+            headers=obs.headers[0].value if obs.headers else {}, secret=secret,
+            origins=tuple(origins + [out.origin("model", found[0], env)]))
+    if not out.probes:
+        out.problems.append(f"{where} names no model (env.ANTHROPIC_MODEL)")
+    return out
 
 
 # -- reading back (taosync import) ---------------------------------------------------

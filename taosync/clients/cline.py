@@ -23,11 +23,12 @@ is always written inline (files 0600).
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from taosync.clients.base import (ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, probe_specs,
-                                  read_plain)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
+                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
@@ -173,6 +174,49 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     return probe_specs(fleet, NAME, fleet.distinct_models([fleet.clients.cline.model]),
                        protocol="openai-chat", base_url=fleet.openai_url,
                        path="/chat/completions")
+
+
+def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
+    """The probe Cline's active store makes it send: providers.json's openai-compatible
+    provider (baseUrl, apiKey, model, headers), or the legacy store when that is the one
+    in use. Cline reads its key only from these files."""
+    _, data = cline_dirs(env)
+    providers_path = data / "settings" / "providers.json"
+    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, providers_path)
+    if obs is None:
+        return out
+    where = shown(providers_path, env)
+    if not obs.urls:
+        out.problems.append(f"{where} sets no providers.{PROVIDER}.settings.baseUrl")
+        return out
+    url = obs.urls[0]  # the store in use: the current one first
+
+    def same_store(found: list[Seen]) -> Seen | None:
+        stores = {url.file, data / "secrets.json"} if url.file.name == "globalState.json" \
+            else {url.file}
+        return next((s for s in found if s.file in stores), None)
+
+    key_seen, model = same_store(obs.keys), same_store(obs.slots.get("model", []))
+    if key_seen is None:
+        out.problems.append(f"{shown(url.file, env)}: Cline has no key next to "
+                            f"{url.key}")
+        return out
+    if model is None:
+        out.problems.append(f"{shown(url.file, env)}: Cline has no model next to {url.key}")
+        return out
+    secret, problem = disk_key("literal", key_seen.value.reveal(),
+                               f"{shown(key_seen.file, env)} {key_seen.key}", env)
+    if problem:
+        out.problems.append(problem)
+        return out
+    headers = same_store(obs.headers)
+    out.probes = probe_specs(
+        fleet, NAME, [(fleet.clients.cline.model, model.value)], protocol="openai-chat",
+        base_url=url.value, path="/chat/completions",
+        headers=headers.value if headers else {}, secret=secret,
+        origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
+                 out.origin("model", model, env)))
+    return out
 
 
 # -- reading back (taosync import) ---------------------------------------------------

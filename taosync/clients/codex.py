@@ -16,10 +16,11 @@ The key: ``env_key = NAME`` makes Codex read ``$NAME`` itself (``secrets: refere
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
-from taosync.clients.base import (ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, probe_specs,
-                                  read_plain)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
+                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
@@ -172,6 +173,55 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     slots = [cfg.model] + [s for s, _ in _profiles(cfg)]
     return probe_specs(fleet, NAME, fleet.distinct_models(slots), protocol="openai-responses",
                        base_url=fleet.openai_url, path="/responses")
+
+
+def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
+    """The probes ``$CODEX_HOME`` makes Codex send: the active provider's base_url and
+    http_headers, the key as Codex resolves it (env_key's variable; else
+    experimental_bearer_token; else auth.json, which CODEX_API_KEY overrides), config.toml's
+    model and each profile file's."""
+    home = codex_home(env)
+    config_path = home / "config.toml"
+    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, config_path)
+    if obs is None:
+        return out
+    where = shown(config_path, env)
+    if not obs.urls:
+        out.problems.append(f"{where} sets no model_providers.<id>.base_url")
+        return out
+    url = obs.urls[0]
+    key_seen = obs.key_envs[0] if obs.key_envs else obs.keys[0] if obs.keys else None
+    if key_seen is None:
+        out.problems.append(f"{where} gives Codex no key (model_providers.<id>.env_key, or "
+                            f"requires_openai_auth with {shown(home / 'auth.json', env)})")
+        return out
+    key_where = f"{shown(key_seen.file, env)} {key_seen.key}"
+    if obs.key_envs:
+        secret, problem = disk_key("env", key_seen.value, key_where, env)
+    elif key_seen.file.name == "auth.json" and env.getenv("CODEX_API_KEY"):
+        secret, problem = disk_key("env", "CODEX_API_KEY", "CODEX_API_KEY (which overrides "
+                                   f"{key_where})", env)
+    else:
+        secret, problem = disk_key("literal", key_seen.value.reveal(), key_where, env)
+    if problem:
+        out.problems.append(problem)
+        return out
+    routes = {profile_name(slot): slot for slot, _ in _profiles(fleet.clients.codex)}
+    models = [("model", fleet.clients.codex.model)] + [
+        (f"profiles[{name}]", slot) for name, slot in routes.items()]
+    for slot, route in models:
+        found = obs.slots.get(slot)
+        if not found or any(p.model == found[0].value for p in out.probes):
+            continue
+        out.probes += probe_specs(
+            fleet, NAME, [(route, found[0].value)], protocol="openai-responses",
+            base_url=url.value, path="/responses",
+            headers=obs.headers[0].value if obs.headers else {}, secret=secret,
+            origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
+                     out.origin("model", found[0], env)))
+    if not out.probes:
+        out.problems.append(f"{where} names no model")
+    return out
 
 
 # -- reading back (taosync import) ---------------------------------------------------

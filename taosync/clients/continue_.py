@@ -16,9 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import re
+import sys
 
-from taosync.clients.base import (ClientEnv, Observation, Patch, ProbeSpec, Seen, fleet_mcp, probe_specs,
-                                  read_plain)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
+                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
 from taosync.formats.base import Match, keypath_str
 from taosync.fleet.secrets import Secret
 
@@ -113,6 +114,66 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     models = [(slot, model) for model, (slot, _) in _models(fleet, fleet.clients.continue_).items()]
     return probe_specs(fleet, NAME, models, protocol="openai-chat", base_url=fleet.openai_url,
                        path="/chat/completions")
+
+
+def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
+    """The probes config.yaml makes Continue send: one per model entry taosync writes
+    (named by model id), with that entry's apiBase, apiKey (a ``${{ secrets.NAME }}``
+    template resolved from ``.env``, then the environment), model and
+    requestOptions.headers."""
+    home = continue_dir(env)
+    path = home / "config.yaml"
+    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, path)
+    if obs is None:
+        return out
+    where = shown(path, env)
+    config = read_plain(path, "yaml", obs)
+    entries = {e.get("name"): e for e in (config or {}).get("models") or []
+               if isinstance(e, dict)} if isinstance(config, dict) else {}
+    for name, (slot, _) in _models(fleet, fleet.clients.continue_).items():
+        entry = entries.get(name)
+        at = keypath_str(("models", Match("name", name)))
+        if entry is None:
+            continue  # reported as drift
+        values = {field: entry.get(field) for field in ("apiBase", "apiKey", "model")}
+        missing = [f for f, v in values.items() if not (isinstance(v, str) and v.strip())]
+        if missing:
+            out.problems.append(f"{where} {at} has no {', '.join(missing)}")
+            continue
+        key_seen = Seen(None, path, f"{at}.apiKey")
+        template = _SECRET_TEMPLATE.match(values["apiKey"].strip())
+        dotenv = None
+        if template is not None:  # .env first, as Continue's CLIPlatformClient looks
+            name = template.group(1)
+            dotenv = read_plain(home / ".env", "dotenv", obs, (name,))
+        if template is None:
+            secret, problem = disk_key("literal", values["apiKey"], f"{where} {at}.apiKey", env)
+        elif isinstance(dotenv, str) and dotenv.strip():
+            key_seen = Seen(None, home / ".env", name)
+            secret, problem = disk_key("literal", dotenv, f"{shown(home / '.env', env)} {name}",
+                                       env)
+        elif env.getenv(name) is not None:
+            secret, problem = disk_key("env", name, f"{where} {at}.apiKey (secrets.{name}, "
+                                       f"from the environment)", env)
+        else:
+            secret, problem = None, (f"{where} {at}.apiKey: secrets.{name} is set neither in "
+                                     f"{shown(home / '.env', env)} nor in the environment")
+        if problem:
+            out.problems.append(problem)
+            continue
+        options = entry.get("requestOptions")
+        headers = options.get("headers") if isinstance(options, dict) else None
+        headers = headers if isinstance(headers, dict) else {}
+        out.probes += probe_specs(
+            fleet, NAME, [(slot, values["model"].strip())], protocol="openai-chat",
+            base_url=values["apiBase"].strip(), path="/chat/completions",
+            headers={str(k): str(v) for k, v in headers.items()}, secret=secret,
+            origins=(out.origin("url", Seen(None, path, f"{at}.apiBase"), env),
+                     out.origin("key", key_seen, env),
+                     out.origin("model", Seen(None, path, f"{at}.model"), env)))
+    if not out.probes and not out.problems:
+        out.problems.append(f"{where} has none of the model entries taosync writes")
+    return out
 
 
 # -- reading back (taosync import) ---------------------------------------------------

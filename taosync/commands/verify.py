@@ -1,5 +1,10 @@
 """``taosync verify``: one real request per backend, shaped as each client sends it.
 
+By default each probe carries the values in the client's files as they are (base URL, key,
+model, headers), so a hand-broken file fails naming that file and key path, and every owned
+key path that differs from fleet.yaml is reported as drift; ``--desired`` (and ``--stub``)
+probe what fleet.yaml would write instead.
+
 Also :func:`verify_after_apply`, which ``taosync apply`` calls after writing, and
 :func:`verify_fleet`, the same without printing (for callers that embed the report).
 """
@@ -24,10 +29,22 @@ class Report:
     stub_root: str | None = None  # set when probes went to the stand-in gateway
     history: str | None = None  # the history file appended to (None if it could not be)
     warnings: list[str] = field(default_factory=list)
+    #: on-disk runs: (client, line) per key path a client's file differs from fleet.yaml in
+    drift: list[tuple[str, str]] = field(default_factory=list)
+    #: on-disk runs: (client, why) for a client that could not be probed; each fails
+    problems: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.results)
+        return all(r.ok for r in self.results) and not self.problems
+
+    def keys(self, key: Any = None) -> list[Any]:
+        """Every key this run knows of (``key`` and each one a probe sent), to scrub."""
+        out = [key] if key is not None else []
+        for r in self.results:
+            if getattr(r, "key", None) is not None and r.key not in out:
+                out.append(r.key)
+        return out
 
     @property
     def exit_code(self) -> int:
@@ -39,7 +56,9 @@ class Report:
                 **({"stub_root": self.stub_root} if self.stub_root else {}),
                 "passed": passed, "failed": len(self.results) - passed,
                 "results": [r.to_dict() for r in self.results],
-                **({"warnings": self.warnings} if self.warnings else {})}
+                **({"warnings": self.warnings} if self.warnings else {}),
+                "drift": [{"client": c, "message": m} for c, m in self.drift],
+                "problems": [{"client": c, "message": m} for c, m in self.problems]}
 
 
 def stand_in_key() -> Any:
@@ -52,10 +71,14 @@ def stand_in_key() -> Any:
 
 def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
                  only: Iterable[str] | None = None, route: str | None = None,
-                 stub: bool = False, strict: bool = True) -> Report:
-    """Collect, probe (against a stand-in gateway when ``stub``), record history."""
+                 stub: bool = False, strict: bool = True, on_disk: bool = False) -> Report:
+    """Collect, probe (against a stand-in gateway when ``stub``), record history.
+
+    ``on_disk``: build each probe from the values in the client's files (and report their
+    drift from fleet.yaml) rather than from what fleet.yaml would write; apply and watch,
+    which verify right after writing those files, need not read them back."""
     from taosync.verify import diagnose, history
-    from taosync.verify.probes import collect_specs
+    from taosync.verify.probes import collect_on_disk, collect_specs
     from taosync.verify.runner import run
 
     if key is None:
@@ -66,8 +89,14 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     problem = diagnose.key_problem(key)
     if problem:
         report.warnings.append(f"the key ({key.redacted()}) {problem}")
-    groups = collect_specs(fleet, key, env, only=list(only) if only else None, route=route,
-                           strict=strict)
+    selection = dict(only=list(only) if only else None, route=route, strict=strict)
+    if on_disk and not stub:
+        groups, found = collect_on_disk(fleet, key, env, **selection)
+        for disk in found:
+            report.drift += [(disk.client, line) for line in disk.drift]
+            report.problems += [(disk.client, text) for text in disk.problems]
+    else:
+        groups = collect_specs(fleet, key, env, **selection)
     if not groups:
         return report
     if stub:
@@ -142,18 +171,30 @@ def table_lines(report: Report, *, color: Any = None, verbose: bool = False) -> 
 
 def print_report(report: Report, s: Any, key: Any = None) -> None:
     from taosync import ui
+    from taosync.verify.diagnose import scrub as scrub_key
 
-    scrub = key.scrub if key is not None else (lambda t: t)
+    keys = report.keys(key)
+
+    def scrub(text: str) -> str:
+        for used in keys:
+            text = scrub_key(text, used)
+        return text
+
     for text in report.warnings:
         ui.warn(scrub(text))
+    for client, line in report.drift:
+        ui.warn(scrub(f"{client}: {line}"))
     if s.json:
         click.echo(scrub(json.dumps(report.to_dict(), indent=2, ensure_ascii=False)))
         return
     if report.stub_root:
         ui.out(ui.style(f"probing a stand-in gateway at {report.stub_root} with the fleet's "
                         "key and catalogue (no file is changed)", "dim"))
+    for client, text in report.problems:
+        ui.problem(scrub(f"{ui.style('✗', 'fail')} {client}: {text}"))
     if not report.results:
-        ui.out("nothing to verify: no enabled client in fleet.yaml")
+        if not report.problems:
+            ui.out("nothing to verify: no enabled client in fleet.yaml")
         return
     for problem, line in table_lines(report, color=ui.style, verbose=s.verbosity > 0):
         line = scrub(line)
@@ -165,6 +206,9 @@ def print_report(report: Report, s: Any, key: Any = None) -> None:
     passed = sum(1 for r in report.results if r.ok)
     total = len(report.results)
     summary = f"{passed}/{total} backend{'s' if total != 1 else ''} pass"
+    if report.problems:
+        n = len({client for client, _ in report.problems})
+        summary += f"; {n} client{'s' if n != 1 else ''} not probed"
     if report.ok:
         ui.out(ui.style(summary, "ok"))
     else:
@@ -177,14 +221,16 @@ def print_report(report: Report, s: Any, key: Any = None) -> None:
 
 def verify_after_apply(loaded: Any, env: Any, settings: Any, only: Iterable[str] | None = None,
                        stub: bool = False, *, route: str | None = None,
-                       strict: bool = False) -> int:
+                       strict: bool = False, on_disk: bool = False) -> int:
     """Verify a loaded fleet (``load_fleet`` result), print the table (or JSON), append
     history; return the exit code (0 all pass, 1 any fails). ``stub``: send the probes to a
     stand-in gateway started in-process with the fleet's key and catalogue. A client in
-    ``only`` that is not enabled is skipped (``strict=True``: bad input, as for verify)."""
+    ``only`` that is not enabled is skipped (``strict=True``: bad input, as for verify).
+    ``on_disk``: probe the values in the client files (right after an apply they are the
+    desired ones, so the default reads nothing back)."""
     key = getattr(loaded, "key", None)
     report = verify_fleet(loaded.fleet, key, env, state_dir=settings.state_dir(), only=only,
-                          route=route, stub=stub, strict=strict)
+                          route=route, stub=stub, strict=strict, on_disk=on_disk)
     print_report(report, settings, key)
     return report.exit_code
 
@@ -214,13 +260,20 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
 @click.option("--route", metavar="NAME", help="Verify only the probes of this route.")
 @click.option("--stub", "use_stub", is_flag=True,
               help="Send the probes to a stand-in gateway on loopback, started for this run "
-                   "with the fleet's key and catalogue (files are not changed).")
+                   "with the fleet's key and catalogue (files are not changed); implies "
+                   "--desired.")
+@click.option("--desired", is_flag=True,
+              help="Probe what fleet.yaml would write (e.g. before the first apply), not the "
+                   "values in the client files.")
 @common_options
-def verify(only: tuple[str, ...], route: str | None, use_stub: bool) -> int:
+def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bool) -> int:
     """Send one real request per backend, shaped as each client sends it.
 
-    Exit 0 when every backend answers, 1 when any fails (each failure with its cause and
-    the fix), 2 on bad input.
+    Each request carries the values in the client's files (base URL, key, model,
+    headers); --desired sends what fleet.yaml would write instead. A key path that differs
+    from fleet.yaml is reported as drift. Exit 0 when every backend answers, 1 when any
+    fails (each failure with its cause, the file and key path it comes from, and the fix)
+    or a client has no files yet, 2 on bad input.
     """
     from taosync import ui
     from taosync.engine.state import StateStore
@@ -235,7 +288,7 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool) -> int:
     for note in notes:
         ui.warn(note)
     rc = verify_after_apply(loaded, env, s, only=only or None, stub=use_stub, route=route,
-                            strict=True)
+                            strict=True, on_disk=not desired)
     for warning in env.warnings:
         ui.warn(warning)
     return rc

@@ -109,8 +109,29 @@ def _key_source(key: Any) -> str:
     if key is None:
         return "gateway.key"
     source = getattr(key, "source", "") or ""
+    if source not in ("literal", "stand-in") and not source.startswith("${"):
+        return f"{source} ({key.redacted()})"  # read from a client's file
     where = "a literal in fleet.yaml" if source == "literal" else source
     return f"gateway.key ({where}, {key.redacted()})"
+
+
+#: which value of a probe each diagnosis points at
+_ROLE = {"path": "url", "connect": "url", "dns": "url", "tls": "url", "proxy": "url",
+         "auth": "key", "oauth": "key", "model_not_found": "model", "model_mismatch": "model"}
+
+
+def locate(diag: Diagnosis, origins: list[Any]) -> Diagnosis:
+    """``diag`` naming the client file and key path its value was read from (on-disk
+    probes); where that value is not what fleet.yaml renders, the fix is to apply again."""
+    found = [o for o in origins if o.role == _ROLE.get(diag.code)]
+    if not found:
+        return diag
+    cause = f"{'; '.join(dict.fromkeys(o.where for o in found))}: {diag.cause}"
+    if all(o.drifted for o in found):
+        return Diagnosis(diag.code, cause, "the file differs from fleet.yaml there: `taosync "
+                         "apply` writes fleet.yaml's value back (`taosync verify --desired` "
+                         "probes fleet.yaml's)")
+    return Diagnosis(diag.code, cause, diag.fix)
 
 
 # -- reading answers -------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Verify history: one JSON line per probe result in ``<state dir>/history.jsonl``.
 
-The record holds what stats needs (model, backend, ok, latency, tokens) and the diagnosis
-code — never the key, the prompt or the answer. ``taosync stats`` summarises it per model:
+The record holds what stats needs (model, backend, ok, latency, tokens), the diagnosis
+code and which key the probe sent (where it was read, its redacted form and a keyed hash)
+— never the key, the prompt or the answer. ``taosync stats`` summarises it per model:
 the measure a routing table can be tuned by. Standard library only.
 """
 
@@ -23,7 +24,9 @@ def path(state_dir: Path) -> Path:
 
 
 def records_for(results: Iterable[Any], *, stub: bool = False, when: float | None = None,
-                run_id: str | None = None) -> list[dict[str, Any]]:
+                run_id: str | None = None, hmac_key: bytes | None = None) -> list[dict[str, Any]]:
+    from taosync.verify.runner import key_source
+
     when = time.time() if when is None else when
     run_id = run_id or uuid.uuid4().hex[:12]
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
@@ -39,20 +42,41 @@ def records_for(results: Iterable[Any], *, stub: bool = False, when: float | Non
             "ttfb_ms": None if r.ttfb is None else round(r.ttfb * 1000, 1),
             "tokens_in": r.tokens_in, "tokens_out": r.tokens_out,
             "attempts": r.attempts,
+            **_key_record(getattr(r, "key", None), key_source, hmac_key),
         })
+    return out
+
+
+def _key_record(key: Any, source: Any, hmac_key: bytes | None) -> dict[str, Any]:
+    if key is None:
+        return {}
+    out = {"key_source": source(key), "key": key.redacted()}
+    if hmac_key is not None:
+        from taosync.engine.state import value_hash
+
+        out["key_hash"] = value_hash(hmac_key, key.reveal())
     return out
 
 
 def append(state_dir: Path, results: Iterable[Any], *, stub: bool = False,
            key: Any = None) -> Path:
-    """Append one run's results (one write, so concurrent runs never interleave lines)."""
-    lines = records_for(results, stub=stub)
+    """Append one run's results (one write, so concurrent runs never interleave lines),
+    scrubbed of ``key`` and of every key a probe sent. The key hash uses taosync's
+    per-machine hashing key (the one state.json's hashes use), when there is one."""
+    from taosync.engine.state import StateStore
+    from taosync.verify.diagnose import scrub
+
+    results = list(results)
+    store = StateStore(Path(state_dir))
+    hmac_key = store.hmac_key(create=False)
+    lines = records_for(results, stub=stub,
+                        hmac_key=None if store.hmac_is_ephemeral else hmac_key)
     target = path(state_dir)
     if not lines:
         return target
     text = "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in lines)
-    if key is not None:
-        text = key.scrub(text)
+    for used in [key, *(getattr(r, "key", None) for r in results)]:
+        text = scrub(text, used)
     from taosync.engine.state import make_private_dir
 
     make_private_dir(target.parent)  # the state directory: 0700 whatever the umask

@@ -46,16 +46,21 @@ class ProbeGroup:
     clients: list[str] = field(default_factory=list)
     routes: list[str | None] = field(default_factory=list)
     backend: str | None = None
+    #: the key a client's files resolve to (None: the fleet's key)
+    secret: Any = None
+    #: where the on-disk values came from (clients.base.Origin), for every client
+    origins: list[Any] = field(default_factory=list)
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
-        return (self.protocol, self.url, self.model, self.auth)
+    def key(self) -> tuple:
+        return (self.protocol, self.url, self.model, self.auth, self.headers, self.secret)
 
-    def add(self, client: str, route: str | None) -> None:
+    def add(self, client: str, route: str | None, origins: Iterable[Any] = ()) -> None:
         if client not in self.clients:
             self.clients.append(client)
         if route not in self.routes:
             self.routes.append(route)
+        self.origins.extend(o for o in origins if o not in self.origins)
 
 
 def group_specs(specs: Iterable[Any], fleet: Any = None) -> list[ProbeGroup]:
@@ -65,7 +70,7 @@ def group_specs(specs: Iterable[Any], fleet: Any = None) -> list[ProbeGroup]:
         if isinstance(spec, ProbeGroup):
             groups.setdefault(spec.key, spec)
             continue
-        key = (spec.protocol, spec.url, spec.model, spec.auth)
+        key = (spec.protocol, spec.url, spec.model, spec.auth, tuple(spec.headers), spec.secret)
         group = groups.get(key)
         if group is None:
             backend = None
@@ -74,8 +79,8 @@ def group_specs(specs: Iterable[Any], fleet: Any = None) -> list[ProbeGroup]:
             group = groups[key] = ProbeGroup(
                 protocol=spec.protocol, url=spec.url, model=spec.model, auth=spec.auth,
                 base_url=spec.base_url, stream=spec.stream, headers=tuple(spec.headers),
-                backend=backend)
-        group.add(spec.client, spec.route)
+                backend=backend, secret=spec.secret)
+        group.add(spec.client, spec.route, spec.origins)
     return list(groups.values())
 
 
@@ -88,11 +93,33 @@ def _did_you_mean(name: str, options: Iterable[str]) -> str:
 
 def collect_specs(fleet: Any, key: Any, env: Any, only: Iterable[str] | None = None,
                   route: str | None = None, *, strict: bool = True) -> list[ProbeGroup]:
-    """Probe groups for the enabled clients (``only``: a subset of client names; ``route``:
-    keep the probes of that route). Raises :class:`BadInput` for an unknown client or route,
-    a client in ``only`` that is not enabled (unless ``strict=False``: after an apply that
-    touched a disabled client, there is just nothing to probe), or a route no enabled client
-    uses."""
+    """Probe groups for the enabled clients, built from fleet.yaml (what apply would write);
+    ``only``: a subset of client names; ``route``: keep the probes of that route. Raises
+    :class:`BadInput` for an unknown client or route, a client in ``only`` that is not
+    enabled (unless ``strict=False``: after an apply that touched a disabled client, there
+    is just nothing to probe), or a route no enabled client uses."""
+    clients = _select(fleet, only, route, strict)
+    specs = [spec for module in clients for spec in module.probes(fleet, key, env)]
+    return group_specs(_on_route(specs, route, clients, only, strict), fleet)
+
+
+def collect_on_disk(fleet: Any, key: Any, env: Any, only: Iterable[str] | None = None,
+                    route: str | None = None, *, strict: bool = True
+                    ) -> tuple[list[ProbeGroup], list[Any]]:
+    """As :func:`collect_specs`, but each probe is built from the values in the client's
+    files as they are; also each client's :class:`~taosync.clients.base.OnDisk` (its drift
+    from fleet.yaml, and why it cannot be probed, if so)."""
+    clients = _select(fleet, only, route, strict)
+    found = [module.on_disk(fleet, key, env) for module in clients]
+    specs = [spec for disk in found for spec in disk.probes]
+    unprobed = any(disk.problems for disk in found)
+    return group_specs(_on_route(specs, route, clients, only, strict and not unprobed),
+                       fleet), found
+
+
+def _select(fleet: Any, only: Iterable[str] | None, route: str | None,
+            strict: bool) -> list[Any]:
+    """The client modules to probe, in registry order."""
     from taosync.clients.base import all_clients
 
     registry = all_clients()
@@ -110,15 +137,18 @@ def collect_specs(fleet: Any, key: Any, env: Any, only: Iterable[str] | None = N
     if route is not None and route not in fleet.routes:
         raise BadInput(f"unknown route {route!r}{_did_you_mean(route, fleet.routes)}; "
                        f"routes: {', '.join(fleet.routes) or '(none)'}")
-    specs = []
-    for name in names:
-        for spec in registry[name].probes(fleet, key, env):
-            if route is None or spec.route == route:
-                specs.append(spec)
-    if route is not None and not specs and strict:
+    return [registry[n] for n in names]
+
+
+def _on_route(specs: list[Any], route: str | None, clients: list[Any],
+              only: Iterable[str] | None, strict: bool) -> list[Any]:
+    if route is None:
+        return specs
+    kept = [spec for spec in specs if spec.route == route]
+    if not kept and strict:
         raise BadInput(f"no enabled client uses route {route}"
-                       + (f" (among {', '.join(names)})" if only else ""))
-    return group_specs(specs, fleet)
+                       + (f" (among {', '.join(m.NAME for m in clients)})" if only else ""))
+    return kept
 
 
 # -- URLs ---------------------------------------------------------------------------------

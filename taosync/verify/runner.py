@@ -43,6 +43,7 @@ class ProbeResult:
     answer: str = ""  # the answer's first words
     attempts: int = 1
     configured_url: str | None = None  # the client's own URL, when probing a stand-in
+    key: Any = field(default=None, repr=False)  # the Secret sent (never serialised)
 
     @property
     def route(self) -> str:
@@ -70,7 +71,17 @@ class ProbeResult:
             "tokens": {"in": self.tokens_in, "out": self.tokens_out},
             "answer": self.answer,
             "attempts": self.attempts,
+            "key_source": key_source(self.key),
         }
+
+
+def key_source(key: Any) -> str | None:
+    """Where the key a probe sent came from: the client file and key path it was read
+    from, or the fleet's reference (never the key itself)."""
+    if key is None:
+        return None
+    source = getattr(key, "source", "") or ""
+    return "gateway.key (a literal in fleet.yaml)" if source == "literal" else source
 
 
 def _ms(seconds: float | None) -> int | None:
@@ -175,12 +186,21 @@ def _backoff(attempt: int, result: _Attempt, base: float) -> float:
 
 async def _probe(client: Any, group: ProbeGroup, key: Any, verify: Any,
                  base_override: str | None, backoff: float) -> ProbeResult:
+    result = await _send(client, group, group.secret or key, verify, base_override, backoff)
+    if result.diagnosis is not None and group.origins:
+        result.diagnosis = dx.locate(result.diagnosis, group.origins)
+    return result
+
+
+async def _send(client: Any, group: ProbeGroup, key: Any, verify: Any,
+                base_override: str | None, backoff: float) -> ProbeResult:
     url = rewrite(group, base_override) if base_override else group.url
     result = ProbeResult(
         clients=list(group.clients), routes=list(group.routes), model=group.model,
         backend=group.backend, protocol=group.protocol, ok=False,
         url=dx.scrub(display_url(url), key),
-        configured_url=dx.scrub(display_url(group.url), key) if base_override else None)
+        configured_url=dx.scrub(display_url(group.url), key) if base_override else None,
+        key=key)
     timeout = float(verify.timeout)
     if dx.key_unsendable(key):
         problem = dx.key_problem(key) or "cannot be sent in an HTTP header"
