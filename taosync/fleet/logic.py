@@ -62,7 +62,7 @@ class McpSecret(Secret):
 def split_secret_reference(text: str) -> tuple[str, Reference, str] | None:
     """(prefix, reference, suffix) of a value holding one key reference, None for none.
 
-    A whole value is read as ``gateway.key`` is (``${cmd:…}`` may then hold ``}``);
+    A whole value is read as ``gateway.key`` is (a whole ``${cmd:…}`` may hold ``}``);
     inside a longer value (``Bearer ${env:TOKEN}``) the reference ends at the first ``}``.
     Raises ValueError, with the message to show, for two references or one mixed with
     fleet references.
@@ -70,7 +70,7 @@ def split_secret_reference(text: str) -> tuple[str, Reference, str] | None:
     if "${" not in text:
         return None
     whole = parse_reference(text)
-    if whole.kind != "literal":
+    if whole.kind in ("cmd", "shell") or (whole.kind != "literal" and "}" not in whole.arg):
         return "", whole, ""
     found = list(SECRET_REFERENCE.finditer(text))
     if not found:
