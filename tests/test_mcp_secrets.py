@@ -310,3 +310,89 @@ def test_a_plain_mcp_value_leaves_the_file_mode_alone(taosync, home, mcp_fleet):
     os.chmod(home / ".claude.json", 0o644)
     assert taosync("apply", "--no-verify", config=fleet).rc == 0
     assert stat.S_IMODE((home / ".claude.json").stat().st_mode) == 0o644
+
+
+# ------------------------------------------------------------------ import (item 5)
+
+IMPORT_FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "import"
+PAT = "ghp_IMPORTEDpat0123456789abcdefABCDEF"
+SLACK = "xoxb-1111-2222-IMPORTEDslack"
+
+
+def _claude_home_with_tokens(home):
+    import shutil
+
+    shutil.copytree(IMPORT_FIXTURES / "claude", home, dirs_exist_ok=True)
+    path = home / ".claude.json"
+    data = json.loads(path.read_text())
+    data["mcpServers"]["github"] = {
+        "type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+        "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": PAT, "GITHUB_TOOLSETS": "repos,issues"}}
+    data["mcpServers"]["search"]["headers"]["Authorization"] = f"Bearer {PAT}"
+    data["mcpServers"]["docs"]["env"]["NOTIFY"] = SLACK  # a token by its value alone
+    path.write_text(json.dumps(data, indent=2))
+
+
+def test_import_never_copies_an_mcp_secret(taosync, home, tmp_path, monkeypatch):
+    _claude_home_with_tokens(home)
+    text = taosync("import")
+    as_json = taosync("import", "--json")
+    for r in (text, as_json):
+        assert r.rc == 0, r.both
+        for value in (PAT, SLACK, PAT[4:]):
+            assert value not in r.both
+    fleet = json.loads(as_json.out)["fleet"]
+    servers = fleet["mcp_servers"]
+    assert servers["github"]["env"] == {
+        "GITHUB_PERSONAL_ACCESS_TOKEN": "${env:GITHUB_PERSONAL_ACCESS_TOKEN}",
+        "GITHUB_TOOLSETS": "repos,issues"}
+    assert servers["search"]["headers"] == {"X-Client": "me",
+                                            "Authorization": "Bearer ${env:SEARCH_AUTHORIZATION}"}
+    assert servers["docs"]["env"] == {"DOCS_DIR": "/srv/docs", "NOTIFY": "${env:NOTIFY}"}
+    # stderr says what to export, reading the value from the file, never printing it
+    hint = ("export GITHUB_PERSONAL_ACCESS_TOKEN=\"$(jq -r '.mcpServers.github | "
+            "(.transport // .) | .env[\"GITHUB_PERSONAL_ACCESS_TOKEN\"]' ~/.claude.json)\"")
+    assert hint in text.err
+    assert "mcp: github env.GITHUB_PERSONAL_ACCESS_TOKEN references " \
+           "${env:GITHUB_PERSONAL_ACCESS_TOKEN}" in text.err
+    assert "export GITHUB_PERSONAL_ACCESS_TOKEN; the value is never copied here" in text.out
+
+    # the export lines work: run them (jq reads the file) and the proposal applies back
+    # the very values import read
+    import shutil
+    import subprocess
+
+    if shutil.which("jq") is None:
+        pytest.skip("jq not installed")  # pragma: no cover - the CI image has jq
+    found = json.loads(as_json.out)["mcp_secrets"]
+    assert {f["env"] for f in found} == {"GITHUB_PERSONAL_ACCESS_TOKEN", "SEARCH_AUTHORIZATION",
+                                         "NOTIFY"}
+    for f in found:
+        script = f["export_hint"].replace("~/", f"{home}/") + f'; printf %s "${f["env"]}"'
+        out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True)
+        monkeypatch.setenv(f["env"], out.stdout)
+    assert os.environ["SEARCH_AUTHORIZATION"] == PAT
+    proposal = tmp_path / "proposed.yaml"
+    proposal.write_text(text.out)
+    assert taosync("apply", "--no-verify", "--only", "claude-code", config=proposal).rc == 0
+    claude = json.loads((home / ".claude.json").read_text())["mcpServers"]
+    assert claude["github"]["env"]["GITHUB_PERSONAL_ACCESS_TOKEN"] == PAT
+    assert claude["search"]["headers"]["Authorization"] == f"Bearer {PAT}"
+    assert PAT not in state_text(home)
+
+
+def test_import_names_a_second_different_secret_after_its_server(taosync, home):
+    _claude_home_with_tokens(home)
+    path = home / ".claude.json"
+    data = json.loads(path.read_text())
+    data["mcpServers"]["github-work"] = {
+        "type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+        "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_WORKtoken0123456789abcdef"}}
+    path.write_text(json.dumps(data))
+    r = taosync("import", "--json")
+    assert "ghp_WORKtoken0123456789abcdef" not in r.both
+    servers = json.loads(r.out)["fleet"]["mcp_servers"]
+    assert servers["github"]["env"]["GITHUB_PERSONAL_ACCESS_TOKEN"] == \
+        "${env:GITHUB_PERSONAL_ACCESS_TOKEN}"
+    assert servers["github-work"]["env"]["GITHUB_PERSONAL_ACCESS_TOKEN"] == \
+        "${env:GITHUB_WORK_GITHUB_PERSONAL_ACCESS_TOKEN}"
