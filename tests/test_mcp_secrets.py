@@ -396,3 +396,24 @@ def test_import_names_a_second_different_secret_after_its_server(taosync, home):
         "${env:GITHUB_PERSONAL_ACCESS_TOKEN}"
     assert servers["github-work"]["env"]["GITHUB_PERSONAL_ACCESS_TOKEN"] == \
         "${env:GITHUB_WORK_GITHUB_PERSONAL_ACCESS_TOKEN}"
+
+
+@pytest.mark.parametrize("mode", ["inline", "reference"])
+def test_the_view_and_the_pydantic_model_render_mcp_secrets_alike(home, mcp_fleet, mode,
+                                                                  tmp_path):
+    """The run-time view (what taosync uses) and the pydantic model (the definition)
+    expand MCP secrets the same way, in every client."""
+    from taosync.clients.base import ClientEnv, all_clients
+    from taosync.fleet.load import load_fleet
+    from taosync.fleet.model import Fleet
+
+    loaded = load_fleet(mcp_fleet(mode), home=home)
+    model = Fleet.model_validate(loaded.data)
+    model.attach_mcp_secrets(loaded.fleet._mcp_secrets)
+    for client, module in all_clients().items():
+        env_m = ClientEnv(home=tmp_path, environ={}, platform="linux")
+        env_v = ClientEnv(home=tmp_path, environ={}, platform="linux")
+        got = [(p.path, p.values, p.secret) for p in module.render(loaded.fleet, loaded.key, env_v)]
+        want = [(p.path, p.values, p.secret) for p in module.render(model, loaded.key, env_m)]
+        assert got == want, client
+        assert env_v.warnings == env_m.warnings

@@ -147,7 +147,8 @@ class _McpServer(_Strict):
     """What the run-time view offers for an MCP server too (fleet/view.py)."""
 
     def plain(self) -> dict:
-        return self.model_dump()
+        # an expanded server holds McpSecret values where the field says str
+        return self.model_dump(warnings=False)
 
     def replaced(self, data: dict):
         """The same kind of server holding ``data`` (references expanded; values that
