@@ -19,6 +19,8 @@ FLEET_REFERENCE = re.compile(r"\$\{((?:gateway|routes|models)\.[^}]*|default_rou
 
 #: a key reference (``${env:…}``, ``${file:…}``, ``${cmd:…}``, ``${shell:…}``) inside a value
 SECRET_REFERENCE = re.compile(r"\$\{(env|file|cmd|shell):([^}]*)\}")
+#: where one starts (closed or not)
+SECRET_REFERENCE_START = re.compile(r"\$\{(?:env|file|cmd|shell):")
 #: the MCP server fields whose values may hold a key reference (they are secrets)
 MCP_SECRET_FIELDS = ("env", "headers")
 
@@ -74,7 +76,7 @@ def split_secret_reference(text: str) -> tuple[str, Reference, str] | None:
         return "", whole, ""
     found = list(SECRET_REFERENCE.finditer(text))
     if not found:
-        if re.search(r"\$\{(env|file|cmd|shell):", text):
+        if SECRET_REFERENCE_START.search(text):
             raise ValueError("a key reference that is not closed; write ${env:NAME}, "
                              "${file:PATH}, ${cmd:COMMAND} or ${shell:COMMAND}")
         return None
@@ -113,7 +115,7 @@ def mcp_secret_values(servers: Any):
                 continue
             items = (value if isinstance(value, list) else [value])
             for i, text in enumerate(items):
-                if isinstance(text, str) and re.search(r"\$\{(env|file|cmd|shell):", text):
+                if isinstance(text, str) and SECRET_REFERENCE_START.search(text):
                     where = path + (i,) if isinstance(value, list) else path
                     yield where, text, (
                         f"a key reference works only in env and headers values (taosync "
@@ -207,7 +209,7 @@ class FleetLogic:
     def attach_mcp_secrets(self, resolved: dict[str, McpSecret]) -> None:
         """Give the fleet its resolved MCP key references (value text → secret); the
         loader resolves them once, with the key, so every client renders the same."""
-        setattr(self, "_mcp_secrets", dict(resolved))
+        self._mcp_secrets = dict(resolved)
 
     def mcp_servers_expanded(self, key: "Secret | None") -> dict:
         """The MCP servers with fleet references expanded in every string value, and
@@ -217,7 +219,7 @@ class FleetLogic:
         def value(text: str):
             if text in resolved:
                 return resolved[text]
-            if "${" in text and SECRET_REFERENCE.search(text):
+            if SECRET_REFERENCE_START.search(text):
                 raise KeyError(f"{text!r} holds a key reference that was not resolved")
             return self.expand(text, key)
 
