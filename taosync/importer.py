@@ -621,8 +621,12 @@ def _looks_secret(label: str, text: Any) -> bool:
         return False
     bare = _AUTH_SCHEME.match(text)
     bare_text = (bare.group(2) if bare else text).strip()
-    return bool(_CREDENTIAL.search(label) or "secret" in label.lower()
-                or bare_text.startswith(_TOKEN_PREFIXES))
+    if bare_text.startswith(_TOKEN_PREFIXES):
+        return True
+    # by name only when the value could be a token (TOKEN_LIMIT: 4000 is not)
+    named = bool(_CREDENTIAL.search(label) or "secret" in label.lower())
+    return named and len(bare_text) >= 8 and not bare_text.isdigit() \
+        and not any(c.isspace() for c in bare_text)
 
 
 def describe_mcp(value: dict) -> str:

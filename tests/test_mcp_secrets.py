@@ -417,3 +417,21 @@ def test_the_view_and_the_pydantic_model_render_mcp_secrets_alike(home, mcp_flee
         want = [(p.path, p.values, p.secret) for p in module.render(model, loaded.key, env_m)]
         assert got == want, client
         assert env_v.warnings == env_m.warnings
+
+
+@pytest.mark.parametrize("label, value, secret", [
+    ("GITHUB_TOKEN", "0123456789abcdef0123", True),
+    ("OPENAI_API_KEY", "abcdefgh12345678", True),
+    ("CLIENT_SECRET", "s3cr3t-value-xyz", True),
+    ("Authorization", "Bearer abcdefgh12345678", True),
+    ("NOTIFY", "xoxb-1-2-slack", True),
+    ("REPO", "github_pat_11AAAAAA", True),
+    ("TOKEN_LIMIT", "4000", False),
+    ("MAX_TOKENS", "abcdefgh12345678", False),
+    ("DOCS_DIR", "/srv/docs", False),
+    ("GITHUB_TOKEN", "${env:GITHUB_TOKEN}", False),
+])
+def test_what_import_takes_for_a_secret(label, value, secret):
+    from taosync.importer import _looks_secret
+
+    assert _looks_secret(label, value) is secret
