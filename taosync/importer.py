@@ -24,7 +24,11 @@ found and where (:class:`~taosync.clients.base.Observation`). This module merges
   Continue ``secret_name``). A client on a provider that is not a gateway (its own API,
   a local server) is left out — apply would otherwise switch it — and reported;
 * **MCP servers**: the union; the same name defined differently is a conflict (the
-  first client's wins). A key literal inside one becomes ``${gateway.key}``.
+  first client's wins). A key literal inside one becomes ``${gateway.key}``; any other
+  token-looking ``env``/``headers`` value (a credential-like name such as ``*_TOKEN``,
+  ``*_KEY``, ``*SECRET*``, ``Authorization``, or a ``ghp_``/``github_pat_``/``sk-``/
+  ``xox``/``glpat-`` value) becomes ``${env:NAME}`` — never copied — with the export
+  line to set it, as for the key;
 
 Findings are ``conflict`` (exit 1: two gateways, two keys, a client on an unknown
 provider, an MCP server or header defined two ways), ``problem`` (a file that cannot be
@@ -55,6 +59,10 @@ _CREDENTIAL = re.compile(
     r"(?:^|[-_])(?:authorization|api[-_]?key|key|token|secret|password|passwd|cookie)(?:$|[-_])",
     re.I)
 _SLOT_LIST = re.compile(r"^([A-Za-z_]+)\[(.+)\]$")
+#: values that are tokens whatever their name (GitHub, OpenAI-style, Slack, GitLab)
+_TOKEN_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "github_pat_", "sk-", "xox", "glpat-")
+#: an Authorization scheme kept in front of the reference (``Bearer ${env:NAME}``)
+_AUTH_SCHEME = re.compile(r"^((?:Bearer|Token|Basic)\s+)(\S.*)$", re.I | re.S)
 
 
 @dataclass
@@ -80,6 +88,9 @@ class Proposal:
     sources: dict[str, list[str]]  # client → files read
     key: dict  # {reference, env, found: [{client, file, key, redacted}], export_hint}
     gateway: dict  # {base_url, clients, others}
+    #: each MCP secret made a reference: {server, key, env, reference, client, file,
+    #: redacted, export_hint, already_set}
+    mcp_secrets: list[dict] = field(default_factory=list)
     #: every literal key found, so output can be scrubbed of them (a safety net: nothing
     #: here is meant to print one)
     secrets: list[Secret] = field(default_factory=list, repr=False)
@@ -161,6 +172,10 @@ class _Builder:
         self.environ = environ
         self.findings: list[Finding] = []
         self.read: list[dict] = []
+        #: env var name → the MCP secret it stands for (one value per name)
+        self.mcp_envs: dict[str, Secret] = {}
+        self.mcp_secrets: list[dict] = []
+        self.secret_values: list[Secret] = []  # every MCP secret read (to scrub output)
 
     def item(self, client: str, seen: Seen, value: Any = None) -> dict:
         v = seen.value if value is None else value
@@ -330,13 +345,7 @@ class _Builder:
         first = found[0] if found else None
         if env is not None and first is not None:
             client, seen = first
-            shown = display_path(seen.file, self.home)
-            if seen.file.suffix == ".json":
-                jq_path = "".join(f'["{p}"]' if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p)
-                                  else f".{p}" for p in _split_key(seen.key))
-                hint = f"export {env}=\"$(jq -r '{jq_path}' {shown})\""
-            else:
-                hint = f"export {env}=…  # the value of {seen.key} in {shown}"
+            hint = self.export_hint(env, seen.file, _split_key(seen.key))
         already = None
         if env is not None and self.environ.get(env, "").strip():
             already = Secret(self.environ[env].strip())
@@ -348,6 +357,17 @@ class _Builder:
             "already_set": already is not None,
             "matches": (already in distinct[:1]) if already is not None and distinct else None,
         }
+
+    def export_hint(self, env: str, file: Path, path: list[str], jq_tail: str = "",
+                    shown_path: str | None = None) -> str:
+        """The line that exports ``env`` from the value at ``path`` in ``file``, read
+        there by the shell (jq for JSON), so the value itself is never printed."""
+        shown = display_path(file, self.home)
+        if file.suffix == ".json":
+            jq_path = "".join(f'["{p}"]' if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p)
+                              else f".{p}" for p in path)
+            return f"export {env}=\"$(jq -r '{jq_path}{jq_tail}' {shown})\""
+        return f"export {env}=…  # the value of {shown_path or '.'.join(path)} in {shown}"
 
     # ---- 4. models, routes, clients
 
@@ -430,6 +450,7 @@ class _Builder:
             return text
 
         out: dict[str, Any] = {}
+        as_read: dict[str, Any] = {}  # what each server's first definition holds
         first: dict[str, tuple[str, Seen]] = {}
         differing: dict[str, list] = {}
         held_key: set[str] = set()
@@ -441,8 +462,9 @@ class _Builder:
                     held_key.add(name)
                 if name not in first:
                     first[name] = (o.client, seen)
-                    out[name] = value
-                elif value != out[name]:
+                    as_read[name] = value
+                    out[name] = self.mcp_references(name, value, o.client, seen)
+                elif value != as_read[name]:
                     differing.setdefault(name, [self.item(*first[name], describe_mcp(out[name]))]
                                          ).append(self.item(o.client, seen, describe_mcp(value)))
         for name, items in differing.items():
@@ -451,16 +473,68 @@ class _Builder:
         for name in sorted(held_key):
             self.add("note", "secret", f"MCP server {name!r} held the gateway key literally; "
                      f"the proposal uses ${{gateway.key}} there")
-        for name in out:
-            for path, text in _strings(out[name]):
-                label = str(path[-1]) if path else ""
-                if (len(path) >= 2 and path[0] in ("env", "headers") and _CREDENTIAL.search(label)
-                        and "${" not in text and len(text) >= 8):
-                    self.add("note", "secret",
-                             f"MCP server {name!r}: {path[0]}.{label} holds a literal secret "
-                             f"({redact(text)}); the proposal copies it into fleet.yaml — keep "
-                             f"that file private, or move the secret out of it")
         return out
+
+    def mcp_references(self, server: str, value: dict, client: str, seen: Seen) -> dict:
+        """``value`` (one MCP server, fleet-shaped) with every token-looking env or header
+        value replaced by an ``${env:NAME}`` reference; each is recorded with the line
+        that exports it from the file it was read from."""
+        out = dict(value)
+        for field_name in ("env", "headers"):
+            values = value.get(field_name)
+            if not isinstance(values, dict):
+                continue
+            replaced = dict(values)
+            for label, text in values.items():
+                if not _looks_secret(label, text):
+                    continue
+                scheme, bare = "", text
+                m = _AUTH_SCHEME.match(text) if field_name == "headers" else None
+                if m:
+                    scheme, bare = m.group(1), m.group(2)
+                secret = Secret(bare.strip(), f"{seen.file} {seen.key}.{field_name}.{label}")
+                env = self.mcp_env_name(server, field_name, label, secret)
+                reference = f"{scheme}${{env:{env}}}"
+                replaced[label] = reference
+                where = f"{seen.key}.{field_name}.{label}"
+                # Cline nests an entry under "transport"; the others keep it flat
+                jq_tail = f' | (.transport // .) | .{field_name}["{label}"]'
+                if scheme:
+                    jq_tail += f' | sub("^{scheme.strip()}\\\\s+"; "")'
+                hint = self.export_hint(env, seen.file, _split_key(seen.key), jq_tail,
+                                        shown_path=where)
+                already = self.environ.get(env, "").strip()
+                self.mcp_secrets.append({
+                    "server": server, "key": f"{field_name}.{label}", "env": env,
+                    "reference": reference, "client": client,
+                    "file": display_path(seen.file, self.home), "read_at": where,
+                    "redacted": secret.redacted(), "export_hint": hint,
+                    "already_set": bool(already), "matches": already == secret.reveal()
+                    if already else None})
+                self.add("note", "secret",
+                         f"MCP server {server!r}: {field_name}.{label} holds a literal secret "
+                         f"({secret.redacted()}); the proposal references {reference} instead "
+                         f"and never copies it")
+                self.secret_values.append(secret)
+            out[field_name] = replaced
+        return out
+
+    def mcp_env_name(self, server: str, field_name: str, label: str, secret: Secret) -> str:
+        """The variable an MCP secret is read from: an env entry's own name, a header's
+        ``<SERVER>_<HEADER>`` (``GITHUB_AUTHORIZATION``); the server's name is put in
+        front when another server's different secret already took that name."""
+        def upper(text: str) -> str:
+            name = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").upper()
+            return name if re.match(r"[A-Z_]", name or "0") else f"_{name}"
+
+        if field_name == "env" and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", label):
+            name = label
+        else:
+            name = upper(f"{server}_{label}")
+        if self.mcp_envs.get(name, secret) != secret:
+            name = upper(f"{server}_{name}")
+        self.mcp_envs[name] = secret
+        return name
 
     def headers(self, clients: list[Observation]) -> dict:
         merged: dict[str, tuple[str, str, Seen]] = {}
@@ -537,7 +611,22 @@ class _Builder:
         gateway_info = {"base_url": gw["base_url"], "clients": sorted(primary, key=self.order.get),
                         "others": [o.client for o in clients if o.client not in primary]}
         text = emit(data, self, key, gateway_info, sources)
-        return Proposal(data, text, self.findings, self.read, sources, key, gateway_info)
+        return Proposal(data, text, self.findings, self.read, sources, key, gateway_info,
+                        mcp_secrets=self.mcp_secrets, secrets=list(self.secret_values))
+
+
+def _looks_secret(label: str, text: Any) -> bool:
+    """A literal MCP env/header value that is a token: by its name or by its prefix."""
+    if not isinstance(text, str) or not text.strip() or "${" in text:
+        return False
+    bare = _AUTH_SCHEME.match(text)
+    bare_text = (bare.group(2) if bare else text).strip()
+    if bare_text.startswith(_TOKEN_PREFIXES):
+        return True
+    # by name only when the value could be a token (TOKEN_LIMIT: 4000 is not)
+    named = bool(_CREDENTIAL.search(label) or "secret" in label.lower())
+    return named and len(bare_text) >= 8 and not bare_text.isdigit() \
+        and not any(c.isspace() for c in bare_text)
 
 
 def describe_mcp(value: dict) -> str:
@@ -566,7 +655,7 @@ def build(observations: list[Observation], *, home: Path,
     """Merge what the clients say into a proposed fleet (see the module docstring)."""
     proposal = _Builder(observations, home=home, environ=environ).build()
     proposal.secrets = [s.value for o in observations for s in o.keys
-                        if isinstance(s.value, Secret)]
+                        if isinstance(s.value, Secret)] + proposal.secrets
     return proposal
 
 
@@ -664,6 +753,10 @@ def emit(data: dict, builder: _Builder, key: dict, gateway: dict,
                  if r["what"] == "model" and r["value"] == model]
         if users:
             comments[("routes", route)] = ", ".join(dict.fromkeys(users))
+    for found in builder.mcp_secrets:
+        field_name, _, label = found["key"].partition(".")
+        comments[("mcp_servers", found["server"], field_name, label)] = \
+            f"export {found['env']}; the value is never copied here"
     for client in gateway["others"]:
         comments[("clients", client)] = "on another gateway until now (see CONFLICTS above)"
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
                                   fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
+from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, expand_path, parse_reference
 from taosync.formats.base import keypath_str
 
@@ -134,6 +135,13 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                          "url": server.url}
                 if server.headers:
                     entry["headers"] = dict(server.headers)
+            if _reference_mode(fleet, cfg):
+                warning = inline_mcp_secrets(
+                    NAME, name, entry.get("env") or entry.get("headers") or {}, state_path,
+                    "Claude Code expands ${VAR} only in a project's .mcp.json, not in "
+                    "~/.claude.json")
+                if warning:
+                    env.warnings.append(warning)
             servers[("mcpServers", name)] = entry
         holds_key = key.found_in(list(servers.values()))
         if holds_key and helper is not None:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
                                   fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
+from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
@@ -140,6 +141,13 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     if entries:
         mcp_path = (env.location("CLINE_MCP_SETTINGS_PATH")
                     or data / "settings" / "cline_mcp_settings.json")
+        if fleet.secrets_for(cfg) == "reference":
+            for name, e in entries.items():
+                warning = inline_mcp_secrets(NAME, name, e.get("env") or e.get("headers") or {},
+                                             mcp_path, "Cline is not known to expand "
+                                             "variables in its MCP settings")
+                if warning:
+                    env.warnings.append(warning)
         patches.append(Patch(
             mcp_path, "json", {("mcpServers", n): {"transport": e} for n, e in entries.items()},
             NAME, secret=holds_key,

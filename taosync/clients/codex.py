@@ -21,6 +21,7 @@ from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
                                   fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
+from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
@@ -114,6 +115,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         }, NAME, secret=True))
 
     holds_key = False
+    reference = fleet.secrets_for(cfg) == "reference"
     if cfg.mcp and fleet.mcp_servers:
         for name, server in fleet.mcp_servers_expanded(key).items():
             if server.kind == "stdio":
@@ -121,19 +123,26 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 if server.args:
                     entry["args"] = list(server.args)
                 if server.env:
-                    entry["env"] = dict(server.env)
+                    entry.update(_mcp_env(server.env, reference))
                 if server.cwd:
                     entry["cwd"] = server.cwd
             else:
                 entry = {"url": server.url}
                 if server.headers:
-                    entry["http_headers"] = dict(server.headers)
+                    entry.update(_mcp_headers(server.headers, reference))
                 if server.transport == "sse":  # url = streamable HTTP; no sse form in
                     # config.toml (not in clients.md; third-party reports, unverified here)
                     env.warnings.append(
                         f"{NAME}: MCP server {name!r} uses the sse transport, but Codex speaks "
                         f"streamable HTTP only; wrote its url anyway, it may fail to connect"
                     )
+            if reference:
+                warning = inline_mcp_secrets(
+                    NAME, name, entry.get("env") or entry.get("http_headers") or {},
+                    config_path, "Codex passes an MCP server only whole ${env:NAME} values: "
+                    "env under the same name, headers, and Authorization: Bearer ${env:NAME}")
+                if warning:
+                    env.warnings.append(warning)
             values[("mcp_servers", name)] = entry
             holds_key = holds_key or key.found_in(entry)
         if holds_key and env_key is not None:
@@ -159,6 +168,48 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
             **_context_window(fleet, model),
         }, NAME))
     return patches
+
+
+def _mcp_env(values: dict, reference: bool) -> dict:
+    """A stdio server's ``env`` table; with ``secrets: reference``, a value that is
+    ``${env:NAME}`` under the same name goes in ``env_vars`` instead (Codex forwards
+    that variable from its own environment, so the secret stays off disk)."""
+    inline: dict = {}
+    forwarded: list[str] = []
+    for var, value in values.items():
+        if reference and isinstance(value, McpSecret) and value.env_name == var:
+            forwarded.append(var)
+        else:
+            inline[var] = value
+    out: dict = {"env": inline} if inline else {}
+    if forwarded:
+        out["env_vars"] = forwarded
+    return out
+
+
+def _mcp_headers(values: dict, reference: bool) -> dict:
+    """An http server's headers; with ``secrets: reference``, ``${env:NAME}`` values go in
+    ``env_http_headers`` (header → variable) and ``Authorization: Bearer ${env:NAME}``
+    in ``bearer_token_env_var``, which Codex reads at run time."""
+    inline: dict = {}
+    from_env: dict = {}
+    bearer = None
+    for header, value in values.items():
+        if reference and isinstance(value, McpSecret) and value.ref.kind == "env":
+            if value.env_name is not None:
+                from_env[header] = value.env_name
+                continue
+            if (header.lower() == "authorization" and value.prefix == "Bearer "
+                    and not value.suffix and bearer is None):
+                bearer = value.ref.arg
+                continue
+        inline[header] = value
+    out: dict = {"http_headers": inline} if inline else {}
+    if from_env:
+        out["env_http_headers"] = from_env
+    if bearer is not None:
+        out["bearer_token_env_var"] = bearer
+    return out
 
 
 def _context_window(fleet, model: str) -> dict:

@@ -21,6 +21,7 @@ import sys
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
                                   fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
 from taosync.formats.base import Match, keypath_str
+from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret
 
 NAME = "continue"
@@ -84,14 +85,23 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 values[m + ("command",)] = server.command
                 values[m + ("args",)] = list(server.args)
                 if server.env:
-                    values[m + ("env",)] = dict(server.env)
+                    values[m + ("env",)] = _mcp_secrets(server.env, reference)
                 if server.cwd:
                     values[m + ("cwd",)] = server.cwd
             else:
                 values[m + ("url",)] = server.url
                 values[m + ("type",)] = "streamable-http" if server.transport == "http" else "sse"
                 if server.headers:
-                    values[m + ("requestOptions", "headers")] = dict(server.headers)
+                    values[m + ("requestOptions", "headers")] = _mcp_secrets(server.headers,
+                                                                             reference)
+            if reference:
+                warning = inline_mcp_secrets(
+                    NAME, name, values.get(m + ("env",)) or
+                    values.get(m + ("requestOptions", "headers")) or {}, config_path,
+                    "Continue reads ${{ secrets.NAME }} from the environment, so only "
+                    "${env:NAME} values are passed by reference")
+                if warning:
+                    env.warnings.append(warning)
             holds_key = holds_key or key.found_in(server.plain())
         if holds_key and reference:
             env.warnings.append(
@@ -269,3 +279,14 @@ def observe(env: ClientEnv) -> Observation:
         obs.mcp_servers.setdefault(name, Seen(value, path,
                                               keypath_str(("mcpServers", Match("name", name)))))
     return obs
+
+
+def _mcp_secrets(values: dict, reference: bool) -> dict:
+    """An MCP env or header map; with ``secrets: reference``, an ``${env:NAME}`` secret
+    becomes ``${{ secrets.NAME }}``, which Continue fills from its environment (and
+    ``~/.continue/.env``) at run time, so the value stays off disk."""
+    if not reference:
+        return dict(values)
+    return {name: (f"{v.prefix}${{{{ secrets.{v.ref.arg} }}}}{v.suffix}"
+                   if isinstance(v, McpSecret) and v.ref.kind == "env" else v)
+            for name, v in values.items()}

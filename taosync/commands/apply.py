@@ -22,7 +22,7 @@ from taosync.commands.plan import only_option
 def apply(only, dry_run, no_verify, stub, force):
     """Write the fleet into every client's files, changing only owned keys."""
     from taosync import pipeline, ui
-    from taosync.commands.report import plan_json, print_plan, print_warnings
+    from taosync.commands.report import plan_json, print_plan, print_warnings, warn_dotfiles
 
     s = settings()
     ctx = pipeline.prepare(s)
@@ -31,6 +31,7 @@ def apply(only, dry_run, no_verify, stub, force):
     # Plan first without the lock: a file that does not parse stops here, before
     # taosync writes anything at all (not even its lock or state).
     the_plan, state = pipeline.plan_apply(ctx, only_set)
+    warn_dotfiles(the_plan, ctx)
     if dry_run:
         if s.json:
             ui.emit_json({"dry_run": True, **plan_json(the_plan, ctx)})

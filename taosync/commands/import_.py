@@ -3,7 +3,8 @@
 The proposal goes to stdout and everything said about it to stderr, so
 ``taosync import > fleet.yaml`` works. Nothing is written. The key is never copied
 into the proposal: ``gateway.key`` is a reference, and stderr says where the literal
-was found and what to export.
+was found and what to export. The same holds for token-looking MCP env and header
+values: each becomes ``${env:NAME}``, with its export line.
 
 Exit 0: a clean proposal. Exit 1: a proposal was made but there were conflicts (two
 gateways, two keys, a client on an unknown provider, an MCP server defined two ways) or
@@ -50,6 +51,7 @@ def import_(from_):
             "yaml": proposal.text or None,
             "gateway": proposal.gateway,
             "key": proposal.key,
+            "mcp_secrets": proposal.mcp_secrets,
             "sources": proposal.sources,
             "read": proposal.read,
             "findings": [f.to_json() for f in proposal.findings],
@@ -110,6 +112,13 @@ def _report(proposal, s) -> None:
         elif not key.get("found") and not key.get("already_set"):
             say(f"    next: export {key['env']}=<your gateway key>")
         say("    or keep it in a password manager: gateway.key: ${cmd:pass show taotoken}")
+    for found in proposal.mcp_secrets:
+        say(f"mcp: {found['server']} {found['key']} references ${{env:{found['env']}}}; its "
+            f"value ({found['redacted']} in {found['file']}) is never copied into fleet.yaml.")
+        if found["already_set"] and found["matches"]:
+            say(f"    ${found['env']} is already set in this shell.")
+        else:
+            say(f"    next: {found['export_hint']}")
     n = len(proposal.conflicts)
     tail = (f"{n} conflict{'s' if n != 1 else ''} — resolved as shown above and in the "
             f"comments at the top; check them before `taosync apply`" if n else

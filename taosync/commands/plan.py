@@ -17,13 +17,14 @@ only_option = click.option("--only", "only", multiple=True, metavar="CLIENT",
 def plan(only, check):
     """Show what apply would change in each client file (alias: diff)."""
     from taosync import pipeline, ui
-    from taosync.commands.report import plan_json, print_plan, print_warnings
+    from taosync.commands.report import plan_json, print_plan, print_warnings, warn_dotfiles
 
     s = settings()
     ctx = pipeline.prepare(s)
     only_set = pipeline.check_only(only)
     the_plan = pipeline.make_plan(ctx, ctx.store.load(), only_set)
     print_warnings(ctx)
+    warn_dotfiles(the_plan, ctx)
     if s.json:
         ui.emit_json(plan_json(the_plan, ctx))
     else:

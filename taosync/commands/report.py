@@ -14,6 +14,16 @@ def print_warnings(ctx) -> None:
         ui.problem(line)
 
 
+def warn_dotfiles(plan, ctx) -> None:
+    """The dotfiles guard (engine/dotfiles.py): a file that will hold a secret in a git
+    work tree is warned about, once per file."""
+    from taosync.engine import dotfiles
+
+    home = ctx.settings.home_dir
+    for line in dotfiles.warnings(plan.files, lambda p: display_path(p, home)):
+        ui.warn(line)
+
+
 def shown(value, secret: bool, key) -> object:
     """A value as it may be shown: anything in a key slot redacted, MISSING as None."""
     if value is MISSING:

@@ -6,7 +6,11 @@ with a fingerprint of every input — fleet.yaml's bytes, a keyed hash of the re
 the environment variables and paths the clients looked at, home, platform, taosync's
 version — and ``plan``/``apply``/``status`` reuse them when the fingerprint still holds.
 
-The key is never stored: it is replaced by a placeholder and put back on load.
+The key is never stored: it is replaced by a placeholder and put back on load. An MCP
+secret (a ``${env:…}``/``${file:…}``/``${cmd:…}`` value in ``mcp_servers``) is stored as
+its reference and resolved again on load — as the key is — so a changed secret is
+picked up and none is ever in the state; one that no longer resolves misses the cache,
+and the full load reports it with its line and column.
 Standard library only: this is the fast path.
 """
 
@@ -18,10 +22,13 @@ from typing import Any
 
 from taosync import __version__
 from taosync.engine.state import sha256_bytes, value_hash
+from taosync.fleet.logic import McpSecret, split_secret_reference
 from taosync.fleet.secrets import Reference, Secret, SecretError, resolve
 
 KEY_TOKEN = "\x00taosync-key\x00"
-CACHE_VERSION = 2  # 2: warnings stored as whole lines
+#: ``{MCP_TOKEN: "<the value as written in fleet.yaml>"}`` stands for an MCP secret
+MCP_TOKEN = "\x00taosync-mcp-secret\x00"
+CACHE_VERSION = 3  # 2: warnings stored as whole lines; 3: MCP secrets as references
 
 
 def fingerprint(*, fleet_sha: str, key: Secret, hmac_key: bytes, home: Path, sandboxed: bool,
@@ -87,8 +94,33 @@ def lookup(entry: dict, *, fleet_path: Path, home: Path, sandboxed: bool, enviro
         return None  # let the full load report it, with its line and column
     if value_hash(hmac_key, key.reveal()) != fp["key"]:
         return None
-    patches = [_load_patch(p, key) for p in entry["patches"]]
+    mcp = _McpResolver(environ, home)
+    try:
+        patches = [_load_patch(p, key, mcp) for p in entry["patches"]]
+    except SecretError:
+        return None  # an MCP secret no longer resolves: the full load locates it
     return patches, key, list(entry["warnings"]), list(entry["clients"])
+
+
+class _McpResolver:
+    """Resolves the MCP secrets of one cached render, each reference once."""
+
+    def __init__(self, environ, home: Path):
+        self.environ, self.home = environ, home
+        self.done: dict[str, McpSecret] = {}
+
+    def __call__(self, text: str) -> McpSecret:
+        if text not in self.done:
+            try:
+                parts = split_secret_reference(text)
+            except ValueError:
+                parts = None
+            if parts is None:
+                raise SecretError("not a key reference")
+            prefix, ref, suffix = parts
+            resolved = resolve(ref, environ=self.environ, home=self.home)
+            self.done[text] = McpSecret(text, prefix, ref, suffix, resolved)
+        return self.done[text]
 
 
 def _dump_patch(patch, key: Secret) -> dict:
@@ -106,12 +138,12 @@ def _dump_patch(patch, key: Secret) -> dict:
     }
 
 
-def _load_patch(data: dict, key: Secret):
+def _load_patch(data: dict, key: Secret, mcp: _McpResolver):
     from taosync.clients.base import Patch
     from taosync.formats.base import keypath_parse
 
     def dec(pairs):
-        return {keypath_parse(k): _decode(v, key) for k, v in pairs}
+        return {keypath_parse(k): _decode(v, key, mcp) for k, v in pairs}
 
     return Patch(Path(data["path"]), data["format"], dec(data["values"]), data["client"],
                  skeleton=dec(data["skeleton"]), volatile=dec(data["volatile"]),
@@ -119,6 +151,8 @@ def _load_patch(data: dict, key: Secret):
 
 
 def _encode(value: Any, secret: str) -> Any:
+    if isinstance(value, McpSecret):
+        return {MCP_TOKEN: value.text}
     if isinstance(value, Secret):
         return KEY_TOKEN
     if isinstance(value, str):
@@ -130,14 +164,16 @@ def _encode(value: Any, secret: str) -> Any:
     return value
 
 
-def _decode(value: Any, key: Secret) -> Any:
+def _decode(value: Any, key: Secret, mcp: _McpResolver) -> Any:
     if value == KEY_TOKEN:
         return key
     if isinstance(value, str):
         return value.replace(KEY_TOKEN, key.reveal())
     if isinstance(value, dict):
-        return {k: _decode(v, key) for k, v in value.items()}
+        if len(value) == 1 and MCP_TOKEN in value:
+            return mcp(value[MCP_TOKEN])
+        return {k: _decode(v, key, mcp) for k, v in value.items()}
     if isinstance(value, list):
-        return [_decode(v, key) for v in value]
+        return [_decode(v, key, mcp) for v in value]
     return value
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from taosync.errors import TaosyncError
 from taosync.fleet import secrets as _secrets
 from taosync.fleet.secrets import Reference, Secret, SecretError, parse_reference
-from taosync.fleet.logic import CLIENT_ATTRS, FLEET_REFERENCE
+from taosync.fleet.logic import CLIENT_ATTRS, FLEET_REFERENCE, McpSecret, mcp_secret_values
 
 try:  # the builtin module skips loading OpenSSL (~5 ms), as the stdlib's random does
     from _sha256 import sha256 as _sha256  # Python 3.11
@@ -195,6 +195,8 @@ class _Loader:
         self._nodes = 0
         self.key: Secret | None = None
         self.key_ref: Reference | None = None
+        #: MCP env/header value text → its resolved secret (step 7)
+        self.mcp_secrets: dict[str, McpSecret] = {}
         self.forget_findings()
 
     def forget_findings(self) -> None:
@@ -238,11 +240,14 @@ class _Loader:
                 self.forget_findings()
                 data = self.checked(fast=False)
             self.check_key(data)
+            self.check_mcp_secrets(data)
         except _Stop:
             pass
         if self.errors:
             raise self.fail()
         fleet = self.build_model(data) if build_model else None
+        if fleet is not None:
+            fleet.attach_mcp_secrets(self.mcp_secrets)
         self.scrub()
         assert self.key_ref is not None
         return Loaded(path=self.path, text=self.text, sha256=self.digest, fleet=fleet,
@@ -813,9 +818,32 @@ class _Loader:
         except (OSError, ValueError) as exc:
             self.error(path, f"cannot resolve {ref.describe()}: {type(exc).__name__}")
 
+    def check_mcp_secrets(self, data: dict) -> None:
+        """Resolve each key reference in an MCP ``env``/``headers`` value, as the key is:
+        one that cannot be resolved is a located error (nothing is written)."""
+        timeout = self.key_timeout if self.key_timeout is not None else _secrets.CMD_TIMEOUT
+        for path, text, parts in mcp_secret_values(data.get("mcp_servers")):
+            if isinstance(parts, str):
+                self.error(path, parts)
+                continue
+            if not self.resolve_key or text in self.mcp_secrets:
+                continue
+            prefix, ref, suffix = parts
+            try:
+                resolved = _secrets.resolve(ref, environ=self.environ, home=self.home,
+                                            timeout=timeout)
+            except SecretError as exc:
+                reason = str(exc).replace("point gateway.key at", "use")
+                self.error(path, f"cannot resolve {ref.describe()}: {reason}")
+                continue
+            except (OSError, ValueError) as exc:
+                self.error(path, f"cannot resolve {ref.describe()}: {type(exc).__name__}")
+                continue
+            self.mcp_secrets[text] = McpSecret(text, prefix, ref, suffix, resolved)
+
     def scrub(self) -> None:
-        """No message may hold the key: replace any occurrence with its redacted form."""
-        values = []
+        """No message may hold a secret: replace any occurrence with its redacted form."""
+        values: list[Secret] = list(self.mcp_secrets.values())
         if self.key is not None:
             values.append(self.key)
         if self.key_ref is not None and self.key_ref.kind == "literal":

@@ -8,15 +8,21 @@ Standard library only.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from taosync.fleet.secrets import Secret
+from taosync.fleet.secrets import Reference, Secret, parse_reference
 
 #: ``${gateway.base_url}``, ``${gateway.key}``, ``${routes.fast}`` … inside MCP values.
 #: Anything else in ``${…}`` (``${HOME}``, ``${VAR:-x}``) is written as it is; clients.md records
 #: a client expanding it only for Claude Code's project ``.mcp.json``.
 FLEET_REFERENCE = re.compile(r"\$\{((?:gateway|routes|models)\.[^}]*|default_route)\}")
+
+#: a key reference (``${env:…}``, ``${file:…}``, ``${cmd:…}``, ``${shell:…}``) inside a value
+SECRET_REFERENCE = re.compile(r"\$\{(env|file|cmd|shell):([^}]*)\}")
+#: where one starts (closed or not)
+SECRET_REFERENCE_START = re.compile(r"\$\{(?:env|file|cmd|shell):")
+#: the MCP server fields whose values may hold a key reference (they are secrets)
+MCP_SECRET_FIELDS = ("env", "headers")
 
 #: client name as spelled in fleet.yaml → attribute on ``fleet.clients``
 CLIENT_ATTRS = {"claude-code": "claude_code", "codex": "codex", "cline": "cline",
@@ -32,6 +38,100 @@ def expand_all(value: Any, fn) -> Any:
     if isinstance(value, dict):
         return {k: expand_all(v, fn) for k, v in value.items()}
     return value
+
+
+class McpSecret(Secret):
+    """A resolved key reference in an MCP ``env`` or ``headers`` value.
+
+    A :class:`Secret` (redacted, revealed only on write, 0600, never in the state) that
+    remembers what it was written as — ``prefix`` + the reference + ``suffix`` — so a
+    client that can read the value itself (Codex ``env_vars``) gets the reference instead.
+    """
+
+    __slots__ = ("text", "prefix", "ref", "suffix")
+
+    def __init__(self, text: str, prefix: str, ref: Reference, suffix: str, resolved: Secret):
+        super().__init__(prefix + resolved.reveal() + suffix, text)
+        self.text, self.prefix, self.ref, self.suffix = text, prefix, ref, suffix
+
+    @property
+    def env_name(self) -> str | None:
+        """The variable the value comes from, for a whole-value ``${env:NAME}``."""
+        whole = not self.prefix and not self.suffix
+        return self.ref.arg if whole and self.ref.kind == "env" else None
+
+
+def split_secret_reference(text: str) -> tuple[str, Reference, str] | None:
+    """(prefix, reference, suffix) of a value holding one key reference, None for none.
+
+    A whole value is read as ``gateway.key`` is (a whole ``${cmd:…}`` may hold ``}``);
+    inside a longer value (``Bearer ${env:TOKEN}``) the reference ends at the first ``}``.
+    Raises ValueError, with the message to show, for two references or one mixed with
+    fleet references.
+    """
+    if "${" not in text:
+        return None
+    whole = parse_reference(text)
+    if whole.kind in ("cmd", "shell") or (whole.kind != "literal" and "}" not in whole.arg):
+        return "", whole, ""
+    found = list(SECRET_REFERENCE.finditer(text))
+    if not found:
+        if SECRET_REFERENCE_START.search(text):
+            raise ValueError("a key reference that is not closed; write ${env:NAME}, "
+                             "${file:PATH}, ${cmd:COMMAND} or ${shell:COMMAND}")
+        return None
+    if len(found) > 1:
+        raise ValueError(f"holds {len(found)} key references; a value may hold one (put "
+                         f"the whole value in one secret, e.g. ${{file:PATH}})")
+    if FLEET_REFERENCE.search(text):
+        raise ValueError("mixes a key reference with a fleet reference such as "
+                         "${gateway.key}; give each its own value")
+    m = found[0]
+    return text[:m.start()], Reference(m.group(1), m.group(2).strip()), text[m.end():]
+
+
+def mcp_secret_values(servers: Any):
+    """``(path, text, parts)`` for every MCP value holding a key reference, where
+    ``parts`` is :func:`split_secret_reference`'s answer, or a str: why the value
+    cannot hold one (two references in it, a reference outside ``env``/``headers``)."""
+    if not isinstance(servers, dict):
+        return
+    for name, server in servers.items():
+        if not isinstance(server, dict):
+            continue
+        for field, value in server.items():
+            path = ("mcp_servers", name, field)
+            if field in MCP_SECRET_FIELDS and isinstance(value, dict):
+                for var, text in value.items():
+                    if not isinstance(text, str):
+                        continue
+                    try:
+                        parts = split_secret_reference(text)
+                    except ValueError as exc:
+                        yield path + (var,), text, str(exc)
+                        continue
+                    if parts is not None:
+                        yield path + (var,), text, parts
+                continue
+            items = (value if isinstance(value, list) else [value])
+            for i, text in enumerate(items):
+                if isinstance(text, str) and SECRET_REFERENCE_START.search(text):
+                    where = path + (i,) if isinstance(value, list) else path
+                    yield where, text, (
+                        f"a key reference works only in env and headers values (taosync "
+                        f"treats those as secrets); move it to "
+                        f"{'env' if 'command' in server else 'headers'}")
+
+
+def inline_mcp_secrets(client: str, server: str, values: dict, path, why: str) -> str | None:
+    """The warning for ``secrets: reference`` when a client gets MCP secrets inline
+    (``values``: the env or header map as rendered), or None when it holds none."""
+    names = [name for name, value in values.items() if isinstance(value, McpSecret)]
+    if not names:
+        return None
+    return (f"{client}: secrets: reference cannot keep the MCP secret "
+            f"{', '.join(names)} of server {server!r} off disk ({why}); wrote "
+            f"{'it' if len(names) == 1 else 'them'} inline into {path} (mode 0600)")
 
 
 class FleetLogic:
@@ -106,9 +206,24 @@ class FleetLogic:
         """``text`` with every fleet reference replaced (other ``${…}`` left as is)."""
         return FLEET_REFERENCE.sub(lambda m: self.reference_value(m.group(1), key), text)
 
+    def attach_mcp_secrets(self, resolved: dict[str, McpSecret]) -> None:
+        """Give the fleet its resolved MCP key references (value text → secret); the
+        loader resolves them once, with the key, so every client renders the same."""
+        self._mcp_secrets = dict(resolved)
+
     def mcp_servers_expanded(self, key: "Secret | None") -> dict:
-        """The MCP servers with fleet references expanded in every string value."""
-        return {name: server.replaced(expand_all(server.plain(), lambda s: self.expand(s, key)))
+        """The MCP servers with fleet references expanded in every string value, and
+        each value holding a key reference replaced by its :class:`McpSecret`."""
+        resolved = getattr(self, "_mcp_secrets", None) or {}
+
+        def value(text: str):
+            if text in resolved:
+                return resolved[text]
+            if SECRET_REFERENCE_START.search(text):
+                raise KeyError(f"{text!r} holds a key reference that was not resolved")
+            return self.expand(text, key)
+
+        return {name: server.replaced(expand_all(server.plain(), value))
                 for name, server in self.mcp_servers.items()}
 
     def enabled_clients(self) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from taosync.fleet.logic import FleetLogic
 
@@ -147,11 +147,13 @@ class _McpServer(_Strict):
     """What the run-time view offers for an MCP server too (fleet/view.py)."""
 
     def plain(self) -> dict:
-        return self.model_dump()
+        # an expanded server holds McpSecret values where the field says str
+        return self.model_dump(warnings=False)
 
     def replaced(self, data: dict):
-        """The same kind of server holding ``data`` (references expanded)."""
-        return type(self).model_validate(data)
+        """The same kind of server holding ``data`` (references expanded; values that
+        held a key reference are :class:`~taosync.fleet.logic.McpSecret`, not str)."""
+        return type(self).model_construct(**data)
 
 
 class McpStdio(_McpServer):
@@ -166,7 +168,9 @@ class McpStdio(_McpServer):
     env: dict[str, str] = Field(
         default_factory=dict,
         description="Environment for the server; values may use ${gateway.base_url}, "
-        "${gateway.key}, ${routes.NAME}, ${models.ID}, ${default_route}.",
+        "${gateway.key}, ${routes.NAME}, ${models.ID}, ${default_route}, or be a secret: "
+        "${env:NAME}, ${file:PATH}, ${cmd:COMMAND}, ${shell:COMMAND} (resolved like "
+        "gateway.key; the file holding it is written 0600).",
     )
     cwd: str | None = Field(None, description="Working directory of the server.")
 
@@ -181,7 +185,9 @@ class McpHttp(_McpServer):
     url: str = Field(pattern=r"^https?://", description="The server's http(s) URL.")
     headers: dict[str, str] = Field(
         default_factory=dict,
-        description="HTTP headers; values may use fleet references such as ${gateway.key}.",
+        description="HTTP headers; values may use fleet references such as ${gateway.key}, "
+        "or hold one secret: ${env:NAME}, ${file:PATH}, ${cmd:COMMAND}, ${shell:COMMAND} "
+        "(e.g. `Authorization: Bearer ${env:GITHUB_TOKEN}`).",
     )
     transport: Literal["http", "sse"] = Field(
         "http", description="http = streamable HTTP (the current MCP transport); sse = legacy."
@@ -234,3 +240,5 @@ class Fleet(FleetLogic, _Strict):
     )
     verify: Verify = Field(default_factory=Verify,
                            description="How `taosync verify` probes each backend.")
+    #: resolved MCP key references (FleetLogic.attach_mcp_secrets); never in the schema
+    _mcp_secrets: dict = PrivateAttr(default_factory=dict)
