@@ -668,8 +668,7 @@ class Watcher:
         for fp in files:
             for c in fp.changes:
                 if c.secret and self._redactor is not None:  # both sides, old key too
-                    self._redactor.add(c.old)
-                    self._redactor.add(c.new)
+                    self._redactor.add_change(c.old, c.new)
                 out.append({"path": str(fp.path), "key": c.path, "kind": c.kind,
                             "old": shown(c.old, c.secret, ctx.key),
                             "new": shown(c.new, c.secret, ctx.key)})

@@ -35,13 +35,12 @@ def protect(ctx, state=None, plan=None, drift=(), rollback: bool = False):
     for fp in plan.files if plan is not None else ():
         for change in fp.changes:
             if change.secret:
-                redactor.add(change.old)
-                redactor.add(change.new)
+                redactor.add_change(change.old, change.new)
         if rollback:
             _add_owned_secrets(redactor, fp, state)
     for d in drift:
         if d.secret:
-            redactor.add(d.new)
+            redactor.add_change(d.new, None)
     redactor.forget(NO_KEY_VALUE)
     ui.use_redactor(redactor)
     return redactor
@@ -57,18 +56,16 @@ def _add_owned_secrets(redactor, fp, state) -> None:
     if not paths:
         return
     fmt = next(e.format for e in entries if e.format)
+    docs = []
     for text in (fp.old_text, fp.new_text):
-        if not text:
-            continue
         try:
             editor = editor_for(fmt)
-            doc = editor.parse(text)
+            docs.append((editor, editor.parse(text)) if text else None)
         except Exception:  # a file that no longer parses: its lines are no key paths
-            continue
-        for kp_text in paths:
-            value = editor.get(doc, keypath_parse(kp_text))
-            if value is not missing:
-                redactor.add(value)
+            docs.append(None)
+    for kp_text in paths:
+        sides = [None if d is None else d[0].get(d[1], keypath_parse(kp_text)) for d in docs]
+        redactor.add_change(*(None if v is missing else v for v in sides))
 
 
 @contextlib.contextmanager

@@ -188,6 +188,9 @@ MIN_LINE = 8
 MIN_FRAGMENT = 10
 #: a token this long is hashed and compared with every key taosync ever wrote
 MIN_HASHED = 12
+#: a name under which a value is a secret whatever it holds (an MCP server's env/headers)
+SECRET_NAME = re.compile(r"(?:^|[_-])(?:token|key|pat)$|api_?key|secret|passw|authorization"
+                         r"|credential|cookie", re.IGNORECASE)
 _TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]{%d,}" % MIN_FRAGMENT)
 _CHUNK = re.compile(r"\S{%d,}" % MIN_HASHED)
 _TOKEN_EDGES = "._~+/=-"
@@ -233,6 +236,33 @@ class Redactor:
         elif isinstance(value, (list, tuple, set)):
             for v in value:
                 self.add(v)
+
+    def add_change(self, old, new, name: str = "") -> None:
+        """Know both sides of a change at a secret-bearing key path. A plain value is a
+        secret whole; inside a mapping or list (a whole MCP server) only the leaves that
+        hold a known secret on either side, or sit under a secret-looking name, are —
+        so a base URL or a model id next to the key stays readable."""
+        if isinstance(old, dict) or isinstance(new, dict):
+            o = old if isinstance(old, dict) else {}
+            n = new if isinstance(new, dict) else {}
+            for k in {*o, *n}:
+                self.add_change(o.get(k), n.get(k), str(k))
+            return
+        if isinstance(old, (list, tuple)) or isinstance(new, (list, tuple)):
+            o = list(old) if isinstance(old, (list, tuple)) else []
+            n = list(new) if isinstance(new, (list, tuple)) else []
+            for i in range(max(len(o), len(n))):
+                self.add_change(o[i] if i < len(o) else None, n[i] if i < len(n) else None,
+                                name)
+            return
+        leaves = [v for v in (old, new) if isinstance(v, str)]
+        if not name or SECRET_NAME.search(name) or any(self._holds_known(v) for v in leaves):
+            for v in leaves:
+                self.add(v)
+
+    def _holds_known(self, text: str) -> bool:
+        low = text.lower()
+        return any(len(v) >= MIN_SECRET and v.lower() in low for v in self._values)
 
     def add_secrets_in(self, value) -> None:
         """Know every :class:`Secret` found anywhere inside ``value`` (rendered patches)."""
