@@ -153,9 +153,16 @@ def test_state_remembers_hashes_of_every_key_written_bounded(taosync, home, monk
         assert value_hash(store.hmac_key(), key) in state.secrets
     many = State(secrets=[f"{i:032x}" for i in range(KEEP_SECRET_HASHES + 10)])
     assert len(many.remembered_secrets()) == KEEP_SECRET_HASHES
-    # the first key, long rotated away, is hidden by its hash alone
-    rolled = taosync("rollback", "--to", "1", "--dry-run")
-    assert rolled.rc == 0 and keys[0] not in rolled.both and keys[1] not in rolled.both
+    # the first key, long rotated away and in no plan, is hidden by its hash alone: the
+    # user kept it beside the owned key, where the next rotation's diff shows it as context
+    settings = home / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    data["env"]["MY_OLD_KEY_BACKUP"] = keys[0]
+    settings.write_text(json.dumps(data, indent=2) + "\n")
+    monkeypatch.setenv("TAOTOKEN_API_KEY", "sk-rotation-03-abcdefghijkl")
+    r = taosync("plan")
+    assert r.rc == 0 and "MY_OLD_KEY_BACKUP" in r.out, r.out
+    assert keys[0] not in r.both and f'"MY_OLD_KEY_BACKUP": "{SENSITIVE}"' in r.out
 
 
 def test_error_messages_are_scrubbed_too(taosync, home, monkeypatch):
