@@ -650,16 +650,12 @@ class Watcher:
     def _know(self, ctx, state) -> None:
         """A redactor for ``ctx``'s key (shown as its redacted form) that still hides
         every secret seen earlier in this run (a key rotated away, a drifted token)."""
-        from taosync.fleet.secrets import Redactor
+        from taosync.commands.report import redactor_for
 
         earlier = self._redactor
-        self._redactor = Redactor(ctx.key, hmac_key=ctx.store.hmac_key(create=False),
-                                  known_hashes=state.remembered_secrets())
+        self._redactor = redactor_for(ctx, state)
         if earlier is not None:
             self._redactor.add(earlier.values())
-        for patch in ctx.patches:
-            for part in (patch.values, patch.skeleton, patch.volatile):
-                self._redactor.add_secrets_in(part)
 
     def _changes(self, files, ctx) -> list[dict]:
         from taosync.commands.report import shown

@@ -23,15 +23,9 @@ def protect(ctx, state=None, plan=None, drift=(), rollback: bool = False):
     at such keys, the secrets at owned secret keys of files a rollback puts back, and
     the keyed hashes of every key taosync wrote. Call again as more becomes known."""
     from taosync.engine.plan import NO_KEY_VALUE
-    from taosync.fleet.secrets import Redactor
 
     state = state if state is not None else ctx.store.load()
-    redactor = Redactor(None if ctx.no_key else ctx.key,
-                        hmac_key=ctx.store.hmac_key(create=False),
-                        known_hashes=state.remembered_secrets())
-    for patch in ctx.patches:
-        for part in (patch.values, patch.skeleton, patch.volatile):
-            redactor.add_secrets_in(part)
+    redactor = redactor_for(ctx, state)
     for fp in plan.files if plan is not None else ():
         for change in fp.changes:
             if change.secret:
@@ -43,6 +37,20 @@ def protect(ctx, state=None, plan=None, drift=(), rollback: bool = False):
             redactor.add_change(d.new, None)
     redactor.forget(NO_KEY_VALUE)
     ui.use_redactor(redactor)
+    return redactor
+
+
+def redactor_for(ctx, state):
+    """A Redactor knowing ``ctx``'s key, every Secret it rendered, and the keyed hashes
+    of every key ``state`` remembers (not installed: see :func:`protect`)."""
+    from taosync.fleet.secrets import Redactor
+
+    redactor = Redactor(None if ctx.no_key else ctx.key,
+                        hmac_key=ctx.store.hmac_key(create=False),
+                        known_hashes=state.remembered_secrets())
+    for patch in ctx.patches:
+        for part in (patch.values, patch.skeleton, patch.volatile):
+            redactor.add_secrets_in(part)
     return redactor
 
 
