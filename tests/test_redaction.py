@@ -223,3 +223,25 @@ def test_no_key_errors_do_not_claim_anything_about_writing(taosync, home, monkey
         assert r.rc == 2, r.both
         assert "config.toml" in r.err
         assert "nothing was written" not in r.err and "changed nothing" not in r.err, r.err
+
+
+# ---------------------------------------------------------------------------- watch
+
+from test_watch import watch  # noqa: E402,F401  (the started-Watcher fixture)
+
+
+def test_watch_never_prints_a_hand_pasted_token_it_reasserts_over(watch, home):
+    h = watch()
+    settings = home / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    token = TRICKY[0]  # quotes, a backslash, a tab: escaped differently in every format
+    data["env"]["ANTHROPIC_AUTH_TOKEN"] = token
+    settings.write_text(json.dumps(data, indent=2))
+    e = h.wait_event("drift")
+    h.settle()
+    assert e.data["action"] == "reasserted"
+    assert [c["old"] for c in e.data["changes"]] == [SENSITIVE]
+    printed = "\n".join(json.dumps(e.to_dict(), default=str, ensure_ascii=False) + e.message
+                        for e in h.events)
+    for form in spellings_to_grep(token):
+        assert form not in printed, form
