@@ -16,6 +16,7 @@ import pytest
 from conftest import snapshot
 from taosync.engine.state import value_hash
 from taosync.fleet.secrets import SENSITIVE, Redactor, Secret, redact
+from taosync.formats.dotenv import _quote as dotenv_quote
 from taosync.formats.toml_writer import _string as toml_string
 from taosync.formats.yaml_writer import _double as yaml_double
 
@@ -23,12 +24,16 @@ USER_TOKEN = "user-hand-pasted-TOKEN-7777zzzz"
 PLAIN = ("sk-alpha-AAAA1111aaaa2222", "sk-bravo-BBBB3333bbbb4444")
 #: quotes, a backslash and a tab inside: every escaped spelling differs from the raw one
 TRICKY = ('sk-alpha-"quoted"\\back\tTAB-AAAA1111', 'sk-bravo-\\"mix\tB\\BBB3333bbbb')
+#: a key file copied from a .env, quotes and all, and one with a line break inside
+MULTILINE = ('"sk-alpha-fromdotenv-AAAA1111"', 'sk-bravo-first-line-BBBB\nsecond-line-3333bbbb')
 
 
 def spellings_to_grep(secret: str) -> set[str]:
     """Independent of the Redactor: what each writer and printer would make of it."""
+    dotenv = dotenv_quote(secret)
     return {secret, json.dumps(secret)[1:-1], toml_string(secret)[1:-1],
             yaml_double(secret)[1:-1], repr(secret)[1:-1],
+            dotenv[1:-1] if dotenv[:1] in "\"'" else dotenv,
             json.dumps(json.dumps(secret)[1:-1])[1:-1]}
 
 
@@ -38,7 +43,7 @@ def hand_paste_token(home) -> None:
     settings.write_text(json.dumps({"env": {"ANTHROPIC_AUTH_TOKEN": USER_TOKEN}}, indent=2))
 
 
-@pytest.mark.parametrize("keys", [PLAIN, TRICKY], ids=["plain", "escaped"])
+@pytest.mark.parametrize("keys", [PLAIN, TRICKY, MULTILINE], ids=["plain", "escaped", "lines"])
 def test_no_command_prints_any_secret_after_a_rotation(taosync, home, monkeypatch, keys):
     key_a, key_b = keys
     hand_paste_token(home)
