@@ -250,3 +250,23 @@ def test_watch_never_prints_a_hand_pasted_token_it_reasserts_over(watch, home):
                         for e in h.events)
     for form in spellings_to_grep(token):
         assert form not in printed, form
+
+
+def test_a_whole_file_as_the_key_never_prints_its_lines(taosync, home, fleet_file):
+    """``${file:/etc/passwd}`` by mistake: the key is that file, every line a secret."""
+    lines = ["root:x:0:0:root:/root:/bin/bash",
+             "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin",
+             "alice:x:1000:1000:Alice,,,:/home/alice:/bin/zsh"]
+    passwd = home / "passwd"
+    passwd.write_text("\n".join(lines) + "\n")
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "${env:TAOTOKEN_API_KEY}", "${file:~/passwd}"))
+    runs = [taosync("apply", "--no-verify", "-v"), taosync("plan", "--json"),
+            taosync("status", "--json"), taosync("validate", "-v"),
+            taosync("rollback", "--dry-run"), taosync("rollback", "--dry-run", "--json")]
+    for run in runs:
+        assert "Traceback" not in run.both
+        for line in lines:
+            for form in spellings_to_grep(line):
+                assert form not in run.both, f"{form!r} in\n{run.both}"
+    assert runs[0].rc == 0, runs[0].both
