@@ -61,9 +61,9 @@ def _add_owned_secrets(redactor, fp, state) -> None:
 
     entries = [e for e in (state.files.get(str(fp.path)), fp.new_state) if e is not None]
     paths = {k for e in entries for k, o in e.owned.items() if o.secret}
-    if not paths:
+    fmt = next((e.format for e in entries if e.format), None)
+    if not paths or fmt is None:
         return
-    fmt = next(e.format for e in entries if e.format)
     docs = []
     for text in (fp.old_text, fp.new_text):
         try:

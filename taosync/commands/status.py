@@ -23,11 +23,11 @@ def status(only, no_key):
         ctx = pipeline.prepare(s, no_key=no_key)
         protect(ctx)
         only_set = pipeline.check_only(only)
+        print_warnings(ctx)
         state = ctx.store.load()
         drift = find_drift(state, ctx.store.hmac_key(create=False), only_set)
         the_plan = pipeline.make_plan(ctx, state, only_set)
     protect(ctx, state, the_plan, drift)
-    print_warnings(ctx)
     drifted_files = {d.path for d in drift}
     pending = [fp for fp in the_plan.changed]
     home = s.home_dir

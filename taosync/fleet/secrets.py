@@ -211,7 +211,7 @@ class Redactor:
 
     def __init__(self, key: Secret | None = None, *, hmac_key: bytes | None = None,
                  known_hashes=()) -> None:
-        self._current = key.reveal() if isinstance(key, Secret) else None
+        self._current = key.reveal().strip() if isinstance(key, Secret) else None
         self._values: set[str] = set()
         self._hmac_key = hmac_key
         self._hashes = set(known_hashes) if hmac_key else set()
