@@ -195,6 +195,7 @@ def test_no_key_plan_and_status_judge_by_the_state_hash_and_write_nothing(
         f.get("sensitive") for f in js["files"]]
     assert taosync("status", "--no-key").rc == 0
     assert taosync("apply", "--dry-run", "--no-key").rc == 0
+    assert snapshot(home) == before  # home and state dir (under it) alike
 
     settings = home / ".claude" / "settings.json"
     data = json.loads(settings.read_text())
