@@ -23,11 +23,13 @@ class Context:
     warnings: list[str] = field(default_factory=list)
     patches: list = field(default_factory=list)  # every enabled client's
     cache_entry: dict = field(default_factory=dict)  # to save with the next apply
+    no_key: bool = False  # --no-key: the key was not resolved; such a context never writes
 
 
-def prepare(settings, *, use_cache: bool = True) -> Context:
+def prepare(settings, *, use_cache: bool = True, no_key: bool = False) -> Context:
     """Put back an interrupted apply (its journal), then load fleet.yaml and render every
-    enabled client (or reuse the cached render)."""
+    enabled client (or reuse the cached render). ``no_key``: do not resolve the key (CI
+    without secrets); it renders as a placeholder."""
     from taosync.engine import cache
     from taosync.engine.state import StateStore
 
@@ -35,6 +37,8 @@ def prepare(settings, *, use_cache: bool = True) -> Context:
     store = StateStore(settings.state_dir())
     recover_first(store, env)
     path = settings.config_path()
+    if no_key:
+        return _full(settings, env, store, path, no_key=True)
     if use_cache:
         entry = store.load().inputs
         try:
@@ -64,19 +68,27 @@ def recover_first(store, env) -> list[str]:
     return restored
 
 
-def _full(settings, env, store, path: Path) -> Context:
+def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     from taosync.clients.base import all_clients
     from taosync.engine import cache
     from taosync.fleet.load import load_fleet
 
-    loaded = load_fleet(path, home=settings.home_dir, environ=env.environ)
+    loaded = load_fleet(path, home=settings.home_dir, environ=env.environ,
+                        resolve_key=not no_key)
     registry = all_clients()
     fleet, key = loaded.fleet, loaded.key
+    if no_key:
+        from taosync.engine.plan import NO_KEY_VALUE
+        from taosync.fleet.secrets import Secret
+
+        key = Secret(NO_KEY_VALUE, "--no-key")
     patches = []
     for name in fleet.enabled_clients():
         patches.extend(registry[name].render(fleet, key, env))
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in env.warnings]
+    if no_key:
+        return Context(settings, loaded, env, store, key, warnings, patches, {}, no_key=True)
     entry = cache.store(
         fingerprint=cache.fingerprint(
             fleet_sha=loaded.sha256, key=key, hmac_key=store.hmac_key(create=False),
@@ -119,7 +131,8 @@ def make_plan(ctx: Context, state, only: set[str] | None = None, *, for_write: b
     from taosync.engine.plan import build_plan
 
     patches = [p for p in ctx.patches if only is None or p.client in only]
-    return build_plan(patches, state, ctx.key, ctx.store.hmac_key(create=for_write), only)
+    return build_plan(patches, state, ctx.key, ctx.store.hmac_key(create=for_write), only,
+                      no_key=ctx.no_key)
 
 
 def plan_apply(ctx: Context, only: set[str] | None = None):

@@ -168,7 +168,7 @@ class Watcher:
         self._busy = False  # a cycle is running
 
         self._ctx = None  # the last good pipeline.Context
-        self._keys: list[Any] = []  # Secrets seen, to scrub from every event
+        self._redactor = None  # every secret seen this run, to scrub from every event
         self._key_file: str | None = None
         self._targets: dict[str, str] = {}  # watched path (as given and real) → state key
         self._interest: dict[str, str] = {self.fleet_path: FLEET}
@@ -517,8 +517,6 @@ class Watcher:
         from taosync.fleet.secrets import expand_path
 
         self._ctx = ctx
-        if ctx.key is not None and all(ctx.key.reveal() != k.reveal() for k in self._keys):
-            self._keys = (self._keys + [ctx.key])[-3:]
         ref = getattr(ctx.loaded, "key_ref", None)
         self._key_file = (os.path.abspath(expand_path(ref.arg, self.home))
                           if ref is not None and ref.kind == "file" else None)
@@ -527,6 +525,7 @@ class Watcher:
                 self._warned.add(text)
                 self._emit("warning", text, level="problem")
         state = state if state is not None else ctx.store.load()
+        self._know(ctx, state)
         paths = {str(p.path) for p in ctx.patches} | set(state.files)
         targets = {}
         for key in paths:
@@ -648,12 +647,24 @@ class Watcher:
         self._requeue(fleet=retry_fleet, targets=retry_keys, delay=RETRY_DELAY)
         return None
 
+    def _know(self, ctx, state) -> None:
+        """A redactor for ``ctx``'s key (shown as its redacted form) that still hides
+        every secret seen earlier in this run (a key rotated away, a drifted token)."""
+        from taosync.commands.report import redactor_for
+
+        earlier = self._redactor
+        self._redactor = redactor_for(ctx, state)
+        if earlier is not None:
+            self._redactor.add(earlier.values())
+
     def _changes(self, files, ctx) -> list[dict]:
         from taosync.commands.report import shown
 
         out = []
         for fp in files:
             for c in fp.changes:
+                if c.secret and self._redactor is not None:  # both sides, old key too
+                    self._redactor.add_change(c.old, c.new)
                 out.append({"path": str(fp.path), "key": c.path, "kind": c.kind,
                             "old": shown(c.old, c.secret, ctx.key),
                             "new": shown(c.new, c.secret, ctx.key)})
@@ -676,15 +687,7 @@ class Watcher:
                 pass
 
     def _scrub(self, value):
-        if isinstance(value, str):
-            for key in self._keys:
-                value = key.scrub(value)
-            return value
-        if isinstance(value, dict):
-            return {k: self._scrub(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self._scrub(v) for v in value]
-        return value
+        return self._redactor.scrub_data(value) if self._redactor is not None else value
 
     def _missed(self, path: str, source: str) -> bool:
         """Whether a file under a directory armed only now needs a look."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from taosync.cli import common_options, settings
-from taosync.commands.plan import only_option
+from taosync.commands.plan import no_key_option, only_option
 
 
 @click.command("apply")
@@ -19,18 +19,29 @@ from taosync.commands.plan import only_option
 @click.option("--stub", is_flag=True,
               help="Verify against a stand-in gateway on loopback instead of the real one "
                    "(the files still name the fleet's gateway).")
-def apply(only, dry_run, no_verify, stub, force):
+@no_key_option
+def apply(only, dry_run, no_verify, stub, force, no_key):
     """Write the fleet into every client's files, changing only owned keys."""
-    from taosync import pipeline, ui
-    from taosync.commands.report import plan_json, print_plan, print_warnings, warn_dotfiles
+    import contextlib
 
+    from taosync import pipeline, ui
+    from taosync.commands.report import (plan_json, print_plan, print_warnings, protect,
+                                         read_only, warn_dotfiles)
+    from taosync.errors import BadInput
+
+    if no_key and not dry_run:
+        raise BadInput("apply --no-key needs --dry-run: without the key there is nothing "
+                       "to write (use taosync plan --no-key in CI)")
     s = settings()
-    ctx = pipeline.prepare(s)
-    only_set = pipeline.check_only(only)
-    print_warnings(ctx)
-    # Plan first without the lock: a file that does not parse stops here, before
-    # taosync writes anything at all (not even its lock or state).
-    the_plan, state = pipeline.plan_apply(ctx, only_set)
+    with read_only() if dry_run else contextlib.nullcontext():
+        ctx = pipeline.prepare(s, no_key=no_key)
+        protect(ctx)
+        only_set = pipeline.check_only(only)
+        print_warnings(ctx)
+        # Plan first without the lock: a file that does not parse stops here, before
+        # taosync writes anything at all (not even its lock or state).
+        the_plan, state = pipeline.plan_apply(ctx, only_set)
+    protect(ctx, state, the_plan)
     warn_dotfiles(the_plan, ctx)
     if dry_run:
         if s.json:
@@ -45,6 +56,7 @@ def apply(only, dry_run, no_verify, stub, force):
     the_plan, result = pipeline.commit(
         ctx, the_plan, state, only_set, force=force,
         on_recover=lambda path: ui.warn(f"an earlier apply was interrupted; put back {path}"))
+    protect(ctx, state, the_plan)  # the plan written may be a fresh one
 
     if not s.json:
         if result.written:

@@ -8,21 +8,32 @@ from taosync.cli import common_options, settings
 
 only_option = click.option("--only", "only", multiple=True, metavar="CLIENT",
                            help="Only this client (repeatable).")
+no_key_option = click.option(
+    "--no-key", is_flag=True,
+    help="Do not resolve the key (CI without secrets): key-bearing values are compared "
+         "by the keyed hash the state holds and shown as (sensitive, unchanged) or "
+         "(sensitive, differs).")
 
 
 @click.command("plan")
 @common_options
 @only_option
 @click.option("--check", is_flag=True, help="Exit 1 when anything would change.")
-def plan(only, check):
+@no_key_option
+def plan(only, check, no_key):
     """Show what apply would change in each client file (alias: diff)."""
     from taosync import pipeline, ui
-    from taosync.commands.report import plan_json, print_plan, print_warnings, warn_dotfiles
+    from taosync.commands.report import (plan_json, print_plan, print_warnings, protect,
+                                         read_only, warn_dotfiles)
 
     s = settings()
-    ctx = pipeline.prepare(s)
-    only_set = pipeline.check_only(only)
-    the_plan = pipeline.make_plan(ctx, ctx.store.load(), only_set)
+    with read_only():
+        ctx = pipeline.prepare(s, no_key=no_key)
+        protect(ctx)
+        only_set = pipeline.check_only(only)
+        state = ctx.store.load()
+        the_plan = pipeline.make_plan(ctx, state, only_set)
+    protect(ctx, state, the_plan)
     print_warnings(ctx)
     warn_dotfiles(the_plan, ctx)
     if s.json:

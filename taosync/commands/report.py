@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from taosync import ui
 from taosync.formats.base import MISSING
 from taosync.pipeline import display_path
@@ -24,16 +26,97 @@ def warn_dotfiles(plan, ctx) -> None:
         ui.warn(line)
 
 
+def protect(ctx, state=None, plan=None, drift=(), rollback: bool = False):
+    """Build the run's Redactor from everything it knows of and install it in ui, so
+    every line printed from here on is scrubbed: the current key, every Secret in the
+    rendered patches, both sides of every change at a secret-bearing key, drifted values
+    at such keys, the secrets at owned secret keys of files a rollback puts back, and
+    the keyed hashes of every key taosync wrote. Call again as more becomes known."""
+    from taosync.engine.plan import NO_KEY_VALUE
+
+    state = state if state is not None else ctx.store.load()
+    redactor = redactor_for(ctx, state)
+    for fp in plan.files if plan is not None else ():
+        for change in fp.changes:
+            if change.secret:
+                redactor.add_change(change.old, change.new)
+        if rollback:
+            _add_owned_secrets(redactor, fp, state)
+    for d in drift:
+        if d.secret:
+            redactor.add_change(d.new, None)
+    redactor.forget(NO_KEY_VALUE)
+    ui.use_redactor(redactor)
+    return redactor
+
+
+def redactor_for(ctx, state):
+    """A Redactor knowing ``ctx``'s key, every Secret it rendered, and the keyed hashes
+    of every key ``state`` remembers (not installed: see :func:`protect`)."""
+    from taosync.fleet.secrets import Redactor
+
+    redactor = Redactor(None if ctx.no_key else ctx.key,
+                        hmac_key=ctx.store.hmac_key(create=False),
+                        known_hashes=state.remembered_secrets())
+    for patch in ctx.patches:
+        for part in (patch.values, patch.skeleton, patch.volatile):
+            redactor.add_secrets_in(part)
+    return redactor
+
+
+def _add_owned_secrets(redactor, fp, state) -> None:
+    """Both texts of a file a rollback rewrites, read at every owned key marked secret
+    (in the state now and in the entry put back), so a key in a backup is known too."""
+    from taosync.formats.base import MISSING as missing, editor_for, keypath_parse
+
+    entries = [e for e in (state.files.get(str(fp.path)), fp.new_state) if e is not None]
+    paths = {k for e in entries for k, o in e.owned.items() if o.secret}
+    fmt = next((e.format for e in entries if e.format), None)
+    if not paths or fmt is None:
+        return
+    docs = []
+    for text in (fp.old_text, fp.new_text):
+        try:
+            editor = editor_for(fmt)
+            docs.append((editor, editor.parse(text)) if text else None)
+        except Exception:  # a file that no longer parses: its lines are no key paths
+            docs.append(None)
+    for kp_text in paths:
+        sides = [None if d is None else d[0].get(d[1], keypath_parse(kp_text)) for d in docs]
+        redactor.add_change(*(None if v is missing else v for v in sides))
+
+
+@contextlib.contextmanager
+def read_only():
+    """Errors of a command that never writes say nothing of writing: the engine's
+    messages end "taosync changed nothing" / "nothing was written" for apply's sake."""
+    from taosync.errors import TaosyncError
+
+    try:
+        yield
+    except TaosyncError as exc:
+        for tail in ("; taosync changed nothing", "; nothing was written",
+                     ", taosync changed nothing", " (nothing was written)"):
+            exc.message = exc.message.replace(tail, "")
+        exc.args = (exc.message,)
+        raise
+
+
 def shown(value, secret: bool, key) -> object:
-    """A value as it may be shown: anything in a key slot redacted, MISSING as None."""
+    """A value as it may be shown: MISSING as None; at a secret-bearing key the current
+    key's redacted form for the current key, ``(sensitive value)`` for anything else —
+    that it changed is shown, never what it was."""
+    from taosync.engine.plan import NO_KEY_SAME, NO_KEY_VALUE
+    from taosync.fleet.secrets import SENSITIVE, Secret
+
     if value is MISSING:
         return None
     if secret:
-        from taosync.fleet.secrets import redact
-
-        if value is None:  # taosync stored no value: it held the key
-            return key.redacted() if key is not None else "(hidden)"
-        return redact(value) if isinstance(value, str) else "(hidden)"
+        if value in (NO_KEY_VALUE, NO_KEY_SAME):
+            return value
+        if isinstance(key, Secret) and value == key.reveal():
+            return key.redacted()
+        return SENSITIVE
     if key is not None and isinstance(value, str):
         return key.scrub(value)
     return value
@@ -50,9 +133,15 @@ def plan_json(plan, ctx) -> dict:
             "changes": [{"key": c.path, "kind": c.kind,
                          "old": shown(c.old, c.secret, ctx.key),
                          "new": shown(c.new, c.secret, ctx.key)} for c in fp.changes],
-            "diff": fp.diff(ctx.key) if ctx.key is not None else None,
+            "diff": fp.diff(ui.redactor() or ctx.key) if _may_diff(ctx) else None,
+            **({"sensitive": fp.sensitive} if fp.sensitive else {}),
         })
     return {"changed": len(plan.changed), "files": files}
+
+
+def _may_diff(ctx) -> bool:
+    """A diff is shown once a redactor guards it, or the key is known (an older caller)."""
+    return ui.redactor() is not None or ctx.key is not None
 
 
 def print_plan(plan, ctx, *, diffs: bool) -> None:
@@ -64,9 +153,11 @@ def print_plan(plan, ctx, *, diffs: bool) -> None:
         what = f"{keys} key{'s' if keys != 1 else ''}" if fp.changed else "up to date"
         ui.out(f"{label} {display_path(fp.path, home):<{width}}  "
                f"{', '.join(fp.clients)}  {what}")
+        for kp_text, verdict in fp.sensitive.items():
+            ui.out(f"{'':9} {'':<{width}}  {kp_text}: {verdict}")
     if diffs:
         for fp in plan.changed:
-            text = fp.diff(ctx.key)
+            text = fp.diff(ui.redactor() or ctx.key)
             if text:
                 ui.out("")
                 for line in text.rstrip("\n").splitlines():

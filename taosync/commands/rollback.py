@@ -16,7 +16,7 @@ def rollback(to, dry_run):
     """Restore the files of the last (or --to N-th) apply from its backups."""
     from taosync import pipeline, ui
     from taosync.errors import TaosyncError
-    from taosync.commands.report import plan_json, print_plan
+    from taosync.commands.report import plan_json, print_plan, protect
     from taosync.engine.apply import RealWriter, execute, locked, recover
     from taosync.engine.rollback import plan_rollback
     from taosync.engine.state import StateStore
@@ -32,10 +32,13 @@ def rollback(to, dry_run):
         ctx = pipeline.prepare(s)
     except TaosyncError:
         ctx = Context(s, loaded=None, env=env, store=store)
+    ctx.store = store
     state = store.load()  # plan first, unlocked: "nothing to roll back" writes nothing
+    protect(ctx, state)
     if recovered and to is None:
         return _recovered_only(s, recovered, state)
     the_plan, undone, edited = plan_rollback(store, state, to)
+    protect(ctx, state, the_plan, rollback=True)
     if dry_run:
         result_files, apply_id = the_plan.changed, None
     else:
@@ -43,6 +46,7 @@ def rollback(to, dry_run):
             state = store.load()
             recover(store, state, RealWriter(), env)
             the_plan, undone, edited = plan_rollback(store, state, to)
+            protect(ctx, state, the_plan, rollback=True)
             result = execute(the_plan, state, store, RealWriter(), kind="rollback")
             result_files, apply_id = result.written, result.apply_id
     home = s.home_dir
@@ -55,7 +59,7 @@ def rollback(to, dry_run):
                       "edited_since_apply": [str(p) for p in edited],
                       **plan_json(the_plan, ctx)})
         return 0
-    show_diffs = (dry_run or s.verbosity > 0) and ctx.key is not None
+    show_diffs = dry_run or s.verbosity > 0  # the redactor guards them, key or none
     print_plan(the_plan, ctx, diffs=show_diffs)
     what = ", ".join(f"#{i}" for i in undone)
     if dry_run:

@@ -5,25 +5,29 @@ from __future__ import annotations
 import click
 
 from taosync.cli import common_options, settings
-from taosync.commands.plan import only_option
+from taosync.commands.plan import no_key_option, only_option
 
 
 @click.command("status")
 @common_options
 @only_option
-def status(only):
+@no_key_option
+def status(only, no_key):
     """Show drift (owned keys edited on disk) and pending changes; exit 1 when either."""
     from taosync import pipeline, ui
-    from taosync.commands.report import print_warnings, shown
+    from taosync.commands.report import print_warnings, protect, read_only, shown
     from taosync.engine.drift import find_drift
 
     s = settings()
-    ctx = pipeline.prepare(s)
-    only_set = pipeline.check_only(only)
-    print_warnings(ctx)
-    state = ctx.store.load()
-    drift = find_drift(state, ctx.store.hmac_key(create=False), only_set)
-    the_plan = pipeline.make_plan(ctx, state, only_set)
+    with read_only():
+        ctx = pipeline.prepare(s, no_key=no_key)
+        protect(ctx)
+        only_set = pipeline.check_only(only)
+        print_warnings(ctx)
+        state = ctx.store.load()
+        drift = find_drift(state, ctx.store.hmac_key(create=False), only_set)
+        the_plan = pipeline.make_plan(ctx, state, only_set)
+    protect(ctx, state, the_plan, drift)
     drifted_files = {d.path for d in drift}
     pending = [fp for fp in the_plan.changed]
     home = s.home_dir
@@ -36,6 +40,8 @@ def status(only):
                        "new": shown(d.new, d.secret, ctx.key)} for d in drift],
             "pending": [{"path": str(fp.path), "action": fp.action, "clients": fp.clients,
                          "keys": [c.path for c in fp.changes]} for fp in pending],
+            **({"sensitive": {str(fp.path): fp.sensitive for fp in the_plan.files
+                              if fp.sensitive}} if no_key else {}),
         })
     else:
         if not state.applies:
@@ -56,6 +62,10 @@ def status(only):
             why = "re-asserts drifted keys" if str(fp.path) in drifted_files else \
                 ", ".join(c.path for c in fp.changes[:4]) + (" …" if len(fp.changes) > 4 else "")
             ui.out(f"{ui.style('pending', 'warn')}  {where}: {fp.action} ({why})")
+        for fp in the_plan.files if no_key else ():
+            where = pipeline.display_path(fp.path, home)
+            for kp_text, verdict in fp.sensitive.items():
+                ui.out(f"{'key':<8} {where}: {kp_text}: {verdict}")
         if not drift and not pending:
             ui.out(f"in sync: {len(the_plan.files)} file(s), no drift, nothing pending")
     return 1 if drift or pending else 0

@@ -16,7 +16,7 @@ import os
 import stat
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol
@@ -213,8 +213,8 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
             new_files[str(fp.path)] = fp.new_state
     if not changed:
         if new_files != state.files or (inputs and inputs != state.inputs):
-            _save(store, State(state.version, new_files, state.applies,
-                               inputs or state.inputs), "no client file was changed")
+            _save(store, replace(state, files=new_files, inputs=inputs or state.inputs),
+                  "no client file was changed")
             state.files = new_files
             state.inputs = inputs or state.inputs
         return Result(None, [])
@@ -249,8 +249,8 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
                           f"({exc.strerror or exc}); no client file was changed") from None
 
     applies = state.applies + [record]
-    new_state = State(state.version, new_files, applies[-KEEP_APPLIES:],
-                      inputs or state.inputs)
+    new_state = replace(state, files=new_files, applies=applies[-KEEP_APPLIES:],
+                        inputs=inputs or state.inputs)
     done: list[FilePlan] = []
     try:
         for fp in changed:

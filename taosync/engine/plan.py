@@ -20,12 +20,19 @@ from taosync.fleet.secrets import Secret
 from taosync.formats.base import MISSING, FormatError, KeyPath, Match, editor_for, keypath_parse, keypath_str
 
 
+#: what a key-bearing value is rendered as under ``--no-key`` (the key is not resolved);
+#: it reaches a diff only, never a file: those commands never write
+NO_KEY_VALUE = "(sensitive, differs)"
+NO_KEY_SAME = "(sensitive, unchanged)"
+
+
 @dataclass
 class KeyChange:
     path: str
     kind: str  # set | delete
     old: Any = MISSING
     new: Any = MISSING
+    #: the key path holds a secret: old and new are both hidden wherever they are shown
     secret: bool = False
 
 
@@ -41,6 +48,8 @@ class FilePlan:
     new_state: FileState | None  # None when taosync owns nothing here any more
     secret: bool
     mode: int | None  # existing permission bits, None for a new file
+    #: under --no-key: key path → NO_KEY_SAME / NO_KEY_VALUE, by the keyed hash in the state
+    sensitive: dict[str, str] = field(default_factory=dict)
 
     @property
     def action(self) -> str:
@@ -55,8 +64,8 @@ class FilePlan:
     def changed(self) -> bool:
         return self.action != "unchanged"
 
-    def diff(self, key: Secret | None) -> str:
-        """Unified diff with the key redacted."""
+    def diff(self, redactor=None) -> str:
+        """Unified diff, scrubbed by ``redactor`` (a Redactor, or a bare Secret)."""
         old = (self.old_text or "").splitlines(keepends=True)
         new = (self.new_text or "").splitlines(keepends=True)
         import difflib
@@ -67,7 +76,7 @@ class FilePlan:
                 old, new, fromfile=label if self.old_text is not None else "/dev/null",
                 tofile=label if self.new_text is not None else "/dev/null"))
         )
-        return key.scrub(text) if key is not None else text
+        return redactor.scrub(text) if redactor is not None else text
 
 
 @dataclass
@@ -162,8 +171,11 @@ def merge_patches(patches) -> dict[str, Desired]:
 
 
 def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
-              key: Secret | None, hmac_key: bytes) -> FilePlan:
-    """Plan one file: desired keys (or None when nothing is desired any more)."""
+              key: Secret | None, hmac_key: bytes, no_key: bool = False) -> FilePlan:
+    """Plan one file: desired keys (or None when nothing is desired any more).
+
+    ``no_key``: the key was not resolved (``key`` renders as NO_KEY_VALUE); a key-bearing
+    value is judged by the keyed hash the state holds for its key path instead."""
     fmt = desired.format if desired else previous.format
     real, text, mode = read_target(path)
     if _untouched(desired, previous, text, hmac_key):
@@ -176,6 +188,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
     created: list[str] = list(previous.created) if previous else []
     skeleton: list[str] = list(previous.skeleton) if previous else []
     owned: dict[str, OwnedKey] = {}
+    sensitive: dict[str, str] = {}
     holds_secret = bool(desired and desired.secret)
 
     def do_set(kp: KeyPath, value: Any, is_secret: bool) -> bool:
@@ -207,6 +220,12 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
             holds_secret |= is_secret
             kp_text = keypath_str(kp)
             before = previous.owned.get(kp_text) if previous else None
+            if no_key and is_secret:
+                if _same_as_written(editor.get(doc, kp), before, hmac_key):
+                    sensitive[kp_text] = NO_KEY_SAME
+                    owned[kp_text] = before
+                    continue
+                sensitive[kp_text] = NO_KEY_VALUE
             if before is not None:
                 release, prior = before.release, before.prior
             else:  # taking the key over: remember how to give it back
@@ -260,7 +279,13 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
             secret=holds_secret)
     clients = desired.clients if desired else previous.clients
     return FilePlan(path, real, fmt, clients, text, new_text, changes, new_state,
-                    holds_secret, mode)
+                    holds_secret, mode, sensitive)
+
+
+def _same_as_written(current: Any, owned: OwnedKey | None, hmac_key: bytes) -> bool:
+    """Whether the file still holds the value taosync last wrote at an owned key."""
+    return (owned is not None and current is not MISSING
+            and value_hash(hmac_key, current) == owned.hash)
 
 
 def _adopt(current: Any, value: Any, is_secret: bool, key: Secret | None) -> tuple[str, Any]:
@@ -335,7 +360,7 @@ def _is_empty(editor, doc) -> bool:
 
 
 def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,
-               only: set[str] | None = None) -> Plan:
+               only: set[str] | None = None, no_key: bool = False) -> Plan:
     """Plan every target file: the ones desired now and the ones owned last time."""
     desired = merge_patches(patches)
     plan = Plan()
@@ -344,7 +369,8 @@ def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,
         if p not in desired and (only is None or set(fs.clients) & only):
             paths.append(p)
     for p in paths:
-        plan.files.append(plan_file(desired.get(p), state.files.get(p), Path(p), key, hmac_key))
+        plan.files.append(plan_file(desired.get(p), state.files.get(p), Path(p), key, hmac_key,
+                                    no_key))
     return plan
 
 

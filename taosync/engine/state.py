@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 STATE_VERSION = 1
+#: keyed hashes of secrets taosync wrote, kept so output can hide them long after
+KEEP_SECRET_HASHES = 50
 #: applies kept for rollback (records and backups); older ones are pruned
 KEEP_APPLIES = 20
 STATE_FILE = "state.json"
@@ -95,6 +97,22 @@ class State:
     applies: list[ApplyRecord] = field(default_factory=list)
     #: fingerprint of the last apply's inputs, for the no-op fast path
     inputs: dict[str, str] = field(default_factory=dict)
+    #: keyed hashes (never values) of every secret taosync wrote here, newest last, so
+    #: the redactor can hide a key rotated away long ago (in a backup, a gateway's echo)
+    secrets: list[str] = field(default_factory=list)
+
+    def remembered_secrets(self) -> list[str]:
+        """``secrets`` plus the hashes of the secrets owned now and of the resolved key
+        the render cache fingerprinted: every save remembers what was just written."""
+        out = list(self.secrets)
+        now = [o.hash for f in self.files.values() for o in f.owned.values() if o.secret]
+        key_hash = self.inputs.get("fingerprint", {}).get("key") if isinstance(
+            self.inputs, dict) else None
+        for h in now + ([key_hash] if isinstance(key_hash, str) else []):
+            if h in out:
+                out.remove(h)
+            out.append(h)
+        return out[-KEEP_SECRET_HASHES:]
 
     def next_apply_id(self) -> int:
         return (self.applies[-1].id + 1) if self.applies else 1
@@ -105,6 +123,7 @@ class State:
             "files": {p: asdict(f) for p, f in sorted(self.files.items())},
             "applies": [asdict(a) for a in self.applies],
             "inputs": self.inputs,
+            "secrets": self.remembered_secrets(),
         }
 
     @classmethod
@@ -119,6 +138,8 @@ class State:
             applies=[_apply_record(a, f"applies[{n}]")
                      for n, a in enumerate(_expect(data.get("applies", []), list, "applies"))],
             inputs=_expect(data.get("inputs", {}), dict, "inputs"),
+            secrets=[h for h in _expect(data.get("secrets", []), list, "secrets")
+                     if isinstance(h, str)],
         )
         if not _render_cache_ok(state.inputs):
             state.inputs = {}  # only a cache: a damaged one is a miss, rendered afresh

@@ -176,3 +176,227 @@ def expand_path(text: str, home: Path | None) -> Path:
         base = home if home is not None else Path.home()
         return base / text[2:] if text != "~" else base
     return Path(os.path.expandvars(text)).expanduser()
+
+
+#: what every secret but the current key is shown as (Terraform's word for it)
+SENSITIVE = "(sensitive value)"
+#: exact forms shorter than this are not hunted in free text (they would hide common words)
+MIN_SECRET = 6
+#: a line of a multi-line secret at least this long is hidden on its own
+MIN_LINE = 8
+#: a token this long that is part of a known secret is hidden (a truncated echo)
+MIN_FRAGMENT = 10
+#: a token this long is hashed and compared with every key taosync ever wrote
+MIN_HASHED = 12
+#: a name under which a value is a secret whatever it holds (an MCP server's env/headers)
+SECRET_NAME = re.compile(r"(?:^|[_-])(?:token|key|pat)$|api_?key|secret|passw|authorization"
+                         r"|credential|cookie", re.IGNORECASE)
+_TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]{%d,}" % MIN_FRAGMENT)
+_CHUNK = re.compile(r"\S{%d,}" % MIN_HASHED)
+_TOKEN_EDGES = "._~+/=-"
+_QUOTES = "\"'`()[]{}<>,;:"
+
+
+class Redactor:
+    """Hides every secret taosync knows of from text meant for people or scripts.
+
+    Output paths are many (diffs, ``changes``, status, rollback, watch, errors, ``-v``)
+    and a secret reaches them in many spellings: as the file holds it (JSON, TOML, YAML,
+    dotenv escaping), as Python's ``repr`` prints it, truncated or upper-cased by a
+    gateway echoing it. One object that knows every secret and every spelling is the only
+    way to be sure none slips through. The current key becomes its ``redact()`` form so
+    a reader can tell which key is meant; every other secret becomes
+    ``(sensitive value)``: that it changed is shown, never what it was.
+    """
+
+    def __init__(self, key: Secret | None = None, *, hmac_key: bytes | None = None,
+                 known_hashes=()) -> None:
+        self._current = key.reveal().strip() if isinstance(key, Secret) else None
+        self._values: set[str] = set()
+        self._hmac_key = hmac_key
+        self._hashes = set(known_hashes) if hmac_key else set()
+        self._pattern = None  # compiled lazily, reset by add()
+        self._forms: dict[str, str] = {}
+        if self._current:
+            self.add(self._current)
+
+    def add(self, value) -> None:
+        """Know ``value`` as a secret: a Secret, a string, or every string inside a
+        list or dict (the value at a secret-bearing key can be a whole MCP server)."""
+        if isinstance(value, Secret):
+            value = value.reveal()
+        if isinstance(value, str):
+            value = value.strip()
+            if value and value not in self._values:
+                self._values.add(value)
+                self._pattern = None
+        elif isinstance(value, dict):
+            for v in value.values():
+                self.add(v)
+        elif isinstance(value, (list, tuple, set)):
+            for v in value:
+                self.add(v)
+
+    def add_change(self, old, new, name: str = "") -> None:
+        """Know both sides of a change at a secret-bearing key path. A plain value is a
+        secret whole; inside a mapping or list (a whole MCP server) only the leaves that
+        hold a known secret on either side, or sit under a secret-looking name, are —
+        so a base URL or a model id next to the key stays readable."""
+        if isinstance(old, dict) or isinstance(new, dict):
+            o = old if isinstance(old, dict) else {}
+            n = new if isinstance(new, dict) else {}
+            for k in {*o, *n}:
+                self.add_change(o.get(k), n.get(k), str(k))
+            return
+        if isinstance(old, (list, tuple)) or isinstance(new, (list, tuple)):
+            o = list(old) if isinstance(old, (list, tuple)) else []
+            n = list(new) if isinstance(new, (list, tuple)) else []
+            for i in range(max(len(o), len(n))):
+                self.add_change(o[i] if i < len(o) else None, n[i] if i < len(n) else None,
+                                name)
+            return
+        leaves = [v for v in (old, new) if isinstance(v, str)]
+        if not name or SECRET_NAME.search(name) or any(self._holds_known(v) for v in leaves):
+            for v in leaves:
+                self.add(v)
+
+    def _holds_known(self, text: str) -> bool:
+        low = text.lower()
+        return any(len(v) >= MIN_SECRET and v.lower() in low for v in self._values)
+
+    def add_secrets_in(self, value) -> None:
+        """Know every :class:`Secret` found anywhere inside ``value`` (rendered patches)."""
+        if isinstance(value, Secret):
+            self.add(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                self.add_secrets_in(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                self.add_secrets_in(v)
+
+    def values(self) -> list[str]:
+        """The secrets known by value (to carry into a redactor for a new key)."""
+        return sorted(self._values)
+
+    def forget(self, value: str) -> None:
+        """Not a secret after all (``--no-key``'s placeholder, which must stay readable)."""
+        if value in self._values:
+            self._values.discard(value)
+            self._pattern = None
+
+    def __bool__(self) -> bool:
+        return bool(self._values or self._hashes)
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every spelling of every known secret replaced."""
+        if not isinstance(text, str) or not text or not self:
+            return text
+        if self._pattern is None:
+            self._compile()
+        if self._pattern is not None:
+            text = self._pattern.sub(lambda m: self._forms[m.group(0).lower()], text)
+        if self._values:
+            text = _TOKEN.sub(self._fragment, text)
+        if self._hashes:
+            text = _CHUNK.sub(self._hashed, text)
+        return text
+
+    def scrub_data(self, value):
+        """``value`` (JSON-able data) with every string in it scrubbed, keys included."""
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, dict):
+            return {self.scrub(k) if isinstance(k, str) else k: self.scrub_data(v)
+                    for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.scrub_data(v) for v in value]
+        return value
+
+    # ---- internals
+
+    def _shown_as(self, value: str) -> str:
+        return redact(self._current) if value == self._current else SENSITIVE
+
+    def _compile(self) -> None:
+        forms: dict[str, str] = {}
+        # the current key last, so its own form wins where two secrets share a spelling
+        for value in sorted(self._values, key=lambda v: v == self._current):
+            shown = self._shown_as(value)
+            pieces = [value] + [line.strip() for line in value.splitlines()
+                                if len(line.strip()) >= MIN_LINE]
+            for piece in pieces:
+                for form in spellings(piece):
+                    # the current key is hidden whatever its length, as Secret.scrub does
+                    if len(form) >= MIN_SECRET or form == self._current:
+                        forms[form.lower()] = shown if piece == value else SENSITIVE
+        self._forms = forms
+        if not forms:
+            self._pattern = None
+            return
+        alternatives = sorted(forms, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(f) for f in alternatives), re.IGNORECASE)
+
+    def _fragment(self, match: re.Match) -> str:
+        """A token that is a piece of a secret (a gateway echoing it truncated)."""
+        token = match.group(0)
+        for candidate in (token, token.strip(_TOKEN_EDGES)):
+            if len(candidate) < MIN_FRAGMENT:
+                continue
+            low = candidate.lower()
+            if self._current and low in self._current.lower():
+                return redact(self._current)
+            if any(low in value.lower() for value in self._values):
+                return SENSITIVE
+        return token
+
+    def _hashed(self, match: re.Match) -> str:
+        """A chunk whose keyed hash is one of a key taosync once wrote."""
+        from taosync.engine.state import value_hash
+
+        chunk = match.group(0)
+        candidates = {chunk, chunk.strip(_QUOTES), chunk.strip(_QUOTES).strip(_TOKEN_EDGES)}
+        candidates.update(m.group(0) for m in re.finditer(r"[A-Za-z0-9._~+/=-]{%d,}" % MIN_HASHED,
+                                                          chunk))
+        for candidate in candidates:
+            if len(candidate) >= MIN_HASHED and value_hash(self._hmac_key, candidate) in self._hashes:
+                return chunk.replace(candidate, SENSITIVE)
+        return chunk
+
+
+def spellings(value: str) -> set[str]:
+    """Every way ``value`` can appear in a file taosync writes or in its output: raw, and
+    escaped as JSON, TOML and YAML basic strings, YAML single quotes, dotenv double
+    quotes and Python's ``repr``/``ascii`` (without the surrounding quotes)."""
+    import json
+
+    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+             repr(value)[1:-1], ascii(value)[1:-1], value.replace("'", "''"),
+             _escape(value, _TOML_ESCAPES, "\\u{:04x}"),
+             _escape(value, _YAML_ESCAPES, "\\x{:02X}"),
+             value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+                  .replace("\r", "\\r")}
+    # repr of a value quoted the other way round, and a JSON string inside a JSON string
+    forms.add(value.replace("\\", "\\\\").replace("'", "\\'").replace("\t", "\\t")
+              .replace("\n", "\\n").replace("\r", "\\r"))
+    forms.add(json.dumps(json.dumps(value, ensure_ascii=False)[1:-1], ensure_ascii=False)[1:-1])
+    return {f for f in forms if f}
+
+
+_TOML_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r",
+                 '"': '\\"', "\\": "\\\\"}
+_YAML_ESCAPES = {"\0": "\\0", "\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n",
+                 "\v": "\\v", "\f": "\\f", "\r": "\\r", "\x1b": "\\e", '"': '\\"',
+                 "\\": "\\\\", "\x85": "\\N", "\xa0": "\\_"}
+
+
+def _escape(value: str, table: dict[str, str], control: str) -> str:
+    out = []
+    for c in value:
+        if c in table:
+            out.append(table[c])
+        elif c < " " or c == "\x7f":
+            out.append(control.format(ord(c)))
+        else:
+            out.append(c)
+    return "".join(out)
