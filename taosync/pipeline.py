@@ -156,8 +156,8 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
     its new text (a few times; then the apply gives up, every file put back). ``force``
     writes targets the user made read-only. Returns (the plan written, the Result)."""
     from taosync.engine import cache
-    from taosync.engine.apply import (LOCK_TIMEOUT, RealWriter, Result, TargetMoved, execute, locked,
-                                      recover)
+    from taosync.engine.apply import LOCK_TIMEOUT, RealWriter, Result, TargetMoved, execute, locked
+    from taosync.engine.recovery import recover
     from taosync.errors import WriteFailed
 
     store = ctx.store

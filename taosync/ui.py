@@ -54,6 +54,11 @@ def out(text: str = "") -> None:
         click.echo(clean(text))
 
 
+def echo(text: str) -> None:
+    """A line of output printed whatever -q says (a result table's failing rows)."""
+    click.echo(clean(text))
+
+
 def detail(text: str) -> None:
     """A line shown only with -v."""
     if settings().verbosity > 0 and not settings().json:

@@ -17,7 +17,8 @@ def rollback(to, dry_run):
     from taosync import pipeline, ui
     from taosync.errors import TaosyncError
     from taosync.commands.report import plan_json, print_plan, protect
-    from taosync.engine.apply import RealWriter, execute, locked, recover
+    from taosync.engine.apply import RealWriter, execute, locked
+    from taosync.engine.recovery import recover
     from taosync.engine.rollback import plan_rollback
     from taosync.engine.state import StateStore
     from taosync.pipeline import Context

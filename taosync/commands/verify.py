@@ -11,7 +11,6 @@ Also :func:`verify_after_apply`, which ``taosync apply`` calls after writing, an
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -170,22 +169,30 @@ def table_lines(report: Report, *, color: Any = None, verbose: bool = False) -> 
 
 
 def print_report(report: Report, s: Any, key: Any = None) -> None:
+    """The table (or JSON), every line through the run's redactor: it knows the fleet's
+    key, every key a probe sent (a stale one read from a client file too) and the keyed
+    hashes of every key taosync wrote, so a gateway echoing any of them prints none."""
     from taosync import ui
-    from taosync.verify.diagnose import scrub as scrub_key
+    from taosync.engine.state import StateStore
+    from taosync.fleet.secrets import Redactor
 
-    keys = report.keys(key)
-
-    def scrub(text: str) -> str:
-        for used in keys:
-            text = scrub_key(text, used)
-        return text
+    store = StateStore(s.state_dir())
+    try:
+        known = store.load().remembered_secrets()
+    except TaosyncError:  # a damaged state must not stop a verify from reporting
+        known = []
+    redactor = Redactor(key, hmac_key=store.hmac_key(create=False), known_hashes=known)
+    for used in report.keys():
+        redactor.add(used)
+    ui.use_redactor(redactor)
+    scrub, echo = ui.clean, ui.echo
 
     for text in report.warnings:
         ui.warn(scrub(text))
     for client, line in report.drift:
         ui.warn(scrub(f"{client}: {line}"))
     if s.json:
-        click.echo(scrub(json.dumps(report.to_dict(), indent=2, ensure_ascii=False)))
+        ui.emit_json(report.to_dict())
         return
     if report.stub_root:
         ui.out(ui.style(f"probing a stand-in gateway at {report.stub_root} with the fleet's "
@@ -202,7 +209,7 @@ def print_report(report: Report, s: Any, key: Any = None) -> None:
             if problem:
                 ui.problem(line)
         else:
-            click.echo(line)
+            echo(line)
     passed = sum(1 for r in report.results if r.ok)
     total = len(report.results)
     summary = f"{passed}/{total} backend{'s' if total != 1 else ''} pass"
@@ -216,7 +223,7 @@ def print_report(report: Report, s: Any, key: Any = None) -> None:
         if s.verbosity < 0:
             ui.problem(line)
         else:
-            click.echo(line)
+            echo(line)
 
 
 def verify_after_apply(loaded: Any, env: Any, settings: Any, only: Iterable[str] | None = None,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from taosync.engine.plan import FilePlan, Plan
-from taosync.engine.recovery import recover, restore_entry  # noqa: F401 (recover: callers import it here)
+from taosync.engine.recovery import restore_entry
 from taosync.engine.state import (KEEP_APPLIES, ApplyRecord, State, StateStore, atomic_write, fsync_dir,
                                   give_owner, make_dirs, make_private_dir, owner_to_keep,
                                   sha256_bytes, write_private)
