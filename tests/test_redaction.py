@@ -271,3 +271,37 @@ def test_a_whole_file_as_the_key_never_prints_its_lines(taosync, home, fleet_fil
             for form in spellings_to_grep(line):
                 assert form not in run.both, f"{form!r} in\n{run.both}"
     assert runs[0].rc == 0, runs[0].both
+
+
+@pytest.mark.parametrize("keys", [PLAIN, TRICKY], ids=["plain", "escaped"])
+def test_verify_stats_doctor_and_import_never_print_a_key_a_gateway_echoes(
+        taosync, home, fleet_file, monkeypatch, keys):
+    """The files hold key A, the fleet now resolves key B, and the stand-in gateway knows
+    only B and echoes the key it got in its 401 body (as some gateways do): verify of the
+    files fails with A echoed back, and no output of any command holds A, B or the
+    user's token in any spelling."""
+    from taosync.stub import Stub
+
+    key_a, key_b = keys
+    hand_paste_token(home)
+    with Stub(key=key_b, models=["gpt-4o-mini", "claude-sonnet-4-20250514",
+                                 "nvidia/deepseek-r1", "intel/llama-7b"]) as stub:
+        fleet_file.write_text(fleet_file.read_text()
+                              .replace("https://taotoken.net/api", stub.root)
+                              .replace("timeout: 20}", "timeout: 5, retries: 0}"))
+        monkeypatch.setenv("TAOTOKEN_API_KEY", key_a)
+        assert taosync("apply", "--no-verify").rc == 0
+        monkeypatch.setenv("TAOTOKEN_API_KEY", key_b)
+        outputs = {}
+        for args in (["verify"], ["verify", "-v"], ["verify", "--json"],
+                     ["verify", "--desired"], ["verify", "--desired", "--json"],
+                     ["stats"], ["stats", "--json"], ["doctor"], ["doctor", "--json"],
+                     ["import"], ["import", "--json"]):
+            outputs[" ".join(args)] = taosync(*args)
+    assert outputs["verify"].rc == 1, outputs["verify"].both  # A is stale: 401
+    assert outputs["verify --desired"].rc == 0, outputs["verify --desired"].both
+    forbidden = set().union(*(spellings_to_grep(s) for s in (key_a, key_b, USER_TOKEN)))
+    for name, run in outputs.items():
+        for form in forbidden:
+            assert form not in run.both, f"{name} printed {form!r}:\n{run.both}"
+            assert form.lower() not in run.both.lower(), f"{name} printed {form!r} (case)"
