@@ -1,0 +1,143 @@
+"""How first apply and no-op apply grow with the fleet: models and MCP servers.
+
+    python bench/scale_bench.py            # 3 rounds, up to 5000 models / 500 servers
+    python bench/scale_bench.py --quick    # 1 round, up to 1000 models / 50 servers
+    python bench/scale_bench.py --profile 500  # cProfile one first apply, 500 servers
+
+The fleets are the shipped ``fleet.yaml`` with models added to ``models:`` (the servers
+axis keeps the example's four models) or servers added to ``mcp_servers:`` (the models
+axis keeps its one server). Each round of each size times ``apply --no-verify`` on a fresh
+temporary home (first apply: every client file created), then again on the same home
+(no-op). Prints the medians, each first apply over its no-op, and the growth for 10× the
+models and 10× the servers (linear is ×10; the goal is ≤ ×11, and a first apply at 500
+servers ≤ 20× its no-op). No network: a dummy key, no verify.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_MODELS = 4  # in the shipped fleet.yaml
+MODELS_AXIS = (10, 100, 1000, 5000)
+SERVERS_AXIS = (1, 50, 500)
+
+
+def fleet_text(models: int, servers: int) -> str:
+    """The shipped fleet.yaml with ``models`` catalogue entries and ``servers`` MCP servers
+    in all (the example's own count toward both)."""
+    lines = (ROOT / "fleet.yaml").read_text().splitlines()
+    out = []
+    for line in lines:
+        out.append(line)
+        if line.startswith("models:"):
+            out += [f"  bench/model-{i:05d}: {{backend: cuda, context_window: 32768}}"
+                    for i in range(models - EXAMPLE_MODELS)]
+        elif line.startswith("mcp_servers:"):
+            for i in range(servers - 1):
+                if i % 2:
+                    out += [f"  bench-http-{i:04d}:",
+                            f"    url: https://mcp{i}.example.net/mcp",
+                            "    headers: {Authorization: 'Bearer ${gateway.key}'}"]
+                else:
+                    out += [f"  bench-stdio-{i:04d}:",
+                            "    command: npx",
+                            f"    args: [-y, '@bench/server-{i}']",
+                            "    env: {BASE: '${gateway.base_url}', MODEL: '${routes.fast}'}"]
+    return "\n".join(out) + "\n"
+
+
+def env_for_children() -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["TAOTOKEN_API_KEY"] = "sk-bench-0000000000000000dummy"
+    for var in ("TAOSYNC_CONFIG", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "CODEX_HOME",
+                "CLAUDE_CONFIG_DIR", "CLINE_DIR", "CLINE_DATA_DIR", "CONTINUE_GLOBAL_DIR"):
+        env.pop(var, None)
+    return env
+
+
+def timed(argv: list[str], env: dict) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true",
+                        help="1 round, the two smaller sizes of each axis plus 1000 models")
+    parser.add_argument("--profile", type=int, metavar="SERVERS",
+                        help="instead: cProfile one first apply with this many servers")
+    args = parser.parse_args()
+    env = env_for_children()
+    py = sys.executable
+
+    with tempfile.TemporaryDirectory(prefix="taosync-scale-") as tmp:
+        def apply(home: Path, fleet: Path, *pre: str) -> list[str]:
+            return [py, *pre, "-m", "taosync", "--home", str(home), "-c", str(fleet),
+                    "apply", "--no-verify", "-q"]
+
+        if args.profile is not None:
+            fleet = Path(tmp, "fleet.yaml")
+            fleet.write_text(fleet_text(EXAMPLE_MODELS, args.profile))
+            subprocess.run(apply(Path(tmp, "home"), fleet, "-m", "cProfile", "-s", "cumtime"),
+                           env=env, cwd=ROOT, check=True)
+            return 0
+
+        models_axis = MODELS_AXIS[:3] if args.quick else MODELS_AXIS
+        servers_axis = SERVERS_AXIS[:2] if args.quick else SERVERS_AXIS
+        rounds = 1 if args.quick else args.rounds
+        sizes = [(m, 1) for m in models_axis] + [(EXAMPLE_MODELS, s) for s in servers_axis[1:]]
+        fleets = {}
+        for models, servers in sizes:
+            fleets[models, servers] = Path(tmp, f"fleet-{models}-{servers}.yaml")
+            fleets[models, servers].write_text(fleet_text(models, servers))
+        timed(apply(Path(tmp, "warm"), fleets[sizes[0]]), env)  # bytecode, page cache
+        first: dict[tuple[int, int], list[float]] = {size: [] for size in sizes}
+        noop: dict[tuple[int, int], list[float]] = {size: [] for size in sizes}
+        for r in range(rounds):
+            for size in sizes:  # alternating, so every size sees the same load
+                home = Path(tmp, f"home-{size[0]}-{size[1]}-{r}")
+                first[size].append(timed(apply(home, fleets[size]), env))
+                noop[size].append(timed(apply(home, fleets[size]), env))
+
+    med_first = {s: statistics.median(t) for s, t in first.items()}
+    med_noop = {s: statistics.median(t) for s, t in noop.items()}
+    print(f"| models | MCP servers | first apply | no-op apply | first / no-op |")
+    print("|---|---|---|---|---|")
+    for size in sizes:
+        f, n = med_first[size], med_noop[size]
+        print(f"| {size[0]} | {size[1]} | {f * 1000:.0f} ms | {n * 1000:.0f} ms | {f / n:.1f}× |")
+    print()
+    print("growth for 10× (linear = ×10, goal ≤ ×11):")
+    steps = [((a, 1), (b, 1)) for a, b in zip(models_axis, models_axis[1:]) if b == 10 * a]
+    steps += [((EXAMPLE_MODELS, a), (EXAMPLE_MODELS, b))
+              for a, b in zip(servers_axis, servers_axis[1:]) if b == 10 * a]
+    for small, big in steps:
+        what = (f"models {small[0]} → {big[0]}" if small[1] == big[1]
+                else f"servers {small[1]} → {big[1]}")
+        print(f"  {what:<22} first apply ×{med_first[big] / med_first[small]:.1f}, "
+              f"no-op ×{med_noop[big] / med_noop[small]:.1f}")
+    if (EXAMPLE_MODELS, 500) in med_first:
+        ratio = med_first[EXAMPLE_MODELS, 500] / med_noop[EXAMPLE_MODELS, 500]
+        print(f"  first apply at 500 servers = {ratio:.1f}× its no-op (goal ≤ 20×)")
+    print(f"({rounds} round(s), medians, Python {platform.python_version()}, "
+          f"{os.cpu_count()} cores)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
