@@ -93,8 +93,12 @@ def main() -> int:
         if args.profile is not None:
             fleet = Path(tmp, "fleet.yaml")
             fleet.write_text(fleet_text(EXAMPLE_MODELS, args.profile))
-            subprocess.run(apply(Path(tmp, "home"), fleet, "-m", "cProfile", "-s", "cumtime"),
-                           env=env, cwd=ROOT, check=True)
+            argv = apply(Path(tmp, "home"), fleet)[3:]  # in-process: the CLI ends
+            script = ("import cProfile, pstats, sys; from taosync.__main__ import main; "
+                      "cProfile.run('main(sys.argv[2:])', sys.argv[1]); "
+                      "pstats.Stats(sys.argv[1]).sort_stats('cumtime').print_stats(40)")
+            subprocess.run([py, "-c", script, str(Path(tmp, "prof")), *argv], env=env,
+                           cwd=ROOT, check=True)
             return 0
 
         models_axis = MODELS_AXIS[:3] if args.quick else MODELS_AXIS
