@@ -18,12 +18,19 @@ from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_va
 
 
 class NewDocument:
-    """The plain mapping a new file will hold."""
+    """The plain mapping a new file will hold, and where its list elements are by name.
 
-    __slots__ = ("data",)
+    ``positions`` maps ``(id(list), field)`` to the list and, per value of ``field``, the
+    index of the first element holding it, so a :class:`Match` lookup does not walk the
+    list (Continue's ``mcpServers`` gets one per server). Appends extend it; anything
+    that could move an element or change its ``field`` clears it.
+    """
+
+    __slots__ = ("data", "positions")
 
     def __init__(self) -> None:
         self.data: dict = {}
+        self.positions: dict[tuple[int, str], tuple[list, dict[str, int]]] = {}
 
 
 class NewFileEditor:
@@ -53,7 +60,7 @@ class NewFileEditor:
     def get(self, doc: NewDocument, path: KeyPath) -> Any:
         node = doc.data
         for seg in path:
-            node = _child(node, seg)
+            node = _child(doc, node, seg)
             if node is MISSING:
                 return MISSING
         return _copy(node)
@@ -66,20 +73,24 @@ class NewFileEditor:
         self.writer.check(value, path)
         node: Any = doc.data
         for i, seg in enumerate(path[:-1]):
-            child = _child(node, seg, where=path[:i])
+            child = _child(doc, node, seg, where=path[:i])
             if child is MISSING:
-                _add(node, seg, path[i + 1:], value)
+                _add(doc, node, seg, path[i + 1:], value)
                 return [path[:j] for j in range(i + 1, len(path))]
             node = child
         last = path[-1]
-        current = _child(node, last, where=path[:-1])
+        current = _child(doc, node, last, where=path[:-1])
         if current is MISSING:
-            _add(node, last, (), value)
+            _add(doc, node, last, (), value)
         elif isinstance(current, dict) and isinstance(value, dict):
             update_mapping(self, doc, path, list(current), value)
         elif isinstance(last, Match):
-            node[_index(node, current)] = _copy(value)
+            node[_positions(doc, node, last.field)[last.value]] = _copy(value)
+            if value[last.field] != last.value:
+                doc.positions.clear()  # renamed: an element further on may match now
         else:
+            if _matched_field(path) and current != value:
+                doc.positions.clear()
             node[last] = _copy(value)
         return []
 
@@ -89,17 +100,21 @@ class NewFileEditor:
             raise ValueError("cannot delete the whole document")
         parent = node = doc.data
         for seg in path:
-            parent, node = node, _child(node, seg)
+            parent, node = node, _child(doc, node, seg)
             if node is MISSING:
                 return False
-        if isinstance(path[-1], Match):
-            del parent[_index(parent, node)]
+        last = path[-1]
+        if isinstance(last, Match):
+            del parent[_positions(doc, parent, last.field)[last.value]]
+            doc.positions.clear()  # the elements after it moved
         else:
-            del parent[path[-1]]
+            if _matched_field(path):
+                doc.positions.clear()
+            del parent[last]
         return True
 
 
-def _child(node: Any, seg: Any, where: KeyPath | None = None) -> Any:
+def _child(doc: NewDocument, node: Any, seg: Any, where: KeyPath | None = None) -> Any:
     """``node``'s child at ``seg``, MISSING when absent. With ``where`` (setting), a
     parent of the wrong kind is a FormatError; without (reading), it is just absent."""
     if isinstance(seg, Match):
@@ -107,8 +122,8 @@ def _child(node: Any, seg: Any, where: KeyPath | None = None) -> Any:
             if where is None:
                 return MISSING
             raise FormatError(f"{keypath_str(where) or 'the top level'} is not a list")
-        return next((el for el in node if isinstance(el, dict) and el.get(seg.field) == seg.value),
-                    MISSING)
+        at = _positions(doc, node, seg.field).get(seg.value)
+        return MISSING if at is None else node[at]
     if not isinstance(node, dict):
         if where is None:
             return MISSING
@@ -116,14 +131,32 @@ def _child(node: Any, seg: Any, where: KeyPath | None = None) -> Any:
     return node.get(seg, MISSING)
 
 
-def _index(items: list, element: Any) -> int:
-    """Where ``element`` itself (not an equal one) is in ``items``."""
-    return next(i for i, el in enumerate(items) if el is element)
+def _positions(doc: NewDocument, items: list, field: str) -> dict[str, int]:
+    """Where the first element of ``items`` with each value of ``field`` is."""
+    hit = doc.positions.get((id(items), field))
+    if hit is not None and hit[0] is items:
+        return hit[1]
+    found: dict[str, int] = {}
+    for i, el in enumerate(items):
+        if isinstance(el, dict) and isinstance(el.get(field), str):
+            found.setdefault(el[field], i)
+    doc.positions[id(items), field] = (items, found)
+    return found
 
 
-def _add(node: Any, seg: Any, rest: KeyPath, value: Any) -> None:
+def _matched_field(path: KeyPath) -> bool:
+    """Whether ``path`` is the field a Match looks at (``models[name=x].name``): changing
+    it can change which element a name finds. (Replacing a whole list is harmless: its
+    entry keeps the old list, which is never looked up again.)"""
+    return len(path) > 1 and isinstance(path[-2], Match) and path[-1] == path[-2].field
+
+
+def _add(doc: NewDocument, node: Any, seg: Any, rest: KeyPath, value: Any) -> None:
     """Create ``seg`` in ``node`` holding ``value`` at ``rest`` below it."""
     if isinstance(seg, Match):
+        hit = doc.positions.get((id(node), seg.field))
+        if hit is not None and hit[0] is node:  # the new element is the first of its name
+            hit[1].setdefault(seg.value, len(node))
         node.append(_copy(element_value(seg, rest, value)))
     else:
         node[seg] = _copy(build_value(rest, value))
