@@ -81,6 +81,7 @@ def main() -> int:
                         help="1 round, the two smaller sizes of each axis plus 1000 models")
     parser.add_argument("--profile", type=int, metavar="SERVERS",
                         help="instead: cProfile one first apply with this many servers")
+    parser.add_argument("--sort", default="cumtime", help="the profile's order (pstats keys)")
     args = parser.parse_args()
     env = env_for_children()
     py = sys.executable
@@ -95,9 +96,9 @@ def main() -> int:
             fleet.write_text(fleet_text(EXAMPLE_MODELS, args.profile))
             argv = apply(Path(tmp, "home"), fleet)[3:]  # in-process: the CLI ends
             script = ("import cProfile, pstats, sys; from taosync.__main__ import main; "
-                      "cProfile.run('main(sys.argv[2:])', sys.argv[1]); "
-                      "pstats.Stats(sys.argv[1]).sort_stats('cumtime').print_stats(40)")
-            subprocess.run([py, "-c", script, str(Path(tmp, "prof")), *argv], env=env,
+                      "cProfile.run('main(sys.argv[3:])', sys.argv[1]); "
+                      "pstats.Stats(sys.argv[1]).sort_stats(sys.argv[2]).print_stats(40)")
+            subprocess.run([py, "-c", script, str(Path(tmp, "prof")), args.sort, *argv], env=env,
                            cwd=ROOT, check=True)
             return 0
 

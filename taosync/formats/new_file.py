@@ -20,17 +20,17 @@ from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_va
 class NewDocument:
     """The plain mapping a new file will hold, and where its list elements are by name.
 
-    ``positions`` maps ``(id(list), field)`` to the list and, per value of ``field``, the
-    index of the first element holding it, so a :class:`Match` lookup does not walk the
-    list (Continue's ``mcpServers`` gets one per server). Appends extend it; anything
-    that could move an element or change its ``field`` clears it.
+    ``positions`` maps ``id(list)`` to the list and, per field a :class:`Match` looked
+    at and per value of it, the index of the first element holding it, so a lookup does
+    not walk the list (Continue's ``mcpServers`` gets one per server). Appends extend
+    it; anything that could move an element or change a matched field clears it.
     """
 
     __slots__ = ("data", "positions")
 
     def __init__(self) -> None:
         self.data: dict = {}
-        self.positions: dict[tuple[int, str], tuple[list, dict[str, int]]] = {}
+        self.positions: dict[int, tuple[list, dict[str, dict[str, int]]]] = {}
 
 
 class NewFileEditor:
@@ -80,17 +80,16 @@ class NewFileEditor:
             node = child
         last = path[-1]
         current = _child(doc, node, last, where=path[:-1])
+        if isinstance(current, dict) and isinstance(value, dict):
+            update_mapping(self, doc, path, list(current), value)
+            return []
+        if current is not MISSING or not isinstance(last, Match):  # (_add keeps up)
+            _forget_if_renamed(doc, path, current, value)
         if current is MISSING:
             _add(doc, node, last, (), value)
-        elif isinstance(current, dict) and isinstance(value, dict):
-            update_mapping(self, doc, path, list(current), value)
         elif isinstance(last, Match):
             node[_positions(doc, node, last.field)[last.value]] = _copy(value)
-            if value[last.field] != last.value:
-                doc.positions.clear()  # renamed: an element further on may match now
         else:
-            if _matched_field(path) and current != value:
-                doc.positions.clear()
             node[last] = _copy(value)
         return []
 
@@ -108,8 +107,7 @@ class NewFileEditor:
             del parent[_positions(doc, parent, last.field)[last.value]]
             doc.positions.clear()  # the elements after it moved
         else:
-            if _matched_field(path):
-                doc.positions.clear()
+            _forget_if_renamed(doc, path, node, MISSING)
             del parent[last]
         return True
 
@@ -133,31 +131,46 @@ def _child(doc: NewDocument, node: Any, seg: Any, where: KeyPath | None = None) 
 
 def _positions(doc: NewDocument, items: list, field: str) -> dict[str, int]:
     """Where the first element of ``items`` with each value of ``field`` is."""
-    hit = doc.positions.get((id(items), field))
-    if hit is not None and hit[0] is items:
-        return hit[1]
-    found: dict[str, int] = {}
-    for i, el in enumerate(items):
-        if isinstance(el, dict) and isinstance(el.get(field), str):
-            found.setdefault(el[field], i)
-    doc.positions[id(items), field] = (items, found)
+    hit = doc.positions.get(id(items))
+    if hit is None or hit[0] is not items:
+        hit = doc.positions[id(items)] = (items, {})
+    found = hit[1].get(field)
+    if found is None:
+        found = hit[1][field] = {}
+        for i, el in enumerate(items):
+            if isinstance(el, dict) and isinstance(el.get(field), str):
+                found.setdefault(el[field], i)
     return found
 
 
-def _matched_field(path: KeyPath) -> bool:
-    """Whether ``path`` is the field a Match looks at (``models[name=x].name``): changing
-    it can change which element a name finds. (Replacing a whole list is harmless: its
-    entry keeps the old list, which is never looked up again.)"""
-    return len(path) > 1 and isinstance(path[-2], Match) and path[-1] == path[-2].field
+def _forget_if_renamed(doc: NewDocument, path: KeyPath, old: Any, new: Any) -> None:
+    """Forget every position when the edit at ``path`` (``old`` → ``new``) may change
+    what a Match finds: a field some Match looks at, set or deleted on a list element
+    (``models[name=x].name``), or a whole element replaced by one with other values of
+    those fields. (Replacing a whole list is harmless: its entry keeps the old list,
+    which is never looked up again.)"""
+    if isinstance(path[-1], Match):
+        fields = {f for _, by_field in doc.positions.values() for f in by_field}
+        renamed = any(old.get(f, MISSING) != new.get(f, MISSING) for f in fields)
+    elif len(path) > 1 and isinstance(path[-2], Match) and old != new:
+        renamed = any(path[-1] in by_field for _, by_field in doc.positions.values())
+    else:
+        renamed = False
+    if renamed:
+        doc.positions.clear()
 
 
 def _add(doc: NewDocument, node: Any, seg: Any, rest: KeyPath, value: Any) -> None:
     """Create ``seg`` in ``node`` holding ``value`` at ``rest`` below it."""
     if isinstance(seg, Match):
-        hit = doc.positions.get((id(node), seg.field))
-        if hit is not None and hit[0] is node:  # the new element is the first of its name
-            hit[1].setdefault(seg.value, len(node))
-        node.append(_copy(element_value(seg, rest, value)))
+        element = _copy(element_value(seg, rest, value))
+        hit = doc.positions.get(id(node))
+        if hit is not None and hit[0] is node:
+            for field, found in hit[1].items():
+                name = element.get(field)  # not always seg.value: ("name",) may be set
+                if isinstance(name, str):
+                    found.setdefault(name, len(node))  # found only if the first of its name
+        node.append(element)
     else:
         node[seg] = _copy(build_value(rest, value))
 
