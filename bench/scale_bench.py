@@ -1,8 +1,9 @@
 """How first apply and no-op apply grow with the fleet: models and MCP servers.
 
-    python bench/scale_bench.py            # 3 rounds, up to 5000 models / 500 servers
-    python bench/scale_bench.py --quick    # 1 round, up to 1000 models / 50 servers
-    python bench/scale_bench.py --profile 500  # cProfile one first apply, 500 servers
+    python bench/scale_bench.py             # 3 rounds, up to 5000 models / 500 servers
+    python bench/scale_bench.py --quick     # 1 round, no 5000 models
+    python bench/scale_bench.py --compare /tmp/base   # and another checkout, same run
+    python bench/scale_bench.py --profile 500         # cProfile one first apply
 
 The fleets are the shipped ``fleet.yaml`` with models added to ``models:`` (the servers
 axis keeps the example's four models) or servers added to ``mcp_servers:`` (the models
@@ -64,9 +65,9 @@ def env_for_children() -> dict:
     return env
 
 
-def timed(argv: list[str], env: dict) -> float:
+def timed(argv: list[str], env: dict, cwd: Path) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+    proc = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
@@ -74,21 +75,62 @@ def timed(argv: list[str], env: dict) -> float:
     return elapsed
 
 
+def growth_steps(axis: tuple[int, ...]) -> list[tuple[int, int]]:
+    return list(zip(axis, axis[1:]))
+
+
+def report(name: str, sizes, models_axis, servers_axis, first, noop) -> None:
+    """The table and growth ratios of one code tree's medians."""
+    med_first = {s: statistics.median(t) for s, t in first.items()}
+    med_noop = {s: statistics.median(t) for s, t in noop.items()}
+    print(f"{name}:")
+    print("| models | MCP servers | first apply | no-op apply | first / no-op |")
+    print("|---|---|---|---|---|")
+    for size in sizes:
+        f, n = med_first[size], med_noop[size]
+        print(f"| {size[0]} | {size[1]} | {f * 1000:.0f} ms | {n * 1000:.0f} ms | {f / n:.1f}× |")
+    print("growth (linear = the size factor; goal ≤ ×11 for 10×):")
+    steps = [((a, 1), (b, 1)) for a, b in growth_steps(models_axis)]
+    steps += [((EXAMPLE_MODELS, a), (EXAMPLE_MODELS, b)) for a, b in growth_steps(servers_axis)]
+    for small, big in steps:
+        if small[1] == big[1]:
+            what = f"models {small[0]} → {big[0]} (×{big[0] // small[0]})"
+        else:
+            what = f"servers {small[1]} → {big[1]} (×{big[1] // small[1]})"
+        print(f"  {what:<28} first apply ×{med_first[big] / med_first[small]:.1f}, "
+              f"no-op ×{med_noop[big] / med_noop[small]:.1f}")
+    if (EXAMPLE_MODELS, 500) in med_first:
+        ratio = med_first[EXAMPLE_MODELS, 500] / med_noop[EXAMPLE_MODELS, 500]
+        print(f"  first apply at 500 servers = {ratio:.1f}× its no-op (goal ≤ 20×)")
+    print()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--rounds", type=int, default=3)
-    parser.add_argument("--quick", action="store_true",
-                        help="1 round, the two smaller sizes of each axis plus 1000 models")
+    parser.add_argument("--quick", action="store_true", help="1 round, no 5000 models")
+    parser.add_argument("--compare", metavar="DIR", type=Path,
+                        help="also time the taosync package in DIR (another checkout, e.g. "
+                             "`git worktree add /tmp/base main`), interleaved in the same run")
     parser.add_argument("--profile", type=int, metavar="SERVERS",
                         help="instead: cProfile one first apply with this many servers")
     parser.add_argument("--sort", default="cumtime", help="the profile's order (pstats keys)")
     args = parser.parse_args()
-    env = env_for_children()
     py = sys.executable
+    trees = {"this checkout": ROOT}
+    if args.compare:
+        if not (args.compare / "taosync" / "__main__.py").is_file():
+            sys.exit(f"{args.compare}: no taosync package there")
+        trees[f"{args.compare}"] = args.compare.resolve()
+    envs = {}
+    for name, tree in trees.items():  # each child imports its own tree's package first
+        envs[name] = env_for_children()
+        envs[name]["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(tree), os.environ.get("PYTHONPATH")) if p)
 
     with tempfile.TemporaryDirectory(prefix="taosync-scale-") as tmp:
-        def apply(home: Path, fleet: Path, *pre: str) -> list[str]:
-            return [py, *pre, "-m", "taosync", "--home", str(home), "-c", str(fleet),
+        def apply(home: Path, fleet: Path) -> list[str]:
+            return [py, "-m", "taosync", "--home", str(home), "-c", str(fleet),
                     "apply", "--no-verify", "-q"]
 
         if args.profile is not None:
@@ -98,47 +140,31 @@ def main() -> int:
             script = ("import cProfile, pstats, sys; from taosync.__main__ import main; "
                       "cProfile.run('main(sys.argv[3:])', sys.argv[1]); "
                       "pstats.Stats(sys.argv[1]).sort_stats(sys.argv[2]).print_stats(40)")
-            subprocess.run([py, "-c", script, str(Path(tmp, "prof")), args.sort, *argv], env=env,
-                           cwd=ROOT, check=True)
+            subprocess.run([py, "-c", script, str(Path(tmp, "prof")), args.sort, *argv],
+                           env=envs["this checkout"], cwd=ROOT, check=True)
             return 0
 
         models_axis = MODELS_AXIS[:3] if args.quick else MODELS_AXIS
-        servers_axis = SERVERS_AXIS[:2] if args.quick else SERVERS_AXIS
+        servers_axis = SERVERS_AXIS
         rounds = 1 if args.quick else args.rounds
-        sizes = [(m, 1) for m in models_axis] + [(EXAMPLE_MODELS, s) for s in servers_axis[1:]]
+        sizes = [(m, 1) for m in models_axis] + [(EXAMPLE_MODELS, s) for s in servers_axis]
         fleets = {}
         for models, servers in sizes:
             fleets[models, servers] = Path(tmp, f"fleet-{models}-{servers}.yaml")
             fleets[models, servers].write_text(fleet_text(models, servers))
-        timed(apply(Path(tmp, "warm"), fleets[sizes[0]]), env)  # bytecode, page cache
-        first: dict[tuple[int, int], list[float]] = {size: [] for size in sizes}
-        noop: dict[tuple[int, int], list[float]] = {size: [] for size in sizes}
+        first = {name: {size: [] for size in sizes} for name in trees}
+        noop = {name: {size: [] for size in sizes} for name in trees}
+        for t, (name, tree) in enumerate(trees.items()):  # warm-up: bytecode, page cache
+            timed(apply(Path(tmp, f"warm-{t}"), fleets[sizes[0]]), envs[name], tree)
         for r in range(rounds):
-            for size in sizes:  # alternating, so every size sees the same load
-                home = Path(tmp, f"home-{size[0]}-{size[1]}-{r}")
-                first[size].append(timed(apply(home, fleets[size]), env))
-                noop[size].append(timed(apply(home, fleets[size]), env))
+            for size in sizes:  # alternating, so every size and tree sees the same load
+                for t, (name, tree) in enumerate(trees.items()):
+                    home = Path(tmp, f"home-{size[0]}-{size[1]}-{r}-{t}")
+                    first[name][size].append(timed(apply(home, fleets[size]), envs[name], tree))
+                    noop[name][size].append(timed(apply(home, fleets[size]), envs[name], tree))
 
-    med_first = {s: statistics.median(t) for s, t in first.items()}
-    med_noop = {s: statistics.median(t) for s, t in noop.items()}
-    print(f"| models | MCP servers | first apply | no-op apply | first / no-op |")
-    print("|---|---|---|---|---|")
-    for size in sizes:
-        f, n = med_first[size], med_noop[size]
-        print(f"| {size[0]} | {size[1]} | {f * 1000:.0f} ms | {n * 1000:.0f} ms | {f / n:.1f}× |")
-    print()
-    print("growth for 10× (linear = ×10, goal ≤ ×11):")
-    steps = [((a, 1), (b, 1)) for a, b in zip(models_axis, models_axis[1:]) if b == 10 * a]
-    steps += [((EXAMPLE_MODELS, a), (EXAMPLE_MODELS, b))
-              for a, b in zip(servers_axis, servers_axis[1:]) if b == 10 * a]
-    for small, big in steps:
-        what = (f"models {small[0]} → {big[0]}" if small[1] == big[1]
-                else f"servers {small[1]} → {big[1]}")
-        print(f"  {what:<22} first apply ×{med_first[big] / med_first[small]:.1f}, "
-              f"no-op ×{med_noop[big] / med_noop[small]:.1f}")
-    if (EXAMPLE_MODELS, 500) in med_first:
-        ratio = med_first[EXAMPLE_MODELS, 500] / med_noop[EXAMPLE_MODELS, 500]
-        print(f"  first apply at 500 servers = {ratio:.1f}× its no-op (goal ≤ 20×)")
+    for name in trees:
+        report(name, sizes, models_axis, servers_axis, first[name], noop[name])
     print(f"({rounds} round(s), medians, Python {platform.python_version()}, "
           f"{os.cpu_count()} cores)")
     return 0
