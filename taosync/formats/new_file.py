@@ -83,12 +83,14 @@ class NewFileEditor:
         if isinstance(current, dict) and isinstance(value, dict):
             update_mapping(self, doc, path, list(current), value)
             return []
+        if isinstance(last, Match) and current is not MISSING:  # where, before forgetting
+            at = _positions(doc, node, last.field)[last.value]
         if current is not MISSING or not isinstance(last, Match):  # (_add keeps up)
             _forget_if_renamed(doc, path, current, value)
         if current is MISSING:
             _add(doc, node, last, (), value)
         elif isinstance(last, Match):
-            node[_positions(doc, node, last.field)[last.value]] = _copy(value)
+            node[at] = _copy(value)
         else:
             node[last] = _copy(value)
         return []
