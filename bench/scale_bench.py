@@ -9,7 +9,7 @@ The fleets are the shipped ``fleet.yaml`` with models added to ``models:`` (the 
 axis keeps the example's four models) or servers added to ``mcp_servers:`` (the models
 axis keeps its one server). Each round of each size times ``apply --no-verify`` on a fresh
 temporary home (first apply: every client file created), then again on the same home
-(no-op). Prints the medians, each first apply over its no-op, and the growth for 10× the
+(no-op), then with one MCP server changed (the existing files edited in place). Prints the medians, each first apply over its no-op, and the growth for 10× the
 models and 10× the servers (linear is ×10; the goal is ≤ ×11, and a first apply at 500
 servers ≤ 20× its no-op). No network: a dummy key, no verify.
 """
@@ -79,16 +79,24 @@ def growth_steps(axis: tuple[int, ...]) -> list[tuple[int, int]]:
     return list(zip(axis, axis[1:]))
 
 
-def report(name: str, sizes, models_axis, servers_axis, first, noop) -> None:
+def changed(fleet: str) -> str:
+    """The fleet with one MCP server changed (the example's, present in every size)."""
+    return fleet.replace("TAOTOKEN_MODEL: ${routes.balanced}", "TAOTOKEN_MODEL: ${routes.fast}")
+
+
+def report(name: str, sizes, models_axis, servers_axis, first, noop, change) -> None:
     """The table and growth ratios of one code tree's medians."""
     med_first = {s: statistics.median(t) for s, t in first.items()}
     med_noop = {s: statistics.median(t) for s, t in noop.items()}
+    med_change = {s: statistics.median(t) for s, t in change.items()}
     print(f"{name}:")
-    print("| models | MCP servers | first apply | no-op apply | first / no-op |")
-    print("|---|---|---|---|---|")
+    print("| models | MCP servers | first apply | no-op apply | first / no-op "
+          "| one server changed |")
+    print("|---|---|---|---|---|---|")
     for size in sizes:
-        f, n = med_first[size], med_noop[size]
-        print(f"| {size[0]} | {size[1]} | {f * 1000:.0f} ms | {n * 1000:.0f} ms | {f / n:.1f}× |")
+        f, n, c = med_first[size], med_noop[size], med_change[size]
+        print(f"| {size[0]} | {size[1]} | {f * 1000:.0f} ms | {n * 1000:.0f} ms | {f / n:.1f}× "
+              f"| {c * 1000:.0f} ms |")
     print("growth (linear = the size factor; goal ≤ ×11 for 10×):")
     steps = [((a, 1), (b, 1)) for a, b in growth_steps(models_axis)]
     steps += [((EXAMPLE_MODELS, a), (EXAMPLE_MODELS, b)) for a, b in growth_steps(servers_axis)]
@@ -98,7 +106,8 @@ def report(name: str, sizes, models_axis, servers_axis, first, noop) -> None:
         else:
             what = f"servers {small[1]} → {big[1]} (×{big[1] // small[1]})"
         print(f"  {what:<28} first apply ×{med_first[big] / med_first[small]:.1f}, "
-              f"no-op ×{med_noop[big] / med_noop[small]:.1f}")
+              f"no-op ×{med_noop[big] / med_noop[small]:.1f}, "
+              f"one changed ×{med_change[big] / med_change[small]:.1f}")
     if (EXAMPLE_MODELS, 500) in med_first:
         ratio = med_first[EXAMPLE_MODELS, 500] / med_noop[EXAMPLE_MODELS, 500]
         print(f"  first apply at 500 servers = {ratio:.1f}× its no-op (goal ≤ 20×)")
@@ -148,12 +157,16 @@ def main() -> int:
         servers_axis = SERVERS_AXIS
         rounds = 1 if args.quick else args.rounds
         sizes = [(m, 1) for m in models_axis] + [(EXAMPLE_MODELS, s) for s in servers_axis]
-        fleets = {}
+        fleets, changed_fleets = {}, {}
         for models, servers in sizes:
+            text = fleet_text(models, servers)
             fleets[models, servers] = Path(tmp, f"fleet-{models}-{servers}.yaml")
-            fleets[models, servers].write_text(fleet_text(models, servers))
+            fleets[models, servers].write_text(text)
+            changed_fleets[models, servers] = Path(tmp, f"changed-{models}-{servers}.yaml")
+            changed_fleets[models, servers].write_text(changed(text))
         first = {name: {size: [] for size in sizes} for name in trees}
         noop = {name: {size: [] for size in sizes} for name in trees}
+        change = {name: {size: [] for size in sizes} for name in trees}
         for t, (name, tree) in enumerate(trees.items()):  # warm-up: bytecode, page cache
             timed(apply(Path(tmp, f"warm-{t}"), fleets[sizes[0]]), envs[name], tree)
         for r in range(rounds):
@@ -162,9 +175,11 @@ def main() -> int:
                     home = Path(tmp, f"home-{size[0]}-{size[1]}-{r}-{t}")
                     first[name][size].append(timed(apply(home, fleets[size]), envs[name], tree))
                     noop[name][size].append(timed(apply(home, fleets[size]), envs[name], tree))
+                    change[name][size].append(
+                        timed(apply(home, changed_fleets[size]), envs[name], tree))
 
     for name in trees:
-        report(name, sizes, models_axis, servers_axis, first[name], noop[name])
+        report(name, sizes, models_axis, servers_axis, first[name], noop[name], change[name])
     print(f"({rounds} round(s), medians, Python {platform.python_version()}, "
           f"{os.cpu_count()} cores)")
     return 0
