@@ -12,25 +12,19 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_value, editor_for,
-                                  element_value, keypath_str, update_mapping,
+from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, MatchIndex, build_value,
+                                  editor_for, element_value, keypath_str, update_mapping,
                                   with_match_field)
 
 
 class NewDocument:
-    """The plain mapping a new file will hold, and where its list elements are by name.
+    """The plain mapping a new file will hold, and where its list elements are by name."""
 
-    ``positions`` maps ``id(list)`` to the list and, per field a :class:`Match` looked
-    at and per value of it, the index of the first element holding it, so a lookup does
-    not walk the list (Continue's ``mcpServers`` gets one per server). Appends extend
-    it; anything that could move an element or change a matched field clears it.
-    """
-
-    __slots__ = ("data", "positions")
+    __slots__ = ("data", "matches")
 
     def __init__(self) -> None:
         self.data: dict = {}
-        self.positions: dict[int, tuple[list, dict[str, dict[str, int]]]] = {}
+        self.matches = MatchIndex(_name_of)
 
 
 class NewFileEditor:
@@ -71,6 +65,12 @@ class NewFileEditor:
             raise ValueError("cannot set the whole document")
         value = with_match_field(path, value)
         self.writer.check(value, path)
+        try:
+            return self._set(doc, path, value)
+        finally:
+            doc.matches.edited(path)
+
+    def _set(self, doc: NewDocument, path: KeyPath, value: Any) -> list[KeyPath]:
         node: Any = doc.data
         for i, seg in enumerate(path[:-1]):
             child = _child(doc, node, seg, where=path[:i])
@@ -80,17 +80,13 @@ class NewFileEditor:
             node = child
         last = path[-1]
         current = _child(doc, node, last, where=path[:-1])
-        if isinstance(current, dict) and isinstance(value, dict):
-            update_mapping(self, doc, path, list(current), value)
-            return []
-        if isinstance(last, Match) and current is not MISSING:  # where, before forgetting
-            at = _positions(doc, node, last.field)[last.value]
-        if current is not MISSING or not isinstance(last, Match):  # (_add keeps up)
-            _forget_if_renamed(doc, path, current, value)
         if current is MISSING:
             _add(doc, node, last, (), value)
+        elif isinstance(current, dict) and isinstance(value, dict):
+            update_mapping(self, doc, path, list(current), value)
         elif isinstance(last, Match):
-            node[at] = _copy(value)
+            node[doc.matches.find(node, last)] = _copy(value)
+            doc.matches.forget()  # the element may hold other names now
         else:
             node[last] = _copy(value)
         return []
@@ -106,11 +102,11 @@ class NewFileEditor:
                 return False
         last = path[-1]
         if isinstance(last, Match):
-            del parent[_positions(doc, parent, last.field)[last.value]]
-            doc.positions.clear()  # the elements after it moved
+            del parent[doc.matches.find(parent, last)]
+            doc.matches.forget()  # the elements after it moved
         else:
-            _forget_if_renamed(doc, path, node, MISSING)
             del parent[last]
+            doc.matches.edited(path)
         return True
 
 
@@ -122,7 +118,7 @@ def _child(doc: NewDocument, node: Any, seg: Any, where: KeyPath | None = None) 
             if where is None:
                 return MISSING
             raise FormatError(f"{keypath_str(where) or 'the top level'} is not a list")
-        at = _positions(doc, node, seg.field).get(seg.value)
+        at = doc.matches.find(node, seg)
         return MISSING if at is None else node[at]
     if not isinstance(node, dict):
         if where is None:
@@ -131,48 +127,17 @@ def _child(doc: NewDocument, node: Any, seg: Any, where: KeyPath | None = None) 
     return node.get(seg, MISSING)
 
 
-def _positions(doc: NewDocument, items: list, field: str) -> dict[str, int]:
-    """Where the first element of ``items`` with each value of ``field`` is."""
-    hit = doc.positions.get(id(items))
-    if hit is None or hit[0] is not items:
-        hit = doc.positions[id(items)] = (items, {})
-    found = hit[1].get(field)
-    if found is None:
-        found = hit[1][field] = {}
-        for i, el in enumerate(items):
-            if isinstance(el, dict) and isinstance(el.get(field), str):
-                found.setdefault(el[field], i)
-    return found
-
-
-def _forget_if_renamed(doc: NewDocument, path: KeyPath, old: Any, new: Any) -> None:
-    """Forget every position when the edit at ``path`` (``old`` → ``new``) may change
-    what a Match finds: a field some Match looks at, set or deleted on a list element
-    (``models[name=x].name``), or a whole element replaced by one with other values of
-    those fields. (Replacing a whole list is harmless: its entry keeps the old list,
-    which is never looked up again.)"""
-    if isinstance(path[-1], Match):
-        fields = {f for _, by_field in doc.positions.values() for f in by_field}
-        renamed = any(old.get(f, MISSING) != new.get(f, MISSING) for f in fields)
-    elif len(path) > 1 and isinstance(path[-2], Match) and old != new:
-        renamed = any(path[-1] in by_field for _, by_field in doc.positions.values())
-    else:
-        renamed = False
-    if renamed:
-        doc.positions.clear()
+def _name_of(element: Any, field: str) -> str | None:
+    """What a Match on ``field`` compares with in ``element``."""
+    name = element.get(field) if isinstance(element, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _add(doc: NewDocument, node: Any, seg: Any, rest: KeyPath, value: Any) -> None:
     """Create ``seg`` in ``node`` holding ``value`` at ``rest`` below it."""
     if isinstance(seg, Match):
-        element = _copy(element_value(seg, rest, value))
-        hit = doc.positions.get(id(node))
-        if hit is not None and hit[0] is node:
-            for field, found in hit[1].items():
-                name = element.get(field)  # not always seg.value: ("name",) may be set
-                if isinstance(name, str):
-                    found.setdefault(name, len(node))  # found only if the first of its name
-        node.append(element)
+        node.append(_copy(element_value(seg, rest, value)))
+        doc.matches.appended(node)
     else:
         node[seg] = _copy(build_value(rest, value))
 

@@ -56,7 +56,7 @@ from ruamel.yaml.scalarstring import (
 )
 from ruamel.yaml.tokens import CommentToken
 
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, MatchIndex, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
 from taosync.formats.yaml_writer import YAML11_BOOL as _YAML11_BOOL
 
 __all__ = ["EDITOR", "YamlDocument", "YamlEditor"]
@@ -82,10 +82,8 @@ class YamlDocument:
     #: block collections an edit emptied (so written ``{}``/``[]``): block again once
     #: they get an entry back (the document holds them, so their ids stay theirs)
     emptied: dict[int, tuple[Any, Any]] = field(default_factory=dict, repr=False)
-    #: per sequence a Match looked into (by id, with the sequence itself), per field and
-    #: value: the index of the first element holding it, so lookups do not walk the list
-    positions: dict[int, tuple[Any, dict[str, dict[str, int]]]] = field(
-        default_factory=dict, repr=False)
+    #: where list elements are by name (so a Match does not walk the list)
+    matches: MatchIndex = field(default_factory=lambda: MatchIndex(_match_value), repr=False)
 
 
 def _make_yaml(mapping: int = 2, sequence: int = 4, offset: int = 2) -> YAML:
@@ -185,46 +183,11 @@ def _is_block(node: Any) -> bool:
 
 
 def _match_value(element: Any, field: str) -> str | None:
-    """What a Match on ``field`` compares with in ``element`` (None: never equal)."""
+    """What a Match on ``field`` compares with in ``element`` (through a merge key too)."""
     if not isinstance(element, dict):
         return None
     value = _plain(element.get(field))
     return value if isinstance(value, str) else None
-
-
-def _positions(ydoc: YamlDocument, seq: Any, field: str) -> dict[str, int]:
-    """Where the first element of ``seq`` with each value of ``field`` is."""
-    hit = ydoc.positions.get(id(seq))
-    if hit is None or hit[0] is not seq:
-        hit = ydoc.positions[id(seq)] = (seq, {})
-    found = hit[1].get(field)
-    if found is None:
-        found = hit[1][field] = {}
-        for i, el in enumerate(seq):
-            name = _match_value(el, field)
-            if name is not None:
-                found.setdefault(name, i)
-    return found
-
-
-def _appended(ydoc: YamlDocument, seq: Any) -> None:
-    """``seq`` got a new last element: found by a name only if the first of it."""
-    hit = ydoc.positions.get(id(seq))
-    if hit is not None and hit[0] is seq:
-        for field, found in hit[1].items():
-            name = _match_value(seq[-1], field)
-            if name is not None:
-                found.setdefault(name, len(seq) - 1)
-
-
-def _forget_positions(ydoc: YamlDocument, path: KeyPath) -> None:
-    """After an edit whose path names a key some Match looks at: the edit may change
-    what a name finds, in this list or, through an alias or a merge key (``<<``), in
-    another, so every position is forgotten. (A whole list replaced is harmless: its
-    entry keeps the old list, which is never looked up again.)"""
-    if ydoc.positions and any(isinstance(seg, str) and seg in by_field
-                              for _, by_field in ydoc.positions.values() for seg in path):
-        ydoc.positions.clear()
 
 
 def _own_keys(m: CommentedMap) -> list[Any]:
@@ -374,7 +337,7 @@ class YamlEditor:
         if isinstance(seg, Match):
             if not isinstance(node, CommentedSeq):
                 raise self._not(node, where, "a list")
-            at = _positions(ydoc, node, seg.field).get(seg.value)
+            at = ydoc.matches.find(node, seg)
             return MISSING if at is None else node[at]
         if not isinstance(node, dict):
             raise self._not(node, where, "a mapping")
@@ -431,7 +394,7 @@ class YamlEditor:
         try:
             return self._set(ydoc, path, value)
         finally:
-            _forget_positions(ydoc, path)
+            ydoc.matches.edited(path)
 
     def _set(self, ydoc: YamlDocument, path: KeyPath, value: Any) -> list[KeyPath]:
         nodes = self._walk(ydoc, path)
@@ -446,7 +409,7 @@ class YamlEditor:
             new = _to_node(element_value(seg, rest, value))
             self._touch(ydoc)
             self._append(ydoc, node, None, new, self._columns(ydoc, nodes)[-1])
-            _appended(ydoc, node)
+            ydoc.matches.appended(node)
         else:
             if not isinstance(node, CommentedMap):
                 raise self._not(node, path[:i], "a mapping")
@@ -466,7 +429,7 @@ class YamlEditor:
             return False
         parent, seg = nodes[-2], path[-1]
         if isinstance(seg, Match):
-            key = _positions(ydoc, parent, seg.field)[seg.value]
+            key = ydoc.matches.find(parent, seg)
         else:
             if seg not in _own_keys(parent):
                 return False  # inherited through a merge key: nothing of its own to delete
@@ -474,9 +437,9 @@ class YamlEditor:
         self._touch(ydoc)
         leftover = self._remove(parent, key, self._columns(ydoc, nodes[:-1])[-1])
         if isinstance(seg, Match):
-            ydoc.positions.clear()  # the elements after it moved up
+            ydoc.matches.forget()  # the elements after it moved up
         else:
-            _forget_positions(ydoc, path)
+            ydoc.matches.edited(path)
         if not len(parent) and len(nodes) >= 3:
             self._emptied(ydoc, nodes[-3], path[-2], parent, leftover)
         return True
