@@ -337,6 +337,7 @@ class JsonEditor:
                 raise FormatError("the top level must be an object, not a list")
             doc.text = self._render(doc, build_value(path, value), "", inline=False) + doc.newline
             doc._layout.clear()
+            doc._keys.clear()
             doc._edited = True
             return [path[:i] for i in range(1, len(path))]
         if len(nodes) == len(path) + 1:
