@@ -509,3 +509,104 @@ def test_property_edits_match_a_plain_model(x, indent, ops):
         for key in path:
             cur = cur.get(key, MISSING) if isinstance(cur, dict) else MISSING
         assert got == cur or (got is MISSING and cur is MISSING)
+
+
+# -- linear edits on large objects ----------------------------------------------------------
+
+def big_servers_text(n: int) -> str:
+    servers = {f"srv-{i:03d}": {"command": "npx", "args": ["-y", f"@s/{i}"], "env": {"I": str(i)}}
+               for i in range(n)}
+    return json.dumps({"numStartups": 3, "mcpServers": servers, "tail": [1, 2]}, indent=2)
+
+
+def random_edit(rng, names: list[str], step: int):
+    """One edit of the kinds the planner makes on ``mcpServers``: add, replace, update a
+    member key by key (dict over dict), delete (first, middle, last), a nested set."""
+    kind = rng.choice(["add", "add", "replace", "update", "delete", "nested", "array"])
+    if kind == "add" or not names:
+        name = f"new-{step:04d}"
+        names.append(name)
+        return "set", ("mcpServers", name), {"url": f"https://m{step}.example/mcp"}
+    name = rng.choice([names[0], names[-1], rng.choice(names)])
+    if kind == "replace":
+        return "set", ("mcpServers", name), [step, "list"]
+    if kind == "update":
+        return "set", ("mcpServers", name), {"command": "uvx", "cwd": f"/srv/{step}"}
+    if kind == "delete":
+        names.remove(name)
+        return "delete", ("mcpServers", name), None
+    if kind == "nested":
+        return "set", ("mcpServers", name, "env", f"K{step}"), str(step)
+    return "set", ("tail", Match("n", str(step % 7))), {"v": step}
+
+
+def test_edits_on_a_large_object_give_the_text_a_fresh_parse_gives():
+    """The cached layout (offsets shifted, items added and removed in place, members
+    indexed by key) edits exactly as a fresh parse of the text before every step would,
+    which is what the editor did before it kept anything between edits."""
+    import random
+
+    rng = random.Random(16)
+    text = big_servers_text(500)
+    doc = E.parse(text)
+    names = [f"srv-{i:03d}" for i in range(500)]
+    for step in range(300):
+        kind, path, value = random_edit(rng, names, step)
+        fresh = E.parse(text)
+        if kind == "set":
+            try:
+                expected = E.set(fresh, path, value)
+            except FormatError:
+                with pytest.raises(FormatError):
+                    E.set(doc, path, value)
+                continue
+            assert E.set(doc, path, value) == expected
+        else:
+            assert E.delete(doc, path) == E.delete(fresh, path)
+        text = E.dump(fresh)
+        assert E.dump(doc) == text, f"step {step}: {kind} {path}"
+        assert E.get(doc, ("mcpServers",)) == json.loads(text)["mcpServers"]
+    for start, (end, items) in doc._layout.items():  # and the cache still matches a rescan
+        assert [vars_(i) for i in items] == [vars_(i) for i in _scan_items(text, start)]
+    for items, index in doc._keys.values():
+        if any(items is layout_items for _, layout_items in doc._layout.values()):
+            assert {k: [vars_(i) for i in v] for k, v in index.items()} == \
+                {k: [vars_(i) for i in items if i.key == k] for k in {i.key for i in items}}
+
+
+def test_duplicate_keys_stay_last_one_wins_through_the_index():
+    doc = E.parse('{"a": 1, "b": 2, "a": 3}')
+    assert E.get(doc, ("a",)) == 3
+    E.set(doc, ("a",), 4)
+    assert E.dump(doc) == '{"a": 1, "b": 2, "a": 4}'
+    E.set(doc, ("c",), 5)
+    assert E.delete(doc, ("a",)) is True
+    assert E.dump(doc) == '{"b": 2, "c": 5}'
+    assert E.get(doc, ("a",)) is MISSING
+    E.set(doc, ("a",), 6)
+    assert E.get(doc, ("a",)) == 6 and E.dump(doc) == '{"b": 2, "c": 5, "a": 6}'
+
+
+def test_a_run_of_inserts_scans_the_object_once(monkeypatch):
+    """Cost linear in the edits: adding 500 members to a 500-member object, each looked
+    up first as the planner does, scans that object once, not once per edit."""
+    from taosync.formats import json_
+
+    scanned = []
+    real = json_._scan_items
+    monkeypatch.setattr(json_, "_scan_items", lambda text, start: scanned.append(start) or
+                        real(text, start))
+    text = big_servers_text(500)
+    servers_at = text.index("{", text.index('"mcpServers"'))  # no edit comes before it
+    doc = E.parse(text)
+    scanned.clear()  # parse scans the root once to find the indent unit
+    for i in range(500):
+        assert E.get(doc, ("mcpServers", f"added-{i}")) is MISSING
+        E.set(doc, ("mcpServers", f"added-{i}"), {"url": f"https://a{i}.example/mcp"})
+        E.set(doc, ("mcpServers", f"srv-{i:03d}", "env", "I"), "changed")
+    for i in range(0, 500, 2):
+        E.delete(doc, ("mcpServers", f"added-{i}"))
+    out = json.loads(E.dump(doc))
+    assert len(out["mcpServers"]) == 750 and out["mcpServers"]["srv-007"]["env"] == {"I": "changed"}
+    assert scanned.count(servers_at) == 1
+    assert len(scanned) <= 2 + 2 * 500  # root, mcpServers, each server and its env once

@@ -280,3 +280,43 @@ def test_property_yaml_same_text_as_the_editor_for_keys_set_once(ops):
         assert text == YAML_EDITOR.dump(edited)
         if yaml_writer.write(data) is not None:  # (else it is the editor's text, above)
             assert YAML(typ="safe", pure=True).load(text) == data
+
+
+def test_match_lookups_by_name_act_as_a_walk_of_the_list():
+    """The new-file editor finds list elements by name through an index; a sequence of
+    Match edits (adds, renames into duplicates, element and field deletes, a whole list
+    replaced) on a 500-element list acts exactly as on a fresh document, whose index is
+    built from a walk of the list, after every step."""
+    import copy
+    import random
+
+    rng = random.Random(16)
+    editor = NewFileEditor("yaml", yaml_writer)
+    doc = editor.parse("")
+    for i in range(500):
+        editor.set(doc, ("mcpServers", Match("name", f"s{i}"), "command"), "npx")
+    names = [f"s{i}" for i in range(520)]  # some never added, some renamed into others
+    for step in range(800):
+        name = rng.choice(names)
+        element = ("mcpServers", Match("name", name))
+        kind, path, value = rng.choice([
+            ("set", element + ("command",), f"c{step}"),
+            ("set", element, {"url": f"https://{step}.example/mcp"}),
+            ("set", element, {"name": rng.choice(names), "url": "u"}),
+            ("set", element + ("name",), rng.choice(names)),
+            ("delete", element, None),
+            ("delete", element + ("name",), None),
+            ("get", element, None),
+            ("set", element + ("id",), rng.choice(names)),
+            ("get", ("mcpServers", Match("id", name)), None),
+        ] + ([("set", ("mcpServers",), [{"name": "s1"}, {"name": "s2"}])] if step == 400 else []))
+        fresh = editor.parse("")
+        fresh.data = copy.deepcopy(doc.data)
+        if kind == "set":
+            assert editor.set(doc, path, value) == editor.set(fresh, path, value)
+        elif kind == "delete":
+            assert editor.delete(doc, path) == editor.delete(fresh, path)
+        assert doc.data == fresh.data, f"step {step}: {kind} {path} {value}"
+        for field in ("name", "id"):  # two fields looked at in one list
+            found = next((el for el in doc.data["mcpServers"] if el.get(field) == name), MISSING)
+            assert editor.get(doc, ("mcpServers", Match(field, name))) == found

@@ -335,14 +335,15 @@ def _untouched(desired: Desired | None, previous: FileState | None, text: str | 
 
 def _prune(editor, doc, created: list[str], keep: dict[str, OwnedKey]) -> list[str]:
     """Remove containers taosync created that are now empty; return those still there."""
+    # a container holding a kept key: the key itself, or its text up to a "." or "["
+    holding = {k[:i] for k in keep for i, c in enumerate(k) if c in ".["}.union(keep)
     still = []
     for kp_text in sorted(created, key=lambda s: -len(keypath_parse(s))):
         kp = keypath_parse(kp_text)
         current = editor.get(doc, kp)
         if current is MISSING:
             continue
-        if any(k == kp_text or k.startswith(kp_text + ".") or k.startswith(kp_text + "[")
-               for k in keep):
+        if kp_text in holding:
             still.append(kp_text)
             continue
         empty = current in ({}, [])

@@ -13,7 +13,7 @@ lines and the trailing newline of everything else stay byte for byte.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, Union
+from typing import Any, Callable, Protocol, Union
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,60 @@ class Editor(Protocol):
 
     def dump(self, doc: Any) -> str:
         """Document → text; an unedited document dumps to exactly the text parsed."""
+
+
+class MatchIndex:
+    """Where the elements of lists are by name: per list a :class:`Match` looked into
+    and per field, the index of the first element holding each value, so a lookup does
+    not walk the list (Continue's ``models``/``mcpServers`` get one lookup per key).
+
+    The editor owns the lists and reports edits: :meth:`appended` after an element is
+    added (kept up), :meth:`edited` after any set or delete (forgotten when the path
+    names a field some Match looks at: the edit may change what a name finds, also in
+    another list through an alias or a merge key), :meth:`forget` when elements move.
+    A list replaced whole is harmless: its entry keeps the old list, never looked up.
+    """
+
+    __slots__ = ("lists", "name_of")
+
+    def __init__(self, name_of: Callable[[Any, str], str | None]):
+        #: id(list) -> (the list, {field: {value: index of the first element}})
+        self.lists: dict[int, tuple[list, dict[str, dict[str, int]]]] = {}
+        #: an element's value of a field as a Match compares it (None: never equal)
+        self.name_of = name_of
+
+    def positions(self, items: list, field: str) -> dict[str, int]:
+        hit = self.lists.get(id(items))
+        if hit is None or hit[0] is not items:
+            hit = self.lists[id(items)] = (items, {})
+        found = hit[1].get(field)
+        if found is None:
+            found = hit[1][field] = {}
+            for i, element in enumerate(items):
+                name = self.name_of(element, field)
+                if name is not None:
+                    found.setdefault(name, i)
+        return found
+
+    def find(self, items: list, seg: Match) -> int | None:
+        """The index of the element ``seg`` names, None when there is none."""
+        return self.positions(items, seg.field).get(seg.value)
+
+    def appended(self, items: list) -> None:
+        hit = self.lists.get(id(items))
+        if hit is not None and hit[0] is items:
+            for field, found in hit[1].items():
+                name = self.name_of(items[-1], field)
+                if name is not None:
+                    found.setdefault(name, len(items) - 1)  # found if the first of its name
+
+    def edited(self, path: KeyPath) -> None:
+        if self.lists and any(isinstance(seg, str) and seg in fields
+                              for _, fields in self.lists.values() for seg in path):
+            self.forget()
+
+    def forget(self) -> None:
+        self.lists.clear()
 
 
 def keypath_str(path: KeyPath) -> str:

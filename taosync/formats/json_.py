@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from json.decoder import scanstring
 from typing import Any
@@ -84,8 +85,10 @@ class JsonDocument:
     """The text of a JSON file; edits splice it in place.
 
     ``_layout`` caches, per container start offset, the container's end and its items;
-    a splice shifts the offsets it moves instead of rescanning, so a run of edits on a
-    large file costs one scan of each container on the paths it touches.
+    a splice shifts the offsets it moves instead of rescanning, and an added or removed
+    member updates its container's items in place, so a run of edits on a large file
+    costs one scan of each container on the paths it touches. ``_keys`` indexes an
+    object's members by key (per items list, by its id), so a lookup does not walk them.
     """
 
     text: str
@@ -93,6 +96,8 @@ class JsonDocument:
     unit: str = "  "
     _layout: dict[int, tuple[int, list[_Item]]] = field(default_factory=dict, repr=False)
     _edited: bool = field(default=False, repr=False)
+    _keys: dict[int, tuple[list[_Item], dict[str, list[_Item]]]] = field(
+        default_factory=dict, repr=False)
 
 
 def _ws(text: str, i: int) -> int:
@@ -129,6 +134,18 @@ def _items(doc: JsonDocument, node: _Node) -> list[_Item]:
     return items
 
 
+def _by_key(doc: JsonDocument, items: list[_Item]) -> dict[str, list[_Item]]:
+    """An object's members by key, each key's occurrences in order (built on first use)."""
+    hit = doc._keys.get(id(items))
+    if hit is not None:
+        return hit[1]
+    index: dict[str, list[_Item]] = {}
+    for it in items:
+        index.setdefault(it.key, []).append(it)  # type: ignore[arg-type]
+    doc._keys[id(items)] = (items, index)
+    return index
+
+
 def _splice(doc: JsonDocument, a: int, b: int, new: str, restructured: int | None = None) -> None:
     """Replace ``text[a:b]`` with ``new`` and bring the layout cache up to date. The
     container starting at ``restructured`` gained or lost items: its entry is dropped."""
@@ -138,6 +155,7 @@ def _splice(doc: JsonDocument, a: int, b: int, new: str, restructured: int | Non
     layout: dict[int, tuple[int, list[_Item]]] = {}
     for start, (end, items) in doc._layout.items():
         if start == restructured:
+            doc._keys.pop(id(items), None)
             continue
         if end <= a:  # wholly before the splice
             layout[start] = (end, items)
@@ -165,8 +183,15 @@ def _splice(doc: JsonDocument, a: int, b: int, new: str, restructured: int | Non
                     break
             if ok:
                 layout[start] = (end + d, items)
-        # else: inside the replaced text, or overlapping it: forget it
+            else:
+                doc._keys.pop(id(items), None)
+        else:  # inside the replaced text, or overlapping it: forget it
+            doc._keys.pop(id(items), None)
     doc._layout = layout
+
+
+def _value_start(item: _Item) -> int:
+    return item.start
 
 
 def _line_col(text: str, pos: int) -> tuple[int, int]:
@@ -245,7 +270,10 @@ class JsonEditor:
         start = _ws(text, 0)
         if start >= len(text):
             return None
-        return _Node(start, len(text.rstrip(" \t\r\n")))
+        end = len(text)  # not text.rstrip(): that copies the whole text on every walk
+        while text[end - 1] in " \t\r\n":
+            end -= 1
+        return _Node(start, end)
 
     def _child(self, doc: JsonDocument, node: _Node, seg: Any, where: KeyPath) -> _Node | None:
         """The child of ``node`` named by ``seg``, None when absent. FormatError when
@@ -263,11 +291,8 @@ class JsonEditor:
             return None
         if text[node.start] != "{":
             raise self._not(doc, node, where, "an object")
-        found = None
-        for m in _items(doc, node):
-            if m.key == seg:
-                found = m
-        return None if found is None else _Node(found.start, found.end)
+        found = _by_key(doc, _items(doc, node)).get(seg)
+        return None if not found else _Node(found[-1].start, found[-1].end)
 
     @staticmethod
     def _not(doc: JsonDocument, node: _Node, where: KeyPath, what: str) -> FormatError:
@@ -312,6 +337,7 @@ class JsonEditor:
                 raise FormatError("the top level must be an object, not a list")
             doc.text = self._render(doc, build_value(path, value), "", inline=False) + doc.newline
             doc._layout.clear()
+            doc._keys.clear()
             doc._edited = True
             return [path[:i] for i in range(1, len(path))]
         if len(nodes) == len(path) + 1:
@@ -380,7 +406,14 @@ class JsonEditor:
             else:
                 rendered = self._render(doc, value, "", inline=True)
             kv = key_text + text[last.key_end:last.start] if is_obj else ""
-            _splice(doc, last.end, last.end, sep + kv + rendered, restructured=node.start)
+            _splice(doc, last.end, last.end, sep + kv + rendered)
+            # the container still encloses the splice, so its entry was kept: add the item
+            key_start = last.end + len(sep)
+            start = key_start + len(kv)
+            item = _Item(key, key_start, key_start + len(key_text), start, start + len(rendered))
+            items.append(item)
+            if id(items) in doc._keys:
+                doc._keys[id(items)][1].setdefault(key, []).append(item)  # type: ignore[arg-type]
             return
         close = "}" if is_obj else "]"
         kv = key_text + ": " if is_obj else ""
@@ -395,14 +428,21 @@ class JsonEditor:
 
     def _remove(self, doc: JsonDocument, container: _Node, node: _Node) -> None:
         items = _items(doc, container)
-        idx = next(i for i, it in enumerate(items) if it.start == node.start)
+        idx = bisect_left(items, node.start, key=_value_start)
         if len(items) == 1:
             a, b = container.start + 1, container.end - 1
         elif idx < len(items) - 1:
             a, b = items[idx].key_start, items[idx + 1].key_start
         else:
             a, b = items[idx - 1].end, items[idx].end
-        _splice(doc, a, b, "", restructured=container.start)
+        # the container encloses the removed text, so its entry is kept without the item
+        item = items.pop(idx)
+        if id(items) in doc._keys:
+            same = doc._keys[id(items)][1][item.key]  # type: ignore[index]
+            same.remove(item)
+            if not same:
+                del doc._keys[id(items)][1][item.key]  # type: ignore[arg-type]
+        _splice(doc, a, b, "")
 
     # -- rendering helpers ----------------------------------------------------------------
 

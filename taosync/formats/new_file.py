@@ -12,18 +12,19 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_value, editor_for,
-                                  element_value, keypath_str, update_mapping,
+from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, MatchIndex, build_value,
+                                  editor_for, element_value, keypath_str, update_mapping,
                                   with_match_field)
 
 
 class NewDocument:
-    """The plain mapping a new file will hold."""
+    """The plain mapping a new file will hold, and where its list elements are by name."""
 
-    __slots__ = ("data",)
+    __slots__ = ("data", "matches")
 
     def __init__(self) -> None:
         self.data: dict = {}
+        self.matches = MatchIndex(_name_of)
 
 
 class NewFileEditor:
@@ -53,7 +54,7 @@ class NewFileEditor:
     def get(self, doc: NewDocument, path: KeyPath) -> Any:
         node = doc.data
         for seg in path:
-            node = _child(node, seg)
+            node = _child(doc, node, seg)
             if node is MISSING:
                 return MISSING
         return _copy(node)
@@ -64,21 +65,28 @@ class NewFileEditor:
             raise ValueError("cannot set the whole document")
         value = with_match_field(path, value)
         self.writer.check(value, path)
+        try:
+            return self._set(doc, path, value)
+        finally:
+            doc.matches.edited(path)
+
+    def _set(self, doc: NewDocument, path: KeyPath, value: Any) -> list[KeyPath]:
         node: Any = doc.data
         for i, seg in enumerate(path[:-1]):
-            child = _child(node, seg, where=path[:i])
+            child = _child(doc, node, seg, where=path[:i])
             if child is MISSING:
-                _add(node, seg, path[i + 1:], value)
+                _add(doc, node, seg, path[i + 1:], value)
                 return [path[:j] for j in range(i + 1, len(path))]
             node = child
         last = path[-1]
-        current = _child(node, last, where=path[:-1])
+        current = _child(doc, node, last, where=path[:-1])
         if current is MISSING:
-            _add(node, last, (), value)
+            _add(doc, node, last, (), value)
         elif isinstance(current, dict) and isinstance(value, dict):
             update_mapping(self, doc, path, list(current), value)
         elif isinstance(last, Match):
-            node[_index(node, current)] = _copy(value)
+            node[doc.matches.find(node, last)] = _copy(value)
+            doc.matches.forget()  # the element may hold other names now
         else:
             node[last] = _copy(value)
         return []
@@ -89,17 +97,20 @@ class NewFileEditor:
             raise ValueError("cannot delete the whole document")
         parent = node = doc.data
         for seg in path:
-            parent, node = node, _child(node, seg)
+            parent, node = node, _child(doc, node, seg)
             if node is MISSING:
                 return False
-        if isinstance(path[-1], Match):
-            del parent[_index(parent, node)]
+        last = path[-1]
+        if isinstance(last, Match):
+            del parent[doc.matches.find(parent, last)]
+            doc.matches.forget()  # the elements after it moved
         else:
-            del parent[path[-1]]
+            del parent[last]
+            doc.matches.edited(path)
         return True
 
 
-def _child(node: Any, seg: Any, where: KeyPath | None = None) -> Any:
+def _child(doc: NewDocument, node: Any, seg: Any, where: KeyPath | None = None) -> Any:
     """``node``'s child at ``seg``, MISSING when absent. With ``where`` (setting), a
     parent of the wrong kind is a FormatError; without (reading), it is just absent."""
     if isinstance(seg, Match):
@@ -107,8 +118,8 @@ def _child(node: Any, seg: Any, where: KeyPath | None = None) -> Any:
             if where is None:
                 return MISSING
             raise FormatError(f"{keypath_str(where) or 'the top level'} is not a list")
-        return next((el for el in node if isinstance(el, dict) and el.get(seg.field) == seg.value),
-                    MISSING)
+        at = doc.matches.find(node, seg)
+        return MISSING if at is None else node[at]
     if not isinstance(node, dict):
         if where is None:
             return MISSING
@@ -116,15 +127,17 @@ def _child(node: Any, seg: Any, where: KeyPath | None = None) -> Any:
     return node.get(seg, MISSING)
 
 
-def _index(items: list, element: Any) -> int:
-    """Where ``element`` itself (not an equal one) is in ``items``."""
-    return next(i for i, el in enumerate(items) if el is element)
+def _name_of(element: Any, field: str) -> str | None:
+    """What a Match on ``field`` compares with in ``element``."""
+    name = element.get(field) if isinstance(element, dict) else None
+    return name if isinstance(name, str) else None
 
 
-def _add(node: Any, seg: Any, rest: KeyPath, value: Any) -> None:
+def _add(doc: NewDocument, node: Any, seg: Any, rest: KeyPath, value: Any) -> None:
     """Create ``seg`` in ``node`` holding ``value`` at ``rest`` below it."""
     if isinstance(seg, Match):
         node.append(_copy(element_value(seg, rest, value)))
+        doc.matches.appended(node)
     else:
         node[seg] = _copy(build_value(rest, value))
 

@@ -56,7 +56,7 @@ from ruamel.yaml.scalarstring import (
 )
 from ruamel.yaml.tokens import CommentToken
 
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, MatchIndex, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
 from taosync.formats.yaml_writer import YAML11_BOOL as _YAML11_BOOL
 
 __all__ = ["EDITOR", "YamlDocument", "YamlEditor"]
@@ -82,6 +82,8 @@ class YamlDocument:
     #: block collections an edit emptied (so written ``{}``/``[]``): block again once
     #: they get an entry back (the document holds them, so their ids stay theirs)
     emptied: dict[int, tuple[Any, Any]] = field(default_factory=dict, repr=False)
+    #: where list elements are by name (so a Match does not walk the list)
+    matches: MatchIndex = field(default_factory=lambda: MatchIndex(_match_value), repr=False)
 
 
 def _make_yaml(mapping: int = 2, sequence: int = 4, offset: int = 2) -> YAML:
@@ -178,6 +180,14 @@ def _keep_anchors(node: Any) -> None:
 
 def _is_block(node: Any) -> bool:
     return isinstance(node, (CommentedMap, CommentedSeq)) and len(node) > 0 and not node.fa.flow_style()
+
+
+def _match_value(element: Any, field: str) -> str | None:
+    """What a Match on ``field`` compares with in ``element`` (through a merge key too)."""
+    if not isinstance(element, dict):
+        return None
+    value = _plain(element.get(field))
+    return value if isinstance(value, str) else None
 
 
 def _own_keys(m: CommentedMap) -> list[Any]:
@@ -323,14 +333,12 @@ class YamlEditor:
 
     # -- walking --------------------------------------------------------------------------
 
-    def _child(self, node: Any, seg: Any, where: KeyPath) -> Any:
+    def _child(self, ydoc: YamlDocument, node: Any, seg: Any, where: KeyPath) -> Any:
         if isinstance(seg, Match):
             if not isinstance(node, CommentedSeq):
                 raise self._not(node, where, "a list")
-            for el in node:
-                if isinstance(el, dict) and _plain(el.get(seg.field)) == seg.value:
-                    return el
-            return MISSING
+            at = ydoc.matches.find(node, seg)
+            return MISSING if at is None else node[at]
         if not isinstance(node, dict):
             raise self._not(node, where, "a mapping")
         return node[seg] if seg in node else MISSING
@@ -360,7 +368,7 @@ class YamlEditor:
     def _walk(self, ydoc: YamlDocument, path: KeyPath) -> list[Any]:
         nodes = [ydoc.data]
         for i, seg in enumerate(path):
-            child = self._child(nodes[-1], seg, path[:i])
+            child = self._child(ydoc, nodes[-1], seg, path[:i])
             if child is MISSING:
                 break
             nodes.append(child)
@@ -383,6 +391,12 @@ class YamlEditor:
         if not path:
             raise ValueError("cannot set the whole document")
         value = with_match_field(path, value)
+        try:
+            return self._set(ydoc, path, value)
+        finally:
+            ydoc.matches.edited(path)
+
+    def _set(self, ydoc: YamlDocument, path: KeyPath, value: Any) -> list[KeyPath]:
         nodes = self._walk(ydoc, path)
         if len(nodes) == len(path) + 1:
             self._replace(ydoc, path, nodes, value)
@@ -395,6 +409,7 @@ class YamlEditor:
             new = _to_node(element_value(seg, rest, value))
             self._touch(ydoc)
             self._append(ydoc, node, None, new, self._columns(ydoc, nodes)[-1])
+            ydoc.matches.appended(node)
         else:
             if not isinstance(node, CommentedMap):
                 raise self._not(node, path[:i], "a mapping")
@@ -414,13 +429,17 @@ class YamlEditor:
             return False
         parent, seg = nodes[-2], path[-1]
         if isinstance(seg, Match):
-            key = next(i for i, el in enumerate(parent) if el is nodes[-1])
+            key = ydoc.matches.find(parent, seg)
         else:
             if seg not in _own_keys(parent):
                 return False  # inherited through a merge key: nothing of its own to delete
             key = seg
         self._touch(ydoc)
         leftover = self._remove(parent, key, self._columns(ydoc, nodes[:-1])[-1])
+        if isinstance(seg, Match):
+            ydoc.matches.forget()  # the elements after it moved up
+        else:
+            ydoc.matches.edited(path)
         if not len(parent) and len(nodes) >= 3:
             self._emptied(ydoc, nodes[-3], path[-2], parent, leftover)
         return True

@@ -1,0 +1,189 @@
+"""How first apply and no-op apply grow with the fleet: models and MCP servers.
+
+    python bench/scale_bench.py             # 3 rounds, up to 5000 models / 500 servers
+    python bench/scale_bench.py --quick     # 1 round, no 5000 models
+    python bench/scale_bench.py --compare /tmp/base   # and another checkout, same run
+    python bench/scale_bench.py --profile 500         # cProfile one first apply
+
+The fleets are the shipped ``fleet.yaml`` with models added to ``models:`` (the servers
+axis keeps the example's four models) or servers added to ``mcp_servers:`` (the models
+axis keeps its one server). Each round of each size times ``apply --no-verify`` on a fresh
+temporary home (first apply: every client file created), then again on the same home
+(no-op), then with one MCP server changed (the existing files edited in place). Prints the medians, each first apply over its no-op, and the growth for 10× the
+models and 10× the servers (linear is ×10; the goal is ≤ ×11, and a first apply at 500
+servers ≤ 20× its no-op). No network: a dummy key, no verify.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_MODELS = 4  # in the shipped fleet.yaml
+MODELS_AXIS = (10, 100, 1000, 5000)
+SERVERS_AXIS = (1, 50, 500)
+
+
+def fleet_text(models: int, servers: int) -> str:
+    """The shipped fleet.yaml with ``models`` catalogue entries and ``servers`` MCP servers
+    in all (the example's own count toward both)."""
+    lines = (ROOT / "fleet.yaml").read_text().splitlines()
+    out = []
+    for line in lines:
+        out.append(line)
+        if line.startswith("models:"):
+            out += [f"  bench/model-{i:05d}: {{backend: cuda, context_window: 32768}}"
+                    for i in range(models - EXAMPLE_MODELS)]
+        elif line.startswith("mcp_servers:"):
+            for i in range(servers - 1):
+                if i % 2:
+                    out += [f"  bench-http-{i:04d}:",
+                            f"    url: https://mcp{i}.example.net/mcp",
+                            "    headers: {Authorization: 'Bearer ${gateway.key}'}"]
+                else:
+                    out += [f"  bench-stdio-{i:04d}:",
+                            "    command: npx",
+                            f"    args: [-y, '@bench/server-{i}']",
+                            "    env: {BASE: '${gateway.base_url}', MODEL: '${routes.fast}'}"]
+    return "\n".join(out) + "\n"
+
+
+def env_for_children() -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["TAOTOKEN_API_KEY"] = "sk-bench-0000000000000000dummy"
+    for var in ("TAOSYNC_CONFIG", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "CODEX_HOME",
+                "CLAUDE_CONFIG_DIR", "CLINE_DIR", "CLINE_DATA_DIR", "CONTINUE_GLOBAL_DIR"):
+        env.pop(var, None)
+    return env
+
+
+def timed(argv: list[str], env: dict, cwd: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr}")
+    return elapsed
+
+
+def growth_steps(axis: tuple[int, ...]) -> list[tuple[int, int]]:
+    return list(zip(axis, axis[1:]))
+
+
+def changed(fleet: str) -> str:
+    """The fleet with one MCP server changed (the example's, present in every size)."""
+    return fleet.replace("TAOTOKEN_MODEL: ${routes.balanced}", "TAOTOKEN_MODEL: ${routes.fast}")
+
+
+def report(name: str, sizes, models_axis, servers_axis, first, noop, change) -> None:
+    """The table and growth ratios of one code tree's medians."""
+    med_first = {s: statistics.median(t) for s, t in first.items()}
+    med_noop = {s: statistics.median(t) for s, t in noop.items()}
+    med_change = {s: statistics.median(t) for s, t in change.items()}
+    print(f"{name}:")
+    print("| models | MCP servers | first apply | no-op apply | first / no-op "
+          "| one server changed |")
+    print("|---|---|---|---|---|---|")
+    for size in sizes:
+        f, n, c = med_first[size], med_noop[size], med_change[size]
+        print(f"| {size[0]} | {size[1]} | {f * 1000:.0f} ms | {n * 1000:.0f} ms | {f / n:.1f}× "
+              f"| {c * 1000:.0f} ms |")
+    print("growth (linear = the size factor; goal ≤ ×11 for 10×):")
+    steps = [((a, 1), (b, 1)) for a, b in growth_steps(models_axis)]
+    steps += [((EXAMPLE_MODELS, a), (EXAMPLE_MODELS, b)) for a, b in growth_steps(servers_axis)]
+    for small, big in steps:
+        if small[1] == big[1]:
+            what = f"models {small[0]} → {big[0]} (×{big[0] // small[0]})"
+        else:
+            what = f"servers {small[1]} → {big[1]} (×{big[1] // small[1]})"
+        print(f"  {what:<28} first apply ×{med_first[big] / med_first[small]:.1f}, "
+              f"no-op ×{med_noop[big] / med_noop[small]:.1f}, "
+              f"one changed ×{med_change[big] / med_change[small]:.1f}")
+    if (EXAMPLE_MODELS, 500) in med_first:
+        ratio = med_first[EXAMPLE_MODELS, 500] / med_noop[EXAMPLE_MODELS, 500]
+        print(f"  first apply at 500 servers = {ratio:.1f}× its no-op (goal ≤ 20×)")
+    print()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="1 round, no 5000 models")
+    parser.add_argument("--compare", metavar="DIR", type=Path,
+                        help="also time the taosync package in DIR (another checkout, e.g. "
+                             "`git worktree add /tmp/base main`), interleaved in the same run")
+    parser.add_argument("--profile", type=int, metavar="SERVERS",
+                        help="instead: cProfile one first apply with this many servers")
+    parser.add_argument("--sort", default="cumtime", help="the profile's order (pstats keys)")
+    args = parser.parse_args()
+    py = sys.executable
+    trees = {"this checkout": ROOT}
+    if args.compare:
+        if not (args.compare / "taosync" / "__main__.py").is_file():
+            sys.exit(f"{args.compare}: no taosync package there")
+        trees[f"{args.compare}"] = args.compare.resolve()
+    envs = {}
+    for name, tree in trees.items():  # each child imports its own tree's package first
+        envs[name] = env_for_children()
+        envs[name]["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(tree), os.environ.get("PYTHONPATH")) if p)
+
+    with tempfile.TemporaryDirectory(prefix="taosync-scale-") as tmp:
+        def apply(home: Path, fleet: Path) -> list[str]:
+            return [py, "-m", "taosync", "--home", str(home), "-c", str(fleet),
+                    "apply", "--no-verify", "-q"]
+
+        if args.profile is not None:
+            fleet = Path(tmp, "fleet.yaml")
+            fleet.write_text(fleet_text(EXAMPLE_MODELS, args.profile))
+            argv = apply(Path(tmp, "home"), fleet)[3:]  # in-process: the CLI ends
+            script = ("import cProfile, pstats, sys; from taosync.__main__ import main; "
+                      "cProfile.run('main(sys.argv[3:])', sys.argv[1]); "
+                      "pstats.Stats(sys.argv[1]).sort_stats(sys.argv[2]).print_stats(40)")
+            subprocess.run([py, "-c", script, str(Path(tmp, "prof")), args.sort, *argv],
+                           env=envs["this checkout"], cwd=ROOT, check=True)
+            return 0
+
+        models_axis = MODELS_AXIS[:3] if args.quick else MODELS_AXIS
+        servers_axis = SERVERS_AXIS
+        rounds = 1 if args.quick else args.rounds
+        sizes = [(m, 1) for m in models_axis] + [(EXAMPLE_MODELS, s) for s in servers_axis]
+        fleets, changed_fleets = {}, {}
+        for models, servers in sizes:
+            text = fleet_text(models, servers)
+            fleets[models, servers] = Path(tmp, f"fleet-{models}-{servers}.yaml")
+            fleets[models, servers].write_text(text)
+            changed_fleets[models, servers] = Path(tmp, f"changed-{models}-{servers}.yaml")
+            changed_fleets[models, servers].write_text(changed(text))
+        first = {name: {size: [] for size in sizes} for name in trees}
+        noop = {name: {size: [] for size in sizes} for name in trees}
+        change = {name: {size: [] for size in sizes} for name in trees}
+        for t, (name, tree) in enumerate(trees.items()):  # warm-up: bytecode, page cache
+            timed(apply(Path(tmp, f"warm-{t}"), fleets[sizes[0]]), envs[name], tree)
+        for r in range(rounds):
+            for size in sizes:  # alternating, so every size and tree sees the same load
+                for t, (name, tree) in enumerate(trees.items()):
+                    home = Path(tmp, f"home-{size[0]}-{size[1]}-{r}-{t}")
+                    first[name][size].append(timed(apply(home, fleets[size]), envs[name], tree))
+                    noop[name][size].append(timed(apply(home, fleets[size]), envs[name], tree))
+                    change[name][size].append(
+                        timed(apply(home, changed_fleets[size]), envs[name], tree))
+
+    for name in trees:
+        report(name, sizes, models_axis, servers_axis, first[name], noop[name], change[name])
+    print(f"({rounds} round(s), medians, Python {platform.python_version()}, "
+          f"{os.cpu_count()} cores)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
