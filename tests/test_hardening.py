@@ -67,3 +67,46 @@ def test_key_command_that_finishes_still_gives_its_output():
     secret = resolve(Reference("shell", "echo sk-fine-0123456789"),
                      environ={"PATH": os.environ["PATH"]})
     assert secret.reveal() == "sk-fine-0123456789"
+
+
+# -- a fleet.yaml nested 1,000 levels deep ------------------------------------------------
+
+DEEP_FLEETS = {
+    "flow lists": "version: 1\nmodels: " + "[" * 1000 + "]" * 1000 + "\n",
+    "flow mappings": "version: 1\nmodels: " + "{a: " * 1000 + "1" + "}" * 1000 + "\n",
+    "block mappings": "version: 1\nmodels:\n" + "".join(" " * i + "a:\n" for i in range(1, 200)),
+}
+#: where the 65th level starts: the 65th ``[``; the key of the 64th ``{``; the 65th key
+WHERE = {"flow lists": (2, 9 + 64), "flow mappings": (2, 9 + 63 * 4 + 1),
+         "block mappings": (66, 65)}
+
+
+@pytest.mark.parametrize("shape", DEEP_FLEETS)
+@pytest.mark.parametrize("command", ["validate", "plan"])
+def test_deeply_nested_fleet_is_rejected_fast_and_located(taosync, fleet_file, home,
+                                                          shape, command):
+    fleet_file.write_text(DEEP_FLEETS[shape])
+    started = time.perf_counter()
+    r = taosync(command)
+    took = time.perf_counter() - started
+    assert r.rc == 2, r.both
+    line, col = WHERE[shape]
+    assert f"fleet.yaml:{line}:{col}: nested deeper than 64 levels" in r.err
+    assert "Traceback" not in r.both and "RecursionError" not in r.both
+    assert took < 1.0, f"{took:.2f} s"  # ~10 ms unloaded; the bound leaves room for load
+    assert not any(home.iterdir()), "nothing is written"
+
+
+def test_two_kilobytes_of_brackets_is_what_the_issue_measured():
+    assert 2000 <= len(DEEP_FLEETS["flow lists"].encode()) <= 2100
+
+
+def test_nesting_up_to_the_limit_still_parses(tmp_path):
+    from taosync.fleet.load import MAX_DEPTH, FleetInvalid, load_fleet
+
+    path = tmp_path / "fleet.yaml"
+    # 64 levels below the top: the schema rejects the shape, but not the depth
+    path.write_text("version: 1\nx: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n")
+    with pytest.raises(FleetInvalid) as info:
+        load_fleet(path, home=tmp_path, environ={})
+    assert not any("nested deeper" in p.message for p in info.value.all())
