@@ -110,3 +110,32 @@ def test_nesting_up_to_the_limit_still_parses(tmp_path):
     with pytest.raises(FleetInvalid) as info:
         load_fleet(path, home=tmp_path, environ={})
     assert not any("nested deeper" in p.message for p in info.value.all())
+
+
+# -- a TOML target with a UTF-8 BOM --------------------------------------------------------
+
+
+def test_toml_target_with_a_bom_is_refused_by_name(taosync, home):
+    from tests.conftest import snapshot
+
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_bytes(b"\xef\xbb\xbf" + b'model = "gpt-4o"\n[tui]\nnotifications = true\n')
+    before = snapshot(home)
+    for command in ("plan", "apply"):
+        r = taosync(command)
+        assert r.rc == 2, r.both
+        assert "config.toml:1:1" in r.err
+        assert "a byte order mark (BOM) is not allowed in TOML" in r.err
+        assert "Empty key" not in r.both and "Traceback" not in r.both
+        assert snapshot(home) == before, f"{command} wrote something"
+
+
+def test_toml_editor_names_the_bom():
+    from taosync.formats.base import FormatError
+    from taosync.formats.toml import EDITOR
+
+    with pytest.raises(FormatError) as err:
+        EDITOR.parse('\ufeffmodel = "x"\n')
+    assert (err.value.line, err.value.column) == (1, 1)
+    assert err.value.message == "a byte order mark (BOM) is not allowed in TOML"
