@@ -304,7 +304,7 @@ def test_stub_command_stops_on_a_signal_even_with_sigint_ignored(tmp_path, signu
         except subprocess.TimeoutExpired:
             pytest.fail(f"taosync stub ignored {signum.name}")
         assert proc.returncode == 0, err
-        assert "Traceback" not in err and "stand-in gateway on " + root in err
+        assert "Traceback" not in err
 
 
 def test_stub_command_rejects_bad_fault(taosync):
