@@ -297,7 +297,7 @@ def test_stub_command_serves_until_interrupted(tmp_path):
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_stub_command_stops_on_a_signal_even_with_sigint_ignored(tmp_path, signum):
     with stub_process(tmp_path, ignore_sigint=True) as proc:
-        root = root_of(proc)
+        root_of(proc)  # serving (its handlers are in place before it prints the root)
         proc.send_signal(signum)
         try:
             out, err = proc.communicate(timeout=10)
