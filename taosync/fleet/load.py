@@ -379,7 +379,7 @@ class _Loader:
             return _load_yaml("rt", text)
         except _TooDeep as exc:
             self.at(exc.line, exc.column, f"nested deeper than {MAX_DEPTH} levels; "
-                    "fleet.yaml needs only a few (a runaway [ or { ?)")
+                    "a fleet.yaml needs only a few")
         except DuplicateKeyError as exc:
             if not self.all_duplicates(text):
                 self.marked(exc)
