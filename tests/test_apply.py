@@ -510,7 +510,7 @@ def _python_that_can_run(drop: list[str], env: dict) -> str:
     candidates = [os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
                   os.path.realpath(sys.executable), f"/usr/bin/python{version}",
                   f"/usr/local/bin/python{version}"]
-    probe = "import sys, json, encodings, ssl, click, ruamel.yaml, tomlkit; print('%d.%d' % sys.version_info[:2])"
+    probe = "import sys, json, click, ruamel.yaml, tomlkit; print('%d.%d' % sys.version_info[:2])"
     for python in dict.fromkeys(candidates):
         try:
             r = subprocess.run([*drop, python, "-c", probe], env=env, capture_output=True,

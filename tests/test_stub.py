@@ -9,6 +9,7 @@ import select
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import httpx
@@ -254,11 +255,15 @@ def test_status_is_recorded_before_the_answer_goes_out(stub, monkeypatch):
 
 
 @contextlib.contextmanager
-def stub_process(tmp_path, *, ignore_sigint: bool = False):
-    """``taosync stub`` as a real process; killed on the way out whatever happened."""
+def stub_process(tmp_path, *, ignore_sigint: bool = False, prelude: str = ""):
+    """``taosync stub`` as a real process (after ``prelude``, code run before the entry
+    point); killed on the way out whatever happened."""
     env = {**os.environ, "STUB_KEY": KEY, "NO_COLOR": "1"}
+    entry = (["-c", prelude + "\nimport sys\nsys.argv[0] = 'taosync'\n"
+              "from taosync.__main__ import main\nsys.exit(main())\n"] if prelude
+             else ["-m", "taosync"])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "taosync", "stub", "--key-env", "STUB_KEY", "--model", "gw-main",
+        [sys.executable, *entry, "stub", "--key-env", "STUB_KEY", "--model", "gw-main",
          "--fault", "unknown_model@gw-gone", "-c", str(tmp_path / "none.yaml")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         # as a shell starts a background job: SIGINT ignored, inherited through exec
@@ -305,6 +310,30 @@ def test_stub_command_stops_on_a_signal_even_with_sigint_ignored(tmp_path, signu
             pytest.fail(f"taosync stub ignored {signum.name}")
         assert proc.returncode == 0, err
         assert "Traceback" not in err
+
+
+def test_a_signal_while_a_request_is_dispatched_still_stops_the_stub(tmp_path):
+    """socketserver catches ``Exception`` around dispatching a request: a signal landing
+    there must still stop the stub (under load, SIGINT right after a request was lost)."""
+    prelude = textwrap.dedent("""
+        import os, signal
+        from taosync import stub
+        dispatch = stub._Server.process_request
+        def signalled(self, request, address):
+            os.kill(os.getpid(), signal.SIGINT)  # its handler runs inside the dispatch
+            dispatch(self, request, address)
+        stub._Server.process_request = signalled
+    """)
+    with stub_process(tmp_path, prelude=prelude) as proc:
+        root = root_of(proc)
+        with contextlib.suppress(httpx.HTTPError):  # the answer may or may not come
+            httpx.get(root + "/", timeout=5)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail("a SIGINT during a request's dispatch was swallowed")
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
 
 
 def test_stub_command_rejects_bad_fault(taosync):

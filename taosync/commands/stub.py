@@ -97,8 +97,12 @@ def stub(port: int, key_value: str | None, key_env: str | None, models: tuple[st
     return 0
 
 
-class _Stopped(Exception):
-    """SIGINT or SIGTERM arrived: leave ``serve_forever`` (the socket is then closed)."""
+class _Stopped(BaseException):
+    """SIGINT or SIGTERM arrived: leave ``serve_forever`` (the socket is then closed).
+
+    A BaseException, as KeyboardInterrupt is: socketserver catches ``Exception`` around
+    each request it dispatches, and a signal landing there was swallowed (seen under load).
+    """
 
 
 def _stop_on_signals() -> dict:
