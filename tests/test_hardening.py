@@ -116,7 +116,7 @@ def test_nesting_up_to_the_limit_still_parses(tmp_path):
 
 
 def test_toml_target_with_a_bom_is_refused_by_name(taosync, home):
-    from tests.conftest import snapshot
+    from conftest import snapshot
 
     config = home / ".codex" / "config.toml"
     config.parent.mkdir()
