@@ -284,6 +284,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, body: bytes, ctype: str = "application/json",
               headers: dict[str, str] | None = None) -> None:
+        self._seen.status = status  # recorded before the client can read the answer
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
@@ -292,19 +293,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(body)
-        self._seen.status = status
 
     def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(data).encode(), headers=headers)
 
     def _start_stream(self) -> None:
+        self._seen.status = 200  # recorded before the client can read the answer
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("x-request-id", "req_" + _secrets.token_hex(6))
         self.end_headers()
-        self._seen.status = 200
         self._pending: list[bytes] = []
         self._first_sent = False
 

@@ -408,7 +408,9 @@ def test_target_is_a_directory(taosync, home):
 def test_read_only_directory_exits_3_and_writes_nothing(tmp_path):
     """A client directory the user cannot write: exit 3, every file as it was.
 
-    Root ignores directory permissions, so as root the run drops to `nobody` (setpriv)."""
+    Root ignores directory permissions, so as root the run drops to `nobody` (setpriv),
+    from a copy of taosync and its dependencies that `nobody` can read: the checkout and
+    its venv may live where only root can go (root's home is 0700)."""
     import shutil
     import subprocess
     import sys
@@ -424,22 +426,29 @@ def test_read_only_directory_exits_3_and_writes_nothing(tmp_path):
         codex.mkdir(parents=True)
         fleet = base / "fleet.yaml"
         shutil.copyfile(EXAMPLE_FLEET, fleet)
-        argv = [sys.executable, "-m", "taosync", "--home", str(home), "-c", str(fleet),
-                "apply", "--no-verify"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "CODEX", "CLAUDE"))}
+        env.update(TAOTOKEN_API_KEY=TEST_KEY, HOME=str(home), PYTHONDONTWRITEBYTECODE="1")
+        python = sys.executable
         if os.geteuid() == 0:
             if not shutil.which("setpriv"):
                 pytest.fail("running as root without setpriv: cannot drop privileges")
+            drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
             os.chmod(base, 0o755)
-            for dirpath, dirs, files in os.walk(base):
+            env.update(PYTHONPATH=str(_copy_taosync_with_its_dependencies(base / "lib")),
+                       PYTHONNOUSERSITE="1")
+            python = _python_that_can_run(drop, env)
+            for dirpath, dirs, files in os.walk(home):
                 for name in dirs + files:
                     os.chown(os.path.join(dirpath, name), 65534, 65534)
-            os.chown(base, 65534, 65534)
-            argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
+            os.chown(home, 65534, 65534)
+            os.chown(fleet, 65534, 65534)
+        else:
+            drop = []
+        argv = [*drop, python, "-m", "taosync", "--home", str(home), "-c", str(fleet),
+                "apply", "--no-verify"]
         os.chmod(codex, 0o555)
         before = snapshot(home)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "CODEX", "CLAUDE"))}
-        env.update(TAOTOKEN_API_KEY=TEST_KEY, HOME=str(home), PYTHONDONTWRITEBYTECODE="1")
-        r = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=base)
+        r = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=base, timeout=120)
         assert r.returncode == 3, r.stdout + r.stderr
         assert ".codex" in r.stderr and "put back" in r.stderr
         assert "Traceback" not in r.stderr and TEST_KEY not in r.stdout + r.stderr
@@ -448,6 +457,69 @@ def test_read_only_directory_exits_3_and_writes_nothing(tmp_path):
     finally:
         os.chmod(base / "home/.codex", 0o755)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _copy_taosync_with_its_dependencies(lib: Path) -> Path:
+    """A world-readable copy of the ``taosync`` package and of every installed
+    distribution it requires (transitively, extras aside), laid out as site-packages."""
+    import importlib.metadata as metadata
+    import re
+    import shutil
+
+    import taosync
+
+    shutil.copytree(Path(taosync.__file__).parent, lib / "taosync",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    seen: set[str] = set()
+    wanted = list(metadata.distribution("taosync").requires or [])
+    while wanted:
+        requirement = wanted.pop()
+        if "extra ==" in requirement:
+            continue
+        name = re.match(r"[A-Za-z0-9_.-]+", requirement).group(0)
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # its environment marker left it out (e.g. a backport for older Pythons)
+        wanted.extend(dist.requires or [])
+        for file in dist.files or []:
+            if file.parts[0] == ".." or "__pycache__" in file.parts:
+                continue  # scripts in bin/, compiled caches
+            source = Path(dist.locate_file(file))
+            if source.is_file():
+                (lib / file).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, lib / file)
+    for dirpath, dirs, files in os.walk(lib):
+        os.chmod(dirpath, 0o755)
+        for name in files:
+            os.chmod(os.path.join(dirpath, name), 0o644)
+    return lib
+
+
+def _python_that_can_run(drop: list[str], env: dict) -> str:
+    """An interpreter of this Python version that the dropped user can start with its
+    standard library: the venv's base interpreter, else a system one."""
+    import subprocess
+    import sys
+
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    candidates = [os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
+                  os.path.realpath(sys.executable), f"/usr/bin/python{version}",
+                  f"/usr/local/bin/python{version}"]
+    probe = "import sys, json, click, ruamel.yaml, tomlkit; print('%d.%d' % sys.version_info[:2])"
+    for python in dict.fromkeys(candidates):
+        try:
+            r = subprocess.run([*drop, python, "-c", probe], env=env, capture_output=True,
+                               text=True, timeout=60)
+        except OSError:
+            continue
+        if r.returncode == 0 and r.stdout.strip() == version:
+            return python
+    pytest.fail(f"no Python {version} that uid 65534 can run among {candidates}")
 
 
 def test_write_failing_half_way_puts_every_file_back(taosync, home, fleet_file):

@@ -70,10 +70,10 @@ def assert_old_or_new(home: Path, new: dict[str, str]) -> None:
 def test_sigkill_at_random_points_never_leaves_a_partial_file(tmp_path):
     reference = tmp_path / "reference"
     seed(reference)
-    subprocess.run(apply_cmd(reference), env=env(), check=True)
+    subprocess.run(apply_cmd(reference), env=env(), check=True, timeout=120)
     new = {rel: (reference / rel).read_text() for rel in ORIGINALS}
     start = time.monotonic()
-    subprocess.run(apply_cmd(tmp_path / "timing"), env=env(), check=True)
+    subprocess.run(apply_cmd(tmp_path / "timing"), env=env(), check=True, timeout=120)
     duration = time.monotonic() - start
 
     rng = random.Random(1234)
@@ -90,14 +90,15 @@ def test_sigkill_at_random_points_never_leaves_a_partial_file(tmp_path):
         killed_mid_way += rc == -signal.SIGKILL
         assert_old_or_new(home, new)
         # the next apply recovers (puts back an interrupted transaction) and finishes
-        done = subprocess.run(apply_cmd(home), env=env(), capture_output=True, text=True)
+        done = subprocess.run(apply_cmd(home), env=env(), capture_output=True, text=True,
+                              timeout=120)
         assert done.returncode == 0, done.stderr
         for rel in ORIGINALS:
             assert (home / rel).read_text() == new[rel]
         leftovers = [p for p in home.rglob("*.tmp") if ".local/state" not in str(p)]
         assert not leftovers, f"temp files left after recovery: {leftovers}"
         status = subprocess.run(apply_cmd(home)[:-3] + ["status"], env=env(),
-                                capture_output=True, text=True)
+                                capture_output=True, text=True, timeout=120)
         assert status.returncode == 0, status.stdout + status.stderr
     assert killed_mid_way > 0
 
@@ -107,11 +108,17 @@ def test_two_applies_at_once_both_finish_consistently(tmp_path):
     seed(home)
     procs = [subprocess.Popen(apply_cmd(home), env=env(), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    results = [p.communicate(timeout=60) + (p.returncode,) for p in procs]
+    try:
+        results = [p.communicate(timeout=60) + (p.returncode,) for p in procs]
+    finally:
+        for p in procs:  # a hung apply must not outlive the test
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
     for out, err, rc in results:
         assert rc == 0, err
     state = json.loads((home / ".local/state/taosync/state.json").read_text())
     assert len(state["applies"]) == 1, "the second apply should have found nothing to do"
     status = subprocess.run(apply_cmd(home)[:-3] + ["status"], env=env(),
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, timeout=120)
     assert status.returncode == 0, status.stdout

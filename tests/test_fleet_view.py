@@ -94,4 +94,4 @@ def test_view_never_imports_pydantic():
             f"v = FleetView({json.dumps(BASE)!s}, schema.load()); v.plain(); "
             "assert 'pydantic' not in sys.modules, 'pydantic was imported'")
     subprocess.run([sys.executable, "-c", code.replace("true", "True").replace("null", "None")],
-                   check=True)
+                   check=True, timeout=120)

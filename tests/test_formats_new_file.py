@@ -93,7 +93,7 @@ def test_cold_plan_imports_neither_tomlkit_nor_the_yaml_editor(tmp_path):
     env = {**os.environ, "TAOTOKEN_API_KEY": TEST_KEY}
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "taosync", "--home",
                            str(tmp_path), "-c", str(EXAMPLE_FLEET), "plan"],
-                          capture_output=True, text=True, env=env)
+                          capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "config.toml" in proc.stdout
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()

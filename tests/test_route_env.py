@@ -98,7 +98,7 @@ def test_route_imports_neither_pydantic_nor_httpx(fleet_file, home):
             "print(sorted(m for m in ('pydantic', 'httpx', 'jsonschema', 'tomlkit') "
             "if m in sys.modules), rc)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+                         check=True, timeout=120).stdout
     assert out.strip().endswith("[] 0"), out
 
 

@@ -35,7 +35,7 @@ def test_packaged_copy_is_the_committed_one():
 
 def test_module_prints_the_schema():
     proc = subprocess.run([sys.executable, "-m", "taosync.fleet.schema"], capture_output=True,
-                          text=True, check=True)
+                          text=True, check=True, timeout=120)
     assert proc.stdout == REPO_COPY.read_text(encoding="utf-8")
 
 

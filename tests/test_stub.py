@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 import httpx
@@ -229,24 +232,108 @@ def test_records_requests_without_the_key(stub):
     assert KEY not in json.dumps(seen.headers)
 
 
-def test_stub_command_serves_until_interrupted(tmp_path):
+def test_status_is_recorded_before_the_answer_goes_out(stub, monkeypatch):
+    """A client that looks at the log the moment its answer arrives sees the status."""
+    from taosync.stub import _Handler
+
+    at_send: list[int] = []
+    send_response = _Handler.send_response
+
+    def spy(self, code, message=None):
+        at_send.append(self._seen.status)
+        send_response(self, code, message)
+
+    monkeypatch.setattr(_Handler, "send_response", spy)
+    httpx.post(stub.root + "/v1/chat/completions", headers=BEARER,
+               json={"model": "gw-main", "messages": []})
+    with httpx.stream("POST", stub.root + "/v1/messages", headers={"x-api-key": KEY},
+                      json={"model": "gw-main", "max_tokens": 8, "stream": True,
+                            "messages": [{"role": "user", "content": "hi"}]}) as r:
+        r.read()
+    httpx.post(stub.root + "/v1/chat/completions", json={"model": "gw-main", "messages": []})
+    assert at_send == [200, 200, 401]
+
+
+@contextlib.contextmanager
+def stub_process(tmp_path, *, ignore_sigint: bool = False, prelude: str = ""):
+    """``taosync stub`` as a real process (after ``prelude``, code run before the entry
+    point); killed on the way out whatever happened."""
     env = {**os.environ, "STUB_KEY": KEY, "NO_COLOR": "1"}
+    entry = (["-c", prelude + "\nimport sys\nsys.argv[0] = 'taosync'\n"
+              "from taosync.__main__ import main\nsys.exit(main())\n"] if prelude
+             else ["-m", "taosync"])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "taosync", "stub", "--key-env", "STUB_KEY", "--model", "gw-main",
+        [sys.executable, *entry, "stub", "--key-env", "STUB_KEY", "--model", "gw-main",
          "--fault", "unknown_model@gw-gone", "-c", str(tmp_path / "none.yaml")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        # as a shell starts a background job: SIGINT ignored, inherited through exec
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint
+        else None)
     try:
-        root = proc.stdout.readline().strip()
-        assert root.startswith("http://127.0.0.1:")
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def root_of(proc, timeout: float = 30) -> str:
+    """The root URL the stub prints first (bounded wait: a stub that hangs fails the test)."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, f"taosync stub printed nothing within {timeout} s"
+    root = proc.stdout.readline().strip()
+    assert root.startswith("http://127.0.0.1:"), root
+    return root
+
+
+def test_stub_command_serves_until_interrupted(tmp_path):
+    with stub_process(tmp_path) as proc:
+        root = root_of(proc)
         r = httpx.post(root + "/v1/chat/completions", headers=BEARER,
                        json={"model": "gw-main", "messages": []})
         assert r.status_code == 200
-    finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=10)
     assert proc.returncode == 0
     assert KEY not in out + err
     assert "gw-main" in err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_stub_command_stops_on_a_signal_even_with_sigint_ignored(tmp_path, signum):
+    with stub_process(tmp_path, ignore_sigint=True) as proc:
+        root_of(proc)  # serving (its handlers are in place before it prints the root)
+        proc.send_signal(signum)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"taosync stub ignored {signum.name}")
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err
+
+
+def test_a_signal_while_a_request_is_dispatched_still_stops_the_stub(tmp_path):
+    """socketserver catches ``Exception`` around dispatching a request: a signal landing
+    there must still stop the stub (under load, SIGINT right after a request was lost)."""
+    prelude = textwrap.dedent("""
+        import os, signal
+        from taosync import stub
+        dispatch = stub._Server.process_request
+        def signalled(self, request, address):
+            os.kill(os.getpid(), signal.SIGINT)  # its handler runs inside the dispatch
+            dispatch(self, request, address)
+        stub._Server.process_request = signalled
+    """)
+    with stub_process(tmp_path, prelude=prelude) as proc:
+        root = root_of(proc)
+        with contextlib.suppress(httpx.HTTPError):  # the answer may or may not come
+            httpx.get(root + "/", timeout=5)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail("a SIGINT during a request's dispatch was swallowed")
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
 
 
 def test_stub_command_rejects_bad_fault(taosync):

@@ -325,7 +325,8 @@ def _env(home: Path) -> dict:
 
 def test_console_script_on_the_example(tmp_path):
     proc = subprocess.run([str(TAOSYNC), "validate", "-c", str(EXAMPLE), "--home",
-                           str(tmp_path)], capture_output=True, text=True, env=_env(tmp_path))
+                           str(tmp_path)], capture_output=True, text=True, env=_env(tmp_path),
+                          timeout=120)
     assert proc.returncode == 0
     assert proc.stdout == f"OK: {EXAMPLE} — 4 models, 4 routes, 4 clients, 1 MCP server\n"
     assert proc.stderr == ""
@@ -338,7 +339,7 @@ def test_console_script_bad_input_no_traceback(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     proc = subprocess.run([str(TAOSYNC), "--home", str(home), "validate", "-c", "fleet.yaml"],
-                          capture_output=True, text=True, env=_env(home), cwd=tmp_path)
+                          capture_output=True, text=True, env=_env(home), cwd=tmp_path, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.startswith("fleet.yaml:17:1: ")  # the path as the user gave it
     assert "Traceback" not in proc.stderr
@@ -349,7 +350,7 @@ def test_validate_imports_neither_pydantic_nor_jsonschema(tmp_path):
     """Start-up: a valid fleet is checked without pydantic, jsonschema, httpx, tomlkit."""
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "taosync", "validate",
                            "-c", str(EXAMPLE), "--home", str(tmp_path)],
-                          capture_output=True, text=True, env=_env(tmp_path))
+                          capture_output=True, text=True, env=_env(tmp_path), timeout=120)
     assert proc.returncode == 0
     imported = {line.rsplit("|", 1)[-1].strip().split(".")[0]
                 for line in proc.stderr.splitlines() if line.startswith("import time:")}
@@ -360,7 +361,7 @@ def test_validate_imports_neither_pydantic_nor_jsonschema(tmp_path):
 
 def test_schema_command_imports_no_pydantic(tmp_path):
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "taosync", "schema"],
-                          capture_output=True, text=True, env=_env(tmp_path))
+                          capture_output=True, text=True, env=_env(tmp_path), timeout=120)
     assert proc.returncode == 0
     assert json.loads(proc.stdout)["title"] == "taosync fleet"
     assert "pydantic" not in proc.stderr and "jsonschema" not in proc.stderr

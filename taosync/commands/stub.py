@@ -72,25 +72,63 @@ def stub(port: int, key_value: str | None, key_env: str | None, models: tuple[st
         server.bind()
     except OSError as exc:
         raise BadInput(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
-    if s.verbosity > 0:
-        server.log = lambda line: click.echo(line, err=True)
-    if s.json:
-        click.echo(json.dumps({"root": server.root, "openai_base_url": server.root + "/v1",
-                               "models": catalogue, "faults": [str(f) for f in parsed]}))
-    else:
-        click.echo(server.root)
-        ui.problem(f"stand-in gateway on {server.root} (OpenAI: {server.root}/v1); accepts "
-                   f"{key_note}; models: {', '.join(catalogue) if catalogue else 'any'}"
-                   + (f"; faults: {', '.join(str(f) for f in parsed)}" if parsed else "")
-                   + "; Ctrl-C stops it")
-    import sys
-
-    sys.stdout.flush()
+    previous = _stop_on_signals()  # before the root is printed: whoever reads it may signal
     try:
+        if s.verbosity > 0:
+            server.log = lambda line: click.echo(line, err=True)
+        if s.json:
+            click.echo(json.dumps({"root": server.root, "openai_base_url": server.root + "/v1",
+                                   "models": catalogue, "faults": [str(f) for f in parsed]}))
+        else:
+            click.echo(server.root)
+            ui.problem(f"stand-in gateway on {server.root} (OpenAI: {server.root}/v1); accepts "
+                       f"{key_note}; models: {', '.join(catalogue) if catalogue else 'any'}"
+                       + (f"; faults: {', '.join(str(f) for f in parsed)}" if parsed else "")
+                       + "; Ctrl-C stops it")
+        import sys
+
+        sys.stdout.flush()
         server.serve_forever()
-    except KeyboardInterrupt:
+    except (_Stopped, KeyboardInterrupt):
         pass
+    finally:
+        server.stop()
+        _restore_signals(previous)
     return 0
+
+
+class _Stopped(BaseException):
+    """SIGINT or SIGTERM arrived: leave ``serve_forever`` (the socket is then closed).
+
+    A BaseException, as KeyboardInterrupt is: socketserver catches ``Exception`` around
+    each request it dispatches, and a signal landing there was swallowed (seen under load).
+    """
+
+
+def _stop_on_signals() -> dict:
+    """Stop cleanly on SIGINT and SIGTERM with handlers of its own: a shell gives a job it
+    starts in the background SIGINT ignored, Python then never raises KeyboardInterrupt,
+    and the stub outlived the shell (or test) that started it. Returns what to restore."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    stopping = []
+
+    def stop(signum, frame):
+        if not stopping:  # once: a second signal must not interrupt the clean-up
+            stopping.append(signum)
+            raise _Stopped
+
+    return {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _restore_signals(previous: dict) -> None:
+    import signal
+
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
 
 
 def _fleet(s, *, resolve_key: bool):

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 MAX_BYTES = 1024 * 1024
 #: values after alias expansion (a "billion laughs" file stops here)
 MAX_NODES = 100_000
+#: nesting levels below the top-level mapping (checked while parsing, and after aliases)
 MAX_DEPTH = 64
 #: mirrors ``model.SUPPORTED_VERSIONS`` (a test keeps them equal) so this module never
 #: imports pydantic just to read it
@@ -177,6 +178,14 @@ class _TooMany(Exception):
 
 class _NotFast(Exception):
     """The safe loader's tree may not read as the round-trip one would: use that."""
+
+
+class _TooDeep(Exception):
+    """The YAML nests deeper than :data:`MAX_DEPTH`; raised while parsing, at ``mark``."""
+
+    def __init__(self, mark) -> None:
+        super().__init__()
+        self.line, self.column = mark.line + 1, mark.column + 1
 
 
 class _Loader:
@@ -373,6 +382,9 @@ class _Loader:
 
         try:
             return _load_yaml("rt", text)
+        except _TooDeep as exc:
+            self.at(exc.line, exc.column, f"nested deeper than {MAX_DEPTH} levels; "
+                    "a fleet.yaml needs only a few")
         except DuplicateKeyError as exc:
             if not self.all_duplicates(text):
                 self.marked(exc)
@@ -449,7 +461,7 @@ class _Loader:
         if self._nodes > MAX_NODES:
             raise _TooMany
         if depth > MAX_DEPTH:
-            self.placeholder(path, f"nests more than {MAX_DEPTH} levels deep")
+            self.placeholder(path, f"nested deeper than {MAX_DEPTH} levels")
             return None
         if isinstance(node, dict):
             if id(node) in active:
@@ -912,6 +924,47 @@ class _Loader:
         return line + 1, col + 1
 
 
+def _limit_depth(yaml) -> None:
+    """Make ``yaml`` stop at :data:`MAX_DEPTH` nested levels while it parses: ruamel's
+    scanner is quadratic in the number of open ``[``/``{`` and its composer recursive,
+    so a 2 KB file of 1,000 ``[`` took seconds and ended in a RecursionError. The
+    scanner counts flow levels, the composer every level (block ones too)."""
+    from ruamel.yaml.composer import Composer
+    from ruamel.yaml.scanner import Scanner
+
+    yaml.Scanner = _depth_limited(yaml.Scanner or Scanner)
+    yaml.Composer = _depth_limited(yaml.Composer or Composer)
+
+
+def _depth_limited(base):
+    """``base`` (a ruamel Scanner or Composer class) with the depth check, made once."""
+    if base not in _DEPTH_LIMITED:
+        from ruamel.yaml.composer import Composer
+
+        if issubclass(base, Composer):
+            class DepthLimited(base):
+                _nesting = 0
+
+                def compose_node(self, parent, index):
+                    if self._nesting > MAX_DEPTH:  # the root is level 0, as in ``plain``
+                        raise _TooDeep(self.parser.peek_event().start_mark)
+                    self._nesting += 1
+                    try:
+                        return super().compose_node(parent, index)
+                    finally:
+                        self._nesting -= 1
+        else:
+            class DepthLimited(base):
+                def fetch_flow_collection_start(self, TokenClass, to_push):
+                    if len(self.flow_context) >= MAX_DEPTH:
+                        raise _TooDeep(self.reader.get_mark())
+                    super().fetch_flow_collection_start(TokenClass, to_push)
+
+        _DEPTH_LIMITED[base] = DepthLimited
+    return _DEPTH_LIMITED[base]
+
+
+_DEPTH_LIMITED: dict = {}
 _READER = None
 #: what YAML forbids (the complement of ruamel's NON_PRINTABLE class): the same check,
 #: but this small class compiles in well under a millisecond where ruamel's negated
@@ -927,6 +980,7 @@ def _load_yaml(typ: str, text: str):
 
     yaml = YAML(typ=typ, pure=True)
     yaml.Reader = _fast_reader()
+    _limit_depth(yaml)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return yaml.load(text)

@@ -153,21 +153,46 @@ def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
     else:
         argv, shell = ref.arg, True
     try:
-        proc = subprocess.run(argv, shell=shell, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL, env=dict(environ))
+        # Its own session (process group), so a timeout can kill the command's children too.
+        proc = subprocess.Popen(argv, shell=shell, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(environ), start_new_session=True)
     except FileNotFoundError:
         raise SecretError(f"key command not found: {argv[0]}") from None
-    except subprocess.TimeoutExpired:
-        raise SecretError(f"key command did not finish within {timeout:g} s: "
-                          f"{ref.describe()}") from None
     except OSError as exc:
         raise SecretError(f"key command cannot run: {exc.strerror}") from None
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise SecretError(f"key command did not finish within {timeout:g} s: "
+                          f"{ref.describe()}") from None
+    except BaseException:
+        _kill_group(proc)
+        raise
     if proc.returncode != 0:
-        err = proc.stderr.strip().splitlines()[-1:] or ["(no stderr)"]
+        err = stderr.strip().splitlines()[-1:] or ["(no stderr)"]
         raise SecretError(f"key command exited {proc.returncode}: {err[0][:200]}")
-    if not proc.stdout.strip():
+    if not stdout.strip():
         raise SecretError("key command printed nothing")
-    return Secret(proc.stdout.strip(), ref.describe())
+    return Secret(stdout.strip(), ref.describe())
+
+
+def _kill_group(proc) -> None:
+    """SIGKILL the key command's whole process group (its children too) and reap it.
+
+    The pipes are closed rather than drained: a child that left the group could hold
+    them open for ever.
+    """
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()  # the group is gone or not ours; the command itself still must go
+    proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
 
 
 def expand_path(text: str, home: Path | None) -> Path:

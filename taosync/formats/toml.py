@@ -213,6 +213,8 @@ class TomlEditor:
     # -- parse / dump -------------------------------------------------------------------
 
     def parse(self, text: str) -> TomlDocument:
+        if text.startswith("\ufeff"):  # tomlkit would say "Empty key", tomllib "Invalid statement"
+            raise FormatError("a byte order mark (BOM) is not allowed in TOML", 1, 1)
         try:
             doc = tomlkit.parse(text)
         except ParseError as exc:
