@@ -8,7 +8,6 @@ parse stops the whole plan with a message naming it, so ``apply`` writes nothing
 
 from __future__ import annotations
 
-import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path

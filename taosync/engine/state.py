@@ -16,8 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taosync.engine.system import (atomic_write, current, fsync_dir, give_owner,  # noqa: F401
-                                   make_dirs, make_private_dir, owner_to_keep)
+from taosync.engine.system import current
 
 STATE_VERSION = 1
 #: keyed hashes of secrets taosync wrote, kept so output can hide them long after
