@@ -3,7 +3,8 @@
 Where: PATH if given, else ``-c``, else ``$TAOSYNC_CONFIG``, else ``./fleet.yaml``.
 An existing file is never replaced without ``--force`` (exit 2). The file is written
 with the shared atomic write (engine/system.py: temp file in the same directory, then
-rename; through a symlink to the real file; mode 0644 whatever the umask) and passes ``taosync validate --no-key`` as written.
+rename; through a symlink to the real file; a new file 0644 whatever the umask, an
+existing one keeps its mode) and passes ``taosync validate --no-key`` as written.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from taosync.engine.plan import FilePlan, Plan
 from taosync.engine.recovery import restore_entry
 from taosync.engine.state import (KEEP_APPLIES, ApplyRecord, State, StateStore, sha256_bytes,
                                   write_private)
-from taosync.engine.system import LockBusy, RealSystem, System  # noqa: F401 (LockBusy: its old home)
+from taosync.engine.system import LockBusy, RealSystem, System  # noqa: F401 (LockBusy's old home)
 from taosync.errors import WriteFailed
 
 LOCK_TIMEOUT = 60.0
