@@ -12,6 +12,10 @@ What a read-only command may still write, by decision:
 - ``verify`` appends its results to history.jsonl (``stats`` reads them): that append
   goes through the System and is the one write allowed, by path; the snapshot leaves
   history.jsonl out and the test checks it grew.
+
+``apply --dry-run`` installs its own DryRunSystem over the ErrorOnWriteSystem (it runs
+the real commit path, whose writes that System records); the snapshot proves none of
+them reached the disk, and the pipeline-level test below checks what it recorded.
 """
 
 from __future__ import annotations
