@@ -160,6 +160,18 @@ def test_a_guard_is_checked_last_before_the_write(tmp_path):
     assert target.read_text() == "newer"
 
 
+def test_a_write_that_fails_leaves_no_guard_behind(tmp_path):
+    """A guard is taken when its write starts: a later unguarded write (putting a file
+    back) is never refused by a stale one."""
+    (tmp_path / "file").write_text("")
+    target = tmp_path / "file/under/it"
+    real = RealSystem()
+    real.guard(target, lambda: None)
+    with pytest.raises(OSError):
+        real.write(target, b"x", 0o600)  # its directory cannot be made
+    assert real.guarded == {}
+
+
 def test_init_writes_0644_with_the_shared_atomic_write_whatever_the_umask(taosync, tmp_path):
     target = tmp_path / "new/dir/fleet.yaml"
     old = os.umask(0o077)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from taosync.engine.state import BACKUPS_DIR, State, StateStore
+from taosync.engine.system import current
 from taosync.errors import WriteFailed
 
 if TYPE_CHECKING:
@@ -112,7 +113,8 @@ def _journal_parts(journal) -> tuple[int, str, list[dict]]:
 
 def _inside(path: Path, root: Path) -> Path | None:
     """``path`` with symlinks resolved when it lies inside ``root``, else None."""
-    real, real_root = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    system = current()
+    real, real_root = system.realpath(path), system.realpath(root)
     return real if real == real_root or real.is_relative_to(real_root) else None
 
 
@@ -153,7 +155,7 @@ def _entry_problem(entry: dict, backups: Path | None, allowed: _Targets) -> str 
         return "not an absolute, normalised path"
     if path not in allowed:
         return "not a client file taosync manages under this home"
-    if real != os.path.realpath(path):
+    if real != str(current().realpath(path)):
         return f"its real path {real!r} is not where {path} leads"
     if not isinstance(mode, int) or isinstance(mode, bool) or not 0 <= mode <= 0o7777:
         return f"mode {mode!r} is not a file mode"

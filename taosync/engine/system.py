@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat as stat_mod
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
@@ -47,7 +47,7 @@ class System(Protocol):
     def make_dirs(self, path: Path, mode: int) -> None: ...
     def make_private_dir(self, path: Path) -> None: ...
     def append(self, path: Path, data: bytes, mode: int) -> None: ...
-    def lock(self, path: Path, timeout: float) -> "contextmanager": ...
+    def lock(self, path: Path, timeout: float) -> AbstractContextManager[None]: ...
 
 
 class _Reads:
@@ -92,8 +92,8 @@ class RealSystem(_Reads):
 
     def write(self, path: Path, data: bytes, mode: int) -> None:
         """A client file: its missing directories 0700, guarded, hard links kept."""
+        check = self._check_for(path)  # taken first: a failure below never leaves it set
         self.make_dirs(path.parent, CLIENT_DIR_MODE)
-        check = self._check_for(path)
         try:
             links = os.stat(path).st_nlink
         except FileNotFoundError:

@@ -85,9 +85,10 @@ def append(state_dir: Path, results: Iterable[Any], *, stub: bool = False,
 
 def read(state_dir: Path) -> list[dict[str, Any]]:
     """Every record; a damaged line is skipped, not fatal."""
-    target = path(state_dir)
+    from taosync.engine.system import current
+
     try:
-        raw = target.read_text(encoding="utf-8")
+        raw = current().read_bytes(path(state_dir)).decode("utf-8")
     except FileNotFoundError:
         return []
     out = []
