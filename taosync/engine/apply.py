@@ -31,8 +31,7 @@ LOCK_TIMEOUT = 60.0
 #: None when it did not exist
 Fingerprint = tuple[int, int, str] | None
 
-#: the writers of old names: a target is written by the System itself
-Writer = System
+#: the old name of the target writer: the System itself writes targets now
 RealWriter = RealSystem
 
 
@@ -218,14 +217,14 @@ def _discard(store: StateStore, backup_dir: Path) -> None:
     store.system.remove_tree(backup_dir)
 
 
-def _write_one(writer: Writer, fp: FilePlan) -> None:
+def _write_one(writer: System, fp: FilePlan) -> None:
     if fp.new_text is None:
         writer.remove(fp.real_path)
     else:
         writer.write(fp.real_path, fp.new_text.encode("utf-8"), file_mode(fp))
 
 
-def _undo(writer: Writer, done: list[FilePlan], journal_files, backup_dir: Path) -> list[str]:
+def _undo(writer: System, done: list[FilePlan], journal_files, backup_dir: Path) -> list[str]:
     errors = []
     by_path = {j["path"]: j for j in journal_files}
     for fp in reversed(done):
