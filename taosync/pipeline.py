@@ -156,19 +156,19 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
     its new text (a few times; then the apply gives up, every file put back). ``force``
     writes targets the user made read-only. Returns (the plan written, the Result)."""
     from taosync.engine import cache
-    from taosync.engine.apply import LOCK_TIMEOUT, RealWriter, Result, TargetMoved, execute, locked
+    from taosync.engine.apply import LOCK_TIMEOUT, Result, TargetMoved, execute, locked
     from taosync.engine.recovery import recover
     from taosync.errors import WriteFailed
 
     store = ctx.store
     result = Result(None, [])
-    if (the_plan.changed or store.journal_path.exists() or _state_moves(the_plan, state)
+    if (the_plan.changed or store.system.exists(store.journal_path) or _state_moves(the_plan, state)
             or ctx.cache_entry != state.inputs):
         # a plan hashed with a made-up key (first apply) is never reused
         planned_against = object() if store.hmac_is_ephemeral else store.digest
         with locked(store, LOCK_TIMEOUT if lock_timeout is None else lock_timeout):
             state = store.load()
-            recovered = recover(store, state, RealWriter(), ctx.env)
+            recovered = recover(store, state, store.system, ctx.env)
             for path in recovered:
                 if on_recover is not None:
                     on_recover(path)
@@ -183,7 +183,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
             inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key())
             for attempt in range(MOVED_RETRIES + 1):
                 try:
-                    result = execute(the_plan, state, store, RealWriter(), inputs=inputs,
+                    result = execute(the_plan, state, store, inputs=inputs,
                                      force=force)
                     break
                 except TargetMoved as exc:

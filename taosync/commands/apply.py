@@ -43,6 +43,18 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
         the_plan, state = pipeline.plan_apply(ctx, only_set)
     protect(ctx, state, the_plan)
     warn_dotfiles(the_plan, ctx)
+    if the_plan.changed and not dry_run:
+        _warn_if_root_in_someone_elses_home(s.home_dir)
+    # A dry run is the apply itself (lock, re-plan, backups, journal, writes, state) on a
+    # System that only records what it would write.
+    from taosync.engine.system import DryRunSystem, using
+
+    with (using(DryRunSystem()) if dry_run else contextlib.nullcontext()), \
+            (read_only() if dry_run else contextlib.nullcontext()):
+        the_plan, result = pipeline.commit(
+            ctx, the_plan, state, only_set, force=force,
+            on_recover=lambda path: ui.warn(f"an earlier apply was interrupted; put back {path}"))
+    protect(ctx, state, the_plan)  # the plan written may be a fresh one
     if dry_run:
         if s.json:
             ui.emit_json({"dry_run": True, **plan_json(the_plan, ctx)})
@@ -50,13 +62,6 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
             print_plan(the_plan, ctx, diffs=True)
             ui.out("dry run: nothing was written")
         return 0
-
-    if the_plan.changed:
-        _warn_if_root_in_someone_elses_home(s.home_dir)
-    the_plan, result = pipeline.commit(
-        ctx, the_plan, state, only_set, force=force,
-        on_recover=lambda path: ui.warn(f"an earlier apply was interrupted; put back {path}"))
-    protect(ctx, state, the_plan)  # the plan written may be a fresh one
 
     if not s.json:
         if result.written:

@@ -2,8 +2,9 @@
 
 Where: PATH if given, else ``-c``, else ``$TAOSYNC_CONFIG``, else ``./fleet.yaml``.
 An existing file is never replaced without ``--force`` (exit 2). The file is written
-atomically (temp file in the same directory, then rename; through a symlink to the real
-file) and passes ``taosync validate --no-key`` as written.
+with the shared atomic write (engine/system.py: temp file in the same directory, then
+rename; through a symlink to the real file; a new file 0644 whatever the umask, an
+existing one keeps its mode) and passes ``taosync validate --no-key`` as written.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import click
 from taosync.cli import common_options, settings
 from taosync.errors import BadInput, WriteFailed
 
+#: a fleet.yaml holds no secret (the key is a reference): readable by all, whatever the umask
+STARTER_MODE = 0o644
 TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "fleet.yaml"
 
 
@@ -39,36 +42,29 @@ def _target(path: Path | None, s) -> Path:
 def init(force: bool, path: Path | None) -> int:
     """Write a commented starter fleet.yaml (PATH, else -c, $TAOSYNC_CONFIG, ./fleet.yaml)."""
     from taosync import ui
+    from taosync.engine.system import current
 
     s = settings()
+    system = current()
     target = _target(path, s).expanduser()
-    real = Path(os.path.realpath(target))
-    if real.is_dir():
+    real = system.realpath(target)
+    if system.is_dir(real):
         raise BadInput(f"{target}: is a directory; pass a file path such as "
                        f"{target / 'fleet.yaml'}")
-    existed = real.exists()
+    existed = system.exists(real)
     if existed and not force:
         raise BadInput(f"{target}: already exists; taosync init never replaces a file "
                        f"(use --force to overwrite it, or `taosync validate` to check it)")
     text = starter_text()
+    mode = (system.stat(real).st_mode & 0o777) if existed else STARTER_MODE
+
+    def still_absent() -> None:
+        if not force and system.exists(real):  # appeared meanwhile
+            raise BadInput(f"{target}: already exists; use --force to overwrite it")
+
     try:
-        real.parent.mkdir(parents=True, exist_ok=True)
-        tmp = real.with_name(f".{real.name}.taosync-init.{os.getpid()}")
-        mode = (real.stat().st_mode & 0o777) if existed else 0o644
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            if existed:
-                os.chmod(tmp, mode)
-            if not force and real.exists():  # appeared meanwhile
-                raise BadInput(f"{target}: already exists; use --force to overwrite it")
-            os.replace(tmp, real)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        system.make_dirs(real.parent, 0o755)
+        system.write_atomic(real, text.encode("utf-8"), mode, before_replace=still_absent)
     except OSError as exc:
         raise WriteFailed(f"{target}: cannot be written ({exc.strerror}); nothing was "
                           f"changed") from None

@@ -5,40 +5,34 @@ says which files to put back), re-plan against what is on disk now, back up ever
 about to change, write a journal, write each file atomically (temp file in the same
 directory, fsync, rename — through symlinks to the real file), save the state, drop the
 journal. A failing write puts back the files already written, so every file is its old
-or its new content. Writes go through a :class:`Writer` so ``--dry-run`` and tests use
-the very same path (chezmoi's System idea).
+or its new content. Every write goes through the System in effect (engine/system.py),
+so ``--dry-run`` runs this very path on a DryRunSystem (chezmoi's System idea).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
-import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol
 
 from taosync.engine.plan import FilePlan, Plan
 from taosync.engine.recovery import restore_entry
-from taosync.engine.state import (KEEP_APPLIES, ApplyRecord, State, StateStore, atomic_write, fsync_dir,
-                                  give_owner, make_dirs, make_private_dir, owner_to_keep,
-                                  sha256_bytes, write_private)
+from taosync.engine.state import (KEEP_APPLIES, ApplyRecord, State, StateStore, sha256_bytes,
+                                  write_private)
+from taosync.engine.system import LockBusy, RealSystem, System  # noqa: F401 (LockBusy's old home)
 from taosync.errors import WriteFailed
 
 LOCK_TIMEOUT = 60.0
-#: directories taosync creates for client files (they may hold the key)
-CLIENT_DIR_MODE = 0o700
 
 #: what a target was when the plan's text was checked: (size, mtime_ns, sha256), or
 #: None when it did not exist
 Fingerprint = tuple[int, int, str] | None
 
-
-class LockBusy(WriteFailed):
-    """Another taosync holds the lock (distinct from an I/O error: worth retrying)."""
+#: the old name of the target writer: the System itself writes targets now
+RealWriter = RealSystem
 
 
 class TargetMoved(WriteFailed):
@@ -50,55 +44,6 @@ class TargetMoved(WriteFailed):
                          f"writing it; {outcome}")
         self.path = path
         self.outcome = outcome
-
-
-class Writer(Protocol):
-    def write(self, path: Path, data: bytes, mode: int) -> None: ...
-    def remove(self, path: Path) -> None: ...
-    def guard(self, path: Path, seen: Fingerprint) -> None: ...
-
-
-class RealWriter:
-    """Atomic writes: temp file beside the target, fsync, chmod, rename, fsync dir.
-
-    A guarded target (see :meth:`guard`) is checked again last thing before it is
-    replaced, so a program that rewrote it meanwhile is never silently overwritten.
-    A hard-linked target is written in place, so every link keeps seeing one file.
-    """
-
-    def __init__(self):
-        self.guarded: dict[Path, Fingerprint] = {}
-
-    def guard(self, path: Path, seen: Fingerprint) -> None:
-        """Write ``path`` only while it is still as ``seen`` (checked once, then dropped:
-        putting a file back after a failure is not guarded)."""
-        self.guarded[path] = seen
-
-    def write(self, path: Path, data: bytes, mode: int) -> None:
-        make_dirs(path.parent, CLIENT_DIR_MODE)
-        check = self._check_for(path)
-        try:
-            links = os.stat(path).st_nlink
-        except FileNotFoundError:
-            links = 1
-        if links > 1:
-            write_in_place(path, data, mode, check)
-        else:
-            atomic_write(path, data, mode, before_replace=check)
-
-    def remove(self, path: Path) -> None:
-        self._check_for(path)()
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            return
-        fsync_dir(path.parent)
-
-    def _check_for(self, path: Path):
-        if path not in self.guarded:
-            return lambda: None
-        seen = self.guarded.pop(path)
-        return lambda: check_unchanged(path, seen)
 
 
 def fingerprint(path: Path) -> tuple[Fingerprint, bytes | None]:
@@ -118,65 +63,17 @@ def check_unchanged(path: Path, seen: Fingerprint) -> None:
         raise TargetMoved(path)
 
 
-def write_in_place(path: Path, data: bytes, mode: int, before_write=None) -> None:
-    """Truncate and rewrite a hard-linked file, so its other links see the new text too
-    (a rename would split them). Not atomic: the apply's backup and journal cover it."""
-    if before_write is not None:
-        before_write()
-    old_mode = stat.S_IMODE(os.stat(path).st_mode)
-    if not old_mode & 0o200:  # read-only and --force: write, then read-only again
-        os.chmod(path, old_mode | 0o200)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0))
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    finally:
-        os.chmod(path, mode)
-
-
 @contextmanager
 def locked(store: StateStore, timeout: float = LOCK_TIMEOUT):
     """An exclusive lock on the state directory, so two applies never interleave."""
-    try:
-        store.ensure()
-        owner = owner_to_keep(store.lock_path)
-        fd = os.open(store.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        give_owner(store.lock_path, owner)  # root in a user's home: still the user's
-    except OSError as exc:
-        raise WriteFailed(f"cannot create the state directory {store.root}: {exc.strerror}") from None
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                _lock(fd)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise LockBusy(f"another taosync holds {store.lock_path} "
-                                      f"(waited {timeout:g} s); nothing was written") from None
-                time.sleep(0.02)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-def _lock(fd: int) -> None:
-    try:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except ImportError:  # Windows
-        import msvcrt
-
+    with ExitStack() as held:
         try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            raise BlockingIOError from None
+            store.ensure()
+            held.enter_context(store.system.lock(store.lock_path, timeout))
+        except OSError as exc:
+            raise WriteFailed(f"cannot create the state directory {store.root}: "
+                              f"{exc.strerror}") from None
+        yield
 
 
 def file_mode(fp: FilePlan) -> int:
@@ -194,7 +91,7 @@ class Result:
     written: list[FilePlan]
 
 
-def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
+def execute(plan: Plan, state: State, store: StateStore, writer: System | None = None,
             kind: str = "apply", inputs: dict | None = None, *, force: bool = False) -> Result:
     """Write every changed file of ``plan`` (already computed under the lock).
 
@@ -202,8 +99,10 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
     touched), then the files, then the state; any failure puts back the files already
     written and drops the journal, and ``state`` is left as it was. ``force`` writes
     targets the user made read-only (an apply refuses them otherwise; a rollback puts
-    back what was there, read-only or not).
+    back what was there, read-only or not). Targets go through ``writer`` (default: the
+    store's System), everything else through the store's System.
     """
+    writer = store.system if writer is None else writer
     changed = plan.changed
     new_files = dict(state.files)
     for fp in plan.files:
@@ -226,7 +125,7 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
     record = ApplyRecord(apply_id, datetime.now(timezone.utc).isoformat(timespec="seconds"), kind)
     journal_files = []
     try:
-        make_private_dir(backup_dir)  # and backups/ itself: 0700 whatever the umask
+        store.system.make_private_dir(backup_dir)  # and backups/ itself: 0700 whatever the umask
         for n, fp in enumerate(changed):
             backup_name = None
             if fp.old_text is not None:
@@ -254,7 +153,7 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
     done: list[FilePlan] = []
     try:
         for fp in changed:
-            writer.guard(fp.real_path, seen[fp.real_path])
+            writer.guard(fp.real_path, _unchanged_since(fp.real_path, seen[fp.real_path]))
             _write_one(writer, fp)
             done.append(fp)
         store.save(new_state)
@@ -274,14 +173,17 @@ def execute(plan: Plan, state: State, store: StateStore, writer: Writer,
 
     state.files, state.applies, state.inputs = new_state.files, new_state.applies, new_state.inputs
     try:
-        os.unlink(store.journal_path)
+        store.system.remove(store.journal_path)
     except OSError:
         pass  # the state names this apply: the next run drops the journal as stale
     for old in applies[:-KEEP_APPLIES]:  # after the save: a crash here only leaves an unused backup
-        import shutil  # only when an old apply is pruned
-
-        shutil.rmtree(store.backup_dir(old.id), ignore_errors=True)
+        store.system.remove_tree(store.backup_dir(old.id))
     return Result(apply_id, changed)
+
+
+def _unchanged_since(path: Path, seen: Fingerprint):
+    """The guard of one target write: :class:`TargetMoved` unless ``path`` is as ``seen``."""
+    return lambda: check_unchanged(path, seen)
 
 
 def _as_planned(fp: FilePlan, *, refuse_read_only: bool) -> Fingerprint:
@@ -308,23 +210,21 @@ def _save(store: StateStore, state: State, outcome: str) -> None:
 
 def _discard(store: StateStore, backup_dir: Path) -> None:
     """Drop an apply that did not happen: its journal and backups (best effort)."""
-    import shutil
-
     try:
-        os.unlink(store.journal_path)
+        store.system.remove(store.journal_path)
     except OSError:
         pass
-    shutil.rmtree(backup_dir, ignore_errors=True)
+    store.system.remove_tree(backup_dir)
 
 
-def _write_one(writer: Writer, fp: FilePlan) -> None:
+def _write_one(writer: System, fp: FilePlan) -> None:
     if fp.new_text is None:
         writer.remove(fp.real_path)
     else:
         writer.write(fp.real_path, fp.new_text.encode("utf-8"), file_mode(fp))
 
 
-def _undo(writer: Writer, done: list[FilePlan], journal_files, backup_dir: Path) -> list[str]:
+def _undo(writer: System, done: list[FilePlan], journal_files, backup_dir: Path) -> list[str]:
     errors = []
     by_path = {j["path"]: j for j in journal_files}
     for fp in reversed(done):

@@ -22,6 +22,7 @@ from typing import Any
 
 from taosync import __version__
 from taosync.engine.state import sha256_bytes, value_hash
+from taosync.engine.system import current
 from taosync.fleet.logic import McpSecret, split_secret_reference
 from taosync.fleet.secrets import Reference, Secret, SecretError, resolve
 
@@ -75,8 +76,9 @@ def lookup(entry: dict, *, fleet_path: Path, home: Path, sandboxed: bool, enviro
     if not entry or entry.get("fingerprint", {}).get("cache") != CACHE_VERSION:
         return None
     fp = entry["fingerprint"]
+    system = current()
     try:
-        data = fleet_path.read_bytes()
+        data = system.read_bytes(fleet_path)
     except OSError:
         return None
     if sha256_bytes(data) != fp["fleet"]:
@@ -86,7 +88,7 @@ def lookup(entry: dict, *, fleet_path: Path, home: Path, sandboxed: bool, enviro
         return None
     if any(environ.get(var) != value for var, value in fp["env"].items()):
         return None
-    if any(Path(path).is_dir() != was for path, was in fp["paths"].items()):
+    if any(system.is_dir(Path(path)) != was for path, was in fp["paths"].items()):
         return None
     try:
         key = resolve(Reference(*entry["key_ref"]), environ=environ, home=home)

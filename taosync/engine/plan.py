@@ -8,13 +8,13 @@ parse stops the whole plan with a message naming it, so ``apply`` writes nothing
 
 from __future__ import annotations
 
-import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from taosync.engine.state import FileState, OwnedKey, State, canonical, sha256_bytes, value_hash
+from taosync.engine.system import current
 from taosync.errors import BadInput
 from taosync.fleet.secrets import Secret
 from taosync.formats.base import MISSING, FormatError, KeyPath, Match, editor_for, keypath_parse, keypath_str
@@ -105,10 +105,12 @@ def materialize(value: Any) -> tuple[Any, bool]:
 
 
 def read_target(path: Path) -> tuple[Path, str | None, int | None]:
-    """Follow symlinks; return (real path, text or None if absent, mode bits or None)."""
-    real = Path(os.path.realpath(path))
+    """Follow symlinks; return (real path, text or None if absent, mode bits or None).
+    Reads through the System in effect."""
+    system = current()
+    real = system.realpath(path)
     try:
-        st = real.stat()
+        st = system.stat(real)
     except FileNotFoundError:
         return real, None, None
     except OSError as exc:
@@ -116,7 +118,7 @@ def read_target(path: Path) -> tuple[Path, str | None, int | None]:
     if stat.S_ISDIR(st.st_mode):
         raise BadInput(f"{path}: is a directory, not a file; move it aside, taosync changed nothing")
     try:
-        data = real.read_bytes()
+        data = system.read_bytes(real)
     except OSError as exc:
         raise BadInput(f"{path}: cannot be read ({exc.strerror}); taosync changed nothing") from None
     try:

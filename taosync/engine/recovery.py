@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from taosync.engine.state import BACKUPS_DIR, State, StateStore
+from taosync.engine.system import current
 from taosync.errors import WriteFailed
 
 if TYPE_CHECKING:
     from taosync.clients.base import ClientEnv
-    from taosync.engine.apply import Writer
+    from taosync.engine.system import System
 
 REJECTED_SUFFIX = ".rejected"
 
@@ -34,20 +35,20 @@ def recover_locked(store: StateStore, env: "ClientEnv", *,
     """Before a command reads or writes client files: when a journal is left, take the
     lock and put back the interrupted apply. Returns the paths put back. Costs one
     ``stat`` when there is no journal (the no-op fast path)."""
-    if not store.journal_path.exists():
+    if not store.system.exists(store.journal_path):
         return []
-    from taosync.engine.apply import LOCK_TIMEOUT, RealWriter, locked
+    from taosync.engine.apply import LOCK_TIMEOUT, locked
 
     try:
         with locked(store, LOCK_TIMEOUT):
-            return recover(store, store.load(), RealWriter(), env, on_refuse=on_refuse)
+            return recover(store, store.load(), store.system, env, on_refuse=on_refuse)
     except WriteFailed as exc:
         raise WriteFailed(f"an earlier apply was interrupted and cannot be put back now "
                           f"({exc.message}); run `taosync apply` or `taosync rollback` "
                           "to recover it") from None
 
 
-def recover(store: StateStore, state: State, writer: "Writer", env: "ClientEnv | None" = None,
+def recover(store: StateStore, state: State, writer: "System", env: "ClientEnv | None" = None,
             *, on_refuse: Callable[[str], None] | None = None) -> list[str]:
     """Put back the files of an apply that died before it finished; returns their paths.
 
@@ -56,7 +57,7 @@ def recover(store: StateStore, state: State, writer: "Writer", env: "ClientEnv |
     stale. Without ``env`` only files already in the state may be put back.
     """
     try:
-        raw = store.journal_path.read_bytes()
+        raw = store.system.read_bytes(store.journal_path)
     except FileNotFoundError:
         return []
     try:
@@ -68,7 +69,7 @@ def recover(store: StateStore, state: State, writer: "Writer", env: "ClientEnv |
         _set_aside(store)
         return []
     if state.applies and state.applies[-1].id == apply_id:
-        os.unlink(store.journal_path)
+        store.system.remove(store.journal_path)
         return []
     backups = _inside(store.root / backup_dir, store.root / BACKUPS_DIR)
     allowed = _Targets(state.files, env)
@@ -82,22 +83,22 @@ def recover(store: StateStore, state: State, writer: "Writer", env: "ClientEnv |
             continue
         target = Path(entry["real_path"])
         for stale in target.parent.glob(f".{target.name}.taosync-*.tmp"):
-            stale.unlink(missing_ok=True)  # a write the kill cut short
+            writer.remove(stale)  # a write the kill cut short
         restore_entry(writer, target, entry, backups)
         restored.append(entry["path"])
     if refused:
         _set_aside(store)
     else:
-        os.unlink(store.journal_path)
+        store.system.remove(store.journal_path)
     return restored
 
 
-def restore_entry(writer: "Writer", target: Path, entry: dict, backup_dir: Path) -> None:
+def restore_entry(writer: "System", target: Path, entry: dict, backup_dir: Path) -> None:
     """Put ``target`` back as the apply found it (a journal entry): its backup, or no file."""
     if entry["backup"] is None:
         writer.remove(target)
     else:
-        writer.write(target, (backup_dir / entry["backup"]).read_bytes(), entry["mode"])
+        writer.write(target, writer.read_bytes(backup_dir / entry["backup"]), entry["mode"])
 
 
 def _journal_parts(journal) -> tuple[int, str, list[dict]]:
@@ -112,7 +113,8 @@ def _journal_parts(journal) -> tuple[int, str, list[dict]]:
 
 def _inside(path: Path, root: Path) -> Path | None:
     """``path`` with symlinks resolved when it lies inside ``root``, else None."""
-    real, real_root = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    system = current()
+    real, real_root = system.realpath(path), system.realpath(root)
     return real if real == real_root or real.is_relative_to(real_root) else None
 
 
@@ -153,7 +155,7 @@ def _entry_problem(entry: dict, backups: Path | None, allowed: _Targets) -> str 
         return "not an absolute, normalised path"
     if path not in allowed:
         return "not a client file taosync manages under this home"
-    if real != os.path.realpath(path):
+    if real != str(current().realpath(path)):
         return f"its real path {real!r} is not where {path} leads"
     if not isinstance(mode, int) or isinstance(mode, bool) or not 0 <= mode <= 0o7777:
         return f"mode {mode!r} is not a file mode"
@@ -175,5 +177,5 @@ def _refuse(on_refuse: Callable[[str], None] | None, message: str) -> None:
 
 def _set_aside(store: StateStore) -> None:
     """Move a journal that cannot be trusted out of the way, keeping it for a look."""
-    os.replace(store.journal_path, store.journal_path.with_name(
+    store.system.rename(store.journal_path, store.journal_path.with_name(
         store.journal_path.name + REJECTED_SUFFIX))

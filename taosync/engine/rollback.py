@@ -45,7 +45,7 @@ def plan_rollback(store: StateStore, state: State,
         else:
             backup = store.backup_dir(apply_id) / entry["backup"]
             try:
-                restored = backup.read_text(encoding="utf-8")
+                restored = store.system.read_bytes(backup).decode("utf-8")
             except OSError as exc:
                 raise BadInput(f"backup {backup} of {path} cannot be read ({exc.strerror}); "
                                "nothing was restored") from None

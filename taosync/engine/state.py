@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from taosync.engine.system import current
+
 STATE_VERSION = 1
 #: keyed hashes of secrets taosync wrote, kept so output can hide them long after
 KEEP_SECRET_HASHES = 50
@@ -210,7 +212,8 @@ def _apply_record(data, where: str) -> ApplyRecord:
 
 
 class StateStore:
-    """The state directory: state.json, hmac.key, journal, lock, backups/."""
+    """The state directory: state.json, hmac.key, journal, lock, backups/. Every read
+    and write of it goes through :attr:`system`."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -232,17 +235,22 @@ class StateStore:
     def lock_path(self) -> Path:
         return self.root / LOCK_FILE
 
+    @property
+    def system(self):
+        """The System in effect (taosync.engine.system): the disk, or a dry run's."""
+        return current()
+
     def backup_dir(self, apply_id: int) -> Path:
         return self.root / BACKUPS_DIR / str(apply_id)
 
     def ensure(self) -> None:
         """Open the state directory for writing: created 0700 whatever the umask, and an
         existing one tightened to 0700 (it holds backups of files that hold the key)."""
-        make_private_dir(self.root)
+        self.system.make_private_dir(self.root)
 
     def load(self) -> State:
         try:
-            raw = self.state_path.read_bytes()
+            raw = self.system.read_bytes(self.state_path)
         except FileNotFoundError:
             self.digest = None
             return State()
@@ -268,7 +276,8 @@ class StateStore:
             return self._hmac
         path = self.root / HMAC_FILE
         try:
-            self._hmac, self._hmac_ephemeral = bytes.fromhex(path.read_text().strip()), False
+            self._hmac, self._hmac_ephemeral = (
+                bytes.fromhex(self.system.read_bytes(path).decode().strip()), False)
         except (FileNotFoundError, ValueError):
             self._hmac, self._hmac_ephemeral = os.urandom(32), not create  # = secrets.token_bytes
             if create:
@@ -282,123 +291,9 @@ class StateStore:
         return self._hmac_ephemeral
 
 
-def make_private_dir(path: Path) -> None:
-    """``path`` and every parent this call creates, 0700 whatever the umask (see
-    :func:`make_dirs`); an existing ``path`` is tightened to 0700."""
-    make_dirs(path, 0o700)
-    if os.stat(path).st_mode & 0o777 != 0o700:
-        try:
-            os.chmod(path, 0o700)
-        except PermissionError:  # another user's directory: its writes succeed or fail alone
-            pass
-
-
 def write_private(path: Path, data: bytes) -> None:
-    """Atomic write of a taosync-owned file, mode 0600."""
-    atomic_write(path, data, 0o600)
-
-
-def atomic_write(path: Path, data: bytes, mode: int, before_replace=None) -> None:
-    """Temp file beside ``path``, fsync, chown, chmod, rename, fsync the directory: a
-    reader (or a crash) sees the old bytes or the new ones, never a mix.
-
-    The mode is set explicitly (the umask never widens it). The owner is kept: an
-    existing file keeps its owner and group, a new one written by root takes its
-    directory's (``sudo taosync`` must not leave a user's config ``root:root``).
-    ``before_replace()`` runs last before the rename, to refuse when the target moved.
-    """
-    owner = owner_to_keep(path)
-    tmp = path.with_name(f".{path.name}.taosync-{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        give_owner(tmp, owner)
-        os.chmod(tmp, mode)  # after chown, which may clear mode bits
-        if before_replace is not None:
-            before_replace()
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    fsync_dir(path.parent)
-
-
-def make_dirs(path: Path, mode: int) -> None:
-    """Create ``path`` and its missing parents, each with exactly ``mode`` (mkdir's mode
-    is masked by the umask and ignored for parents) and, under root, its parent's owner."""
-    missing = []
-    while not path.exists():
-        missing.append(path)
-        if path.parent == path:
-            break
-        path = path.parent
-    for directory in reversed(missing):
-        owner = owner_to_keep(directory)  # its parent's, while it does not exist
-        try:
-            directory.mkdir(mode=0o700)
-        except FileExistsError:  # made meanwhile by someone else: theirs, leave it
-            continue
-        give_owner(directory, owner)
-        os.chmod(directory, mode)
-
-
-def owner_to_keep(path: Path) -> tuple[int, int] | None:
-    """(uid, gid) ``path`` must end with: its own if it exists; its directory's for a
-    new one written by root; None when nothing needs changing."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        if not _is_root():
-            return None
-        try:
-            st = os.stat(path.parent)
-        except OSError:
-            return None
-    except OSError:
-        return None
-    return st.st_uid, st.st_gid
-
-
-def give_owner(path: Path, owner: tuple[int, int] | None) -> None:
-    """chown ``path`` to ``owner``; a user who may not (not root, not in that group)
-    keeps what the system gave the file."""
-    if owner is None or not hasattr(os, "chown"):
-        return
-    st = os.stat(path, follow_symlinks=False)
-    if (st.st_uid, st.st_gid) == owner:
-        return
-    try:
-        os.chown(path, *owner, follow_symlinks=False)
-    except PermissionError:
-        try:
-            os.chown(path, -1, owner[1], follow_symlinks=False)
-        except PermissionError:
-            pass
-
-
-def _is_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0
-
-
-def fsync_dir(path: Path) -> None:
-    """fsync a directory so a rename in it survives a power cut; best effort (some file
-    systems and Windows cannot)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    """Atomic write of a taosync-owned file, mode 0600, on the System in effect."""
+    current().write_atomic(path, data, 0o600)
 
 
 def canonical(value: Any) -> str:

@@ -9,7 +9,6 @@ the measure a routing table can be tuned by. Standard library only.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import time
 import uuid
@@ -60,7 +59,8 @@ def _key_record(key: Any, source: Any, hmac_key: bytes | None) -> dict[str, Any]
 
 def append(state_dir: Path, results: Iterable[Any], *, stub: bool = False,
            key: Any = None) -> Path:
-    """Append one run's results (one write, so concurrent runs never interleave lines),
+    """Append one run's results (one write, so concurrent runs never interleave lines)
+    through the System in effect,
     scrubbed of ``key`` and of every key a probe sent. The key hash uses taosync's
     per-machine hashing key (the one state.json's hashes use), when there is one."""
     from taosync.engine.state import StateStore
@@ -77,22 +77,18 @@ def append(state_dir: Path, results: Iterable[Any], *, stub: bool = False,
     text = "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in lines)
     for used in [key, *(getattr(r, "key", None) for r in results)]:
         text = scrub(text, used)
-    from taosync.engine.state import make_private_dir
-
-    make_private_dir(target.parent)  # the state directory: 0700 whatever the umask
-    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, text.encode("utf-8"))
-    finally:
-        os.close(fd)
+    system = store.system  # a dry run or a read-only proof sees this write too
+    system.make_private_dir(target.parent)  # the state directory: 0700 whatever the umask
+    system.append(target, text.encode("utf-8"), 0o600)
     return target
 
 
 def read(state_dir: Path) -> list[dict[str, Any]]:
     """Every record; a damaged line is skipped, not fatal."""
-    target = path(state_dir)
+    from taosync.engine.system import current
+
     try:
-        raw = target.read_text(encoding="utf-8")
+        raw = current().read_bytes(path(state_dir)).decode("utf-8")
     except FileNotFoundError:
         return []
     out = []

@@ -1,0 +1,404 @@
+"""One System for every file operation taosync does, on targets and on its own state.
+
+The shape of chezmoi's System: :class:`RealSystem` does the operations,
+:class:`DryRunSystem` reads through and only records what it would have written (so
+``apply --dry-run`` runs the real commit path), :class:`ErrorOnWriteSystem` refuses any
+write (tests use it to prove a command wrote nothing). The System in effect is
+:func:`current`; :func:`using` installs another for a block (the dry run, a test).
+Standard library only: the no-op fast path reads through it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+import time
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Protocol
+
+from taosync.errors import WriteFailed
+
+#: directories taosync creates for client files (they may hold the key)
+CLIENT_DIR_MODE = 0o700
+
+
+class LockBusy(WriteFailed):
+    """Another taosync holds the lock (distinct from an I/O error: worth retrying)."""
+
+
+class System(Protocol):
+    """Every file operation taosync does. Reads: ``read_bytes``, ``stat``, ``lstat``,
+    ``realpath``, ``exists``, ``is_dir``. Writes: the rest."""
+
+    def read_bytes(self, path: Path) -> bytes: ...
+    def stat(self, path: Path) -> os.stat_result: ...
+    def lstat(self, path: Path) -> os.stat_result: ...
+    def realpath(self, path: Path) -> Path: ...
+    def exists(self, path: Path) -> bool: ...
+    def is_dir(self, path: Path) -> bool: ...
+    def write_atomic(self, path: Path, data: bytes, mode: int,
+                     before_replace: Callable[[], None] | None = None) -> None: ...
+    def write(self, path: Path, data: bytes, mode: int) -> None: ...
+    def guard(self, path: Path, check: Callable[[], None]) -> None: ...
+    def remove(self, path: Path) -> None: ...
+    def remove_tree(self, path: Path) -> None: ...
+    def rename(self, src: Path, dst: Path) -> None: ...
+    def make_dirs(self, path: Path, mode: int) -> None: ...
+    def make_private_dir(self, path: Path) -> None: ...
+    def append(self, path: Path, data: bytes, mode: int) -> None: ...
+    def lock(self, path: Path, timeout: float) -> AbstractContextManager[None]: ...
+
+
+class _Reads:
+    """The reads every System does on the real disk, and the guard of a target write."""
+
+    def __init__(self):
+        self.guarded: dict[Path, Callable[[], None]] = {}
+
+    def guard(self, path: Path, check: Callable[[], None]) -> None:
+        """Write (or remove) ``path`` only after ``check()`` passed last thing before
+        (checked once, then dropped: putting a file back after a failure is unguarded)."""
+        self.guarded[Path(path)] = check
+
+    def _check_for(self, path: Path) -> Callable[[], None]:
+        return self.guarded.pop(Path(path), _nothing)
+
+    def read_bytes(self, path: Path) -> bytes:
+        return Path(path).read_bytes()
+
+    def stat(self, path: Path) -> os.stat_result:
+        return os.stat(path)
+
+    def lstat(self, path: Path) -> os.stat_result:
+        return os.lstat(path)
+
+    def realpath(self, path: Path) -> Path:
+        return Path(os.path.realpath(path))
+
+    def exists(self, path: Path) -> bool:
+        return os.path.exists(path)
+
+    def is_dir(self, path: Path) -> bool:
+        return os.path.isdir(path)
+
+
+class RealSystem(_Reads):
+    """The disk. Writes are atomic (temp file beside the target, fsync, chown, chmod,
+    rename, fsync dir). A guarded target (see :meth:`guard`) is checked again last thing
+    before it is replaced, so a program that rewrote it meanwhile is never silently
+    overwritten. A hard-linked target is written in place, so every link keeps seeing
+    one file."""
+
+    def write(self, path: Path, data: bytes, mode: int) -> None:
+        """A client file: its missing directories 0700, guarded, hard links kept."""
+        check = self._check_for(path)  # taken first: a failure below never leaves it set
+        self.make_dirs(path.parent, CLIENT_DIR_MODE)
+        try:
+            links = os.stat(path).st_nlink
+        except FileNotFoundError:
+            links = 1
+        if links > 1:
+            write_in_place(path, data, mode, check)
+        else:
+            self.write_atomic(path, data, mode, before_replace=check)
+
+    def write_atomic(self, path: Path, data: bytes, mode: int,
+                     before_replace: Callable[[], None] | None = None) -> None:
+        atomic_write(path, data, mode, before_replace)
+
+    def remove(self, path: Path) -> None:
+        self._check_for(path)()
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return
+        fsync_dir(path.parent)
+
+    def remove_tree(self, path: Path) -> None:
+        import shutil  # only when something is pruned or discarded
+
+        shutil.rmtree(path, ignore_errors=True)
+
+    def rename(self, src: Path, dst: Path) -> None:
+        os.replace(src, dst)
+
+    def make_dirs(self, path: Path, mode: int) -> None:
+        make_dirs(path, mode)
+
+    def make_private_dir(self, path: Path) -> None:
+        make_private_dir(path)
+
+    def append(self, path: Path, data: bytes, mode: int) -> None:
+        """One write, so concurrent appenders never interleave lines."""
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def lock(self, path: Path, timeout: float) -> Iterator[None]:
+        """An exclusive lock on ``path`` (created 0600, its directory's owner kept)."""
+        owner = owner_to_keep(path)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            give_owner(path, owner)  # root in a user's home: still the user's
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    _lock(fd)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise LockBusy(f"another taosync holds {path} (waited {timeout:g} s); "
+                                       "nothing was written") from None
+                    time.sleep(0.02)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+class DryRunSystem(_Reads):
+    """Reads the disk as it is; every write is only recorded in :attr:`would`, as
+    (operation, path). A guard is still checked, as a real write would."""
+
+    def __init__(self):
+        super().__init__()
+        self.would: list[tuple[str, Path]] = []
+
+    def _record(self, what: str, path: Path) -> None:
+        self.would.append((what, Path(path)))
+
+    def write(self, path: Path, data: bytes, mode: int) -> None:
+        self._check_for(path)()
+        self._record("write", path)
+
+    def write_atomic(self, path, data, mode, before_replace=None) -> None:
+        self._record("write", path)
+
+    def remove(self, path: Path) -> None:
+        self._check_for(path)()
+        if self.exists(path):
+            self._record("remove", path)
+
+    def remove_tree(self, path: Path) -> None:
+        if self.exists(path):
+            self._record("remove", path)
+
+    def rename(self, src: Path, dst: Path) -> None:
+        self._record("rename", src)
+
+    def make_dirs(self, path: Path, mode: int) -> None:
+        if not self.exists(path):
+            self._record("mkdir", path)
+
+    def make_private_dir(self, path: Path) -> None:
+        self.make_dirs(path, 0o700)
+
+    def append(self, path: Path, data: bytes, mode: int) -> None:
+        self._record("append", path)
+
+    @contextmanager
+    def lock(self, path: Path, timeout: float) -> Iterator[None]:
+        yield  # nothing is written, so nothing needs guarding from another apply
+
+
+class ErrorOnWriteSystem(DryRunSystem):
+    """Raises on any write (but to the paths in ``allow``, which go to the disk): run a
+    command on it to prove the command writes nothing."""
+
+    def __init__(self, allow: tuple[Path, ...] = ()):
+        super().__init__()
+        self.allow = {Path(p) for p in allow}
+        self._real = RealSystem()
+
+    def _record(self, what: str, path: Path) -> None:
+        raise WrittenOnReadOnly(f"{what} {path} on a read-only run")
+
+    def append(self, path: Path, data: bytes, mode: int) -> None:
+        if Path(path) in self.allow:
+            return self._real.append(path, data, mode)
+        self._record("append", path)
+
+    def make_private_dir(self, path: Path) -> None:
+        if any(p.parent == Path(path) for p in self.allow):
+            return self._real.make_private_dir(path)
+        super().make_private_dir(path)
+
+
+def _nothing() -> None:
+    """The guard of a write nothing guards."""
+
+
+class WrittenOnReadOnly(AssertionError):
+    """A write reached an :class:`ErrorOnWriteSystem` (a bug, not a user's error)."""
+
+
+_installed: System | None = None
+_real = RealSystem()
+
+
+def current() -> System:
+    """The System in effect: the one :func:`using` installed, else the disk."""
+    return _installed if _installed is not None else _real
+
+
+@contextmanager
+def using(system: System) -> Iterator[System]:
+    """Run a block on ``system`` (every thread sees it: a verify's probes run in some)."""
+    global _installed
+    before, _installed = _installed, system
+    try:
+        yield system
+    finally:
+        _installed = before
+
+
+def atomic_write(path: Path, data: bytes, mode: int, before_replace=None) -> None:
+    """Temp file beside ``path``, fsync, chown, chmod, rename, fsync the directory: a
+    reader (or a crash) sees the old bytes or the new ones, never a mix.
+
+    The mode is set explicitly (the umask never widens it). The owner is kept: an
+    existing file keeps its owner and group, a new one written by root takes its
+    directory's (``sudo taosync`` must not leave a user's config ``root:root``).
+    ``before_replace()`` runs last before the rename, to refuse when the target moved.
+    """
+    owner = owner_to_keep(path)
+    tmp = path.with_name(f".{path.name}.taosync-{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        give_owner(tmp, owner)
+        os.chmod(tmp, mode)  # after chown, which may clear mode bits
+        if before_replace is not None:
+            before_replace()
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_dir(path.parent)
+
+
+def write_in_place(path: Path, data: bytes, mode: int, before_write=None) -> None:
+    """Truncate and rewrite a hard-linked file, so its other links see the new text too
+    (a rename would split them). Not atomic: the apply's backup and journal cover it."""
+    if before_write is not None:
+        before_write()
+    old_mode = stat_mod.S_IMODE(os.stat(path).st_mode)
+    if not old_mode & 0o200:  # read-only and --force: write, then read-only again
+        os.chmod(path, old_mode | 0o200)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    finally:
+        os.chmod(path, mode)
+
+
+def make_private_dir(path: Path) -> None:
+    """``path`` and every parent this call creates, 0700 whatever the umask (see
+    :func:`make_dirs`); an existing ``path`` is tightened to 0700."""
+    make_dirs(path, 0o700)
+    if os.stat(path).st_mode & 0o777 != 0o700:
+        try:
+            os.chmod(path, 0o700)
+        except PermissionError:  # another user's directory: its writes succeed or fail alone
+            pass
+
+
+def make_dirs(path: Path, mode: int) -> None:
+    """Create ``path`` and its missing parents, each with exactly ``mode`` (mkdir's mode
+    is masked by the umask and ignored for parents) and, under root, its parent's owner."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        if path.parent == path:
+            break
+        path = path.parent
+    for directory in reversed(missing):
+        owner = owner_to_keep(directory)  # its parent's, while it does not exist
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by someone else: theirs, leave it
+            continue
+        give_owner(directory, owner)
+        os.chmod(directory, mode)
+
+
+def owner_to_keep(path: Path) -> tuple[int, int] | None:
+    """(uid, gid) ``path`` must end with: its own if it exists; its directory's for a
+    new one written by root; None when nothing needs changing."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if not _is_root():
+            return None
+        try:
+            st = os.stat(path.parent)
+        except OSError:
+            return None
+    except OSError:
+        return None
+    return st.st_uid, st.st_gid
+
+
+def give_owner(path: Path, owner: tuple[int, int] | None) -> None:
+    """chown ``path`` to ``owner``; a user who may not (not root, not in that group)
+    keeps what the system gave the file."""
+    if owner is None or not hasattr(os, "chown"):
+        return
+    st = os.stat(path, follow_symlinks=False)
+    if (st.st_uid, st.st_gid) == owner:
+        return
+    try:
+        os.chown(path, *owner, follow_symlinks=False)
+    except PermissionError:
+        try:
+            os.chown(path, -1, owner[1], follow_symlinks=False)
+        except PermissionError:
+            pass
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory so a rename in it survives a power cut; best effort (some file
+    systems and Windows cannot)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _lock(fd: int) -> None:
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            raise BlockingIOError from None
