@@ -15,7 +15,7 @@ from taosync.errors import BadInput
 
 @dataclass
 class Context:
-    settings: object  # taosync.cli.Settings
+    settings: object  # taosync.settings.Settings
     loaded: object | None  # taosync.fleet.load.Loaded; None when the render came from cache
     env: object  # taosync.clients.base.ClientEnv
     store: object  # taosync.engine.state.StateStore

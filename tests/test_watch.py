@@ -21,7 +21,7 @@ import pytest
 
 from conftest import EXAMPLE_FLEET, TEST_KEY
 
-from taosync.cli import Settings
+from taosync.settings import Settings
 from taosync.watch import Event, Options, Watcher
 
 BASE = "https://taotoken.net/api"

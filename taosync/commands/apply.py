@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 from taosync.commands.plan import no_key_option, only_option
 
 
@@ -32,7 +32,7 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
     if no_key and not dry_run:
         raise BadInput("apply --no-key needs --dry-run: without the key there is nothing "
                        "to write (use taosync plan --no-key in CI)")
-    s = settings()
+    s = current()
     with read_only() if dry_run else contextlib.nullcontext():
         ctx = pipeline.prepare(s, no_key=no_key)
         protect(ctx)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 from taosync.errors import BadInput, WriteFailed
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "fleet.yaml"
@@ -40,7 +40,7 @@ def init(force: bool, path: Path | None) -> int:
     """Write a commented starter fleet.yaml (PATH, else -c, $TAOSYNC_CONFIG, ./fleet.yaml)."""
     from taosync import ui
 
-    s = settings()
+    s = current()
     target = _target(path, s).expanduser()
     real = Path(os.path.realpath(target))
     if real.is_dir():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 from taosync.commands.plan import no_key_option, only_option
 
 
@@ -18,7 +18,7 @@ def status(only, no_key):
     from taosync.commands.report import print_warnings, protect, read_only, shown
     from taosync.engine.drift import find_drift
 
-    s = settings()
+    s = current()
     with read_only():
         ctx = pipeline.prepare(s, no_key=no_key)
         protect(ctx)

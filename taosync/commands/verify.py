@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 from taosync.errors import BadInput, TaosyncError
 
 
@@ -286,7 +286,7 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bo
     from taosync.engine.state import StateStore
     from taosync.pipeline import recover_first
 
-    s = settings()
+    s = current()
     env = s.client_env()
     recover_first(StateStore(s.state_dir()), env)  # an interrupted apply is put back first
     loaded, notes = _load(s, env, use_stub)
