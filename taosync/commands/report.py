@@ -67,7 +67,8 @@ def redactor_for(ctx, state):
 def _add_owned_secrets(redactor, fp, state) -> None:
     """Both texts of a file a rollback rewrites, read at every owned key marked secret
     (in the state now and in the entry put back), so a key in a backup is known too."""
-    from taosync.formats.base import MISSING as missing, editor_for, keypath_parse
+    from taosync.formats.base import MISSING as missing, keypath_parse
+    from taosync.formats.registry import editor_for
 
     entries = [e for e in (state.files.get(str(fp.path)), fp.new_state) if e is not None]
     paths = {k for e in entries for k, o in e.owned.items() if o.secret}

@@ -17,7 +17,8 @@ from typing import Any
 from taosync.engine.state import FileState, OwnedKey, State, canonical, sha256_bytes, value_hash
 from taosync.errors import BadInput
 from taosync.fleet.secrets import Secret
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, editor_for, keypath_parse, keypath_str
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, keypath_parse, keypath_str
+from taosync.formats.registry import editor_for
 
 
 #: what a key-bearing value is rendered as under ``--no-key`` (the key is not resolved);
