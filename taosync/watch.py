@@ -650,7 +650,7 @@ class Watcher:
     def _know(self, ctx, state) -> None:
         """A redactor for ``ctx``'s key (shown as its redacted form) that still hides
         every secret seen earlier in this run (a key rotated away, a drifted token)."""
-        from taosync.commands.report import redactor_for
+        from taosync.pipeline import redactor_for
 
         earlier = self._redactor
         self._redactor = redactor_for(ctx, state)
@@ -658,7 +658,7 @@ class Watcher:
             self._redactor.add(earlier.values())
 
     def _changes(self, files, ctx) -> list[dict]:
-        from taosync.commands.report import shown
+        from taosync.fleet.secrets import shown
 
         out = []
         for fp in files:
@@ -837,7 +837,7 @@ class _Verifier:
 
     def _verify(self, ctx, clients: set[str]) -> None:
         from taosync import pipeline
-        from taosync.commands.verify import verify_fleet
+        from taosync.verify.session import verify_fleet
 
         w = self.watcher
         fleet = pipeline.loaded_fleet(ctx).fleet

@@ -101,7 +101,8 @@ def _warn_if_root_in_someone_elses_home(home) -> None:
 def _verify(ctx, s, only, stub) -> tuple[int, dict | None]:
     """Verify what was written: the table on stdout (or the report, for --json)."""
     from taosync import pipeline
-    from taosync.commands.verify import print_report, verify_fleet
+    from taosync.commands.verify import print_report
+    from taosync.verify.session import verify_fleet
 
     report = verify_fleet(pipeline.loaded_fleet(ctx).fleet, ctx.key, ctx.env,
                           state_dir=s.state_dir(), only=list(only) or None, stub=stub)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
-from taosync.settings import common_options, current
 from taosync.errors import BadInput, WriteFailed
+from taosync.settings import common_options, current
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "fleet.yaml"
 

@@ -15,8 +15,9 @@ from taosync.commands.plan import no_key_option, only_option
 def status(only, no_key):
     """Show drift (owned keys edited on disk) and pending changes; exit 1 when either."""
     from taosync import pipeline, ui
-    from taosync.commands.report import print_warnings, protect, read_only, shown
+    from taosync.commands.report import print_warnings, protect, read_only
     from taosync.engine.drift import find_drift
+    from taosync.fleet.secrets import shown
 
     s = current()
     with read_only():

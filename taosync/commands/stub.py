@@ -6,8 +6,8 @@ import os
 
 import click
 
-from taosync.settings import common_options, current
 from taosync.errors import BadInput
+from taosync.settings import common_options, current
 
 
 @click.command("stub", epilog="Faults (KIND[=ARG][@MODEL]): unauthorized, forbidden, oauth, "
