@@ -32,6 +32,11 @@ Verification runs on its own thread, one run at a time; requests made while one 
 are merged into a single follow-up. Every outcome is an :class:`Event` handed to the
 callback (the command prints them; tests collect them). :meth:`Watcher.stop` never
 interrupts a transaction: it waits for one in progress and none starts after it.
+
+The parts: ``events`` (Event, Options), ``arming`` (watches and incoming events),
+``scheduler`` (the worker loop, debounce, speculation), ``cycle`` (what a cycle does),
+``verifier`` (verification after an apply); :class:`Watcher` holds their shared state.
+It prints nothing and imports neither click nor any command.
 """
 
 from __future__ import annotations

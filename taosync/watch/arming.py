@@ -5,7 +5,6 @@ and the watchdog events coming in, which only mark what is pending."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 from taosync.watch.events import FLEET, KEY, TARGET, digest
@@ -36,9 +35,6 @@ def _ident(path: str) -> tuple[int, int] | None:
 
 class Arming:
     """The watcher's watches and the events they deliver (a part of :class:`Watcher`)."""
-
-    _cond: threading.Condition
-    _watch_lock: threading.Lock
 
     def _fs_event(self, event) -> None:
         kind = event.event_type
