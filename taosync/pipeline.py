@@ -15,7 +15,7 @@ from taosync.errors import BadInput
 
 @dataclass
 class Context:
-    settings: object  # taosync.cli.Settings
+    settings: object  # taosync.settings.Settings
     loaded: object | None  # taosync.fleet.load.Loaded; None when the render came from cache
     env: object  # taosync.clients.base.ClientEnv
     store: object  # taosync.engine.state.StateStore
@@ -216,3 +216,18 @@ def display_path(path: Path | str, home: Path) -> str:
         return "~/" + str(path.relative_to(home))
     except ValueError:
         return str(path)
+
+
+def redactor_for(ctx, state):
+    """A Redactor knowing ``ctx``'s key, every Secret it rendered, and the keyed hashes
+    of every key ``state`` remembers (not installed: commands install it with
+    ``commands/report.py``'s ``protect``; watch keeps its own)."""
+    from taosync.fleet.secrets import Redactor
+
+    redactor = Redactor(None if ctx.no_key else ctx.key,
+                        hmac_key=ctx.store.hmac_key(create=False),
+                        known_hashes=state.remembered_secrets())
+    for patch in ctx.patches:
+        for part in (patch.values, patch.skeleton, patch.volatile):
+            redactor.add_secrets_in(part)
+    return redactor

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from taosync.cli import settings
+from taosync.settings import current
 
 _redactor: tuple[object, object] | None = None  # (the run's Settings, its Redactor)
 
@@ -21,7 +21,7 @@ COLORS = {"ok": "green", "warn": "yellow", "fail": "red", "dim": "bright_black",
 
 
 def style(text: str, kind: str) -> str:
-    if not settings().color:
+    if not current().color:
         return text
     if kind == "bold":
         return click.style(text, bold=True)
@@ -32,12 +32,12 @@ def use_redactor(redactor) -> None:
     """Hide what ``redactor`` knows from everything this run prints from now on. Tied
     to the run's settings, so a later run in the same process starts clean."""
     global _redactor
-    _redactor = (settings(), redactor) if redactor is not None else None
+    _redactor = (current(), redactor) if redactor is not None else None
 
 
 def redactor():
     """The run's redactor, or None before a command installed one."""
-    if _redactor is not None and _redactor[0] is settings():
+    if _redactor is not None and _redactor[0] is current():
         return _redactor[1]
     return None
 
@@ -50,7 +50,7 @@ def clean(text: str) -> str:
 
 def out(text: str = "") -> None:
     """A line of the command's main output (suppressed by -q)."""
-    if settings().verbosity >= 0 and not settings().json:
+    if current().verbosity >= 0 and not current().json:
         click.echo(clean(text))
 
 
@@ -61,7 +61,7 @@ def echo(text: str) -> None:
 
 def detail(text: str) -> None:
     """A line shown only with -v."""
-    if settings().verbosity > 0 and not settings().json:
+    if current().verbosity > 0 and not current().json:
         click.echo(clean(text))
 
 
@@ -85,7 +85,7 @@ def emit_json(data) -> None:
 
 def fail(exc) -> None:
     """Print a TaosyncError: JSON on stdout with --json, else a message on stderr."""
-    if settings().json:
+    if current().json:
         emit_json({"ok": False, "error": exc.message, "details": exc.details,
                    "exit_code": exc.exit_code})
         return

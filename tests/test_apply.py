@@ -524,7 +524,7 @@ def _python_that_can_run(drop: list[str], env: dict) -> str:
 
 def test_write_failing_half_way_puts_every_file_back(taosync, home, fleet_file):
     """Inject a failure on the third file written: all files end as they were."""
-    from taosync.cli import Settings
+    from taosync.settings import Settings
     from taosync.engine.apply import RealWriter, execute
     from taosync import pipeline
     from taosync.errors import WriteFailed

@@ -9,7 +9,7 @@ from conftest import TEST_KEY
 
 def prepare(home, fleet_file):
     from taosync import pipeline
-    from taosync.cli import Settings
+    from taosync.settings import Settings
 
     return pipeline.prepare(Settings(config=fleet_file, home=home))
 

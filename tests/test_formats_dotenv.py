@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taosync.formats.base import MISSING, FormatError, editor_for
+from taosync.formats.base import MISSING, FormatError
+from taosync.formats.registry import editor_for
 from taosync.formats.dotenv import EDITOR as E
 
 ENV = """# Continue secrets (https://docs.continue.dev)

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from taosync.formats.base import MISSING, FormatError, Match, editor_for
+from taosync.formats.base import MISSING, FormatError, Match
+from taosync.formats.registry import editor_for
 from plain_model import play
 from taosync.formats.json_ import EDITOR as E
 from taosync.formats.json_ import _scan_items

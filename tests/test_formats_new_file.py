@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from conftest import EXAMPLE_FLEET, TEST_KEY
 from plain_model import play
 from taosync.formats import toml_writer, yaml_writer
-from taosync.formats.base import MISSING, FormatError, Match, editor_for
+from taosync.formats.base import MISSING, FormatError, Match
+from taosync.formats.registry import editor_for
 from taosync.formats.new_file import NewFileEditor
 
 TOML = editor_for("toml")

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from taosync.formats.base import MISSING, FormatError, Match, editor_for
+from taosync.formats.base import MISSING, FormatError, Match
+from taosync.formats.registry import editor_for
 from plain_model import play
 from taosync.formats.yaml import EDITOR as E
 

@@ -119,7 +119,7 @@ def test_rendered_mcp_secrets_are_secret_objects(home, mcp_fleet):
     """The contract with the redactor and the engine: a resolved MCP value in the
     patches is a Secret (revealed only on write, its key path marked secret)."""
     from taosync import pipeline
-    from taosync.cli import Settings
+    from taosync.settings import Settings
     from taosync.fleet.secrets import Secret
 
     ctx = pipeline.prepare(Settings(config=mcp_fleet(), home=home), use_cache=False)
@@ -195,7 +195,7 @@ def test_file_cmd_and_shell_references(taosync, home, mcp_fleet, value, monkeypa
 
 def test_cached_render_resolves_the_mcp_secret_again(taosync, home, mcp_fleet, monkeypatch):
     from taosync import pipeline
-    from taosync.cli import Settings
+    from taosync.settings import Settings
 
     fleet = mcp_fleet()
     assert taosync("apply", "--no-verify", config=fleet).rc == 0

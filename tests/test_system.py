@@ -103,7 +103,7 @@ def test_dry_run_system_runs_the_whole_commit_path_and_only_records_it(home, fle
     """prepare → plan → commit on a DryRunSystem: the lock, backups, journal, every target
     and the state are recorded, in the order a real apply does them; nothing on disk."""
     from taosync import pipeline
-    from taosync.cli import Settings
+    from taosync.settings import Settings
 
     (home / ".codex").mkdir()
     (home / ".codex/config.toml").write_text('model = "mine"\n')

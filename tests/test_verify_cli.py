@@ -129,7 +129,7 @@ def test_history_is_appended_per_run(taosync, home):
 def test_verify_after_apply_api(home, fleet_file, capsys):
     import click
 
-    from taosync.cli import Settings
+    from taosync.settings import Settings
     from taosync.clients.base import ClientEnv
     from taosync.commands.verify import verify_after_apply
     from taosync.fleet.load import load_fleet

@@ -21,7 +21,7 @@ import pytest
 
 from conftest import EXAMPLE_FLEET, TEST_KEY
 
-from taosync.cli import Settings
+from taosync.settings import Settings
 from taosync.watch import Event, Options, Watcher
 
 BASE = "https://taotoken.net/api"
@@ -402,7 +402,7 @@ def test_change_during_a_run_causes_exactly_one_follow_up(watch, home, fleet_fil
 
 
 def test_verification_is_one_at_a_time_and_coalesced(watch, home, fleet_file, monkeypatch):
-    import taosync.commands.verify as verify_mod
+    import taosync.verify.session as verify_mod
 
     in_flight, peak, calls = [0], [0], []
     lock, gate = threading.Lock(), threading.Event()

@@ -201,7 +201,8 @@ def read_plain(path: Path, fmt: str, obs: Observation, key: KeyPath = ()) -> Any
     """One client file as plain data (the value at ``key``, default the whole), or None
     when the file is absent; a file that cannot be read or parsed is recorded in
     ``obs.problems`` (and gives None)."""
-    from taosync.formats.base import MISSING, FormatError, editor_for
+    from taosync.formats.base import MISSING, FormatError
+    from taosync.formats.registry import editor_for
 
     try:
         text = path.read_bytes().decode("utf-8")
@@ -343,7 +344,8 @@ def differing_keys(patch: Patch) -> list[str]:
     """The owned key paths of ``patch`` whose value on disk is not the rendered one
     (``[""]`` when the file is missing; [] when it cannot be read: the reader says why)."""
     from taosync.engine.plan import materialize
-    from taosync.formats.base import FormatError, editor_for, keypath_str, same_value
+    from taosync.formats.base import FormatError, keypath_str, same_value
+    from taosync.formats.registry import editor_for
 
     try:
         text = patch.path.read_bytes().decode("utf-8")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 from taosync.commands.plan import no_key_option, only_option
 
 
@@ -32,7 +32,7 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
     if no_key and not dry_run:
         raise BadInput("apply --no-key needs --dry-run: without the key there is nothing "
                        "to write (use taosync plan --no-key in CI)")
-    s = settings()
+    s = current()
     with read_only() if dry_run else contextlib.nullcontext():
         ctx = pipeline.prepare(s, no_key=no_key)
         protect(ctx)
@@ -106,7 +106,8 @@ def _warn_if_root_in_someone_elses_home(home) -> None:
 def _verify(ctx, s, only, stub) -> tuple[int, dict | None]:
     """Verify what was written: the table on stdout (or the report, for --json)."""
     from taosync import pipeline
-    from taosync.commands.verify import print_report, verify_fleet
+    from taosync.commands.verify import print_report
+    from taosync.verify.session import verify_fleet
 
     report = verify_fleet(pipeline.loaded_fleet(ctx).fleet, ctx.key, ctx.env,
                           state_dir=s.state_dir(), only=list(only) or None, stub=stub)

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 
 #: backend label → (name, argv) of the commands that show its local runtime answers
 RUNTIMES: dict[str, list[tuple[str, list[str]]]] = {
@@ -393,7 +393,7 @@ def doctor() -> int:
     """Check local runtimes and environment overrides before blaming the gateway."""
     from taosync import ui
 
-    s = settings()
+    s = current()
     env = s.client_env()
     environ = env.environ
     loaded, checks, rc = _load(s, environ)

@@ -14,7 +14,7 @@ import re
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 
 KEY_VAR = "TAOTOKEN_API_KEY"
 
@@ -79,7 +79,7 @@ def env(shell: str, with_key: bool) -> int:
     from taosync import ui
     from taosync.commands.route import load_view
 
-    s = settings()
+    s = current()
     loaded, view = load_view(resolve_key=with_key)
     if s.verbosity >= 0:
         for p in loaded.warnings:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 
 
 def _complete_client(ctx, param, incomplete: str):
@@ -35,7 +35,7 @@ def import_(from_):
     """Propose a fleet.yaml from the clients' existing files (on stdout)."""
     from taosync import importer, pipeline, ui
 
-    s = settings()
+    s = current()
     pipeline.check_only(from_, option="--from")
     env = s.client_env()
     observations = importer.observe_all(env, from_ or None)

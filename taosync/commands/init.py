@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
-from taosync.cli import common_options, settings
 from taosync.errors import BadInput, WriteFailed
+from taosync.settings import common_options, current
 
 #: a fleet.yaml holds no secret (the key is a reference): readable by all, whatever the umask
 STARTER_MODE = 0o644
@@ -42,10 +42,10 @@ def _target(path: Path | None, s) -> Path:
 def init(force: bool, path: Path | None) -> int:
     """Write a commented starter fleet.yaml (PATH, else -c, $TAOSYNC_CONFIG, ./fleet.yaml)."""
     from taosync import ui
-    from taosync.engine.system import current
+    from taosync.engine.system import current as current_system
 
-    s = settings()
-    system = current()
+    s = current()
+    system = current_system()
     target = _target(path, s).expanduser()
     real = system.realpath(target)
     if system.is_dir(real):

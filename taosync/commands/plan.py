@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 
 only_option = click.option("--only", "only", multiple=True, metavar="CLIENT",
                            help="Only this client (repeatable).")
@@ -26,7 +26,7 @@ def plan(only, check, no_key):
     from taosync.commands.report import (plan_json, print_plan, print_warnings, protect,
                                          read_only, warn_dotfiles)
 
-    s = settings()
+    s = current()
     with read_only():
         ctx = pipeline.prepare(s, no_key=no_key)
         protect(ctx)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 
 from taosync import ui
-from taosync.formats.base import MISSING
-from taosync.pipeline import display_path
+from taosync.fleet.secrets import shown
+from taosync.pipeline import display_path, redactor_for
 
 ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged": "dim"}
 
@@ -32,7 +32,7 @@ def protect(ctx, state=None, plan=None, drift=(), rollback: bool = False):
     rendered patches, both sides of every change at a secret-bearing key, drifted values
     at such keys, the secrets at owned secret keys of files a rollback puts back, and
     the keyed hashes of every key taosync wrote. Call again as more becomes known."""
-    from taosync.engine.plan import NO_KEY_VALUE
+    from taosync.fleet.secrets import NO_KEY_VALUE
 
     state = state if state is not None else ctx.store.load()
     redactor = redactor_for(ctx, state)
@@ -50,24 +50,11 @@ def protect(ctx, state=None, plan=None, drift=(), rollback: bool = False):
     return redactor
 
 
-def redactor_for(ctx, state):
-    """A Redactor knowing ``ctx``'s key, every Secret it rendered, and the keyed hashes
-    of every key ``state`` remembers (not installed: see :func:`protect`)."""
-    from taosync.fleet.secrets import Redactor
-
-    redactor = Redactor(None if ctx.no_key else ctx.key,
-                        hmac_key=ctx.store.hmac_key(create=False),
-                        known_hashes=state.remembered_secrets())
-    for patch in ctx.patches:
-        for part in (patch.values, patch.skeleton, patch.volatile):
-            redactor.add_secrets_in(part)
-    return redactor
-
-
 def _add_owned_secrets(redactor, fp, state) -> None:
     """Both texts of a file a rollback rewrites, read at every owned key marked secret
     (in the state now and in the entry put back), so a key in a backup is known too."""
-    from taosync.formats.base import MISSING as missing, editor_for, keypath_parse
+    from taosync.formats.base import MISSING as missing, keypath_parse
+    from taosync.formats.registry import editor_for
 
     entries = [e for e in (state.files.get(str(fp.path)), fp.new_state) if e is not None]
     paths = {k for e in entries for k, o in e.owned.items() if o.secret}
@@ -100,26 +87,6 @@ def read_only():
             exc.message = exc.message.replace(tail, "")
         exc.args = (exc.message,)
         raise
-
-
-def shown(value, secret: bool, key) -> object:
-    """A value as it may be shown: MISSING as None; at a secret-bearing key the current
-    key's redacted form for the current key, ``(sensitive value)`` for anything else —
-    that it changed is shown, never what it was."""
-    from taosync.engine.plan import NO_KEY_SAME, NO_KEY_VALUE
-    from taosync.fleet.secrets import SENSITIVE, Secret
-
-    if value is MISSING:
-        return None
-    if secret:
-        if value in (NO_KEY_VALUE, NO_KEY_SAME):
-            return value
-        if isinstance(key, Secret) and value == key.reveal():
-            return key.redacted()
-        return SENSITIVE
-    if key is not None and isinstance(value, str):
-        return key.scrub(value)
-    return value
 
 
 def plan_json(plan, ctx) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 
 
 @click.command("rollback")
@@ -23,7 +23,7 @@ def rollback(to, dry_run):
     from taosync.engine.state import StateStore
     from taosync.pipeline import Context
 
-    s = settings()
+    s = current()
     store = StateStore(s.state_dir())
     env = s.client_env()
     # an apply cut short is undone first (whether or not the fleet still loads); it is

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 
 
 def load_view(resolve_key: bool = False):
     """(Loaded, view) of the configured fleet; view = the derived values route/env print."""
     from taosync.fleet.load import load_fleet
 
-    s = settings()
+    s = current()
     loaded = load_fleet(s.config_path(), home=s.home_dir, resolve_key=resolve_key, model=False)
     return loaded, fleet_view(loaded.data)
 
@@ -57,7 +57,7 @@ def route(task: str | None) -> int:
     """Print the model id the routing table gives TASK (no TASK: the whole table)."""
     from taosync import ui
 
-    s = settings()
+    s = current()
     loaded, view = load_view()
     if s.verbosity >= 0:
         for p in loaded.warnings:

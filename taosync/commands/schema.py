@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.cli import common_options
+from taosync.settings import common_options
 
 
 @click.command("schema")

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 
 
 @click.command("stats")
@@ -20,7 +20,7 @@ def stats(models: tuple[str, ...], include_stub: bool) -> int:
     from taosync import ui
     from taosync.verify import history
 
-    s = settings()
+    s = current()
     records = history.read(s.state_dir())
     if models:
         records = [r for r in records if r["model"] in models]

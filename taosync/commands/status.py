@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 from taosync.commands.plan import no_key_option, only_option
 
 
@@ -15,10 +15,11 @@ from taosync.commands.plan import no_key_option, only_option
 def status(only, no_key):
     """Show drift (owned keys edited on disk) and pending changes; exit 1 when either."""
     from taosync import pipeline, ui
-    from taosync.commands.report import print_warnings, protect, read_only, shown
+    from taosync.commands.report import print_warnings, protect, read_only
     from taosync.engine.drift import find_drift
+    from taosync.fleet.secrets import shown
 
-    s = settings()
+    s = current()
     with read_only():
         ctx = pipeline.prepare(s, no_key=no_key)
         protect(ctx)

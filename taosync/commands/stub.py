@@ -6,8 +6,8 @@ import os
 
 import click
 
-from taosync.cli import common_options, settings
 from taosync.errors import BadInput
+from taosync.settings import common_options, current
 
 
 @click.command("stub", epilog="Faults (KIND[=ARG][@MODEL]): unauthorized, forbidden, oauth, "
@@ -42,7 +42,7 @@ def stub(port: int, key_value: str | None, key_env: str | None, models: tuple[st
     from taosync import ui
     from taosync.stub import Fault, Stub
 
-    s = settings()
+    s = current()
     try:
         parsed = [Fault.parse(f) for f in faults]
     except ValueError as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 
 
 @click.command("validate")
@@ -22,7 +22,7 @@ def validate(no_key: bool) -> int:
     from taosync import ui
     from taosync.fleet.load import FleetInvalid, load_fleet
 
-    s = settings()
+    s = current()
     path = s.config_path()
     try:
         loaded = load_fleet(path, home=s.home_dir, resolve_key=not no_key, model=False)

@@ -14,7 +14,7 @@ import threading
 
 import click
 
-from taosync.cli import common_options, settings
+from taosync.settings import common_options, current
 
 
 @click.command("watch")
@@ -36,7 +36,7 @@ def watch(debounce, drift, no_verify, stub):
     """
     from taosync.watch import Options, Watcher
 
-    s = settings()
+    s = current()
     printer = _Printer(s)
     watcher = Watcher(s, Options(debounce=debounce, drift=drift, verify=not no_verify,
                                  stub=stub), on_event=printer)

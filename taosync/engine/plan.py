@@ -16,14 +16,9 @@ from typing import Any
 from taosync.engine.state import FileState, OwnedKey, State, canonical, sha256_bytes, value_hash
 from taosync.engine.system import current
 from taosync.errors import BadInput
-from taosync.fleet.secrets import Secret
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, editor_for, keypath_parse, keypath_str
-
-
-#: what a key-bearing value is rendered as under ``--no-key`` (the key is not resolved);
-#: it reaches a diff only, never a file: those commands never write
-NO_KEY_VALUE = "(sensitive, differs)"
-NO_KEY_SAME = "(sensitive, unchanged)"
+from taosync.fleet.secrets import NO_KEY_SAME, NO_KEY_VALUE, Secret
+from taosync.formats.base import MISSING, FormatError, KeyPath, Match, keypath_parse, keypath_str
+from taosync.formats.registry import editor_for
 
 
 @dataclass

@@ -425,3 +425,30 @@ def _escape(value: str, table: dict[str, str], control: str) -> str:
         else:
             out.append(c)
     return "".join(out)
+
+
+# -- showing a planned value (plan/status JSON, watch events) --------------------------------
+
+#: what a key-bearing value is rendered as under ``--no-key`` (the key is not resolved);
+#: it reaches a diff only, never a file: those commands never write
+NO_KEY_VALUE = "(sensitive, differs)"
+NO_KEY_SAME = "(sensitive, unchanged)"
+
+
+def shown(value, secret: bool, key) -> object:
+    """A value as it may be shown: MISSING as None; at a secret-bearing key the current
+    key's redacted form for the current key, ``(sensitive value)`` for anything else —
+    that it changed is shown, never what it was."""
+    from taosync.formats.base import MISSING
+
+    if value is MISSING:
+        return None
+    if secret:
+        if value in (NO_KEY_VALUE, NO_KEY_SAME):
+            return value
+        if isinstance(key, Secret) and value == key.reveal():
+            return key.redacted()
+        return SENSITIVE
+    if key is not None and isinstance(value, str):
+        return key.scrub(value)
+    return value

@@ -246,28 +246,3 @@ def with_match_field(path: KeyPath, value: Any) -> Any:
     if last.field not in value:
         return {last.field: last.value, **value}
     return value
-
-
-def editor_for(fmt: str, *, new: bool = False) -> Editor:
-    """The editor for a format name, imported only when needed (tomlkit/ruamel are slow).
-    ``new``: for a file that does not exist yet, which formats with a writer build as
-    plain data (``formats/new_file.py``)."""
-    if new and fmt in ("toml", "yaml"):
-        from taosync.formats.new_file import NewFileEditor
-
-        if fmt == "toml":
-            from taosync.formats import toml_writer as writer
-        else:
-            from taosync.formats import yaml_writer as writer
-        return NewFileEditor(fmt, writer)
-    if fmt == "json":
-        from taosync.formats import json_ as mod
-    elif fmt == "toml":
-        from taosync.formats import toml as mod
-    elif fmt == "yaml":
-        from taosync.formats import yaml as mod
-    elif fmt == "dotenv":
-        from taosync.formats import dotenv as mod
-    else:
-        raise ValueError(f"unknown format {fmt!r}")
-    return mod.EDITOR

@@ -10,10 +10,10 @@ the planner cannot tell the difference — except in time.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
-from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, MatchIndex, build_value,
-                                  editor_for, element_value, keypath_str, update_mapping,
+from taosync.formats.base import (MISSING, Editor, FormatError, KeyPath, Match, MatchIndex,
+                                  build_value, element_value, keypath_str, update_mapping,
                                   with_match_field)
 
 
@@ -30,11 +30,14 @@ class NewDocument:
 class NewFileEditor:
     """Edits a :class:`NewDocument` of format ``fmt``; ``writer`` has ``check(value,
     path)`` (refuse what the format cannot hold) and ``write(data) -> str | None`` (None:
-    data it does not know how to write, which the format's editor then writes)."""
+    data it does not know how to write, which ``full_editor()`` — the format's round-trip
+    editor, given by the registry so this module imports no other format — then writes)."""
 
-    def __init__(self, fmt: str, writer: ModuleType):
+    def __init__(self, fmt: str, writer: ModuleType, *,
+                 full_editor: Callable[[], Editor] | None = None):
         self.format = fmt
         self.writer = writer
+        self.full_editor = full_editor
 
     def parse(self, text: str) -> NewDocument:
         if text.strip():
@@ -44,7 +47,10 @@ class NewFileEditor:
     def dump(self, doc: NewDocument) -> str:
         text = self.writer.write(doc.data)
         if text is None:
-            editor = editor_for(self.format)
+            if self.full_editor is None:
+                raise FormatError(f"the {self.format} writer cannot write this data and no "
+                                  "editor was given to fall back on")
+            editor = self.full_editor()
             edited = editor.parse("")
             for key, value in doc.data.items():
                 editor.set(edited, (key,), value)

@@ -1,0 +1,137 @@
+"""The run's settings: what the global options say (config, home, state dir, output
+mode), shared by the commands and by :mod:`taosync.ui`.
+
+The global options work before or after the command name (``taosync --home D plan``
+== ``taosync plan --home D``): :func:`common_options` attaches them to the group and to
+every command and both spellings land in the same :class:`Settings`. Standard library
+only at import; click is imported where an option or the click context is needed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from taosync.errors import BadInput
+
+
+@dataclass
+class Settings:
+    """What the global options say, shared by every command."""
+
+    config: Path | None = None
+    home: Path | None = None
+    json: bool = False
+    verbosity: int = 0  # -1 quiet, 0 normal, 1+ verbose
+    color: bool = field(default_factory=lambda: "NO_COLOR" not in os.environ
+                        and sys.stdout.isatty())
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.home is not None
+
+    @property
+    def home_dir(self) -> Path:
+        """--home, else $HOME; an empty or unset HOME is bad input rather than ``/`` (a
+        stripped environment, a service) — taosync would write at the root."""
+        if self.home is not None:
+            return self.home
+        if sys.platform != "win32" and not os.environ.get("HOME"):
+                raise BadInput("HOME is empty or unset: pass --home DIR")
+        return Path.home()
+
+    def client_env(self):
+        from taosync.clients.base import ClientEnv
+
+        return ClientEnv(home=self.home_dir, sandboxed=self.sandboxed)
+
+    def _location(self, var: str) -> Path | None:
+        return self.client_env().location(var)
+
+    def config_path(self) -> Path:
+        """-c, else $TAOSYNC_CONFIG, else ./fleet.yaml, else $XDG_CONFIG_HOME/taosync/fleet.yaml."""
+        if self.config is not None:
+            return self.config
+        env = os.environ.get("TAOSYNC_CONFIG")
+        if env:
+            return Path(env)
+        local = Path("fleet.yaml")
+        if local.exists():
+            return local
+        base = self._location("XDG_CONFIG_HOME") or self.home_dir / ".config"
+        return base / "taosync" / "fleet.yaml"
+
+    def state_dir(self) -> Path:
+        """$XDG_STATE_HOME/taosync (or %LOCALAPPDATA%\\taosync), under --home when given."""
+        if sys.platform == "win32":
+            base = self._location("LOCALAPPDATA") or self.home_dir / "AppData" / "Local"
+            return base / "taosync"
+        base = self._location("XDG_STATE_HOME") or self.home_dir / ".local" / "state"
+        return base / "taosync"
+
+
+_last: Settings | None = None
+
+
+def current() -> Settings:
+    """The run's settings; after the click context has closed (errors raised out of a
+    command are printed then), the ones that run used."""
+    import click
+
+    global _last
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return _last if _last is not None else Settings()
+    root = ctx.find_root()
+    if root.obj is None:
+        root.obj = Settings()
+    _last = root.obj
+    return root.obj
+
+
+def _store(attr: str, convert=None):
+    def callback(ctx, param, value):
+        if value is None or value is False or value == 0:
+            return
+        setattr(current(), attr, convert(value) if convert else value)
+    return callback
+
+
+def _verbosity(sign: int):
+    def callback(ctx, param, value):
+        if value:
+            current().verbosity = sign * value
+    return callback
+
+
+def common_options(f):
+    """The global options, attached to the group and to every command."""
+    import click
+
+    opts = [
+        click.option("-c", "--config", type=click.Path(dir_okay=False, path_type=Path),
+                     expose_value=False, callback=_store("config"),
+                     help="fleet.yaml to use (else $TAOSYNC_CONFIG, ./fleet.yaml, "
+                          "$XDG_CONFIG_HOME/taosync/fleet.yaml)."),
+        click.option("--home", type=click.Path(file_okay=False, path_type=Path),
+                     expose_value=False, callback=_store("home", lambda p: p.expanduser().absolute()),
+                     help="Use DIR as the home directory for every client file and for "
+                          "taosync's state (sandboxes, dotfiles CI, tests)."),
+        click.option("--json", "json_", is_flag=True, expose_value=False,
+                     callback=_store("json"), help="Machine-readable output."),
+        click.option("-q", "--quiet", count=True, expose_value=False,
+                     callback=_verbosity(-1), help="Print only problems."),
+        click.option("-v", "--verbose", count=True, expose_value=False,
+                     callback=_verbosity(1), help="Print more."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def reset() -> None:
+    """Forget the previous run's settings (a new run in the same process starts clean)."""
+    global _last
+    _last = None

@@ -1,0 +1,160 @@
+"""A verify run without printing: collect the probes, send them (to the stand-in gateway
+with ``stub``), record the history, and hand back a :class:`Report`.
+
+Shared by ``taosync verify``, ``taosync apply`` (after writing) and ``taosync watch``,
+which print it their own way; :func:`table_lines` gives the table as plain lines (no
+click, no terminal) for any of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from taosync.errors import BadInput
+
+
+@dataclass
+class Report:
+    """One verify run: the results, and where the probes went."""
+
+    results: list[Any] = field(default_factory=list)
+    stub_root: str | None = None  # set when probes went to the stand-in gateway
+    history: str | None = None  # the history file appended to (None if it could not be)
+    warnings: list[str] = field(default_factory=list)
+    #: on-disk runs: (client, line) per key path a client's file differs from fleet.yaml in
+    drift: list[tuple[str, str]] = field(default_factory=list)
+    #: on-disk runs: (client, why) for a client that could not be probed; each fails
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results) and not self.problems
+
+    def keys(self, key: Any = None) -> list[Any]:
+        """Every key this run knows of (``key`` and each one a probe sent), to scrub."""
+        out = [key] if key is not None else []
+        for r in self.results:
+            if getattr(r, "key", None) is not None and r.key not in out:
+                out.append(r.key)
+        return out
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        passed = sum(1 for r in self.results if r.ok)
+        return {"ok": self.ok, "stub": self.stub_root is not None,
+                **({"stub_root": self.stub_root} if self.stub_root else {}),
+                "passed": passed, "failed": len(self.results) - passed,
+                "results": [r.to_dict() for r in self.results],
+                **({"warnings": self.warnings} if self.warnings else {}),
+                "drift": [{"client": c, "message": m} for c, m in self.drift],
+                "problems": [{"client": c, "message": m} for c, m in self.problems]}
+
+
+def stand_in_key() -> Any:
+    import secrets as _s
+
+    from taosync.fleet.secrets import Secret
+
+    return Secret("sk-stub-" + _s.token_hex(16), "stand-in")
+
+
+def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
+                 only: Iterable[str] | None = None, route: str | None = None,
+                 stub: bool = False, strict: bool = True, on_disk: bool = False) -> Report:
+    """Collect, probe (against a stand-in gateway when ``stub``), record history.
+
+    ``on_disk``: build each probe from the values in the client's files (and report their
+    drift from fleet.yaml) rather than from what fleet.yaml would write; apply and watch,
+    which verify right after writing those files, need not read them back."""
+    from taosync.verify import diagnose, history
+    from taosync.verify.probes import collect_on_disk, collect_specs
+    from taosync.verify.runner import run
+
+    if key is None:
+        if not stub:
+            raise BadInput("gateway.key is not resolved; verify needs the key")
+        key = stand_in_key()
+    report = Report()
+    problem = diagnose.key_problem(key)
+    if problem:
+        report.warnings.append(f"the key ({key.redacted()}) {problem}")
+    selection = dict(only=list(only) if only else None, route=route, strict=strict)
+    if on_disk and not stub:
+        groups, found = collect_on_disk(fleet, key, env, **selection)
+        for disk in found:
+            report.drift += [(disk.client, line) for line in disk.drift]
+            report.problems += [(disk.client, text) for text in disk.problems]
+    else:
+        groups = collect_specs(fleet, key, env, **selection)
+    if not groups:
+        return report
+    if stub:
+        from taosync.stub import Stub
+
+        with Stub(key=key, models=list(fleet.models)) as server:
+            report.stub_root = server.root
+            report.results = run(groups, key, fleet.verify, base_override=server.root)
+    else:
+        report.results = run(groups, key, fleet.verify)
+    if state_dir is not None:
+        try:
+            report.history = str(history.append(state_dir, report.results,
+                                                stub=stub, key=key))
+        except OSError as exc:
+            report.warnings.append(f"could not append to the verify history in {state_dir}: "
+                                   f"{exc.strerror or exc}")
+    return report
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    ms = seconds * 1000
+    return f"{ms:.0f} ms" if ms < 1000 else f"{seconds:.1f} s"
+
+
+def _tokens(r: Any) -> str:
+    if r.tokens_in is None and r.tokens_out is None:
+        return "—"
+    return f"{r.tokens_in if r.tokens_in is not None else '?'}/" \
+           f"{r.tokens_out if r.tokens_out is not None else '?'}"
+
+
+def table_lines(report: Report, *, color: Any = None, verbose: bool = False) -> list[tuple[bool, str]]:
+    """(is_problem, line) pairs: the header, one row per probe, cause/fix under failures."""
+    style = color or (lambda text, kind: text)
+    head = ["CLIENT", "ROUTE", "MODEL", "BACKEND", "", "LATENCY", "TTFB", "TOKENS", "ANSWER"]
+    rows = []
+    for r in report.results:
+        rows.append([r.client, r.route, r.model, r.backend or "—", "✓" if r.ok else "✗",
+                     _ms(r.latency), _ms(r.ttfb), _tokens(r),
+                     r.answer if r.ok else (f"HTTP {r.status}" if r.status else "no answer")])
+    widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
+
+    def fmt(cells: list[str]) -> str:
+        parts = []
+        for i, cell in enumerate(cells):
+            text = str(cell) if i == len(cells) - 1 else str(cell).ljust(widths[i])
+            parts.append(text)
+        return "  ".join(parts).rstrip()
+
+    out = [(False, style(fmt(head), "bold"))]
+    for r, cells in zip(report.results, rows):
+        line = fmt(cells)
+        mark = "✓" if r.ok else "✗"
+        col = sum(widths[:4]) + 2 * 4
+        line = line[:col] + style(mark, "ok" if r.ok else "fail") + line[col + 1:]
+        out.append((not r.ok, line))
+        if verbose:
+            out.append((not r.ok, style(f"    {r.protocol} → {r.url} "
+                                        f"({r.attempts} attempt{'s' if r.attempts != 1 else ''})",
+                                        "dim")))
+        if not r.ok and r.diagnosis is not None:
+            d = r.diagnosis
+            out.append((True, f"    {style(d.code, 'fail')}: {d.cause}"))
+            out.append((True, f"    fix: {d.fix}"))
+    return out

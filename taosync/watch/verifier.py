@@ -1,0 +1,91 @@
+"""Verification after an apply: on its own thread, one run at a time; requests made
+while one runs are merged into a single follow-up. Reports through the watcher's events;
+prints nothing itself."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+
+class Verifier:
+    """Verification, one run at a time; requests made meanwhile merge into the next run."""
+
+    def __init__(self, watcher: Any) -> None:
+        self.watcher = watcher
+        self._cond = threading.Condition()
+        self._clients: set[str] = set()
+        self._ctx = None
+        self._running = False
+        self._stopping = False
+        self.thread = threading.Thread(target=self._run, name="taosync-verify", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+
+    def idle(self) -> bool:
+        with self._cond:
+            return not self._running and not self._clients
+
+    def request(self, ctx, clients: set[str]) -> None:
+        with self._cond:
+            self._ctx = ctx
+            self._clients |= clients
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._clients and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                ctx, clients = self._ctx, self._clients
+                self._clients = set()
+                self._running = True
+            try:
+                self._verify(ctx, clients)
+            except Exception as exc:
+                self.watcher._emit("error", f"verify failed to run: {type(exc).__name__}: "
+                                   f"{getattr(exc, 'message', exc)}", level="problem")
+            finally:
+                with self._cond:
+                    self._running = False
+                    self._cond.notify_all()
+
+    def _verify(self, ctx, clients: set[str]) -> None:
+        from taosync import pipeline
+        from taosync.verify.session import verify_fleet
+
+        w = self.watcher
+        fleet = pipeline.loaded_fleet(ctx).fleet
+        only = sorted(set(clients) & set(fleet.enabled_clients()))
+        if not only:
+            return
+        w.counts["verifies"] += 1
+        report = verify_fleet(fleet, ctx.key, ctx.env, state_dir=w.settings.state_dir(),
+                              only=only, stub=w.options.stub, strict=False)
+        for text in report.warnings:
+            w._emit("warning", text, level="problem")
+        for r in report.results:
+            ms = f"{r.latency * 1000:.0f} ms" if r.latency is not None else "—"
+            line = f"{'✓' if r.ok else '✗'} {r.client}  {r.route}  {r.model}  {ms}"
+            if not r.ok:
+                line += f"  {'HTTP ' + str(r.status) if r.status else 'no answer'}"
+                if r.diagnosis is not None:
+                    line += (f" — {r.diagnosis.code}: {r.diagnosis.cause}; "
+                             f"fix: {r.diagnosis.fix}")
+            w._emit("probe", line, r.to_dict(), level="info" if r.ok else "problem")
+        passed = sum(1 for r in report.results if r.ok)
+        total = len(report.results)
+        w._emit("verified", f"verified {', '.join(only)}: {passed}/{total} "
+                f"backend{'s' if total != 1 else ''} pass"
+                + (" (stand-in gateway)" if report.stub_root else ""),
+                {"clients": only, "ok": report.ok, "passed": passed,
+                 "failed": total - passed, "stub": report.stub_root is not None},
+                level="info" if report.ok else "problem")
