@@ -61,11 +61,30 @@ def recover_first(store, env) -> list[str]:
     from taosync import ui
     from taosync.engine.recovery import recover_locked
 
-    restored = recover_locked(store, env, on_refuse=ui.warn)
+    restored = recover_locked(store, client_locations(env), on_refuse=ui.warn)
     if restored:
         ui.warn("recovered from an interrupted apply: restored "
                 + ", ".join(display_path(p, env.home) for p in restored))
     return restored
+
+
+def client_locations(env):
+    """(directories, single files) the clients may write under this home: the only
+    places journal recovery may put a file back (engine/recovery.py knows no client)."""
+    import os
+
+    from taosync.clients import claude_code, cline, codex, continue_
+
+    settings_json, claude_state = claude_code.paths(env)
+    cline_base, cline_data = cline.cline_dirs(env)
+    dirs = [settings_json.parent, codex.codex_home(env), cline_base, cline_data,
+            continue_.continue_dir(env)]
+    dirs += [cline.global_storage(env, editor) / cline.EXTENSION_ID for editor in cline.EDITOR_APPS]
+    files = {claude_state}
+    mcp = env.location("CLINE_MCP_SETTINGS_PATH")
+    if mcp is not None:
+        files.add(mcp)
+    return [Path(os.path.abspath(d)) for d in dirs], {os.path.abspath(f) for f in files}
 
 
 def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
@@ -156,7 +175,8 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
     its new text (a few times; then the apply gives up, every file put back). ``force``
     writes targets the user made read-only. Returns (the plan written, the Result)."""
     from taosync.engine import cache
-    from taosync.engine.apply import LOCK_TIMEOUT, Result, TargetMoved, execute, locked
+    from taosync.engine.apply import Result, TargetMoved, execute
+    from taosync.engine.state import LOCK_TIMEOUT, locked
     from taosync.engine.recovery import recover
     from taosync.errors import WriteFailed
 
@@ -168,7 +188,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
         planned_against = object() if store.hmac_is_ephemeral else store.digest
         with locked(store, LOCK_TIMEOUT if lock_timeout is None else lock_timeout):
             state = store.load()
-            recovered = recover(store, state, store.system, ctx.env)
+            recovered = recover(store, state, store.system, client_locations(ctx.env))
             for path in recovered:
                 if on_recover is not None:
                     on_recover(path)

@@ -581,7 +581,8 @@ def test_apply_history_is_pruned_with_its_backups(taosync, home, fleet_file):
 
 
 def test_a_held_lock_is_reported_as_busy(home):
-    from taosync.engine.apply import LockBusy, locked
+    from taosync.engine.state import locked
+    from taosync.engine.system import LockBusy
     from taosync.engine.state import StateStore
 
     store = StateStore(home / "state")
@@ -616,7 +617,8 @@ def test_a_key_that_becomes_skeleton_is_left_in_place(taosync, home):
     name_key = "model_providers.taotoken.name"
     assert name_key in fs.skeleton and name_key not in fs.owned
     # simulate the older state, where the provider's name was owned
-    from taosync.engine.state import OwnedKey, value_hash
+    from taosync.engine.state import OwnedKey
+    from taosync.fleet.secrets import value_hash
 
     fs.owned[name_key] = OwnedKey(value_hash(store.hmac_key(), "taosync gateway"), "taosync gateway")
     fs.skeleton.remove(name_key)

@@ -59,17 +59,6 @@ KNOWN_VIOLATIONS = {
     ("upward", "taosync.clients.base", "taosync.pipeline"),
     # p1: engine/cache.py takes Patch from clients/base.py (→ engine/patch.py)
     ("upward", "taosync.engine.cache", "taosync.clients.base"),
-    # p4: engine/recovery.py names the clients and the ClientEnv; apply ↔ recovery
-    ("upward", "taosync.engine.recovery", "taosync.clients.base"),
-    ("upward", "taosync.engine.recovery", "taosync.clients.claude_code"),
-    ("upward", "taosync.engine.recovery", "taosync.clients.cline"),
-    ("upward", "taosync.engine.recovery", "taosync.clients.codex"),
-    ("upward", "taosync.engine.recovery", "taosync.clients.continue_"),
-    ("circle", "taosync.engine.apply", "taosync.engine.recovery"),
-    ("circle", "taosync.engine.recovery", "taosync.engine.apply"),
-    # p4: fleet/secrets.py takes value_hash from engine/state.py (the keyed hash belongs
-    # below the engine)
-    ("upward", "taosync.fleet.secrets", "taosync.engine.state"),
     # p2: verify/session.py starts the stand-in gateway (stub/) for --stub; the probe
     # runner should take its answers from protocols/ instead
     ("upward", "taosync.verify.session", "taosync.stub"),

@@ -131,13 +131,13 @@ def test_watch_recovers_an_apply_killed_mid_way_before_its_first_apply(tmp_path)
 def test_a_read_only_command_that_cannot_take_the_lock_refuses(tmp_path, monkeypatch, capsys):
     import fcntl
 
-    import taosync.engine.apply as apply_mod
+    import taosync.engine.state as state_mod
     from taosync.cli import run
 
     home = tmp_path / "home"
     crash_first_apply(home)
     before = snapshot(home)
-    monkeypatch.setattr(apply_mod, "LOCK_TIMEOUT", 0.2)
+    monkeypatch.setattr(state_mod, "LOCK_TIMEOUT", 0.2)
     monkeypatch.setenv("TAOTOKEN_API_KEY", env()["TAOTOKEN_API_KEY"])
     fd = os.open(home / STATE / "lock", os.O_RDWR)
     try:

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from conftest import snapshot
-from taosync.engine.state import value_hash
+from taosync.fleet.secrets import value_hash
 from taosync.fleet.secrets import SENSITIVE, Redactor, Secret, redact
 from taosync.formats.dotenv import _quote as dotenv_quote
 from taosync.formats.toml_writer import _string as toml_string

@@ -17,7 +17,8 @@ def rollback(to, dry_run):
     from taosync import pipeline, ui
     from taosync.errors import TaosyncError
     from taosync.commands.report import plan_json, print_plan, protect
-    from taosync.engine.apply import RealWriter, execute, locked
+    from taosync.engine.apply import RealWriter, execute
+    from taosync.engine.state import locked
     from taosync.engine.recovery import recover
     from taosync.engine.rollback import plan_rollback
     from taosync.engine.state import StateStore
@@ -45,7 +46,7 @@ def rollback(to, dry_run):
     else:
         with locked(store):
             state = store.load()
-            recover(store, state, RealWriter(), env)
+            recover(store, state, RealWriter(), pipeline.client_locations(env))
             the_plan, undone, edited = plan_rollback(store, state, to)
             protect(ctx, state, the_plan, rollback=True)
             result = execute(the_plan, state, store, RealWriter(), kind="rollback")

@@ -13,19 +13,15 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from taosync.engine.plan import FilePlan, Plan
 from taosync.engine.recovery import restore_entry
-from taosync.engine.state import (KEEP_APPLIES, ApplyRecord, State, StateStore, sha256_bytes,
-                                  write_private)
-from taosync.engine.system import LockBusy, RealSystem, System  # noqa: F401 (LockBusy's old home)
+from taosync.engine.state import KEEP_APPLIES, ApplyRecord, State, StateStore, sha256_bytes, write_private
+from taosync.engine.system import RealSystem, System
 from taosync.errors import WriteFailed
-
-LOCK_TIMEOUT = 60.0
 
 #: what a target was when the plan's text was checked: (size, mtime_ns, sha256), or
 #: None when it did not exist
@@ -61,19 +57,6 @@ def check_unchanged(path: Path, seen: Fingerprint) -> None:
     """Raise :class:`TargetMoved` when ``path`` is no longer as ``seen``."""
     if fingerprint(path)[0] != seen:
         raise TargetMoved(path)
-
-
-@contextmanager
-def locked(store: StateStore, timeout: float = LOCK_TIMEOUT):
-    """An exclusive lock on the state directory, so two applies never interleave."""
-    with ExitStack() as held:
-        try:
-            store.ensure()
-            held.enter_context(store.system.lock(store.lock_path, timeout))
-        except OSError as exc:
-            raise WriteFailed(f"cannot create the state directory {store.root}: "
-                              f"{exc.strerror}") from None
-        yield
 
 
 def file_mode(fp: FilePlan) -> int:

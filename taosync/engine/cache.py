@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from taosync import __version__
-from taosync.engine.state import sha256_bytes, value_hash
+from taosync.engine.state import sha256_bytes
 from taosync.engine.system import current
 from taosync.fleet.logic import McpSecret, split_secret_reference
-from taosync.fleet.secrets import Reference, Secret, SecretError, resolve
+from taosync.fleet.secrets import Reference, Secret, SecretError, resolve, value_hash
 
 KEY_TOKEN = "\x00taosync-key\x00"
 #: ``{MCP_TOKEN: "<the value as written in fleet.yaml>"}`` stands for an MCP secret

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from taosync.engine.plan import parse_target, read_target
-from taosync.engine.state import State, value_hash
+from taosync.engine.state import State
+from taosync.fleet.secrets import value_hash
 from taosync.errors import BadInput
 from taosync.formats.base import MISSING, keypath_parse
 from taosync.formats.registry import editor_for

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taosync.engine.state import FileState, OwnedKey, State, canonical, sha256_bytes, value_hash
+from taosync.engine.state import FileState, OwnedKey, State, sha256_bytes
 from taosync.engine.system import current
 from taosync.errors import BadInput
-from taosync.fleet.secrets import NO_KEY_SAME, NO_KEY_VALUE, Secret
+from taosync.fleet.secrets import NO_KEY_SAME, NO_KEY_VALUE, Secret, canonical, value_hash
 from taosync.formats.base import MISSING, FormatError, KeyPath, Match, keypath_parse, keypath_str
 from taosync.formats.registry import editor_for
 

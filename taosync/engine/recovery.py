@@ -19,42 +19,45 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from taosync.engine.state import BACKUPS_DIR, State, StateStore
+from taosync.engine import state as state_module
+from taosync.engine.state import BACKUPS_DIR, State, StateStore, locked
 from taosync.engine.system import current
 from taosync.errors import WriteFailed
 
 if TYPE_CHECKING:
-    from taosync.clients.base import ClientEnv
     from taosync.engine.system import System
+
+#: (directories, single files) the clients may write under this home: the only places
+#: recovery may put a file back (the engine knows no client; the pipeline says where)
+Locations = tuple[list[Path], set[str]]
 
 REJECTED_SUFFIX = ".rejected"
 
 
-def recover_locked(store: StateStore, env: "ClientEnv", *,
+def recover_locked(store: StateStore, locations: Locations, *,
                    on_refuse: Callable[[str], None] | None = None) -> list[str]:
     """Before a command reads or writes client files: when a journal is left, take the
     lock and put back the interrupted apply. Returns the paths put back. Costs one
     ``stat`` when there is no journal (the no-op fast path)."""
     if not store.system.exists(store.journal_path):
         return []
-    from taosync.engine.apply import LOCK_TIMEOUT, locked
 
     try:
-        with locked(store, LOCK_TIMEOUT):
-            return recover(store, store.load(), store.system, env, on_refuse=on_refuse)
+        with locked(store, state_module.LOCK_TIMEOUT):  # read now: tests shorten it
+            return recover(store, store.load(), store.system, locations, on_refuse=on_refuse)
     except WriteFailed as exc:
         raise WriteFailed(f"an earlier apply was interrupted and cannot be put back now "
                           f"({exc.message}); run `taosync apply` or `taosync rollback` "
                           "to recover it") from None
 
 
-def recover(store: StateStore, state: State, writer: "System", env: "ClientEnv | None" = None,
+def recover(store: StateStore, state: State, writer: "System", locations: Locations | None = None,
             *, on_refuse: Callable[[str], None] | None = None) -> list[str]:
     """Put back the files of an apply that died before it finished; returns their paths.
 
     Call under the lock. The state is saved before the journal is dropped, so a journal
     whose apply is already in the state means that apply finished: only the journal is
-    stale. Without ``env`` only files already in the state may be put back.
+    stale. Without ``locations`` only files already in the state may be put back.
     """
     try:
         raw = store.system.read_bytes(store.journal_path)
@@ -72,7 +75,7 @@ def recover(store: StateStore, state: State, writer: "System", env: "ClientEnv |
         store.system.remove(store.journal_path)
         return []
     backups = _inside(store.root / backup_dir, store.root / BACKUPS_DIR)
-    allowed = _Targets(state.files, env)
+    allowed = _Targets(state.files, locations)
     restored, refused = [], 0
     for entry in entries:
         problem = _entry_problem(entry, backups, allowed)
@@ -122,30 +125,14 @@ class _Targets:
     """The client files taosync may put back under this home: those in the state, and
     any path inside a client's own locations (a first apply has no state yet)."""
 
-    def __init__(self, files: Iterable[str], env: "ClientEnv | None") -> None:
+    def __init__(self, files: Iterable[str], locations: Locations | None) -> None:
         self.files = set(files)
-        self.dirs, self.loose = _client_locations(env) if env is not None else ([], set())
+        self.dirs, self.loose = locations if locations is not None else ([], set())
 
     def __contains__(self, path: str) -> bool:
         if path in self.files or path in self.loose:
             return True
         return any(Path(path).is_relative_to(d) for d in self.dirs)
-
-
-def _client_locations(env: "ClientEnv") -> tuple[list[Path], set[str]]:
-    """(directories, single files) every client module may write on this machine."""
-    from taosync.clients import claude_code, cline, codex, continue_
-
-    settings_json, claude_state = claude_code.paths(env)
-    cline_base, cline_data = cline.cline_dirs(env)
-    dirs = [settings_json.parent, codex.codex_home(env), cline_base, cline_data,
-            continue_.continue_dir(env)]
-    dirs += [cline.global_storage(env, editor) / cline.EXTENSION_ID for editor in cline.EDITOR_APPS]
-    files = {claude_state}
-    mcp = env.location("CLINE_MCP_SETTINGS_PATH")
-    if mcp is not None:
-        files.add(mcp)
-    return [Path(os.path.abspath(d)) for d in dirs], {os.path.abspath(f) for f in files}
 
 
 def _entry_problem(entry: dict, backups: Path | None, allowed: _Targets) -> str | None:

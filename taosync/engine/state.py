@@ -9,9 +9,9 @@ never be read back from the state. Standard library only: the no-op fast path re
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import os
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,6 +211,25 @@ def _apply_record(data, where: str) -> ApplyRecord:
     return record
 
 
+#: seconds a command waits for another taosync's lock before giving up (exit 3)
+LOCK_TIMEOUT = 60.0
+
+
+@contextmanager
+def locked(store: "StateStore", timeout: float = LOCK_TIMEOUT):
+    """An exclusive lock on the state directory, so two applies never interleave."""
+    from taosync.errors import WriteFailed
+
+    with ExitStack() as held:
+        try:
+            store.ensure()
+            held.enter_context(store.system.lock(store.lock_path, timeout))
+        except OSError as exc:
+            raise WriteFailed(f"cannot create the state directory {store.root}: "
+                              f"{exc.strerror}") from None
+        yield
+
+
 class StateStore:
     """The state directory: state.json, hmac.key, journal, lock, backups/. Every read
     and write of it goes through :attr:`system`."""
@@ -294,15 +313,6 @@ class StateStore:
 def write_private(path: Path, data: bytes) -> None:
     """Atomic write of a taosync-owned file, mode 0600, on the System in effect."""
     current().write_atomic(path, data, 0o600)
-
-
-def canonical(value: Any) -> str:
-    """One spelling per value, typed (1 ≠ true ≠ "1"), for hashing and comparison."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def value_hash(key: bytes, value: Any) -> str:
-    return hmac.new(key, canonical(value).encode("utf-8"), hashlib.sha256).hexdigest()[:32]
 
 
 def sha256_bytes(data: bytes) -> str:

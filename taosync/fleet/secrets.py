@@ -11,10 +11,14 @@ Standard library only: the no-op fast path resolves the key too.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REFERENCE = re.compile(r"^\$\{(env|file|cmd|shell):(.*)\}$", re.DOTALL)
 CMD_TIMEOUT = 10.0
@@ -84,6 +88,15 @@ def redact(value: str) -> str:
     prefix = value.split("-", 1)[0] + "-" if "-" in value[:8] else ""
     return f"{prefix}…{value[-4:]}"
 
+
+
+def canonical(value: Any) -> str:
+    """One spelling per value, typed (1 ≠ true ≠ "1"), for hashing and comparison."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def value_hash(key: bytes, value: Any) -> str:
+    return hmac.new(key, canonical(value).encode("utf-8"), hashlib.sha256).hexdigest()[:32]
 
 @dataclass(frozen=True)
 class Reference:
@@ -377,8 +390,6 @@ class Redactor:
 
     def _hashed(self, match: re.Match) -> str:
         """A chunk whose keyed hash is one of a key taosync once wrote."""
-        from taosync.engine.state import value_hash
-
         chunk = match.group(0)
         candidates = {chunk, chunk.strip(_QUOTES), chunk.strip(_QUOTES).strip(_TOKEN_EDGES)}
         candidates.update(m.group(0) for m in re.finditer(r"[A-Za-z0-9._~+/=-]{%d,}" % MIN_HASHED,

@@ -51,7 +51,7 @@ def _key_record(key: Any, source: Any, hmac_key: bytes | None) -> dict[str, Any]
         return {}
     out = {"key_source": source(key), "key": key.redacted()}
     if hmac_key is not None:
-        from taosync.engine.state import value_hash
+        from taosync.fleet.secrets import value_hash
 
         out["key_hash"] = value_hash(hmac_key, key.reveal())
     return out
