@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 from taosync.errors import BadInput
 
 from taosync.protocols import registry
-from taosync.protocols.anthropic_messages import CLAUDE_CODE_BETA as ANTHROPIC_BETA
-from taosync.protocols.anthropic_messages import VERSION as ANTHROPIC_VERSION
+from taosync.protocols.anthropic_messages import CLAUDE_CODE_BETA as ANTHROPIC_BETA  # noqa: F401
+from taosync.protocols.anthropic_messages import VERSION as ANTHROPIC_VERSION  # noqa: F401
 
 USER_AGENT = "taosync-verify"
 
