@@ -20,7 +20,7 @@ from taosync.verify.runner import run
 
 NAMES = registry.names()
 INTERFACE = ("NAME", "TITLE", "ENDPOINT", "SUFFIX", "BASE_SUFFIX", "SIDE_ENDPOINTS",
-             "OUTPUT_WORD", "EMPTY_TEXT_OK", "probe", "Reader", "answer", "stream",
+             "route", "requested", "OUTPUT_WORD", "EMPTY_TEXT_OK", "probe", "Reader", "answer", "stream",
              "error_body", "unauthorized", "oauth", "unknown_model", "path_fix")
 RAW = "sk-test-PROTOCOLS-0123456789"
 
@@ -110,6 +110,7 @@ def echo_protocol(monkeypatch):
     module.__dict__.update({a: getattr(chat, a) for a in INTERFACE})
     module.NAME, module.TITLE = "echo", "Echo Generate"
     module.SUFFIX, module.ENDPOINT = "/echo:generate", "/v1/echo:generate"
+    module.route = base.exact_route(module.ENDPOINT, {})
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setitem(registry.MODULES, "echo", module.__name__)
     return module

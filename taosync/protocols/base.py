@@ -8,6 +8,12 @@ A protocol module (one per wire protocol, see :mod:`taosync.protocols.registry`)
     the path on a gateway's root, the path a client appends to its base URL, what that
     base URL adds to the root (``/v1`` or nothing), and other paths the stand-in serves
     (path → function(body) → JSON answer).
+``route(path)``, ``requested(body, path)``
+    which operation the stand-in runs for a gateway path (``"answer"``, a side endpoint, or
+    None), and the (model, stream?) a request asks for — fixed paths and a body naming the
+    model for the protocols here (:func:`exact_route`, :func:`requested_in_body`); a
+    protocol naming the model in its path (Gemini's ``…/models/{model}:generateContent``)
+    brings its own.
 ``OUTPUT_WORD``, ``EMPTY_TEXT_OK``
     what a completion's output is called (content, output, choices), and whether an output
     without text is still a well-formed completion.
@@ -29,7 +35,7 @@ Standard library only.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 #: a message a gateway sends in 200 answers when the provider behind it failed
 UPSTREAM_FAILED = "upstream provider returned 502"
@@ -50,6 +56,22 @@ def tokens(text: str) -> int:
 def delta_words(text: str) -> list[str]:
     """``text`` as the deltas a stream sends (a word each, spaces in front)."""
     return [(" " if i else "") + word for i, word in enumerate(words(text))]
+
+
+def exact_route(endpoint: str, side: dict) -> Callable[[str], str | None]:
+    """``route(path)`` for a protocol served at fixed paths: ``"answer"`` at ``endpoint``,
+    the path itself at one of the ``side`` endpoints, else None."""
+    def route(path: str) -> str | None:
+        if path == endpoint:
+            return "answer"
+        return path if path in side else None
+    return route
+
+
+def requested_in_body(body: dict, path: str) -> tuple[str | None, bool]:
+    """(model, stream?) of a request whose JSON body names both."""
+    model = body.get("model")
+    return (model if isinstance(model, str) else None), bool(body.get("stream"))
 
 
 def as_int(value: Any) -> int | None:

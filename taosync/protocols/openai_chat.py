@@ -17,6 +17,8 @@ SIDE_ENDPOINTS: dict = {}
 OUTPUT_WORD = "choices"
 EMPTY_TEXT_OK = True  # a choice with finish_reason and empty content is still well formed
 
+route = base.exact_route(ENDPOINT, SIDE_ENDPOINTS)
+requested = base.requested_in_body
 error_body = base.openai_error_body
 unauthorized = base.openai_unauthorized
 oauth = base.openai_oauth

@@ -30,8 +30,7 @@ def for_endpoint(path: str) -> tuple[ModuleType, str] | None:
     operation being ``"answer"`` or a key of the module's ``SIDE_ENDPOINTS``; else None."""
     for name in MODULES:
         module = get(name)
-        if path == module.ENDPOINT:
-            return module, "answer"
-        if path in module.SIDE_ENDPOINTS:
-            return module, path
+        operation = module.route(path)
+        if operation is not None:
+            return module, operation
     return None

@@ -154,7 +154,7 @@ class Handler(BaseHTTPRequestHandler):
         protocol, operation = found
         if not isinstance(body, dict):
             return self._error(protocol, 400, "invalid_request_error", "request body is not JSON")
-        model = body.get("model") if isinstance(body.get("model"), str) else None
+        model, stream = protocol.requested(body, path)
         faults = stub.take_fault(model)
         for fault in faults:
             if fault.kind == "close":
@@ -192,9 +192,10 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(404, protocol.unknown_model(model))
         if operation != "answer":
             return self._json(200, protocol.SIDE_ENDPOINTS[operation](body))
-        return self._answer(protocol, model, body, faults)
+        return self._answer(protocol, model, stream, body, faults)
 
-    def _answer(self, protocol: ModuleType, model: str, body: dict, faults: list) -> None:
+    def _answer(self, protocol: ModuleType, model: str, stream: bool, body: dict,
+                faults: list) -> None:
         mode = "ok"
         if any(f.kind == "no_choices" for f in faults):
             mode = "no_choices"
@@ -208,7 +209,7 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(limit, int) and limit > 0:
             text = " ".join(base.words(text)[:limit])
         prompt_tokens = base.tokens(json.dumps(body.get("messages") or body.get("input") or ""))
-        if body.get("stream"):
+        if stream:
             return self._stream(protocol.stream(model, text, prompt_tokens, mode, body))
         return self._json(200, protocol.answer(model, text, prompt_tokens, mode, body))
 
