@@ -23,13 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from taosync.verify.probes import SUFFIX
+from taosync.protocols import registry
 
-PROTOCOL_NAMES = {
-    "anthropic-messages": "Anthropic Messages",
-    "openai-responses": "OpenAI Responses",
-    "openai-chat": "OpenAI Chat Completions",
-}
+
+def protocol_title(name: str) -> str:
+    """The name people know protocol ``name`` by (e.g. OpenAI Chat Completions)."""
+    return registry.get(name).TITLE
 
 
 @dataclass
@@ -235,7 +234,7 @@ def _endpoint_split(url: str, protocol: str) -> tuple[str, str, str] | None:
     """(origin, prefix before the endpoint, endpoint + query) — None if the URL has no
     recognisable endpoint."""
     parts = urlsplit(url)
-    suffix = SUFFIX[protocol]
+    suffix = registry.get(protocol).SUFFIX
     path = parts.path.rstrip("/")
     if not path.endswith(suffix):
         return None
@@ -257,9 +256,9 @@ async def _answers(client: Any, request: Any, url: str, timeout: float) -> bool:
 
 async def _path(failure: Failure, client: Any, request: Any, timeout: float,
                 how: str) -> Diagnosis:
-    protocol, url = failure.protocol, failure.url
-    endpoint = SUFFIX[protocol]
-    split = _endpoint_split(url, protocol)
+    protocol, url = registry.get(failure.protocol), failure.url
+    endpoint = protocol.SUFFIX
+    split = _endpoint_split(url, failure.protocol)
     cause = f"{url} is {how}"
     if split is None:
         return Diagnosis("path", cause, f"the URL must end in {endpoint}; check "
@@ -274,7 +273,7 @@ async def _path(failure: Failure, client: Any, request: Any, timeout: float,
     alternative = origin + other + tail
     works = await _answers(client, request, alternative, timeout)
     if not works:
-        name = PROTOCOL_NAMES[protocol]
+        name = protocol.TITLE
         return Diagnosis("path", cause + f"; {alternative} does not exist either",
                          f"this host serves no {name} endpoint ({endpoint}) under "
                          f"{origin + prefix or origin}: check gateway.base_url is the "
@@ -282,22 +281,7 @@ async def _path(failure: Failure, client: Any, request: Any, timeout: float,
     what = {"doubled": "/v1 is doubled", "missing": "/v1 is missing",
             "extra": "this gateway serves the endpoint without /v1"}[label]
     cause += f"; {alternative} answers: {what}"
-    if protocol == "anthropic-messages":
-        if other.endswith("/v1"):
-            base = origin + other[:-3]
-            fix = (f"write `gateway.base_url: {base}` in fleet.yaml (or "
-                   f"`gateway.anthropic_base_url: {base}` if only the Anthropic surface "
-                   f"lives there): Claude Code appends /v1/messages itself")
-        else:
-            fix = (f"this gateway serves Messages at {alternative}, which Claude Code "
-                   f"cannot reach (it always appends /v1/messages to ANTHROPIC_BASE_URL)")
-    elif other.endswith("/v1"):
-        base = origin + other[:-3]
-        fix = (f"write `gateway.base_url: {base}` in fleet.yaml (the root, without /v1): "
-               f"taosync gives OpenAI-shaped clients {base}/v1")
-    else:
-        fix = (f"write `gateway.openai_base_url: {origin + other}` in fleet.yaml: this "
-               f"gateway's OpenAI surface is not root + /v1")
+    fix = protocol.path_fix(origin, other, alternative)
     return Diagnosis("path", cause, fix + "; then `taosync apply`")
 
 
@@ -513,7 +497,7 @@ async def _diagnose(failure: Failure, client: Any, request: Any, key: Any,
                          f"the gateway returned no completion for `{failure.model}` — clients "
                          "fail on this with 'Cannot read properties of undefined (reading "
                          "'choices')' or an empty reply: try the model in the gateway's "
-                         f"playground, or check it supports {PROTOCOL_NAMES[failure.protocol]}")
+                         f"playground, or check it supports {protocol_title(failure.protocol)}")
     if 300 <= status < 400:
         location = (failure.headers or {}).get("location", "")
         return Diagnosis("path", f"{failure.url} redirects ({status}) to {location or '?'}",
@@ -531,7 +515,7 @@ async def _diagnose(failure: Failure, client: Any, request: Any, key: Any,
     if status in (400, 422):
         return Diagnosis("bad_request", f"the gateway rejected the request (HTTP {status}: "
                          f"{error_message(data, body)})",
-                         f"the gateway does not accept this {PROTOCOL_NAMES[failure.protocol]} "
+                         f"the gateway does not accept this {protocol_title(failure.protocol)} "
                          "request as the client sends it: check that it supports this API "
                          "(Codex needs /v1/responses, Claude Code needs /v1/messages)")
     return Diagnosis("http_error", f"HTTP {status}: {error_message(data, body) or 'no message'}",

@@ -5,15 +5,15 @@ Each client module says which requests its client will send (``probes()`` →
 (Cline and Continue both POST ``{root}/v1/chat/completions`` for the same model), so specs
 are grouped by (protocol, URL, model, auth) into one :class:`ProbeGroup` that remembers every
 client and route it stands for. The request body and headers are shaped as the client sends
-them (clients.md, "Request" lines). The response parsers turn an SSE stream or a JSON body
-into a :class:`Completion` and say whether it is a well-formed answer.
+them (clients.md, "Request" lines); each protocol module (:mod:`taosync.protocols`) shapes
+its request and reads its answer (an SSE stream or a JSON body) into a :class:`Completion`,
+which says whether it is a well-formed answer.
 
 Standard library only: httpx is imported by the runner.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
@@ -21,14 +21,10 @@ from urllib.parse import urlsplit
 
 from taosync.errors import BadInput
 
-#: protocol → the path a client appends to its base URL (after any /v1)
-SUFFIX = {
-    "anthropic-messages": "/messages",
-    "openai-responses": "/responses",
-    "openai-chat": "/chat/completions",
-}
-ANTHROPIC_VERSION = "2023-06-01"
-ANTHROPIC_BETA = "claude-code-20250219"
+from taosync.protocols import registry
+from taosync.protocols.anthropic_messages import CLAUDE_CODE_BETA as ANTHROPIC_BETA  # noqa: F401
+from taosync.protocols.anthropic_messages import VERSION as ANTHROPIC_VERSION  # noqa: F401
+
 USER_AGENT = "taosync-verify"
 
 
@@ -157,15 +153,12 @@ def rewrite(group: ProbeGroup, root: str) -> str:
     """The probe's URL with its base replaced by a stand-in ``root`` (Anthropic base → root,
     OpenAI base → root + /v1), keeping the path and query the client appends."""
     root = root.rstrip("/")
-    new_base = root if group.protocol == "anthropic-messages" else root + "/v1"
+    protocol = registry.get(group.protocol)
     base = group.base_url.rstrip("/")
     if group.url.startswith(base):
-        return new_base + group.url[len(base):]
-    parts = urlsplit(group.url)
-    tail = SUFFIX[group.protocol]
-    if group.protocol == "anthropic-messages":
-        tail = "/v1" + tail
-    return new_base + tail + (f"?{parts.query}" if parts.query else "")
+        return root + protocol.BASE_SUFFIX + group.url[len(base):]
+    query = urlsplit(group.url).query
+    return root + protocol.ENDPOINT + (f"?{query}" if query else "")
 
 
 def display_url(url: str) -> str:
@@ -197,40 +190,12 @@ def auth_headers(auth: str, key: str) -> dict[str, str]:
 
 def build_request(group: ProbeGroup, key: Any, verify: Any, url: str | None = None) -> ProbeRequest:
     """The request ``group``'s clients send, with the fleet's prompt and max_tokens."""
-    prompt, max_tokens = verify.prompt, verify.max_tokens
-    headers = {"User-Agent": USER_AGENT, "Content-Type": "application/json"}
-    if group.protocol == "anthropic-messages":
-        # Claude Code: Messages, SSE, anthropic-version + the claude-code beta (clients.md §1);
-        # x-app, Accept and the content-block form are not in clients.md (unverified here)
-        headers.update({"anthropic-version": ANTHROPIC_VERSION,
-                        "anthropic-beta": ANTHROPIC_BETA, "x-app": "cli",
-                        "Accept": "application/json"})
-        body: dict[str, Any] = {
-            "model": group.model, "max_tokens": max_tokens,
-            "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}],
-            "stream": group.stream}
-    elif group.protocol == "openai-responses":
-        # Codex: Responses only, SSE with Accept: text/event-stream (clients.md §2); the body
-        # fields follow codex-rs codex-api ResponsesApiRequest (instructions, tools,
-        # tool_choice "auto", parallel_tool_calls, store false, include), except
-        # max_output_tokens, which Codex does not send: taosync caps the probe's cost
-        headers["Accept"] = "text/event-stream" if group.stream else "application/json"
-        body = {"model": group.model, "instructions": "You are a coding agent.",
-                "input": [{"type": "message", "role": "user",
-                           "content": [{"type": "input_text", "text": prompt}]}],
-                "tools": [], "tool_choice": "auto", "parallel_tool_calls": False,
-                "store": False, "stream": group.stream, "include": [],
-                "max_output_tokens": max(16, max_tokens)}
-    elif group.protocol == "openai-chat":
-        # Cline / Continue: Chat Completions, stream true (clients.md §3, §4); Accept and
-        # stream_options.include_usage are not in clients.md (unverified here)
-        headers["Accept"] = "application/json"
-        body = {"model": group.model, "messages": [{"role": "user", "content": prompt}],
-                "max_tokens": max_tokens, "stream": group.stream}
-        if group.stream:
-            body["stream_options"] = {"include_usage": True}
-    else:
-        raise BadInput(f"unknown probe protocol {group.protocol!r}")
+    try:
+        protocol = registry.get(group.protocol)
+    except KeyError:
+        raise BadInput(f"unknown probe protocol {group.protocol!r}") from None
+    shaped, body = protocol.probe(group.model, verify.prompt, verify.max_tokens, group.stream)
+    headers = {"User-Agent": USER_AGENT, "Content-Type": "application/json", **shaped}
     for name, value in group.headers:
         headers[name] = value
     headers.update(auth_headers(group.auth, key.reveal()))
@@ -301,8 +266,8 @@ class Completion:
 
     def check(self, protocol: str) -> "Completion":
         """Set :attr:`problem` when the answer is not a well-formed completion."""
-        what = {"anthropic-messages": "content", "openai-responses": "output",
-                "openai-chat": "choices"}[protocol]
+        spec = registry.get(protocol)
+        what = spec.OUTPUT_WORD
         if self.error is not None:
             self.problem = "error"
         elif not self.started:
@@ -311,168 +276,18 @@ class Completion:
             self.problem = f"the answer has no {what}"
         elif not self.finished:
             self.problem = "the stream ended before the completion finished"
-        elif not (self.text or self.reasoning):
-            if protocol == "openai-chat":
-                pass  # a choice with finish_reason and empty content is still well formed
-            else:
-                self.problem = f"the answer's {what} hold no text"
+        elif not (self.text or self.reasoning or spec.EMPTY_TEXT_OK):
+            self.problem = f"the answer's {what} hold no text"
         return self
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-class _Reader:
-    def __init__(self, protocol: str) -> None:
-        self.protocol = protocol
-        self.c = Completion()
-
-    # one SSE event (stream) ------------------------------------------------------------
-    def event(self, name: str, data: str) -> None:
-        c = self.c
-        if data.strip() == "[DONE]":
-            if self.protocol == "openai-chat" and c.has_output:
-                c.finished = True
-            return
-        try:
-            obj = json.loads(data)
-        except ValueError:
-            return
-        if not isinstance(obj, dict):
-            return
-        if name == "error" or obj.get("type") == "error" or (
-                obj.get("error") and "type" not in obj and not obj.get("choices")):
-            c.error = obj.get("error", obj)
-            return
-        getattr(self, "_" + self.protocol.replace("-", "_"))(name, obj)
-
-    def _anthropic_messages(self, name: str, obj: dict) -> None:
-        c, kind = self.c, obj.get("type") or name
-        if kind == "message_start":
-            msg = obj.get("message") or {}
-            c.started = True
-            c.model = msg.get("model")
-            usage = msg.get("usage") or {}
-            c.tokens_in = _int(usage.get("input_tokens"))
-            c.tokens_out = _int(usage.get("output_tokens"))
-        elif kind == "content_block_start":
-            c.has_output = True
-            block = obj.get("content_block") or {}
-            c.text += block.get("text") or ""
-        elif kind == "content_block_delta":
-            c.has_output = True
-            delta = obj.get("delta") or {}
-            c.text += delta.get("text") or ""
-            c.reasoning += delta.get("thinking") or ""
-        elif kind == "message_delta":
-            usage = obj.get("usage") or {}
-            if _int(usage.get("output_tokens")) is not None:
-                c.tokens_out = usage["output_tokens"]
-            if _int(usage.get("input_tokens")) is not None:
-                c.tokens_in = usage["input_tokens"]
-        elif kind == "message_stop":
-            c.finished = True
-
-    def _openai_responses(self, name: str, obj: dict) -> None:
-        c, kind = self.c, obj.get("type") or name
-        if kind in ("response.created", "response.in_progress"):
-            c.started = True
-            c.model = (obj.get("response") or {}).get("model") or c.model
-        elif kind == "response.output_text.delta":
-            c.has_output = True
-            c.text += obj.get("delta") or ""
-        elif kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
-            c.has_output = True
-            c.reasoning += obj.get("delta") or ""
-        elif kind == "response.output_item.added":
-            c.has_output = True
-        elif kind in ("response.completed", "response.incomplete"):
-            self._response(obj.get("response") or {})
-            c.finished = True
-        elif kind == "response.failed":
-            resp = obj.get("response") or {}
-            c.error = resp.get("error") or {"message": "response.failed"}
-
-    def _response(self, resp: dict) -> None:
-        c = self.c
-        c.started = True
-        c.model = resp.get("model") or c.model
-        usage = resp.get("usage") or {}
-        c.tokens_in = _int(usage.get("input_tokens"))
-        c.tokens_out = _int(usage.get("output_tokens"))
-        text = ""
-        for item in resp.get("output") or []:
-            if not isinstance(item, dict):
-                continue
-            c.has_output = True
-            for part in item.get("content") or []:
-                if isinstance(part, dict) and part.get("type") == "output_text":
-                    text += part.get("text") or ""
-            for part in item.get("summary") or []:
-                if isinstance(part, dict):
-                    c.reasoning += part.get("text") or ""
-        if text and not c.text:
-            c.text = text
-
-    def _openai_chat(self, name: str, obj: dict) -> None:
-        c = self.c
-        c.started = True
-        c.model = obj.get("model") or c.model
-        usage = obj.get("usage") or {}
-        if _int(usage.get("prompt_tokens")) is not None:
-            c.tokens_in = usage["prompt_tokens"]
-        if _int(usage.get("completion_tokens")) is not None:
-            c.tokens_out = usage["completion_tokens"]
-        for choice in obj.get("choices") or []:
-            if not isinstance(choice, dict):
-                continue
-            c.has_output = True
-            part = choice.get("delta") or choice.get("message") or {}
-            c.text += part.get("content") or ""
-            c.reasoning += part.get("reasoning_content") or part.get("reasoning") or ""
-            if choice.get("finish_reason"):
-                c.finished = True
-
-    # one JSON body (non-stream) ----------------------------------------------------------
-    def body(self, obj: Any) -> None:
-        c = self.c
-        if not isinstance(obj, dict):
-            return
-        if obj.get("type") == "error" or obj.get("error"):
-            c.error = obj.get("error", obj)
-            return
-        if self.protocol == "anthropic-messages":
-            if obj.get("type") != "message" and "content" not in obj:
-                return
-            c.started = c.finished = True
-            c.model = obj.get("model")
-            usage = obj.get("usage") or {}
-            c.tokens_in = _int(usage.get("input_tokens"))
-            c.tokens_out = _int(usage.get("output_tokens"))
-            for block in obj.get("content") or []:
-                if isinstance(block, dict):
-                    c.has_output = True
-                    c.text += block.get("text") or ""
-                    c.reasoning += block.get("thinking") or ""
-        elif self.protocol == "openai-responses":
-            if obj.get("object") != "response" and "output" not in obj:
-                return
-            self._response(obj)
-            c.finished = True
-        else:
-            if "choices" not in obj and obj.get("object") not in ("chat.completion",):
-                return
-            self._openai_chat("", obj)
-            c.finished = c.finished or c.has_output
-
-
-def read_stream(protocol: str) -> "_Reader":
-    return _Reader(protocol)
+def read_stream(protocol: str) -> Any:
+    """A reader for ``protocol``'s SSE events: ``.event(name, data)``; ``.c`` the Completion."""
+    return registry.get(protocol).Reader(Completion())
 
 
 def read_json(protocol: str, obj: Any) -> Completion:
-    reader = _Reader(protocol)
+    reader = registry.get(protocol).Reader(Completion())
     reader.body(obj)
     return reader.c.check(protocol)
 

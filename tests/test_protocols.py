@@ -1,0 +1,133 @@
+"""The wire-protocol modules: interface, stand-in answers read back by the protocol's own
+reader, error bodies the diagnoses recognise, and a new protocol as one module + one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import pytest
+
+from taosync.clients.base import ProbeSpec
+from taosync.fleet.model import Verify
+from taosync.fleet.secrets import Secret
+from taosync.protocols import base, registry
+from taosync.stub import Stub
+from taosync.verify import diagnose as dx
+from taosync.verify.probes import Completion, SSEParser, read_json, read_stream
+from taosync.verify.runner import run
+
+NAMES = registry.names()
+INTERFACE = ("NAME", "TITLE", "ENDPOINT", "SUFFIX", "BASE_SUFFIX", "SIDE_ENDPOINTS",
+             "route", "requested", "OUTPUT_WORD", "EMPTY_TEXT_OK", "probe", "Reader", "answer", "stream",
+             "error_body", "unauthorized", "oauth", "unknown_model", "path_fix")
+RAW = "sk-test-PROTOCOLS-0123456789"
+
+
+def test_registry_lists_the_three_protocols_each_with_the_whole_interface():
+    assert NAMES == ["anthropic-messages", "openai-responses", "openai-chat"]
+    for name in NAMES:
+        module = registry.get(name)
+        assert module.NAME == name
+        assert [a for a in INTERFACE if not hasattr(module, a)] == []
+        assert module.ENDPOINT == "/v1" + module.SUFFIX
+    with pytest.raises(KeyError):
+        registry.get("gemini-generate")
+
+
+def test_endpoints_map_to_their_protocol():
+    assert registry.for_endpoint("/v1/chat/completions")[0].NAME == "openai-chat"
+    assert registry.for_endpoint("/v1/responses") == (registry.get("openai-responses"), "answer")
+    module, operation = registry.for_endpoint("/v1/messages/count_tokens")
+    assert module.NAME == "anthropic-messages" and operation == "/v1/messages/count_tokens"
+    assert module.SIDE_ENDPOINTS[operation]({"messages": ["a b c"]}) == {"input_tokens": 3}
+    assert registry.for_endpoint("/v1/completions") is None
+
+
+def _sse(events) -> bytes:
+    """(event, data) pairs as the stand-in puts them on the wire."""
+    out = ""
+    for event, data in events:
+        payload = data if isinstance(data, str) else json.dumps(data)
+        out += (f"event: {event}\n" if event else "") + f"data: {payload}\n\n"
+    return out.encode()
+
+
+def _read_stream(name: str, events) -> Completion:
+    reader, parser = read_stream(name), SSEParser()
+    for event, data in [*parser.feed(_sse(events)), *parser.close()]:
+        reader.event(event, data)
+    return reader.c.check(name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stand_in_answers_read_back_as_well_formed_completions(name):
+    module = registry.get(name)
+    body = {"stream_options": {"include_usage": True}}
+    for c in (read_json(name, module.answer("gw-x", "OK then", 4, "ok", body)),
+              _read_stream(name, module.stream("gw-x", "OK then", 4, "ok", body))):
+        assert (c.problem, c.text, c.model) == (None, "OK then", "gw-x")
+        assert (c.tokens_in, c.tokens_out) == (4, 2)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stand_in_failure_modes_are_what_the_readers_report(name):
+    module = registry.get(name)
+    for read in (lambda mode: read_json(name, module.answer("m", "OK", 1, mode, {})),
+                 lambda mode: _read_stream(name, module.stream("m", "OK", 1, mode, {}))):
+        assert read("no_choices").problem == f"the answer has no {module.OUTPUT_WORD}"
+        failed = read("error")
+        assert failed.problem == "error" and base.UPSTREAM_FAILED in json.dumps(failed.error)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_error_bodies_are_recognised_by_the_diagnoses(name):
+    module = registry.get(name)
+    refused, _ = module.unauthorized(RAW)
+    assert RAW in dx.error_message(refused)  # echoed, as some gateways do: verify scrubs it
+    body, headers = module.oauth()
+    assert dx.is_oauth(body, "", {k.lower(): v for k, v in headers.items()})
+    assert dx.names_model(module.unknown_model("gw-gone"), "", "gw-gone")
+    assert dx.error_message(module.error_body("rate_limit_error", "slow down", "x")) == "slow down"
+
+
+def test_probe_shapes_are_the_protocols_own():
+    headers, body = registry.get("openai-responses").probe("m", "hi", 4, True)
+    assert headers["Accept"] == "text/event-stream" and body["max_output_tokens"] == 16
+    headers, body = registry.get("openai-chat").probe("m", "hi", 4, False)
+    assert body["messages"] == [{"role": "user", "content": "hi"}] and "stream_options" not in body
+    headers, body = registry.get("anthropic-messages").probe("m", "hi", 4, True)
+    assert headers["anthropic-version"] == "2023-06-01" and body["max_tokens"] == 4
+
+
+@pytest.fixture
+def echo_protocol(monkeypatch):
+    """A made-up protocol: Chat Completions' shapes under another path, registered as a
+    later protocol (Gemini's generateContent) would be — one module, one registry line."""
+    chat = registry.get("openai-chat")
+    module = types.ModuleType("taosync_test_echo_protocol")
+    module.__dict__.update({a: getattr(chat, a) for a in INTERFACE})
+    module.NAME, module.TITLE = "echo", "Echo Generate"
+    module.SUFFIX, module.ENDPOINT = "/echo:generate", "/v1/echo:generate"
+    module.route = base.exact_route(module.ENDPOINT, {})
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(registry.MODULES, "echo", module.__name__)
+    return module
+
+
+def test_a_new_protocol_is_probed_served_and_diagnosed_without_other_changes(echo_protocol):
+    key = Secret(RAW)
+    with Stub(key=RAW, models=["m"]) as s:
+        spec = ProbeSpec("some-client", "main", "m", "echo", s.root + "/v1",
+                         s.root + "/v1/echo:generate", "bearer")
+        (good,) = run([spec], key, Verify(prompt="Say OK", max_tokens=12))
+        assert good.ok and good.answer.startswith("OK") and good.tokens_out > 0
+        assert s.posts("/v1/echo:generate")[-1].status == 200
+        gone = ProbeSpec("some-client", "main", "gw-gone", "echo", s.root + "/v1",
+                         s.root + "/v1/echo:generate", "bearer")
+        wrong = ProbeSpec("some-client", "main", "m", "echo", s.root,
+                          s.root + "/echo:generate", "bearer")
+        missing, no_v1 = run([gone, wrong], key, Verify(retries=0))
+    assert missing.diagnosis.code == "model_not_found" and "(m)" in missing.diagnosis.fix
+    assert no_v1.diagnosis.code == "path" and "/v1 is missing" in no_v1.diagnosis.cause
