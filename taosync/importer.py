@@ -793,7 +793,7 @@ def emit(data: dict, builder: _Builder, key: dict, gateway: dict,
 
 def observe_all(env, only: Iterable[str] | None = None) -> list[Observation]:
     """Every (or the named) client's observation, in registry order."""
-    from taosync.clients.base import all_clients
+    from taosync.clients.registry import all as all_clients
 
     registry = all_clients()
     names = [n for n in registry if only is None or n in set(only)]

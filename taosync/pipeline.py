@@ -69,7 +69,7 @@ def recover_first(store, env) -> list[str]:
 
 
 def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
-    from taosync.clients.base import all_clients
+    from taosync.clients.registry import all as all_clients
     from taosync.engine import cache
     from taosync.fleet.load import load_fleet
 
@@ -113,7 +113,7 @@ def check_only(only: tuple[str, ...] | list[str] | None, option: str = "--only")
     """Validate client names given to ``--only`` (or ``--from``) against the registry."""
     if not only:
         return None
-    from taosync.clients.base import all_clients
+    from taosync.clients.registry import all as all_clients
 
     known = list(all_clients())
     for name in only:

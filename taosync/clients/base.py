@@ -1,13 +1,23 @@
 """The small interface every client module implements, and what it returns.
 
-A client module (``claude_code.py``, ``codex.py``, …) has:
+A client module (``claude_code.py``, ``codex.py``, …) is listed once, in
+:mod:`taosync.clients.registry`, and declares everything about its client:
 
-* ``NAME``: the client's name as spelled under ``clients:`` in fleet.yaml;
-* ``TARGETS``: a one-line description per file it may write (for README/help);
+* ``ID``: the client's id as spelled under ``clients:`` in fleet.yaml;
+* ``TITLE``: its product name, as messages name it ("Claude Code");
+* ``SUMMARY``: one line for the schema and help (which options it has);
+* ``TARGETS``: a one-line description per file it may write (README's table is built
+  from these: ``python -m taosync.clients.readme``);
+* ``LOCATION_VARS``: environment variables that move its directories (``CODEX_HOME``);
+  ``LOCATION_FILES`` (optional): ones that name a single file;
 * ``render(fleet, key, env) -> list[Patch]``: the files and owned keys it wants;
 * ``probes(fleet, key, env) -> list[ProbeSpec]``: the request(s) the client will send;
 * ``on_disk(fleet, key, env) -> OnDisk``: the same requests built from the values in the
-  client's files as they are (what ``taosync verify`` probes by default).
+  client's files as they are (what ``taosync verify`` probes by default);
+* ``observe(env) -> Observation``: what its files say today (``taosync import``);
+* ``doctor(fleet, environ) -> list`` (optional): checks of its own for ``taosync doctor``.
+
+This module holds the contract and shared helpers and imports no client.
 
 It knows its client and nothing else: no file I/O, no format syntax. The engine turns
 patches into edits and writes.
@@ -139,13 +149,6 @@ class ClientEnv:
         if self.platform == "win32":
             return self.location("APPDATA") or self.home / "AppData" / "Roaming"
         return self.location("XDG_CONFIG_HOME") or self.home / ".config"
-
-
-def all_clients() -> dict[str, Any]:
-    """The registry: client name → module. Imports are cheap (no heavy deps)."""
-    from taosync.clients import claude_code, cline, codex, continue_
-
-    return {m.NAME: m for m in (claude_code, codex, cline, continue_)}
 
 
 # -- reading back: what a client's existing files say (``taosync import``) -------------
@@ -312,7 +315,7 @@ def start_on_disk(module: Any, fleet: Any, key: Any, env: ClientEnv,
     """The client's observation and its drift from fleet.yaml; no observation when its
     main file ``primary`` is missing or unreadable, or the client talks to another
     provider than the gateway (each recorded as a problem)."""
-    out = OnDisk(module.NAME)
+    out = OnDisk(module.ID)
     obs = module.observe(env)
     out.problems.extend(obs.problems)
     if primary not in obs.files:
@@ -334,7 +337,7 @@ def start_on_disk(module: Any, fleet: Any, key: Any, env: ClientEnv,
                                  f"writes it)")
     if obs.provider is not None:
         out.problems.append(f"{shown(obs.provider.file, env)} {obs.provider.key}: "
-                            f"{module.NAME} uses {obs.provider.value}, not the gateway")
+                            f"{module.ID} uses {obs.provider.value}, not the gateway")
         return out, None
     return out, obs
 

@@ -27,7 +27,10 @@ from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, expand_path, parse_reference
 from taosync.formats.base import keypath_str
 
-NAME = "claude-code"
+ID = "claude-code"
+TITLE = "Claude Code"
+SUMMARY = "Claude Code (Anthropic Messages): model, haiku, sonnet, opus slots."
+LOCATION_VARS = ("CLAUDE_CONFIG_DIR",)
 TARGETS = [
     "~/.claude/settings.json ($CLAUDE_CONFIG_DIR/settings.json): env.ANTHROPIC_BASE_URL, "
     "model slots, custom headers, and ANTHROPIC_AUTH_TOKEN or apiKeyHelper",
@@ -107,14 +110,14 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     else:
         if _reference_mode(fleet, cfg):
             env.warnings.append(
-                f"{NAME}: secrets: reference needs gateway.key to be an ${{env:…}}, "
+                f"{ID}: secrets: reference needs gateway.key to be an ${{env:…}}, "
                 f"${{file:…}}, ${{cmd:…}} or ${{shell:…}} reference for apiKeyHelper, but it "
                 f"is a literal key; wrote it inline as env.ANTHROPIC_AUTH_TOKEN in "
                 f"{settings_path} (mode 0600)"
             )
         values[("env", "ANTHROPIC_AUTH_TOKEN")] = key
 
-    patches = [Patch(settings_path, "json", values, NAME)]
+    patches = [Patch(settings_path, "json", values, ID)]
 
     if cfg.mcp and fleet.mcp_servers:
         servers: dict = {}
@@ -127,7 +130,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 # /issues/54786 (2.1.123, Windows); both closed as stale, not fixed
                 if server.cwd:
                     env.warnings.append(
-                        f"{NAME}: MCP server {name!r} sets cwd, which Claude Code's "
+                        f"{ID}: MCP server {name!r} sets cwd, which Claude Code's "
                         f"mcpServers schema does not have; left it out of {state_path}"
                     )
             else:
@@ -137,7 +140,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                     entry["headers"] = dict(server.headers)
             if _reference_mode(fleet, cfg):
                 warning = inline_mcp_secrets(
-                    NAME, name, entry.get("env") or entry.get("headers") or {}, state_path,
+                    ID, name, entry.get("env") or entry.get("headers") or {}, state_path,
                     "Claude Code expands ${VAR} only in a project's .mcp.json, not in "
                     "~/.claude.json")
                 if warning:
@@ -146,17 +149,17 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         holds_key = key.found_in(list(servers.values()))
         if holds_key and helper is not None:
             env.warnings.append(
-                f"{NAME}: an MCP server uses ${{gateway.key}}, so the key is written into "
+                f"{ID}: an MCP server uses ${{gateway.key}}, so the key is written into "
                 f"{state_path} (mode 0600) even with secrets: reference"
             )
-        patches.append(Patch(state_path, "json", servers, NAME, secret=holds_key))
+        patches.append(Patch(state_path, "json", servers, ID, secret=holds_key))
     return patches
 
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     cfg = fleet.clients.claude_code
     reference = _reference_mode(fleet, cfg) and _key_helper(fleet, env) is not None
-    return probe_specs(fleet, NAME, fleet.distinct_models(_slots(cfg).values()),
+    return probe_specs(fleet, ID, fleet.distinct_models(_slots(cfg).values()),
                        protocol="anthropic-messages", base_url=fleet.anthropic_url,
                        path="/v1/messages?beta=true", auth="both" if reference else "bearer")
 
@@ -197,7 +200,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         if not found or any(p.model == found[0].value for p in out.probes):
             continue
         out.probes += probe_specs(
-            fleet, NAME, [(value, found[0].value)], protocol="anthropic-messages",
+            fleet, ID, [(value, found[0].value)], protocol="anthropic-messages",
             base_url=url.value, path="/v1/messages?beta=true", auth=auth,
             headers=obs.headers[0].value if obs.headers else {}, secret=secret,
             origins=tuple(origins + [out.origin("model", found[0], env)]))
@@ -219,7 +222,7 @@ _PRINTENV = re.compile(
 def observe(env: ClientEnv) -> Observation:
     """What Claude Code's user settings and state file say (for ``taosync import``)."""
     settings_path, state_path = paths(env)
-    obs = Observation(NAME, protocol="anthropic")
+    obs = Observation(ID, protocol="anthropic")
     data = read_plain(settings_path, "json", obs)
     if data is not None and not isinstance(data, dict):
         obs.problems.append(f"{settings_path}: the top level is not a JSON object")

@@ -33,7 +33,12 @@ from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
-NAME = "cline"
+ID = "cline"
+TITLE = "Cline"
+SUMMARY = "Cline (OpenAI-compatible provider): model, editors, legacy."
+#: environment variables naming a directory (LOCATION_VARS) or one file it reads
+LOCATION_VARS = ("CLINE_DIR", "CLINE_DATA_DIR")
+LOCATION_FILES = ("CLINE_MCP_SETTINGS_PATH",)
 TARGETS = [
     "~/.cline/data/settings/providers.json ($CLINE_DIR, $CLINE_DATA_DIR): the "
     "openai-compatible provider (base URL, model, key, headers)",
@@ -110,7 +115,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     if fleet.secrets_for(cfg) == "reference":
         ref = parse_reference(fleet.gateway.key)
         env.warnings.append(
-            f"{NAME}: secrets: reference cannot keep the key off disk for Cline (it reads "
+            f"{ID}: secrets: reference cannot keep the key off disk for Cline (it reads "
             f"the key from no environment variable or helper); wrote the key from "
             f"{ref.describe()} inline into {providers_path} (mode 0600)"
         )
@@ -130,7 +135,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     if context_window:
         values[p + ("settings", "contextWindow")] = context_window
     patches = [Patch(
-        providers_path, "json", values, NAME,
+        providers_path, "json", values, ID,
         skeleton={("version",): 1, ("modes",): {}},
         volatile={p + ("updatedAt",): now_iso()},
         secret=True,
@@ -143,14 +148,14 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                     or data / "settings" / "cline_mcp_settings.json")
         if fleet.secrets_for(cfg) == "reference":
             for name, e in entries.items():
-                warning = inline_mcp_secrets(NAME, name, e.get("env") or e.get("headers") or {},
+                warning = inline_mcp_secrets(ID, name, e.get("env") or e.get("headers") or {},
                                              mcp_path, "Cline is not known to expand "
                                              "variables in its MCP settings")
                 if warning:
                     env.warnings.append(warning)
         patches.append(Patch(
             mcp_path, "json", {("mcpServers", n): {"transport": e} for n, e in entries.items()},
-            NAME, secret=holds_key,
+            ID, secret=holds_key,
         ))
 
     if cfg.legacy:
@@ -163,8 +168,8 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         }
         if headers:
             state[("openAiHeaders",)] = headers
-        patches.append(Patch(data / "globalState.json", "json", state, NAME))
-        patches.append(Patch(data / "secrets.json", "json", {("openAiApiKey",): key}, NAME,
+        patches.append(Patch(data / "globalState.json", "json", state, ID))
+        patches.append(Patch(data / "secrets.json", "json", {("openAiApiKey",): key}, ID,
                              secret=True))
 
     if entries:
@@ -172,14 +177,14 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
             path = (global_storage(env, editor) / EXTENSION_ID / "settings"
                     / "cline_mcp_settings.json")
             patches.append(Patch(
-                path, "json", {("mcpServers", n): e for n, e in entries.items()}, NAME,
+                path, "json", {("mcpServers", n): e for n, e in entries.items()}, ID,
                 secret=holds_key,
             ))
     return patches
 
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    return probe_specs(fleet, NAME, fleet.distinct_models([fleet.clients.cline.model]),
+    return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.cline.model]),
                        protocol="openai-chat", base_url=fleet.openai_url,
                        path="/chat/completions")
 
@@ -219,7 +224,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         return out
     headers = same_store(obs.headers)
     out.probes = probe_specs(
-        fleet, NAME, [(fleet.clients.cline.model, model.value)], protocol="openai-chat",
+        fleet, ID, [(fleet.clients.cline.model, model.value)], protocol="openai-chat",
         base_url=url.value, path="/chat/completions",
         headers=headers.value if headers else {}, secret=secret,
         origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
@@ -236,7 +241,7 @@ _GATEWAY_IDS = (PROVIDER, "openai")
 def observe(env: ClientEnv) -> Observation:
     """What Cline's stores say: providers.json, the legacy store, the MCP files."""
     _, data = cline_dirs(env)
-    obs = Observation(NAME, protocol="openai")
+    obs = Observation(ID, protocol="openai")
     providers_path = data / "settings" / "providers.json"
     current = read_plain(providers_path, "json", obs)
     active_current = False

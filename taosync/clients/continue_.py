@@ -24,7 +24,10 @@ from taosync.formats.base import Match, keypath_str
 from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret
 
-NAME = "continue"
+ID = "continue"
+TITLE = "Continue"
+SUMMARY = "Continue (config.yaml models): roles → route or model id."
+LOCATION_VARS = ("CONTINUE_GLOBAL_DIR",)
 TARGETS = [
     "~/.continue/config.yaml ($CONTINUE_GLOBAL_DIR): models[name=<model id>] and "
     "mcpServers[name=<name>]",
@@ -96,7 +99,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                                                                              reference)
             if reference:
                 warning = inline_mcp_secrets(
-                    NAME, name, values.get(m + ("env",)) or
+                    ID, name, values.get(m + ("env",)) or
                     values.get(m + ("requestOptions", "headers")) or {}, config_path,
                     "Continue reads ${{ secrets.NAME }} from the environment, so only "
                     "${env:NAME} values are passed by reference")
@@ -105,24 +108,24 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
             holds_key = holds_key or key.found_in(server.plain())
         if holds_key and reference:
             env.warnings.append(
-                f"{NAME}: an MCP server uses ${{gateway.key}}, so the key is written into "
+                f"{ID}: an MCP server uses ${{gateway.key}}, so the key is written into "
                 f"{config_path} (mode 0600) even with secrets: reference"
             )
 
     patches = [Patch(
-        config_path, "yaml", values, NAME,
+        config_path, "yaml", values, ID,
         skeleton={("name",): "Local Config", ("version",): "1.0.0", ("schema",): "v1"},
         secret=holds_key,
     )]
     if reference:
-        patches.append(Patch(home / ".env", "dotenv", {(cfg.secret_name,): key}, NAME,
+        patches.append(Patch(home / ".env", "dotenv", {(cfg.secret_name,): key}, ID,
                              secret=True))
     return patches
 
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     models = [(slot, model) for model, (slot, _) in _models(fleet, fleet.clients.continue_).items()]
-    return probe_specs(fleet, NAME, models, protocol="openai-chat", base_url=fleet.openai_url,
+    return probe_specs(fleet, ID, models, protocol="openai-chat", base_url=fleet.openai_url,
                        path="/chat/completions")
 
 
@@ -175,7 +178,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         headers = options.get("headers") if isinstance(options, dict) else None
         headers = headers if isinstance(headers, dict) else {}
         out.probes += probe_specs(
-            fleet, NAME, [(slot, values["model"].strip())], protocol="openai-chat",
+            fleet, ID, [(slot, values["model"].strip())], protocol="openai-chat",
             base_url=values["apiBase"].strip(), path="/chat/completions",
             headers={str(k): str(v) for k, v in headers.items()}, secret=secret,
             origins=(out.origin("url", Seen(None, path, f"{at}.apiBase"), env),
@@ -197,7 +200,7 @@ def observe(env: ClientEnv) -> Observation:
     """What ``config.yaml`` in Continue's global directory says."""
     home = continue_dir(env)
     path = home / "config.yaml"
-    obs = Observation(NAME, protocol="openai")
+    obs = Observation(ID, protocol="openai")
     config = read_plain(path, "yaml", obs)
     if (home / "config.json").exists():
         obs.notes.append(f"{home / 'config.json'}: the deprecated config.json is not read "

@@ -22,7 +22,7 @@ from taosync.cli import common_options, settings
 
 
 def _complete_client(ctx, param, incomplete: str):
-    from taosync.clients.base import all_clients
+    from taosync.clients.registry import all as all_clients
 
     return [name for name in all_clients() if name.startswith(incomplete)]
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from taosync.cli import common_options, settings
+from taosync.clients.registry import ids as client_ids
 
 only_option = click.option("--only", "only", multiple=True, metavar="CLIENT",
-                           help="Only this client (repeatable).")
+                           help="Only this client (repeatable): " + ", ".join(client_ids()) + ".")
 no_key_option = click.option(
     "--no-key", is_flag=True,
     help="Do not resolve the key (CI without secrets): key-bearing values are compared "

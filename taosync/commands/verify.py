@@ -17,6 +17,7 @@ from typing import Any, Iterable
 import click
 
 from taosync.cli import common_options, settings
+from taosync.clients.registry import ids as client_ids
 from taosync.errors import BadInput, TaosyncError
 
 
@@ -263,7 +264,7 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
 
 @click.command("verify")
 @click.option("--only", "only", multiple=True, metavar="CLIENT",
-              help="Verify only this client (repeatable): claude-code, codex, cline, continue.")
+              help="Verify only this client (repeatable): " + ", ".join(client_ids()) + ".")
 @click.option("--route", metavar="NAME", help="Verify only the probes of this route.")
 @click.option("--stub", "use_stub", is_flag=True,
               help="Send the probes to a stand-in gateway on loopback, started for this run "

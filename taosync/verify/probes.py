@@ -120,7 +120,7 @@ def collect_on_disk(fleet: Any, key: Any, env: Any, only: Iterable[str] | None =
 def _select(fleet: Any, only: Iterable[str] | None, route: str | None,
             strict: bool) -> list[Any]:
     """The client modules to probe, in registry order."""
-    from taosync.clients.base import all_clients
+    from taosync.clients.registry import all as all_clients
 
     registry = all_clients()
     enabled = fleet.enabled_clients()
@@ -147,7 +147,7 @@ def _on_route(specs: list[Any], route: str | None, clients: list[Any],
     kept = [spec for spec in specs if spec.route == route]
     if not kept and strict:
         raise BadInput(f"no enabled client uses route {route}"
-                       + (f" (among {', '.join(m.NAME for m in clients)})" if only else ""))
+                       + (f" (among {', '.join(m.ID for m in clients)})" if only else ""))
     return kept
 
 
