@@ -11,7 +11,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from taosync.clients import claude_code, cline, codex, continue_
-from taosync.clients.base import ClientEnv, Patch, ProbeSpec
+from taosync.clients.base import ClientEnv, ProbeSpec
+from taosync.engine.patch import Patch
 from taosync.clients.registry import all as all_clients
 from taosync.fleet.model import Fleet
 from taosync.fleet.secrets import Secret
