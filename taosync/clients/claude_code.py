@@ -23,6 +23,7 @@ from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
                                   fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
+from taosync.fleet.options import slot
 from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, expand_path, parse_reference
 from taosync.formats.base import keypath_str
@@ -31,6 +32,13 @@ ID = "claude-code"
 TITLE = "Claude Code"
 SUMMARY = "Claude Code (Anthropic Messages): model, haiku, sonnet, opus slots."
 LOCATION_VARS = ("CLAUDE_CONFIG_DIR",)
+#: its fleet.yaml options (beyond enabled, secrets, mcp)
+OPTIONS = (
+    slot("model", "Route or model id for ANTHROPIC_MODEL (default: default_route)."),
+    slot("haiku", "Route or model id for the Haiku slot (background tasks)."),
+    slot("sonnet", "Route or model id for the Sonnet slot (default: the model slot)."),
+    slot("opus", "Route or model id for the Opus slot."),
+)
 TARGETS = [
     "~/.claude/settings.json ($CLAUDE_CONFIG_DIR/settings.json): env.ANTHROPIC_BASE_URL, "
     "model slots, custom headers, and ANTHROPIC_AUTH_TOKEN or apiKeyHelper",

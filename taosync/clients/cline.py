@@ -26,9 +26,11 @@ from __future__ import annotations
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
                                   fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
+from taosync.fleet.options import Option, slot
 from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
@@ -60,6 +62,16 @@ EDITOR_APPS = {
     "windsurf": "Windsurf",
 }
 EXTENSION_ID = "saoudrizwan.claude-dev"
+
+#: its fleet.yaml options (beyond enabled, secrets, mcp)
+OPTIONS = (
+    slot("model", "Route or model id (default: default_route)."),
+    Option("legacy", bool, True, "Also write the legacy extension store (globalState.json + "
+           "secrets.json) that Cline 4.x migrates from."),
+    Option("editors", list[Literal[tuple(EDITOR_APPS)]] | Literal["auto"], "auto",
+           "VS Code-family editors whose Cline MCP file to write; `auto` = "
+           "those installed (their User/globalStorage exists)."),
+)
 
 
 def cline_dirs(env: ClientEnv) -> tuple[Path, Path]:

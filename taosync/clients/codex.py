@@ -21,6 +21,7 @@ from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
                                   fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
+from taosync.fleet.options import SLOT_LIST, Option, slot
 from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
@@ -29,6 +30,17 @@ ID = "codex"
 TITLE = "Codex"
 SUMMARY = "Codex CLI (OpenAI Responses): model, profiles, provider_id."
 LOCATION_VARS = ("CODEX_HOME",)
+#: its fleet.yaml options (beyond enabled, secrets, mcp)
+OPTIONS = (
+    slot("model", "Route or model id for `model` (default: default_route)."),
+    slot("profiles", "Routes (or model ids) that each get a profile file, so "
+         "`codex -p NAME` uses that model.", SLOT_LIST, list[str], []),
+    Option("provider_id", str, "taotoken",
+           "Id of the [model_providers.<id>] table taosync owns "
+           "(never `openai`: Codex reserves it).", pattern=r"^[A-Za-z0-9_-]+$",
+           reserved={"openai": "'openai' is Codex's built-in provider (Codex reserves it and "
+                               "ignores a redefinition); use another id such as 'taotoken'"}),
+)
 TARGETS = [
     "~/.codex/config.toml ($CODEX_HOME): model, model_provider, [model_providers.<id>], "
     "[mcp_servers.<name>]",

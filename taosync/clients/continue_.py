@@ -14,6 +14,7 @@ template and the key goes into ``.env`` (mode 0600), so config.yaml can be share
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import re
 import sys
@@ -21,6 +22,7 @@ import sys
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
                                   fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
 from taosync.formats.base import Match, keypath_str
+from taosync.fleet.options import SLOT_MAP, Option, slot
 from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret
 
@@ -38,6 +40,15 @@ TARGETS = [
 ROLE_ORDER = ("chat", "autocomplete", "embed", "rerank", "edit", "apply", "summarize",
               "subagent")
 DEFAULT_ROLES = ("chat", "edit", "apply", "summarize")
+
+#: its fleet.yaml options (beyond enabled, secrets, mcp)
+OPTIONS = (
+    slot("roles", "Role → route or model id. Default: chat, edit, apply and "
+         "summarize on default_route.", SLOT_MAP, dict[Literal[ROLE_ORDER], str], {}),
+    Option("secret_name", str, "TAOTOKEN_API_KEY",
+           "Name used in ${{ secrets.NAME }} when secrets: reference.",
+           pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"),
+)
 
 
 def continue_dir(env: ClientEnv) -> Path:

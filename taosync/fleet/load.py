@@ -39,7 +39,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from taosync.errors import TaosyncError
 from taosync.fleet import secrets as _secrets
 from taosync.fleet.secrets import Reference, Secret, SecretError, parse_reference
-from taosync.fleet.logic import CLIENT_ATTRS, FLEET_REFERENCE, McpSecret, mcp_secret_values
+from taosync.fleet.options import SLOT, SLOT_LIST, SLOT_MAP
+from taosync.fleet.schema import client_entries
+from taosync.fleet.logic import FLEET_REFERENCE, McpSecret, mcp_secret_values
 
 try:  # the builtin module skips loading OpenSSL (~5 ms), as the stdlib's random does
     from _sha256 import sha256 as _sha256  # Python 3.11
@@ -62,13 +64,13 @@ MAX_DEPTH = 64
 #: imports pydantic just to read it
 SUPPORTED_VERSIONS = (1,)
 
-#: client → its slots that take a route name or a model id (list/map slots below)
-CLIENT_SLOTS = {
-    "claude-code": ("model", "haiku", "sonnet", "opus"),
-    "codex": ("model",),
-    "cline": ("model",),
-}
-KNOWN_CLIENTS = tuple(CLIENT_ATTRS)
+
+def __getattr__(name: str):
+    # client ids come from the schema (generated from the client registry), read on use
+    if name == "KNOWN_CLIENTS":
+        return tuple(client_entries())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 _URL_FIELDS = ("base_url", "anthropic_base_url", "openai_base_url")
 _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string",
                "integer": "an integer", "number": "a number", "boolean": "true or false",
@@ -750,7 +752,7 @@ class _Loader:
         clients = data.get("clients")
         if isinstance(clients, dict):
             for name, value in clients.items():
-                if value is None and name in KNOWN_CLIENTS:
+                if value is None and name in client_entries():
                     self.warn(("clients", name), f"empty, so taosync leaves {name} alone; "
                               f"write `{name}: {{}}` to configure it with defaults, or "
                               "`enabled: false` to make that explicit", at="key")
@@ -759,11 +761,8 @@ class _Loader:
                     if slot not in routes and slot not in models:
                         self.error(path, f"'{slot}' is neither a route nor a catalogue model"
                                    f"{did_you_mean(slot, route_names + model_ids)}")
-            codex = clients.get("codex")
-            if isinstance(codex, dict) and codex.get("provider_id") == "openai":
-                self.error(("clients", "codex", "provider_id"),
-                           "'openai' is Codex's built-in provider (Codex reserves it and "
-                           "ignores a redefinition); use another id such as 'taotoken'")
+            for path, why in _reserved(clients):
+                self.error(path, why)
 
         servers = data.get("mcp_servers")
         if isinstance(servers, dict) and models_ok and routes_ok:
@@ -1007,7 +1006,7 @@ class Unsupported(Exception):
 
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$id", "$schema",
                           "$comment", "deprecated", "readOnly", "writeOnly", "$defs",
-                          "x-kind"})
+                          "x-kind", "x-slot", "x-reserved"})
 
 
 def fast_valid(schema: dict, instance) -> bool:
@@ -1169,24 +1168,40 @@ def format_path(path: PathT) -> str:
     return out
 
 
-def _slots(clients: dict):
-    """(path, value) of every client slot that names a route or a model."""
-    for name, slots in CLIENT_SLOTS.items():
+def _client_options(clients: dict):
+    """(client id, its entry, option name, option schema) for every configured client."""
+    for name, entry in client_entries().items():
         cfg = clients.get(name)
-        if not isinstance(cfg, dict):
-            continue
-        for slot in slots:
-            if isinstance(cfg.get(slot), str):
-                yield ("clients", name, slot), cfg[slot]
-        if name == "codex" and isinstance(cfg.get("profiles"), list):
-            for i, v in enumerate(cfg["profiles"]):
+        if isinstance(cfg, dict):
+            for option, prop in entry.get("properties", {}).items():
+                yield name, cfg, option, prop
+
+
+def _slots(clients: dict):
+    """(path, value) of every client slot that names a route or a model (``x-slot`` in the
+    schema: one value, a list of them, or a mapping's values)."""
+    for name, cfg, option, prop in _client_options(clients):
+        kind, value = prop.get("x-slot"), cfg.get(option)
+        if kind == SLOT and isinstance(value, str):
+            yield ("clients", name, option), value
+        elif kind == SLOT_LIST and isinstance(value, list):
+            for i, v in enumerate(value):
                 if isinstance(v, str):
-                    yield ("clients", "codex", "profiles", i), v
-    cont = clients.get("continue")
-    if isinstance(cont, dict) and isinstance(cont.get("roles"), dict):
-        for role, v in cont["roles"].items():
-            if isinstance(v, str):
-                yield ("clients", "continue", "roles", role), v
+                    yield ("clients", name, option, i), v
+        elif kind == SLOT_MAP and isinstance(value, dict):
+            for key, v in value.items():
+                if isinstance(v, str):
+                    yield ("clients", name, option, key), v
+
+
+def _reserved(clients: dict):
+    """(path, why) of every client option set to a value its client reserves
+    (``x-reserved`` in the schema, e.g. Codex's built-in provider id)."""
+    for name, cfg, option, prop in _client_options(clients):
+        why = prop.get("x-reserved", {}).get(cfg.get(option)) if isinstance(
+            cfg.get(option), str) else None
+        if why:
+            yield ("clients", name, option), why
 
 
 def _url_problem(url: str) -> str | None:

@@ -43,6 +43,19 @@ def load() -> dict:
     return json.loads(text())
 
 
+@functools.lru_cache(maxsize=1)
+def client_entries() -> dict[str, dict]:
+    """Client id → the schema of its ``clients:`` entry, in registry order (no pydantic,
+    no client import: the schema was generated from the client modules)."""
+    schema = load()
+    defs = schema["$defs"]
+    out = {}
+    for client_id, prop in defs["Clients"]["properties"].items():
+        ref = next(branch["$ref"] for branch in prop["anyOf"] if "$ref" in branch)
+        out[client_id] = defs[ref.rsplit("/", 1)[1]]
+    return out
+
+
 def generate() -> dict:
     """Build the schema from :class:`taosync.fleet.model.Fleet` (imports pydantic)."""
     from taosync.fleet.model import Fleet
