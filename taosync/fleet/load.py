@@ -1156,7 +1156,7 @@ _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_/@+-]+$")
 
 
 def format_path(path: PathT) -> str:
-    """``("clients", "codex", "profiles", 1)`` → ``clients.codex.profiles[1]``."""
+    """``("clients", "x", "profiles", 1)`` → ``clients.x.profiles[1]``."""
     out = ""
     for part in path:
         if isinstance(part, int):
