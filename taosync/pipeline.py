@@ -113,16 +113,16 @@ def check_only(only: tuple[str, ...] | list[str] | None, option: str = "--only")
     """Validate client names given to ``--only`` (or ``--from``) against the registry."""
     if not only:
         return None
-    from taosync.clients.registry import all as all_clients
+    from taosync.clients.registry import ids as client_ids
 
-    known = list(all_clients())
+    known = client_ids()
     for name in only:
         if name not in known:
-            import difflib
+            from taosync.fleet.problems import closest
 
-            hint = difflib.get_close_matches(name, known, n=1)
+            hint = closest(name, known)
             raise BadInput(f"{option} {name}: no such client"
-                           + (f"; did you mean {hint[0]}?" if hint else "")
+                           + (f"; did you mean {hint}?" if hint else "")
                            + f" (clients: {', '.join(known)})")
     return set(only)
 

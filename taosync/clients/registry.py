@@ -27,6 +27,11 @@ def ids() -> list[str]:
     return [*CLIENTS, *_EXTRA]
 
 
+def complete(ctx, param, incomplete: str) -> list[str]:
+    """Shell completion of a client id (click's ``shell_complete`` signature)."""
+    return [client_id for client_id in ids() if client_id.startswith(incomplete)]
+
+
 def get(client_id: str) -> ModuleType:
     """The module of one client; KeyError for an unknown id."""
     if client_id in _EXTRA:

@@ -22,9 +22,9 @@ from taosync.cli import common_options, settings
 
 
 def _complete_client(ctx, param, incomplete: str):
-    from taosync.clients.registry import all as all_clients
+    from taosync.clients.registry import complete
 
-    return [name for name in all_clients() if name.startswith(incomplete)]
+    return complete(ctx, param, incomplete)
 
 
 @click.command("import")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from taosync.cli import common_options, settings
-from taosync.clients.registry import ids as client_ids
+from taosync.clients.registry import complete, ids as client_ids
 
-only_option = click.option("--only", "only", multiple=True, metavar="CLIENT",
+only_option = click.option("--only", "only", multiple=True, metavar="CLIENT", shell_complete=complete,
                            help="Only this client (repeatable): " + ", ".join(client_ids()) + ".")
 no_key_option = click.option(
     "--no-key", is_flag=True,

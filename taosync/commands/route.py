@@ -81,13 +81,13 @@ def route(task: str | None) -> int:
     if task in view["routes"]:
         name, model = task, view["routes"][task]
     else:
-        import difflib
+        from taosync.fleet.problems import closest
 
         name, model = view["default_route"], view["default_model"]
-        hint = difflib.get_close_matches(task, list(view["routes"]), n=1)
+        hint = closest(task, view["routes"])
         if s.verbosity >= 0:
             ui.warn(f"no route {task!r}"
-                    + (f" (did you mean {hint[0]}?)" if hint else "")
+                    + (f" (did you mean {hint}?)" if hint else "")
                     + "; using the default route"
                     + (f" {name}" if name else " (none set: the first catalogue model)")
                     + f" → {model}")

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 import click
 
 from taosync.cli import common_options, settings
-from taosync.clients.registry import ids as client_ids
+from taosync.clients.registry import complete, ids as client_ids
 from taosync.errors import BadInput, TaosyncError
 
 
@@ -263,7 +263,7 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
 
 
 @click.command("verify")
-@click.option("--only", "only", multiple=True, metavar="CLIENT",
+@click.option("--only", "only", multiple=True, metavar="CLIENT", shell_complete=complete,
               help="Verify only this client (repeatable): " + ", ".join(client_ids()) + ".")
 @click.option("--route", metavar="NAME", help="Verify only the probes of this route.")
 @click.option("--stub", "use_stub", is_flag=True,

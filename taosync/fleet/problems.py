@@ -70,9 +70,10 @@ class _Stop(Exception):
     """Stop the pipeline: what is found so far is all that can be found."""
 
 
-def closest(word, candidates: Iterable) -> str | None:
+def closest(word, candidates: Iterable, cutoff: float = 0.6) -> str | None:
     """The candidate ``word`` was most likely meant to be (same letters in another
-    case first, then difflib's closest match), or None."""
+    case first, then difflib's closest match at ``cutoff``), or None. The one
+    "did you mean" search of taosync: callers word the hint their own way."""
     if not isinstance(word, str):
         return None
     cands = [c for c in candidates if isinstance(c, str) and c != word]
@@ -81,7 +82,7 @@ def closest(word, candidates: Iterable) -> str | None:
         return folded[word.casefold()]
     import difflib
 
-    match = difflib.get_close_matches(word, cands, n=1, cutoff=0.6)
+    match = difflib.get_close_matches(word, cands, n=1, cutoff=cutoff)
     return match[0] if match else None
 
 

@@ -85,10 +85,10 @@ def group_specs(specs: Iterable[Any], fleet: Any = None) -> list[ProbeGroup]:
 
 
 def _did_you_mean(name: str, options: Iterable[str]) -> str:
-    import difflib
+    from taosync.fleet.problems import closest
 
-    close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.5)
-    return f" (did you mean {close[0]}?)" if close else ""
+    close = closest(name, options, cutoff=0.5)
+    return f" (did you mean {close}?)" if close else ""
 
 
 def collect_specs(fleet: Any, key: Any, env: Any, only: Iterable[str] | None = None,
