@@ -1,0 +1,10 @@
+"""continue: the promises every client keeps (tests/clients/contract.py)."""
+
+from __future__ import annotations
+
+from contract import check_contract
+
+
+def test_contract(taosync, home, fleet_file):
+    check_contract(taosync, home, fleet_file, "continue", {"roles": {"chat": "balanced", "autocomplete": "fast"}},
+                   reference_off_disk=False)
