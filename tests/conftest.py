@@ -81,3 +81,17 @@ def snapshot(root: Path) -> dict[str, str]:
             p = Path(dirpath, name)
             out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
+
+
+@pytest.fixture
+def run(taosync):
+    """``run("import")`` etc.; the runner of conftest (sandbox home, -c the example)."""
+    return taosync
+
+
+@pytest.fixture
+def clients_env(tmp_path):
+    """Where client files live for a renderer test: the tmp dir, no environment, Linux."""
+    from taosync.clients.base import ClientEnv
+
+    return ClientEnv(home=tmp_path, environ={}, platform="linux")
