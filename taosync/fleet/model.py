@@ -213,3 +213,11 @@ class Fleet(FleetLogic, _Strict):
                            description="How `taosync verify` probes each backend.")
     #: resolved MCP key references (FleetLogic.attach_mcp_secrets); never in the schema
     _mcp_secrets: dict = PrivateAttr(default_factory=dict)
+
+
+def fleet_model() -> type[Fleet]:
+    """A :class:`Fleet` for the clients registered now: how a client added at run time
+    (a test's toy client) gets its place in the schema, as a shipped one does."""
+    clients = _clients_model()
+    return create_model("Fleet", __base__=Fleet, __doc__=Fleet.__doc__, clients=(clients, Field(
+        default_factory=clients, description=Fleet.model_fields["clients"].description)))

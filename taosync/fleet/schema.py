@@ -56,11 +56,13 @@ def client_entries() -> dict[str, dict]:
     return out
 
 
-def generate() -> dict:
-    """Build the schema from :class:`taosync.fleet.model.Fleet` (imports pydantic)."""
-    from taosync.fleet.model import Fleet
+def generate(fleet_cls=None) -> dict:
+    """Build the schema from :class:`taosync.fleet.model.Fleet` (imports pydantic), or
+    from ``fleet_cls`` (:func:`taosync.fleet.model.fleet_model`)."""
+    if fleet_cls is None:
+        from taosync.fleet.model import Fleet as fleet_cls
 
-    raw = Fleet.model_json_schema(by_alias=True, mode="validation")
+    raw = fleet_cls.model_json_schema(by_alias=True, mode="validation")
     schema = _tidy(raw)
     schema["$schema"] = DRAFT
     return _ordered(schema)

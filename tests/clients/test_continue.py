@@ -14,7 +14,8 @@ from taosync.formats.base import Match
 
 
 def test_contract(taosync, home, fleet_file):
-    check_contract(taosync, home, fleet_file, "continue", {"roles": {"chat": "balanced", "autocomplete": "fast"}},
+    check_contract(taosync, home, fleet_file, "continue",
+                   {"roles": {"chat": "balanced", "autocomplete": "fast"}},
                    reference_off_disk=False)
 
 
