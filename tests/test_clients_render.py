@@ -122,3 +122,35 @@ def test_context_window_reaches_every_client_that_takes_one(clients_env, tmp_pat
     assert cont.values[mini + ("defaultCompletionOptions", "contextLength")] == 128000
     sonnet = ("models", Match("name", "claude-sonnet-4-20250514"))
     assert sonnet + ("defaultCompletionOptions", "contextLength") not in cont.values
+
+
+def test_readme_files_table_is_generated_from_the_client_modules():
+    """README's "Files taosync owns" table is each client module's OWNED_FILES, in
+    registry order: regenerate with ``python -m taosync.clients.readme --write``."""
+    from taosync.clients import readme
+
+    text = readme.README.read_text(encoding="utf-8")
+    assert readme.current(text) == readme.table(), \
+        "README's files table drifted: run `python -m taosync.clients.readme --write`"
+    for mod in all_clients().values():
+        assert mod.OWNED_FILES and mod.OWNED_FILES[0][0], f"{mod.ID}: first row names it"
+
+
+def test_every_client_declares_the_contract():
+    """What each client module declares (clients/base.py), and nothing outside
+    ``taosync/clients`` spells a client id."""
+    import subprocess
+
+    for client_id, mod in all_clients().items():
+        assert mod.ID == client_id
+        assert mod.TITLE and mod.SUMMARY and "\n" not in mod.SUMMARY
+        assert all(var.isupper() for var in mod.LOCATION_VARS)
+        assert all(callable(getattr(mod, fn)) for fn in ("render", "probes", "on_disk",
+                                                        "observe"))
+        assert {o.name for o in mod.OPTIONS}.isdisjoint({"enabled", "secrets", "mcp"})
+    root = Path(__file__).resolve().parent.parent / "taosync"
+    ids = "|".join(re.escape(i) for i in all_clients())
+    found = subprocess.run(["grep", "-rnE", f"[\"']({ids})[\"']", str(root), "--include=*.py"],
+                           capture_output=True, text=True).stdout.splitlines()
+    outside = [line for line in found if not line.startswith(str(root / "clients") + "/")]
+    assert outside == []

@@ -44,6 +44,18 @@ TARGETS = [
     "model slots, custom headers, and ANTHROPIC_AUTH_TOKEN or apiKeyHelper",
     "~/.claude.json ($CLAUDE_CONFIG_DIR/.claude.json): mcpServers.<name> (user scope)",
 ]
+#: README's "Files taosync owns" rows: (client and version targeted, file, owned keys);
+#: an empty first cell continues the client above (python -m taosync.clients.readme)
+OWNED_FILES = (
+    ('Claude Code (2.1.332)',
+     '`~/.claude/settings.json` (`$CLAUDE_CONFIG_DIR`)',
+     '`env.ANTHROPIC_BASE_URL` (root, never `/v1`), `env.ANTHROPIC_MODEL`, '
+     '`env.ANTHROPIC_DEFAULT_{SONNET,HAIKU,OPUS}_MODEL`, `env.ANTHROPIC_CUSTOM_HEADERS`, '
+     'and `env.ANTHROPIC_AUTH_TOKEN` (inline) or `apiKeyHelper` (reference)'),
+    ('',
+     '`~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`)',
+     '`mcpServers.<name>` (Claude rewrites this file itself; taosync only merges)'),
+)
 
 _SLOT_VARS = {
     "model": "ANTHROPIC_MODEL",

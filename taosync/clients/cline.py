@@ -50,6 +50,26 @@ TARGETS = [
     "<VS Code-family app>/User/globalStorage/saoudrizwan.claude-dev/settings/"
     "cline_mcp_settings.json: mcpServers.<name> for the legacy extension (editors)",
 ]
+#: README's "Files taosync owns" rows: (client and version targeted, file, owned keys);
+#: an empty first cell continues the client above (python -m taosync.clients.readme)
+OWNED_FILES = (
+    ('Cline CLI/SDK (3.0.65)',
+     '`~/.cline/data/settings/providers.json` (`$CLINE_DIR`, `$CLINE_DATA_DIR`)',
+     '`lastUsedProvider`, '
+     '`providers.openai-compatible.{settings.{provider,apiKey,model,baseUrl,headers,contextWindow},'
+     ' tokenSource, updatedAt}`; `version` and `modes` only when missing (an invalid file '
+     "silently logs Cline out, so the shape is exactly Cline's)"),
+    ('',
+     '`~/.cline/data/settings/cline_mcp_settings.json` (`$CLINE_MCP_SETTINGS_PATH`)',
+     '`mcpServers.<name>`'),
+    ('Cline legacy extension (v3.89.2 store)',
+     '`~/.cline/data/globalState.json`, `secrets.json`',
+     '`planModeApiProvider`, `actModeApiProvider`, `openAiBaseUrl`, '
+     '`planModeOpenAiModelId`, `actModeOpenAiModelId`, `openAiHeaders`; `openAiApiKey`'),
+    ('',
+     '`<editor>/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json`',
+     '`mcpServers.<name>` (per editor in `editors`)'),
+)
 
 PROVIDER = "openai-compatible"
 

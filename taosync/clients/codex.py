@@ -47,6 +47,22 @@ TARGETS = [
     "~/.codex/auth.json: auth_mode, OPENAI_API_KEY (unless the key comes from ${env:NAME})",
     "~/.codex/<profile>.config.toml: model, model_provider (one per entry in profiles)",
 ]
+#: README's "Files taosync owns" rows: (client and version targeted, file, owned keys);
+#: an empty first cell continues the client above (python -m taosync.clients.readme)
+OWNED_FILES = (
+    ('Codex CLI (0.171.0)',
+     '`~/.codex/config.toml` (`$CODEX_HOME`)',
+     '`model`, `model_provider`, `model_context_window` (when the catalogue gives one), '
+     '`[model_providers.<id>]` `base_url` (root + `/v1`), `wire_api = "responses"`, '
+     '`http_headers`, and `requires_openai_auth` (inline) or `env_key` (reference), its '
+     '`name` only when missing; `[mcp_servers.<name>]`'),
+    ('',
+     '`~/.codex/auth.json`',
+     '`auth_mode`, `OPENAI_API_KEY` (inline)'),
+    ('',
+     '`~/.codex/<profile>.config.toml`',
+     '`model`, `model_provider`, `model_context_window` (one per `profiles` entry)'),
+)
 
 PROVIDER_NAME = "taosync gateway"
 

@@ -35,6 +35,18 @@ TARGETS = [
     "mcpServers[name=<name>]",
     "~/.continue/.env: the key as <secret_name> (secrets: reference only)",
 ]
+#: README's "Files taosync owns" rows: (client and version targeted, file, owned keys);
+#: an empty first cell continues the client above (python -m taosync.clients.readme)
+OWNED_FILES = (
+    ('Continue (`cn` 1.5.47)',
+     '`~/.continue/config.yaml` (`$CONTINUE_GLOBAL_DIR`)',
+     '`models[name=<model '
+     'id>].{provider,model,apiBase,apiKey,roles,requestOptions.headers,defaultCompletionOptions.contextLength}`,'
+     ' `mcpServers[name=<name>].*`; `name`, `version`, `schema` only when missing'),
+    ('',
+     '`~/.continue/.env`',
+     '`<secret_name>` (reference mode)'),
+)
 
 #: Continue's own order of model roles (packages/config-yaml models.ts)
 ROLE_ORDER = ("chat", "autocomplete", "embed", "rerank", "edit", "apply", "summarize",
