@@ -32,7 +32,39 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from taosync.engine.patch import Patch  # noqa: F401 - what render returns
+from taosync.fleet.schema import SLOT, SLOT_LIST, SLOT_MAP  # noqa: F401 - kinds of slot
 from taosync.formats.base import KeyPath
+
+
+# -- what a client declares: its fleet.yaml options ---------------------------------------
+# ``OPTIONS`` beyond the ``enabled``/``secrets``/``mcp`` every client has; fleet/model.py
+# builds the pydantic model (and so the schema) from them, and the schema carries what the
+# run-time checks need: ``x-slot`` marks an option naming a route or a catalogue model,
+# ``x-reserved`` values it must not take.
+
+@dataclass(frozen=True)
+class Option:
+    """One key of a client's fleet.yaml entry.
+
+    ``type`` is a typing expression (``str | None``, ``list[str]``, ``Literal[…]``);
+    ``default`` is copied for each fleet (a list or dict default is never shared).
+    """
+
+    name: str
+    type: Any
+    default: Any
+    description: str
+    pattern: str | None = None
+    #: "" for a plain option, else SLOT / SLOT_LIST / SLOT_MAP
+    slot: str = ""
+    #: value → why it is refused (a cross-check tied to the option's line)
+    reserved: dict[str, str] = field(default_factory=dict)
+
+
+def slot_option(name: str, description: str, kind: str = SLOT, type: Any = str | None,
+                default: Any = None) -> Option:
+    """An option that names a route or a catalogue model."""
+    return Option(name, type, default, description, slot=kind)
 
 
 @dataclass(frozen=True)

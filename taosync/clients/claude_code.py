@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
-                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
-from taosync.fleet.options import slot
+                                  fleet_mcp, probe_specs, read_plain, shown, slot_option,
+                                  start_on_disk)
 from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, expand_path, parse_reference
 from taosync.formats.base import keypath_str
@@ -34,10 +34,10 @@ SUMMARY = "Claude Code (Anthropic Messages): model, haiku, sonnet, opus slots."
 LOCATION_VARS = ("CLAUDE_CONFIG_DIR",)
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
-    slot("model", "Route or model id for ANTHROPIC_MODEL (default: default_route)."),
-    slot("haiku", "Route or model id for the Haiku slot (background tasks)."),
-    slot("sonnet", "Route or model id for the Sonnet slot (default: the model slot)."),
-    slot("opus", "Route or model id for the Opus slot."),
+    slot_option("model", "Route or model id for ANTHROPIC_MODEL (default: default_route)."),
+    slot_option("haiku", "Route or model id for the Haiku slot (background tasks)."),
+    slot_option("sonnet", "Route or model id for the Sonnet slot (default: the model slot)."),
+    slot_option("opus", "Route or model id for the Opus slot."),
 )
 TARGETS = [
     "~/.claude/settings.json ($CLAUDE_CONFIG_DIR/settings.json): env.ANTHROPIC_BASE_URL, "

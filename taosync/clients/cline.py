@@ -28,9 +28,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
-                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
-from taosync.fleet.options import Option, slot
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec, Seen,
+                                  disk_key, fleet_mcp, probe_specs, read_plain, shown, slot_option,
+                                  start_on_disk)
 from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
@@ -85,7 +85,7 @@ EXTENSION_ID = "saoudrizwan.claude-dev"
 
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
-    slot("model", "Route or model id (default: default_route)."),
+    slot_option("model", "Route or model id (default: default_route)."),
     Option("legacy", bool, True, "Also write the legacy extension store (globalState.json + "
            "secrets.json) that Cline 4.x migrates from."),
     Option("editors", list[Literal[tuple(EDITOR_APPS)]] | Literal["auto"], "auto",

@@ -19,9 +19,9 @@ import re
 import sys
 from pathlib import Path
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
-                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
-from taosync.fleet.options import SLOT_LIST, Option, slot
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
+                                  SLOT_LIST, Seen, disk_key, fleet_mcp, probe_specs, read_plain,
+                                  shown, slot_option, start_on_disk)
 from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
@@ -32,8 +32,8 @@ SUMMARY = "Codex CLI (OpenAI Responses): model, profiles, provider_id."
 LOCATION_VARS = ("CODEX_HOME",)
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
-    slot("model", "Route or model id for `model` (default: default_route)."),
-    slot("profiles", "Routes (or model ids) that each get a profile file, so "
+    slot_option("model", "Route or model id for `model` (default: default_route)."),
+    slot_option("profiles", "Routes (or model ids) that each get a profile file, so "
          "`codex -p NAME` uses that model.", SLOT_LIST, list[str], []),
     Option("provider_id", str, "taotoken",
            "Id of the [model_providers.<id>] table taosync owns "

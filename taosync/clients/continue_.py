@@ -19,10 +19,10 @@ from typing import Literal
 import re
 import sys
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
-                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
+                                  SLOT_MAP, Seen, disk_key, fleet_mcp, probe_specs, read_plain,
+                                  shown, slot_option, start_on_disk)
 from taosync.formats.base import Match, keypath_str
-from taosync.fleet.options import SLOT_MAP, Option, slot
 from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret
 
@@ -41,7 +41,8 @@ OWNED_FILES = (
     ('Continue (`cn` 1.5.47)',
      '`~/.continue/config.yaml` (`$CONTINUE_GLOBAL_DIR`)',
      '`models[name=<model '
-     'id>].{provider,model,apiBase,apiKey,roles,requestOptions.headers,defaultCompletionOptions.contextLength}`,'
+     'id>].{provider,model,apiBase,apiKey,roles,requestOptions.headers,'
+     'defaultCompletionOptions.contextLength}`,'
      ' `mcpServers[name=<name>].*`; `name`, `version`, `schema` only when missing'),
     ('',
      '`~/.continue/.env`',
@@ -55,7 +56,7 @@ DEFAULT_ROLES = ("chat", "edit", "apply", "summarize")
 
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
-    slot("roles", "Role → route or model id. Default: chat, edit, apply and "
+    slot_option("roles", "Role → route or model id. Default: chat, edit, apply and "
          "summarize on default_route.", SLOT_MAP, dict[Literal[ROLE_ORDER], str], {}),
     Option("secret_name", str, "TAOTOKEN_API_KEY",
            "Name used in ${{ secrets.NAME }} when secrets: reference.",

@@ -8,6 +8,7 @@ Standard library only.
 from __future__ import annotations
 
 import functools
+import keyword
 import re
 from typing import Any
 
@@ -27,10 +28,16 @@ MCP_SECRET_FIELDS = ("env", "headers")
 
 
 
+def attr_name(client_id: str) -> str:
+    """The Python attribute a client id is read as (``claude-code`` → ``claude_code``,
+    ``continue`` → ``continue_``)."""
+    name = client_id.replace("-", "_")
+    return name + "_" if keyword.iskeyword(name) else name
+
+
 @functools.lru_cache(maxsize=1)
 def client_attrs() -> dict[str, str]:
     """Client id as spelled in fleet.yaml → attribute on ``fleet.clients``."""
-    from taosync.fleet.options import attr_name
     from taosync.fleet.schema import client_entries
 
     return {client_id: attr_name(client_id) for client_id in client_entries()}

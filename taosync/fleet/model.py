@@ -13,8 +13,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model
 
-from taosync.fleet.logic import FleetLogic
-from taosync.fleet.options import attr_name
+from taosync.fleet.logic import FleetLogic, attr_name
 
 
 SUPPORTED_VERSIONS = (1,)

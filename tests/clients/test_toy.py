@@ -12,9 +12,9 @@ import pytest
 
 from contract import check_contract
 from taosync.clients import registry
-from taosync.clients.base import ClientEnv, Observation, OnDisk, Seen, probe_specs, read_plain
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Seen, probe_specs,
+                                  read_plain, slot_option)
 from taosync.engine.patch import Patch
-from taosync.fleet.options import Option, slot
 from taosync.fleet.secrets import Secret
 
 # -- the toy client: everything a client module declares -----------------------------------
@@ -25,7 +25,7 @@ SUMMARY = "Toy (OpenAI chat): model."
 TARGETS = ["~/.toy/config.toml ($TOY_HOME): base_url, model, api_key"]
 LOCATION_VARS = ("TOY_HOME",)
 OPTIONS = (
-    slot("model", "Route or model id (default: default_route)."),
+    slot_option("model", "Route or model id (default: default_route)."),
     Option("verbose", bool, False, "Ask the toy to talk more."),
 )
 
