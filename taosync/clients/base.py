@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from taosync.engine.patch import Patch  # noqa: F401 - what render returns
-from taosync.fleet.schema import SLOT, SLOT_LIST, SLOT_MAP  # noqa: F401 - kinds of slot
+from taosync.fleet.logic import SLOT, SLOT_LIST, SLOT_MAP  # noqa: F401 - kinds of slot
 from taosync.formats.base import KeyPath
 
 

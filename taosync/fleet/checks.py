@@ -9,8 +9,8 @@ from typing import Iterable
 
 from taosync.fleet import secrets as _secrets
 from taosync.fleet.secrets import Secret, SecretError, parse_reference
-from taosync.fleet.schema import SLOT, SLOT_LIST, SLOT_MAP, client_entries
-from taosync.fleet.logic import FLEET_REFERENCE, McpSecret, mcp_secret_values
+from taosync.fleet.schema import client_entries
+from taosync.fleet.logic import SLOT, SLOT_LIST, SLOT_MAP, FLEET_REFERENCE, McpSecret, mcp_secret_values
 from taosync.fleet.problems import PathT, Problem, closest, did_you_mean
 from taosync.fleet.schema_errors import _URL_FIELDS
 

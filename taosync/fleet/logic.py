@@ -28,6 +28,10 @@ MCP_SECRET_FIELDS = ("env", "headers")
 
 
 
+#: ``x-slot`` values in the schema: one route-or-model, a list of them, a mapping whose values are them
+SLOT, SLOT_LIST, SLOT_MAP = "one", "list", "map"
+
+
 def attr_name(client_id: str) -> str:
     """The Python attribute a client id is read as (``claude-code`` → ``claude_code``,
     ``continue`` → ``continue_``)."""

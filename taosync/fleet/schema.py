@@ -43,10 +43,6 @@ def load() -> dict:
     return json.loads(text())
 
 
-#: ``x-slot`` values: one route-or-model, a list of them, a mapping whose values are them
-SLOT, SLOT_LIST, SLOT_MAP = "one", "list", "map"
-
-
 @functools.lru_cache(maxsize=1)
 def client_entries() -> dict[str, dict]:
     """Client id → the schema of its ``clients:`` entry, in registry order (no pydantic,
