@@ -146,7 +146,7 @@ def test_every_client_declares_the_contract():
         assert mod.TITLE and mod.SUMMARY and "\n" not in mod.SUMMARY
         assert all(var.isupper() for var in mod.LOCATION_VARS)
         assert all(callable(getattr(mod, fn)) for fn in ("render", "probes", "on_disk",
-                                                        "observe"))
+                                                        "observe", "locations"))
         assert {o.name for o in mod.OPTIONS}.isdisjoint({"enabled", "secrets", "mcp"})
     root = Path(__file__).resolve().parent.parent / "taosync"
     ids = "|".join(re.escape(i) for i in all_clients())

@@ -15,6 +15,8 @@ A client module (``claude_code.py``, ``codex.py``, …) is listed once, in
 * ``on_disk(fleet, key, env) -> OnDisk``: the same requests built from the values in the
   client's files as they are (what ``taosync verify`` probes by default);
 * ``observe(env) -> Observation``: what its files say today (``taosync import``);
+* ``locations(env) -> (dirs, files)``: where its files may be (rollback and recovery
+  act only there);
 * ``doctor(fleet, environ) -> list`` (optional): checks of its own for ``taosync doctor``.
 
 This module holds the contract and shared helpers and imports no client.

@@ -73,6 +73,12 @@ def paths(env: ClientEnv) -> tuple[Path, Path]:
     return env.home / ".claude" / "settings.json", env.home / ".claude.json"
 
 
+def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
+    """(directories, single files) this client's files may be in (rollback/recovery)."""
+    settings_json, state = paths(env)
+    return [settings_json.parent], [state]
+
+
 def _slots(cfg) -> dict[str, str | None]:
     """Slot → the fleet slot value it uses (a route name, a model id, or None = default).
 

@@ -104,6 +104,14 @@ def global_storage(env: ClientEnv, editor: str) -> Path:
     return env.app_data() / EDITOR_APPS[editor] / "User" / "globalStorage"
 
 
+def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
+    """(directories, single files) this client's files may be in (rollback/recovery)."""
+    dirs = [*cline_dirs(env)]
+    dirs += [global_storage(env, editor) / EXTENSION_ID for editor in EDITOR_APPS]
+    mcp = env.location("CLINE_MCP_SETTINGS_PATH")
+    return dirs, [mcp] if mcp is not None else []
+
+
 def editors(cfg, env: ClientEnv) -> list[str]:
     """The editors whose legacy MCP file to write: the configured list, or the installed ones."""
     if cfg.editors != "auto":

@@ -71,6 +71,11 @@ def codex_home(env: ClientEnv) -> Path:
     return env.location("CODEX_HOME") or env.home / ".codex"
 
 
+def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
+    """(directories, single files) this client's files may be in (rollback/recovery)."""
+    return [codex_home(env)], []
+
+
 def profile_name(slot: str) -> str:
     """The ``codex -p`` name (and file stem) for a profile entry: [A-Za-z0-9_-] only."""
     return re.sub(r"[^A-Za-z0-9_-]", "-", slot)

@@ -68,6 +68,11 @@ def continue_dir(env: ClientEnv) -> Path:
     return env.location("CONTINUE_GLOBAL_DIR") or env.home / ".continue"
 
 
+def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
+    """(directories, single files) this client's files may be in (rollback/recovery)."""
+    return [continue_dir(env)], []
+
+
 
 def _models(fleet, cfg) -> dict[str, tuple[str | None, list[str]]]:
     """Model id → (the slot that first named it, its roles in Continue's order)."""

@@ -132,17 +132,13 @@ class _Targets:
 
 def _client_locations(env: "ClientEnv") -> tuple[list[Path], set[str]]:
     """(directories, single files) every client module may write on this machine."""
-    from taosync.clients import claude_code, cline, codex, continue_
+    from taosync.clients.registry import all as all_clients
 
-    settings_json, claude_state = claude_code.paths(env)
-    cline_base, cline_data = cline.cline_dirs(env)
-    dirs = [settings_json.parent, codex.codex_home(env), cline_base, cline_data,
-            continue_.continue_dir(env)]
-    dirs += [cline.global_storage(env, editor) / cline.EXTENSION_ID for editor in cline.EDITOR_APPS]
-    files = {claude_state}
-    mcp = env.location("CLINE_MCP_SETTINGS_PATH")
-    if mcp is not None:
-        files.add(mcp)
+    dirs, files = [], set()
+    for module in all_clients().values():
+        more_dirs, more_files = module.locations(env)
+        dirs += more_dirs
+        files.update(more_files)
     return [Path(os.path.abspath(d)) for d in dirs], {os.path.abspath(f) for f in files}
 
 

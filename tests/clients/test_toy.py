@@ -34,6 +34,10 @@ def toy_home(env: ClientEnv) -> Path:
     return env.location("TOY_HOME") or env.home / ".toy"
 
 
+def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
+    return [toy_home(env)], []
+
+
 def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     cfg = fleet.clients.toy
     values = {("base_url",): fleet.openai_url, ("model",): fleet.model_for(cfg.model),
@@ -80,7 +84,7 @@ def toy_registered(monkeypatch):
 
     registry.register(types.SimpleNamespace(**{name: getattr(TOY, name) for name in (
         "ID", "TITLE", "SUMMARY", "TARGETS", "LOCATION_VARS", "OPTIONS", "render", "probes",
-        "on_disk", "observe")}))
+        "on_disk", "observe", "locations")}))
     generated = schema.generate(model.fleet_model())
     monkeypatch.setattr(schema, "load", lambda: generated)
     caches_clear()
