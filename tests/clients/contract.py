@@ -12,7 +12,8 @@ for whatever files the client writes:
 * removal: ``enabled: false`` gives the owned keys back (the key and the gateway URL leave
   the files), the user's keys stay;
 * import round-trip: ``taosync import --from <id>`` reads back the client, URL and key
-  reference without printing the key.
+  reference without printing the key, and ``plan`` on its proposal changes none of the
+  values it read.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from ruamel.yaml import YAML
 
 import conftest
+import helpers
 from conftest import TEST_KEY
 
 USER_VALUE = "kept-by-contract"
@@ -115,7 +118,8 @@ def check_contract(taosync, home: Path, fleet_file: Path, client_id: str, entry:
     check = taosync("plan", "--check")
     assert check.rc == 0, check.both
 
-    # import round-trip: the client, its gateway and a key reference, never the key
+    # import round-trip: the client, its gateway and a key reference, never the key; and
+    # plan on the proposal changes none of the values import read
     if round_trip:
         r = taosync("import", "--json", "--from", client_id)
         assert TEST_KEY not in r.out + r.err
@@ -123,6 +127,8 @@ def check_contract(taosync, home: Path, fleet_file: Path, client_id: str, entry:
         assert client_id in data["fleet"]["clients"], data
         assert data["fleet"]["gateway"]["base_url"] == gateway
         assert data["fleet"]["gateway"]["key"].startswith("${"), data["fleet"]["gateway"]
+        with pytest.MonkeyPatch.context() as mp:
+            helpers.round_trip(taosync, fleet_file.parent, mp, TEST_KEY)
 
     # secrets, reference: off disk where the client can read it itself
     write_fleet(fleet_file, client_id, entry, secrets="reference")
