@@ -6,8 +6,12 @@ A client module (``claude_code.py``, ``codex.py``, …) is listed once, in
 * ``ID``: the client's id as spelled under ``clients:`` in fleet.yaml;
 * ``TITLE``: its product name, as messages name it ("Claude Code");
 * ``SUMMARY``: one line for the schema and help (which options it has);
-* ``TARGETS``: a one-line description per file it may write (README's table is built
-  from these: ``python -m taosync.clients.readme``);
+* ``TARGETS``: a one-line description per file it may write (for help and tests);
+* ``OWNED_FILES``: README's "Files taosync owns" rows (client and version, file, owned
+  keys); the table is generated from them: ``python -m taosync.clients.readme --write``;
+* ``OPTIONS``: its fleet.yaml options (:class:`Option`; a route-or-model slot via
+  :func:`slot_option`), from which the schema's entry for it is built; ``reserved``
+  values are its own cross-checks (Codex's ``provider_id`` is not ``openai``);
 * ``LOCATION_VARS``: environment variables that move its directories (``CODEX_HOME``);
   ``LOCATION_FILES`` (optional): ones that name a single file;
 * ``render(fleet, key, env) -> list[Patch]``: the files and owned keys it wants;
@@ -17,12 +21,11 @@ A client module (``claude_code.py``, ``codex.py``, …) is listed once, in
 * ``observe(env) -> Observation``: what its files say today (``taosync import``);
 * ``locations(env) -> (dirs, files)``: where its files may be (rollback and recovery
   act only there);
-* ``doctor(fleet, environ) -> list`` (optional): checks of its own for ``taosync doctor``.
 
-This module holds the contract and shared helpers and imports no client.
-
-It knows its client and nothing else: no file I/O, no format syntax. The engine turns
-patches into edits and writes.
+A client module knows its client and nothing else: no file I/O, no format syntax. The
+engine turns patches into edits and writes. This module holds the contract and shared
+helpers and imports no client; tests hold every client to the same promises
+(``tests/clients/contract.py``).
 """
 
 from __future__ import annotations

@@ -2,8 +2,11 @@
 
 The JSON schema in ``schemas/fleet.schema.json`` is generated from these classes
 (``taosync schema``), so field descriptions here are also the editor hints users see.
-Cross-field rules (routes name catalogue models, slots name routes or models, …) live
-in :mod:`taosync.fleet.load`, where each problem can be tied to a line and column.
+The ``clients:`` section is built from the client modules' declarations (their
+``OPTIONS``), so this module is the one place the fleet layer reads the client registry;
+the run path reads the generated schema instead. Cross-field rules (routes name catalogue
+models, slots name routes or models, …) live in :mod:`taosync.fleet.checks`, where each
+problem can be tied to a line and column.
 """
 
 from __future__ import annotations
