@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from taosync.errors import BadInput
+from taosync.paths import display_path  # noqa: F401 (commands print paths through the pipeline)
 
 
 @dataclass
@@ -73,22 +74,18 @@ def client_locations(env):
     places journal recovery may put a file back (engine/recovery.py knows no client)."""
     import os
 
-    from taosync.clients import claude_code, cline, codex, continue_
+    from taosync.clients.registry import all as all_clients
 
-    settings_json, claude_state = claude_code.paths(env)
-    cline_base, cline_data = cline.cline_dirs(env)
-    dirs = [settings_json.parent, codex.codex_home(env), cline_base, cline_data,
-            continue_.continue_dir(env)]
-    dirs += [cline.global_storage(env, editor) / cline.EXTENSION_ID for editor in cline.EDITOR_APPS]
-    files = {claude_state}
-    mcp = env.location("CLINE_MCP_SETTINGS_PATH")
-    if mcp is not None:
-        files.add(mcp)
+    dirs, files = [], set()
+    for module in all_clients().values():
+        more_dirs, more_files = module.locations(env)
+        dirs += more_dirs
+        files.update(more_files)
     return [Path(os.path.abspath(d)) for d in dirs], {os.path.abspath(f) for f in files}
 
 
 def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
-    from taosync.clients.base import all_clients
+    from taosync.clients.registry import all as all_clients
     from taosync.engine import cache
     from taosync.fleet.load import load_fleet
 
@@ -132,16 +129,16 @@ def check_only(only: tuple[str, ...] | list[str] | None, option: str = "--only")
     """Validate client names given to ``--only`` (or ``--from``) against the registry."""
     if not only:
         return None
-    from taosync.clients.base import all_clients
+    from taosync.clients.registry import ids as client_ids
 
-    known = list(all_clients())
+    known = client_ids()
     for name in only:
         if name not in known:
-            import difflib
+            from taosync.fleet.problems import closest
 
-            hint = difflib.get_close_matches(name, known, n=1)
+            hint = closest(name, known)
             raise BadInput(f"{option} {name}: no such client"
-                           + (f"; did you mean {hint[0]}?" if hint else "")
+                           + (f"; did you mean {hint}?" if hint else "")
                            + f" (clients: {', '.join(known)})")
     return set(only)
 
@@ -229,13 +226,6 @@ def _state_moves(the_plan, state) -> bool:
                for fp in the_plan.files)
 
 
-def display_path(path: Path | str, home: Path) -> str:
-    """``~/.codex/config.toml`` for paths under the (possibly sandboxed) home."""
-    path = Path(path)
-    try:
-        return "~/" + str(path.relative_to(home))
-    except ValueError:
-        return str(path)
 
 
 def redactor_for(ctx, state):

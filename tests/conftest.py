@@ -30,14 +30,21 @@ class Run:
         return self.out + self.err
 
 
+def client_location_vars() -> list[str]:
+    """Every variable a client module declares as moving its files (from the registry)."""
+    from taosync.clients.registry import all as all_clients
+
+    return [var for mod in all_clients().values()
+            for var in (*mod.LOCATION_VARS, *getattr(mod, "LOCATION_FILES", ()))]
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:
     """An empty sandbox home, with a key in the environment and no location overrides."""
     h = tmp_path / "home"
     h.mkdir()
     monkeypatch.setenv("TAOTOKEN_API_KEY", TEST_KEY)
-    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CLINE_DIR", "CLINE_DATA_DIR",
-                "CLINE_MCP_SETTINGS_PATH", "CONTINUE_GLOBAL_DIR", "XDG_CONFIG_HOME",
+    for var in (*client_location_vars(), "XDG_CONFIG_HOME",
                 "XDG_STATE_HOME", "TAOSYNC_CONFIG", "CODEX_API_KEY", "NO_COLOR"):
         monkeypatch.delenv(var, raising=False)
     return h
@@ -74,3 +81,17 @@ def snapshot(root: Path) -> dict[str, str]:
             p = Path(dirpath, name)
             out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
+
+
+@pytest.fixture
+def run(taosync):
+    """``run("import")`` etc.; the runner of conftest (sandbox home, -c the example)."""
+    return taosync
+
+
+@pytest.fixture
+def clients_env(tmp_path):
+    """Where client files live for a renderer test: the tmp dir, no environment, Linux."""
+    from taosync.clients.base import ClientEnv
+
+    return ClientEnv(home=tmp_path, environ={}, platform="linux")

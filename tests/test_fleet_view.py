@@ -9,7 +9,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from conftest import EXAMPLE_FLEET
-from taosync.clients.base import ClientEnv, all_clients
+from taosync.clients.base import ClientEnv
+from taosync.clients.registry import all as all_clients
 from taosync.fleet import schema
 from taosync.fleet.model import Fleet
 from taosync.fleet.secrets import Secret

@@ -6,163 +6,14 @@ exported) changes none of the owned values import read — base URLs, model ids,
 
 from __future__ import annotations
 
-import json
-import shutil
-from pathlib import Path
-
-import pytest
-
-from conftest import TEST_KEY, Run, snapshot
-
-FIXTURES = Path(__file__).parent / "fixtures" / "import"
-KEY_ONE = "sk-fixture-ONE-0123456789abcdef0001"
-KEY_TWO = "sk-fixture-TWO-0123456789abcdef0002"
-OTHER_PROVIDER_KEY = "sk-ant-fixture-OTHER-000000000009"
-ALL_KEYS = (KEY_ONE, KEY_TWO, OTHER_PROVIDER_KEY, TEST_KEY)
 
 
-def populate(home: Path, *names: str) -> None:
-    for name in names:
-        shutil.copytree(FIXTURES / name, home, dirs_exist_ok=True)
+from conftest import snapshot
+from clients.helpers import (
+    KEY_ONE, KEY_TWO, assert_no_key, edit_json, imported, populate, round_trip, write)
 
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
-def edit_json(path: Path, fn) -> None:
-    data = json.loads(path.read_text())
-    fn(data)
-    path.write_text(json.dumps(data, indent=2))
-
-
-def assert_no_key(*texts: str) -> None:
-    for text in texts:
-        for key in ALL_KEYS[:3]:
-            assert key not in text
-
-
-@pytest.fixture
-def run(taosync):
-    """``run("import")`` etc.; the runner of conftest (sandbox home, -c the example)."""
-    return taosync
-
-
-def imported(run, *args) -> tuple[Run, dict]:
-    r = run("import", "--json", *args)
-    assert_no_key(r.out, r.err)
-    return r, json.loads(r.out)
-
-
-def round_trip(run, tmp_path, monkeypatch, key_value: str, *, allow: set = frozenset()):
-    """import → write the proposal → export its key variable → plan; return both."""
-    r, data = imported(run)
-    proposal = tmp_path / "proposed.yaml"
-    proposal.write_text(data["yaml"])
-    if data["key"]["env"]:
-        monkeypatch.setenv(data["key"]["env"], key_value)
-    v = run("validate", config=proposal)
-    assert v.rc == 0, v.both
-    p = run("plan", "--json", config=proposal)
-    assert p.rc == 0, p.both
-    plan = json.loads(p.out)
-    changes = {(f["display"], c["key"]): c for f in plan["files"] for c in f["changes"]}
-    read = [i for i in data["read"] if i["what"] in ("url", "model", "key")]
-    assert read, "import read nothing"
-    changed = [(i["file"], i["key"], i["what"]) for i in read
-               if (i["file"], i["key"]) in changes and (i["file"], i["key"]) not in allow]
-    assert not changed, (changed, [changes[c[:2]] for c in changed])
-    return data, plan, changes
-
-
-# -------------------------------------------------------------------- per client
-
-
-def test_claude_code_round_trip(run, home, tmp_path, monkeypatch):
-    populate(home, "claude")
-    data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE)
-    fleet = data["fleet"]
-    assert fleet["gateway"] == {"base_url": "https://gw.example.com/api",
-                                "key": "${env:TAOTOKEN_API_KEY}",
-                                "headers": {"X-Team": "platform"}}
-    assert fleet["routes"] == {"main": "claude-sonnet-4-20250514", "haiku": "gpt-4o-mini",
-                               "opus": "nvidia/deepseek-r1"}
-    assert fleet["default_route"] == "main"
-    assert fleet["clients"] == {"claude-code": {"model": "main", "haiku": "haiku",
-                                                "opus": "opus"}}
-    assert fleet["mcp_servers"]["docs"] == {"command": "npx", "args": ["-y", "some-mcp"],
-                                            "env": {"DOCS_DIR": "/srv/docs"}}
-    assert fleet["mcp_servers"]["search"]["url"] == "https://mcp.example.com/mcp"
-    # the one thing plan adds: the Sonnet slot, which defaults to the model slot
-    settings = [f for f in plan["files"] if f["display"] == "~/.claude/settings.json"][0]
-    assert {c["key"] for c in settings["changes"]} <= {"env.ANTHROPIC_DEFAULT_SONNET_MODEL"}
-    assert [f["action"] for f in plan["files"] if f["display"] == "~/.claude.json"] == ["unchanged"]
-
-
-def test_codex_round_trip_with_auth_json_and_profiles(run, home, tmp_path, monkeypatch):
-    populate(home, "codex")
-    data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE)
-    fleet = data["fleet"]
-    assert fleet["gateway"]["base_url"] == "https://gw.example.com/api"
-    assert fleet["clients"]["codex"] == {"model": "main", "profiles": ["deep"],
-                                         "provider_id": "taogw"}
-    assert fleet["routes"] == {"main": "gpt-4o-mini", "deep": "nvidia/deepseek-r1"}
-    # the profile on another provider is left alone, and said so
-    assert "llama3.1:8b" not in fleet["models"]
-    assert any("local.config.toml" in f["message"] for f in data["findings"])
-    # what plan may add are keys the file did not have (wire_api, provider name)
-    config_changes = {k for (f, k) in changes if f == "~/.codex/config.toml"}
-    assert config_changes <= {"model_providers.taogw.name", "model_providers.taogw.wire_api",
-                              "model_providers.taogw.requires_openai_auth"}
-    assert not any(f["display"] == "~/.codex/auth.json" and f["changes"] for f in plan["files"])
-
-
-def test_codex_env_key_becomes_the_fleet_reference(run, home, tmp_path, monkeypatch):
-    populate(home, "codex-env")
-    monkeypatch.delenv("TAO_API_KEY", raising=False)
-    r, data = imported(run)
-    assert r.rc == 0
-    assert data["fleet"]["gateway"]["key"] == "${env:TAO_API_KEY}"
-    assert data["fleet"]["clients"]["codex"]["secrets"] == "reference"
-    assert data["key"]["found"] == []
-    data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE,
-                                     allow={("~/.codex/config.toml", "model_providers.tao.base_url")})
-    # the trailing slash is the only thing about the URL that changes, and import said so
-    url = changes.get(("~/.codex/config.toml", "model_providers.tao.base_url"))
-    assert url is None or url["old"].rstrip("/") == url["new"]
-    assert any("trailing slash" in f["message"] for f in data["findings"])
-    assert ("~/.codex/config.toml", "model_providers.tao.env_key") not in changes
-    assert not (Path(str(tmp_path)) / "home" / ".codex" / "auth.json").exists()
-
-
-def test_cline_round_trip_both_stores(run, home, tmp_path, monkeypatch):
-    populate(home, "cline")
-    data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE)
-    fleet = data["fleet"]
-    assert fleet["clients"] == {"cline": {"model": "main"}}
-    assert fleet["routes"] == {"main": "claude-sonnet-4-20250514"}
-    # both MCP files are read: the shared one (nested) and VS Code's legacy one (flat)
-    assert set(fleet["mcp_servers"]) == {"docs", "search"}
-    assert fleet["mcp_servers"]["search"] == {"url": "https://mcp.example.com/mcp",
-                                              "headers": {"X-Client": "me"}}
-    # the inactive anthropic provider is neither imported nor a conflict
-    assert data["exit_code"] == 0
-    assert not any(c["kind"] == "conflict" for c in data["findings"])
-
-
-def test_continue_round_trip_keeps_other_models(run, home, tmp_path, monkeypatch):
-    populate(home, "continue")
-    data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE)
-    fleet = data["fleet"]
-    assert fleet["clients"]["continue"]["roles"] == {
-        "chat": "chat", "edit": "chat", "apply": "chat", "autocomplete": "autocomplete"}
-    assert "llama3.1:8b" not in fleet["models"]
-    assert any("Local Llama" in f["message"] for f in data["findings"])
-    cont = [f for f in plan["files"] if f["display"] == "~/.continue/config.yaml"][0]
-    assert not any("Local Llama" in c["key"] for c in cont["changes"])
-
+# ---------------------------------------------------------------- every client
 
 def test_every_client_together_round_trips_and_dedupes_routes(run, home, tmp_path,
                                                                 monkeypatch):
@@ -268,24 +119,6 @@ def test_env_names_used_by_clients_win_over_the_default(run, home, monkeypatch):
     assert any(f["topic"] == "key" and f["kind"] == "conflict" for f in data["findings"])
 
 
-def test_claude_api_key_helper_is_kept_as_the_reference(run, home, tmp_path, monkeypatch):
-    write(home / ".claude/settings.json", json.dumps({
-        "apiKeyHelper": "security find-generic-password -s taotoken -w",
-        "env": {"ANTHROPIC_BASE_URL": "https://gw.example.com/api",
-                "ANTHROPIC_MODEL": "gw-main"}}))
-    r, data = imported(run)
-    assert r.rc == 0
-    assert data["fleet"]["gateway"]["key"] == "${shell:security find-generic-password -s taotoken -w}"
-    assert data["fleet"]["clients"]["claude-code"]["secrets"] == "reference"
-    write(home / ".claude/settings.json", json.dumps({
-        "apiKeyHelper": "printenv MY_GW_KEY",
-        "env": {"ANTHROPIC_BASE_URL": "https://gw.example.com/api",
-                "ANTHROPIC_MODEL": "gw-main"}}))
-    data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE)
-    assert data["fleet"]["gateway"]["key"] == "${env:MY_GW_KEY}"
-    assert ("~/.claude/settings.json", "apiKeyHelper") not in changes
-
-
 def test_unparsable_file_is_a_problem_and_the_rest_is_still_imported(run, home):
     populate(home, "codex")
     write(home / ".claude/settings.json", '{\n  // Claude ignores a file with comments\n  "env": {}\n}\n')
@@ -294,35 +127,6 @@ def test_unparsable_file_is_a_problem_and_the_rest_is_still_imported(run, home):
     assert "problem: claude-code:" in r.err and "settings.json:2:" in r.err
     assert "model_provider" not in r.err.split("problem")[0]
     assert "codex:" in r.out
-
-
-def test_claude_on_bedrock_is_an_unknown_provider(run, home):
-    populate(home, "codex")
-    write(home / ".claude/settings.json", json.dumps({"env": {
-        "CLAUDE_CODE_USE_BEDROCK": "1", "ANTHROPIC_MODEL": "anthropic.claude-x"}}))
-    r, data = imported(run)
-    assert r.rc == 1
-    provider = [f for f in data["findings"] if f["topic"] == "provider"]
-    assert provider and "Amazon Bedrock" in provider[0]["message"]
-    assert "claude-code" not in data["fleet"]["clients"]
-
-
-def test_continue_entry_named_apart_from_its_model_is_flagged(run, home):
-    write(home / ".continue/config.yaml", """name: c
-version: 1.0.0
-schema: v1
-models:
-  - name: GW Sonnet
-    provider: openai
-    model: claude-sonnet-4
-    apiBase: https://gw.example.com/api/v1
-""")
-    r, data = imported(run)
-    assert r.rc == 0
-    assert any("rename it to 'claude-sonnet-4'" in f["message"] for f in data["findings"])
-
-
-# ------------------------------------------------------------------------- the CLI
 
 
 def test_stdout_is_only_the_proposal_and_nothing_is_written(run, home):

@@ -403,7 +403,8 @@ def test_the_view_and_the_pydantic_model_render_mcp_secrets_alike(home, mcp_flee
                                                                   tmp_path):
     """The run-time view (what taosync uses) and the pydantic model (the definition)
     expand MCP secrets the same way, in every client."""
-    from taosync.clients.base import ClientEnv, all_clients
+    from taosync.clients.base import ClientEnv
+    from taosync.clients.registry import all as all_clients
     from taosync.fleet.load import load_fleet
     from taosync.fleet.model import Fleet
 

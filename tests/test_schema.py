@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from taosync.fleet import schema
+from taosync.fleet import schema, schema_build
 
 ROOT = Path(__file__).resolve().parent.parent
 REPO_COPY = ROOT / "schemas" / "fleet.schema.json"
 PACKAGED = ROOT / "taosync" / "schemas" / "fleet.schema.json"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "fleet"
-REGENERATE = "run `python -m taosync.fleet.schema --write` (or `python -m taosync.fleet.schema " \
+REGENERATE = "run `python -m taosync.fleet.schema_build --write` (or `python -m taosync.fleet.schema_build " \
              "> schemas/fleet.schema.json` and copy it to taosync/schemas/)"
 
 
 def test_committed_schema_matches_the_model():
-    generated = schema.dumps(schema.generate())
+    generated = schema.dumps(schema_build.generate())
     assert REPO_COPY.read_text(encoding="utf-8") == generated, \
         f"schemas/fleet.schema.json drifted from the pydantic model: {REGENERATE}"
 
@@ -34,7 +34,7 @@ def test_packaged_copy_is_the_committed_one():
 
 
 def test_module_prints_the_schema():
-    proc = subprocess.run([sys.executable, "-m", "taosync.fleet.schema"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "taosync.fleet.schema_build"], capture_output=True,
                           text=True, check=True, timeout=120)
     assert proc.stdout == REPO_COPY.read_text(encoding="utf-8")
 

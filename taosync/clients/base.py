@@ -1,16 +1,31 @@
 """The small interface every client module implements, and what it returns.
 
-A client module (``claude_code.py``, ``codex.py``, …) has:
+A client module (``claude_code.py``, ``codex.py``, …) is listed once, in
+:mod:`taosync.clients.registry`, and declares everything about its client:
 
-* ``NAME``: the client's name as spelled under ``clients:`` in fleet.yaml;
-* ``TARGETS``: a one-line description per file it may write (for README/help);
+* ``ID``: the client's id as spelled under ``clients:`` in fleet.yaml;
+* ``TITLE``: its product name, as messages name it ("Claude Code");
+* ``SUMMARY``: one line for the schema and help (which options it has);
+* ``TARGETS``: a one-line description per file it may write (for help and tests);
+* ``OWNED_FILES``: README's "Files taosync owns" rows (client and version, file, owned
+  keys); the table is generated from them: ``python -m taosync.clients.readme --write``;
+* ``OPTIONS``: its fleet.yaml options (:class:`Option`; a route-or-model slot via
+  :func:`slot_option`), from which the schema's entry for it is built; ``reserved``
+  values are its own cross-checks (Codex's ``provider_id`` is not ``openai``);
+* ``LOCATION_VARS``: environment variables that move its directories (``CODEX_HOME``);
+  ``LOCATION_FILES`` (optional): ones that name a single file;
 * ``render(fleet, key, env) -> list[Patch]``: the files and owned keys it wants;
 * ``probes(fleet, key, env) -> list[ProbeSpec]``: the request(s) the client will send;
 * ``on_disk(fleet, key, env) -> OnDisk``: the same requests built from the values in the
-  client's files as they are (what ``taosync verify`` probes by default).
+  client's files as they are (what ``taosync verify`` probes by default);
+* ``observe(env) -> Observation``: what its files say today (``taosync import``);
+* ``locations(env) -> (dirs, files)``: where its files may be (rollback and recovery
+  act only there);
 
-It knows its client and nothing else: no file I/O, no format syntax. The engine turns
-patches into edits and writes.
+A client module knows its client and nothing else: no file I/O, no format syntax. The
+engine turns patches into edits and writes. This module holds the contract and shared
+helpers and imports no client; tests hold every client to the same promises
+(``tests/clients/contract.py``).
 """
 
 from __future__ import annotations
@@ -21,29 +36,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from taosync.engine.patch import Patch  # noqa: F401 - what render returns
+from taosync.fleet.logic import SLOT, SLOT_LIST, SLOT_MAP  # noqa: F401 - kinds of slot
 from taosync.formats.base import KeyPath
 
 
-@dataclass
-class Patch:
-    """Desired owned keys of one file.
+# -- what a client declares: its fleet.yaml options ---------------------------------------
+# ``OPTIONS`` beyond the ``enabled``/``secrets``/``mcp`` every client has; fleet/model.py
+# builds the pydantic model (and so the schema) from them, and the schema carries what the
+# run-time checks need: ``x-slot`` marks an option naming a route or a catalogue model,
+# ``x-reserved`` values it must not take.
 
-    ``values`` maps a key path to the plain value taosync owns there (values may contain
-    :class:`~taosync.fleet.secrets.Secret` objects; the engine reveals them on write and
-    makes the file 0600). A key present last time and absent now is deleted.
+@dataclass(frozen=True)
+class Option:
+    """One key of a client's fleet.yaml entry.
+
+    ``type`` is a typing expression (``str | None``, ``list[str]``, ``Literal[…]``);
+    ``default`` is copied for each fleet (a list or dict default is never shared).
     """
 
-    path: Path
-    format: str  # json | toml | yaml | dotenv
-    values: dict[KeyPath, Any]
-    client: str
-    #: set only where missing, never owned or removed (Continue's name/version/schema)
-    skeleton: dict[KeyPath, Any] = field(default_factory=dict)
-    #: owned, but rewritten only when another owned value of this file changes and never
-    #: reported as drift (Cline's ``updatedAt`` timestamp)
-    volatile: dict[KeyPath, Any] = field(default_factory=dict)
-    #: True when the file holds the key and must be 0600 even if no value is a Secret
-    secret: bool = False
+    name: str
+    type: Any
+    default: Any
+    description: str
+    pattern: str | None = None
+    #: "" for a plain option, else SLOT / SLOT_LIST / SLOT_MAP
+    slot: str = ""
+    #: value → why it is refused (a cross-check tied to the option's line)
+    reserved: dict[str, str] = field(default_factory=dict)
+
+
+def slot_option(name: str, description: str, kind: str = SLOT, type: Any = str | None,
+                default: Any = None) -> Option:
+    """An option that names a route or a catalogue model."""
+    return Option(name, type, default, description, slot=kind)
 
 
 @dataclass(frozen=True)
@@ -139,13 +165,6 @@ class ClientEnv:
         if self.platform == "win32":
             return self.location("APPDATA") or self.home / "AppData" / "Roaming"
         return self.location("XDG_CONFIG_HOME") or self.home / ".config"
-
-
-def all_clients() -> dict[str, Any]:
-    """The registry: client name → module. Imports are cheap (no heavy deps)."""
-    from taosync.clients import claude_code, cline, codex, continue_
-
-    return {m.NAME: m for m in (claude_code, codex, cline, continue_)}
 
 
 # -- reading back: what a client's existing files say (``taosync import``) -------------
@@ -303,7 +322,7 @@ class OnDisk:
 
 def shown(path: Path, env: ClientEnv) -> str:
     """A client file as messages name it (``~/.codex/config.toml`` under the home)."""
-    from taosync.pipeline import display_path
+    from taosync.paths import display_path
 
     return display_path(path, env.home)
 
@@ -313,7 +332,7 @@ def start_on_disk(module: Any, fleet: Any, key: Any, env: ClientEnv,
     """The client's observation and its drift from fleet.yaml; no observation when its
     main file ``primary`` is missing or unreadable, or the client talks to another
     provider than the gateway (each recorded as a problem)."""
-    out = OnDisk(module.NAME)
+    out = OnDisk(module.ID)
     obs = module.observe(env)
     out.problems.extend(obs.problems)
     if primary not in obs.files:
@@ -335,7 +354,7 @@ def start_on_disk(module: Any, fleet: Any, key: Any, env: ClientEnv,
                                  f"writes it)")
     if obs.provider is not None:
         out.problems.append(f"{shown(obs.provider.file, env)} {obs.provider.key}: "
-                            f"{module.NAME} uses {obs.provider.value}, not the gateway")
+                            f"{module.ID} uses {obs.provider.value}, not the gateway")
         return out, None
     return out, obs
 

@@ -22,17 +22,40 @@ import sys
 from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
-                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
+                                  fleet_mcp, probe_specs, read_plain, shown, slot_option,
+                                  start_on_disk)
 from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, expand_path, parse_reference
 from taosync.formats.base import keypath_str
 
-NAME = "claude-code"
+ID = "claude-code"
+TITLE = "Claude Code"
+SUMMARY = "Claude Code (Anthropic Messages): model, haiku, sonnet, opus slots."
+LOCATION_VARS = ("CLAUDE_CONFIG_DIR",)
+#: its fleet.yaml options (beyond enabled, secrets, mcp)
+OPTIONS = (
+    slot_option("model", "Route or model id for ANTHROPIC_MODEL (default: default_route)."),
+    slot_option("haiku", "Route or model id for the Haiku slot (background tasks)."),
+    slot_option("sonnet", "Route or model id for the Sonnet slot (default: the model slot)."),
+    slot_option("opus", "Route or model id for the Opus slot."),
+)
 TARGETS = [
     "~/.claude/settings.json ($CLAUDE_CONFIG_DIR/settings.json): env.ANTHROPIC_BASE_URL, "
     "model slots, custom headers, and ANTHROPIC_AUTH_TOKEN or apiKeyHelper",
     "~/.claude.json ($CLAUDE_CONFIG_DIR/.claude.json): mcpServers.<name> (user scope)",
 ]
+#: README's "Files taosync owns" rows: (client and version targeted, file, owned keys);
+#: an empty first cell continues the client above (python -m taosync.clients.readme)
+OWNED_FILES = (
+    ('Claude Code (2.1.332)',
+     '`~/.claude/settings.json` (`$CLAUDE_CONFIG_DIR`)',
+     '`env.ANTHROPIC_BASE_URL` (root, never `/v1`), `env.ANTHROPIC_MODEL`, '
+     '`env.ANTHROPIC_DEFAULT_{SONNET,HAIKU,OPUS}_MODEL`, `env.ANTHROPIC_CUSTOM_HEADERS`, '
+     'and `env.ANTHROPIC_AUTH_TOKEN` (inline) or `apiKeyHelper` (reference)'),
+    ('',
+     '`~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`)',
+     '`mcpServers.<name>` (Claude rewrites this file itself; taosync only merges)'),
+)
 
 _SLOT_VARS = {
     "model": "ANTHROPIC_MODEL",
@@ -48,6 +71,12 @@ def paths(env: ClientEnv) -> tuple[Path, Path]:
     if config_dir is not None:
         return config_dir / "settings.json", config_dir / ".claude.json"
     return env.home / ".claude" / "settings.json", env.home / ".claude.json"
+
+
+def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
+    """(directories, single files) this client's files may be in (rollback/recovery)."""
+    settings_json, state = paths(env)
+    return [settings_json.parent], [state]
 
 
 def _slots(cfg) -> dict[str, str | None]:
@@ -107,14 +136,14 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     else:
         if _reference_mode(fleet, cfg):
             env.warnings.append(
-                f"{NAME}: secrets: reference needs gateway.key to be an ${{env:…}}, "
+                f"{ID}: secrets: reference needs gateway.key to be an ${{env:…}}, "
                 f"${{file:…}}, ${{cmd:…}} or ${{shell:…}} reference for apiKeyHelper, but it "
                 f"is a literal key; wrote it inline as env.ANTHROPIC_AUTH_TOKEN in "
                 f"{settings_path} (mode 0600)"
             )
         values[("env", "ANTHROPIC_AUTH_TOKEN")] = key
 
-    patches = [Patch(settings_path, "json", values, NAME)]
+    patches = [Patch(settings_path, "json", values, ID)]
 
     if cfg.mcp and fleet.mcp_servers:
         servers: dict = {}
@@ -127,7 +156,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 # /issues/54786 (2.1.123, Windows); both closed as stale, not fixed
                 if server.cwd:
                     env.warnings.append(
-                        f"{NAME}: MCP server {name!r} sets cwd, which Claude Code's "
+                        f"{ID}: MCP server {name!r} sets cwd, which Claude Code's "
                         f"mcpServers schema does not have; left it out of {state_path}"
                     )
             else:
@@ -137,7 +166,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                     entry["headers"] = dict(server.headers)
             if _reference_mode(fleet, cfg):
                 warning = inline_mcp_secrets(
-                    NAME, name, entry.get("env") or entry.get("headers") or {}, state_path,
+                    ID, name, entry.get("env") or entry.get("headers") or {}, state_path,
                     "Claude Code expands ${VAR} only in a project's .mcp.json, not in "
                     "~/.claude.json")
                 if warning:
@@ -146,17 +175,17 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         holds_key = key.found_in(list(servers.values()))
         if holds_key and helper is not None:
             env.warnings.append(
-                f"{NAME}: an MCP server uses ${{gateway.key}}, so the key is written into "
+                f"{ID}: an MCP server uses ${{gateway.key}}, so the key is written into "
                 f"{state_path} (mode 0600) even with secrets: reference"
             )
-        patches.append(Patch(state_path, "json", servers, NAME, secret=holds_key))
+        patches.append(Patch(state_path, "json", servers, ID, secret=holds_key))
     return patches
 
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     cfg = fleet.clients.claude_code
     reference = _reference_mode(fleet, cfg) and _key_helper(fleet, env) is not None
-    return probe_specs(fleet, NAME, fleet.distinct_models(_slots(cfg).values()),
+    return probe_specs(fleet, ID, fleet.distinct_models(_slots(cfg).values()),
                        protocol="anthropic-messages", base_url=fleet.anthropic_url,
                        path="/v1/messages?beta=true", auth="both" if reference else "bearer")
 
@@ -197,7 +226,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         if not found or any(p.model == found[0].value for p in out.probes):
             continue
         out.probes += probe_specs(
-            fleet, NAME, [(value, found[0].value)], protocol="anthropic-messages",
+            fleet, ID, [(value, found[0].value)], protocol="anthropic-messages",
             base_url=url.value, path="/v1/messages?beta=true", auth=auth,
             headers=obs.headers[0].value if obs.headers else {}, secret=secret,
             origins=tuple(origins + [out.origin("model", found[0], env)]))
@@ -219,7 +248,7 @@ _PRINTENV = re.compile(
 def observe(env: ClientEnv) -> Observation:
     """What Claude Code's user settings and state file say (for ``taosync import``)."""
     settings_path, state_path = paths(env)
-    obs = Observation(NAME, protocol="anthropic")
+    obs = Observation(ID, protocol="anthropic")
     data = read_plain(settings_path, "json", obs)
     if data is not None and not isinstance(data, dict):
         obs.problems.append(f"{settings_path}: the top level is not a JSON object")

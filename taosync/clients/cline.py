@@ -26,14 +26,21 @@ from __future__ import annotations
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
-                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec, Seen,
+                                  disk_key, fleet_mcp, probe_specs, read_plain, shown, slot_option,
+                                  start_on_disk)
 from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
-NAME = "cline"
+ID = "cline"
+TITLE = "Cline"
+SUMMARY = "Cline (OpenAI-compatible provider): model, editors, legacy."
+#: environment variables naming a directory (LOCATION_VARS) or one file it reads
+LOCATION_VARS = ("CLINE_DIR", "CLINE_DATA_DIR")
+LOCATION_FILES = ("CLINE_MCP_SETTINGS_PATH",)
 TARGETS = [
     "~/.cline/data/settings/providers.json ($CLINE_DIR, $CLINE_DATA_DIR): the "
     "openai-compatible provider (base URL, model, key, headers)",
@@ -43,6 +50,26 @@ TARGETS = [
     "<VS Code-family app>/User/globalStorage/saoudrizwan.claude-dev/settings/"
     "cline_mcp_settings.json: mcpServers.<name> for the legacy extension (editors)",
 ]
+#: README's "Files taosync owns" rows: (client and version targeted, file, owned keys);
+#: an empty first cell continues the client above (python -m taosync.clients.readme)
+OWNED_FILES = (
+    ('Cline CLI/SDK (3.0.65)',
+     '`~/.cline/data/settings/providers.json` (`$CLINE_DIR`, `$CLINE_DATA_DIR`)',
+     '`lastUsedProvider`, '
+     '`providers.openai-compatible.{settings.{provider,apiKey,model,baseUrl,headers,contextWindow},'
+     ' tokenSource, updatedAt}`; `version` and `modes` only when missing (an invalid file '
+     "silently logs Cline out, so the shape is exactly Cline's)"),
+    ('',
+     '`~/.cline/data/settings/cline_mcp_settings.json` (`$CLINE_MCP_SETTINGS_PATH`)',
+     '`mcpServers.<name>`'),
+    ('Cline legacy extension (v3.89.2 store)',
+     '`~/.cline/data/globalState.json`, `secrets.json`',
+     '`planModeApiProvider`, `actModeApiProvider`, `openAiBaseUrl`, '
+     '`planModeOpenAiModelId`, `actModeOpenAiModelId`, `openAiHeaders`; `openAiApiKey`'),
+    ('',
+     '`<editor>/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json`',
+     '`mcpServers.<name>` (per editor in `editors`)'),
+)
 
 PROVIDER = "openai-compatible"
 
@@ -56,6 +83,16 @@ EDITOR_APPS = {
 }
 EXTENSION_ID = "saoudrizwan.claude-dev"
 
+#: its fleet.yaml options (beyond enabled, secrets, mcp)
+OPTIONS = (
+    slot_option("model", "Route or model id (default: default_route)."),
+    Option("legacy", bool, True, "Also write the legacy extension store (globalState.json + "
+           "secrets.json) that Cline 4.x migrates from."),
+    Option("editors", list[Literal[tuple(EDITOR_APPS)]] | Literal["auto"], "auto",
+           "VS Code-family editors whose Cline MCP file to write; `auto` = "
+           "those installed (their User/globalStorage exists)."),
+)
+
 
 def cline_dirs(env: ClientEnv) -> tuple[Path, Path]:
     """(Cline dir, data dir)."""
@@ -65,6 +102,14 @@ def cline_dirs(env: ClientEnv) -> tuple[Path, Path]:
 
 def global_storage(env: ClientEnv, editor: str) -> Path:
     return env.app_data() / EDITOR_APPS[editor] / "User" / "globalStorage"
+
+
+def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
+    """(directories, single files) this client's files may be in (rollback/recovery)."""
+    dirs = [*cline_dirs(env)]
+    dirs += [global_storage(env, editor) / EXTENSION_ID for editor in EDITOR_APPS]
+    mcp = env.location("CLINE_MCP_SETTINGS_PATH")
+    return dirs, [mcp] if mcp is not None else []
 
 
 def editors(cfg, env: ClientEnv) -> list[str]:
@@ -110,7 +155,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     if fleet.secrets_for(cfg) == "reference":
         ref = parse_reference(fleet.gateway.key)
         env.warnings.append(
-            f"{NAME}: secrets: reference cannot keep the key off disk for Cline (it reads "
+            f"{ID}: secrets: reference cannot keep the key off disk for Cline (it reads "
             f"the key from no environment variable or helper); wrote the key from "
             f"{ref.describe()} inline into {providers_path} (mode 0600)"
         )
@@ -130,7 +175,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     if context_window:
         values[p + ("settings", "contextWindow")] = context_window
     patches = [Patch(
-        providers_path, "json", values, NAME,
+        providers_path, "json", values, ID,
         skeleton={("version",): 1, ("modes",): {}},
         volatile={p + ("updatedAt",): now_iso()},
         secret=True,
@@ -143,14 +188,14 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                     or data / "settings" / "cline_mcp_settings.json")
         if fleet.secrets_for(cfg) == "reference":
             for name, e in entries.items():
-                warning = inline_mcp_secrets(NAME, name, e.get("env") or e.get("headers") or {},
+                warning = inline_mcp_secrets(ID, name, e.get("env") or e.get("headers") or {},
                                              mcp_path, "Cline is not known to expand "
                                              "variables in its MCP settings")
                 if warning:
                     env.warnings.append(warning)
         patches.append(Patch(
             mcp_path, "json", {("mcpServers", n): {"transport": e} for n, e in entries.items()},
-            NAME, secret=holds_key,
+            ID, secret=holds_key,
         ))
 
     if cfg.legacy:
@@ -163,8 +208,8 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         }
         if headers:
             state[("openAiHeaders",)] = headers
-        patches.append(Patch(data / "globalState.json", "json", state, NAME))
-        patches.append(Patch(data / "secrets.json", "json", {("openAiApiKey",): key}, NAME,
+        patches.append(Patch(data / "globalState.json", "json", state, ID))
+        patches.append(Patch(data / "secrets.json", "json", {("openAiApiKey",): key}, ID,
                              secret=True))
 
     if entries:
@@ -172,14 +217,14 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
             path = (global_storage(env, editor) / EXTENSION_ID / "settings"
                     / "cline_mcp_settings.json")
             patches.append(Patch(
-                path, "json", {("mcpServers", n): e for n, e in entries.items()}, NAME,
+                path, "json", {("mcpServers", n): e for n, e in entries.items()}, ID,
                 secret=holds_key,
             ))
     return patches
 
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    return probe_specs(fleet, NAME, fleet.distinct_models([fleet.clients.cline.model]),
+    return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.cline.model]),
                        protocol="openai-chat", base_url=fleet.openai_url,
                        path="/chat/completions")
 
@@ -219,7 +264,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         return out
     headers = same_store(obs.headers)
     out.probes = probe_specs(
-        fleet, NAME, [(fleet.clients.cline.model, model.value)], protocol="openai-chat",
+        fleet, ID, [(fleet.clients.cline.model, model.value)], protocol="openai-chat",
         base_url=url.value, path="/chat/completions",
         headers=headers.value if headers else {}, secret=secret,
         origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
@@ -236,7 +281,7 @@ _GATEWAY_IDS = (PROVIDER, "openai")
 def observe(env: ClientEnv) -> Observation:
     """What Cline's stores say: providers.json, the legacy store, the MCP files."""
     _, data = cline_dirs(env)
-    obs = Observation(NAME, protocol="openai")
+    obs = Observation(ID, protocol="openai")
     providers_path = data / "settings" / "providers.json"
     current = read_plain(providers_path, "json", obs)
     active_current = False

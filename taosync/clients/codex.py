@@ -19,25 +19,61 @@ import re
 import sys
 from pathlib import Path
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
-                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
+                                  SLOT_LIST, Seen, disk_key, fleet_mcp, probe_specs, read_plain,
+                                  shown, slot_option, start_on_disk)
 from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
-NAME = "codex"
+ID = "codex"
+TITLE = "Codex"
+SUMMARY = "Codex CLI (OpenAI Responses): model, profiles, provider_id."
+LOCATION_VARS = ("CODEX_HOME",)
+#: its fleet.yaml options (beyond enabled, secrets, mcp)
+OPTIONS = (
+    slot_option("model", "Route or model id for `model` (default: default_route)."),
+    slot_option("profiles", "Routes (or model ids) that each get a profile file, so "
+         "`codex -p NAME` uses that model.", SLOT_LIST, list[str], []),
+    Option("provider_id", str, "taotoken",
+           "Id of the [model_providers.<id>] table taosync owns "
+           "(never `openai`: Codex reserves it).", pattern=r"^[A-Za-z0-9_-]+$",
+           reserved={"openai": "'openai' is Codex's built-in provider (Codex reserves it and "
+                               "ignores a redefinition); use another id such as 'taotoken'"}),
+)
 TARGETS = [
     "~/.codex/config.toml ($CODEX_HOME): model, model_provider, [model_providers.<id>], "
     "[mcp_servers.<name>]",
     "~/.codex/auth.json: auth_mode, OPENAI_API_KEY (unless the key comes from ${env:NAME})",
     "~/.codex/<profile>.config.toml: model, model_provider (one per entry in profiles)",
 ]
+#: README's "Files taosync owns" rows: (client and version targeted, file, owned keys);
+#: an empty first cell continues the client above (python -m taosync.clients.readme)
+OWNED_FILES = (
+    ('Codex CLI (0.171.0)',
+     '`~/.codex/config.toml` (`$CODEX_HOME`)',
+     '`model`, `model_provider`, `model_context_window` (when the catalogue gives one), '
+     '`[model_providers.<id>]` `base_url` (root + `/v1`), `wire_api = "responses"`, '
+     '`http_headers`, and `requires_openai_auth` (inline) or `env_key` (reference), its '
+     '`name` only when missing; `[mcp_servers.<name>]`'),
+    ('',
+     '`~/.codex/auth.json`',
+     '`auth_mode`, `OPENAI_API_KEY` (inline)'),
+    ('',
+     '`~/.codex/<profile>.config.toml`',
+     '`model`, `model_provider`, `model_context_window` (one per `profiles` entry)'),
+)
 
 PROVIDER_NAME = "taosync gateway"
 
 
 def codex_home(env: ClientEnv) -> Path:
     return env.location("CODEX_HOME") or env.home / ".codex"
+
+
+def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
+    """(directories, single files) this client's files may be in (rollback/recovery)."""
+    return [codex_home(env)], []
 
 
 def profile_name(slot: str) -> str:
@@ -63,7 +99,7 @@ def _profiles(cfg, env: ClientEnv | None = None) -> list[tuple[str, str]]:
         if name in taken:
             if taken[name] != slot and env is not None:
                 env.warnings.append(
-                    f"{NAME}: profiles {taken[name]!r} and {slot!r} both map to the file "
+                    f"{ID}: profiles {taken[name]!r} and {slot!r} both map to the file "
                     f"{name}.config.toml; kept {taken[name]!r}, skipped {slot!r}"
                 )
             continue
@@ -99,20 +135,20 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         if fleet.secrets_for(cfg) == "reference":
             ref = parse_reference(fleet.gateway.key)
             env.warnings.append(
-                f"{NAME}: secrets: reference needs gateway.key = ${{env:NAME}} (Codex reads "
+                f"{ID}: secrets: reference needs gateway.key = ${{env:NAME}} (Codex reads "
                 f"the key only from an environment variable), but it is {ref.describe()}; "
                 f"wrote the key inline into {auth_path} (mode 0600)"
             )
         values[provider + ("requires_openai_auth",)] = True
         if env.getenv("CODEX_API_KEY") is not None:
             env.warnings.append(
-                f"{NAME}: CODEX_API_KEY is set in this environment and overrides the key "
+                f"{ID}: CODEX_API_KEY is set in this environment and overrides the key "
                 f"taosync writes to {auth_path}; unset it to use the gateway key"
             )
         patches.append(Patch(auth_path, "json", {
             ("auth_mode",): "apikey",
             ("OPENAI_API_KEY",): key,
-        }, NAME, secret=True))
+        }, ID, secret=True))
 
     holds_key = False
     reference = fleet.secrets_for(cfg) == "reference"
@@ -133,12 +169,12 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 if server.transport == "sse":  # url = streamable HTTP; no sse form in
                     # config.toml (not in clients.md; third-party reports, unverified here)
                     env.warnings.append(
-                        f"{NAME}: MCP server {name!r} uses the sse transport, but Codex speaks "
+                        f"{ID}: MCP server {name!r} uses the sse transport, but Codex speaks "
                         f"streamable HTTP only; wrote its url anyway, it may fail to connect"
                     )
             if reference:
                 warning = inline_mcp_secrets(
-                    NAME, name, entry.get("env") or entry.get("http_headers") or {},
+                    ID, name, entry.get("env") or entry.get("http_headers") or {},
                     config_path, "Codex passes an MCP server only whole ${env:NAME} values: "
                     "env under the same name, headers, and Authorization: Bearer ${env:NAME}")
                 if warning:
@@ -147,18 +183,18 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
             holds_key = holds_key or key.found_in(entry)
         if holds_key and env_key is not None:
             env.warnings.append(
-                f"{NAME}: an MCP server uses ${{gateway.key}}, so the key is written into "
+                f"{ID}: an MCP server uses ${{gateway.key}}, so the key is written into "
                 f"{config_path} (mode 0600) even with secrets: reference"
             )
 
     # the provider's display name is the user's to choose: set only when missing
-    patches.insert(0, Patch(config_path, "toml", values, NAME, secret=holds_key,
+    patches.insert(0, Patch(config_path, "toml", values, ID, secret=holds_key,
                             skeleton={provider + ("name",): PROVIDER_NAME}))
 
     for slot, name in _profiles(cfg, env):
         if name != slot:
             env.warnings.append(
-                f"{NAME}: profile {slot!r} is written as {name}.config.toml; "
+                f"{ID}: profile {slot!r} is written as {name}.config.toml; "
                 f"use `codex -p {name}`"
             )
         model = fleet.model_for(slot)
@@ -166,7 +202,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
             ("model",): model,
             ("model_provider",): cfg.provider_id,
             **_context_window(fleet, model),
-        }, NAME))
+        }, ID))
     return patches
 
 
@@ -222,7 +258,7 @@ def _context_window(fleet, model: str) -> dict:
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     cfg = fleet.clients.codex
     slots = [cfg.model] + [s for s, _ in _profiles(cfg)]
-    return probe_specs(fleet, NAME, fleet.distinct_models(slots), protocol="openai-responses",
+    return probe_specs(fleet, ID, fleet.distinct_models(slots), protocol="openai-responses",
                        base_url=fleet.openai_url, path="/responses")
 
 
@@ -265,7 +301,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         if not found or any(p.model == found[0].value for p in out.probes):
             continue
         out.probes += probe_specs(
-            fleet, NAME, [(route, found[0].value)], protocol="openai-responses",
+            fleet, ID, [(route, found[0].value)], protocol="openai-responses",
             base_url=url.value, path="/responses",
             headers=obs.headers[0].value if obs.headers else {}, secret=secret,
             origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
@@ -288,7 +324,7 @@ def observe(env: ClientEnv) -> Observation:
     """What ``$CODEX_HOME`` says: config.toml, auth.json and profile files."""
     home = codex_home(env)
     config_path = home / "config.toml"
-    obs = Observation(NAME, protocol="openai")
+    obs = Observation(ID, protocol="openai")
     config = read_plain(config_path, "toml", obs)
     if not isinstance(config, dict):
         return obs

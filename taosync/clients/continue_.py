@@ -14,31 +14,63 @@ template and the key goes into ``.env`` (mode 0600), so config.yaml can be share
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import re
 import sys
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
-                                  fleet_mcp, probe_specs, read_plain, shown, start_on_disk)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
+                                  SLOT_MAP, Seen, disk_key, fleet_mcp, probe_specs, read_plain,
+                                  shown, slot_option, start_on_disk)
 from taosync.formats.base import Match, keypath_str
 from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret
 
-NAME = "continue"
+ID = "continue"
+TITLE = "Continue"
+SUMMARY = "Continue (config.yaml models): roles → route or model id."
+LOCATION_VARS = ("CONTINUE_GLOBAL_DIR",)
 TARGETS = [
     "~/.continue/config.yaml ($CONTINUE_GLOBAL_DIR): models[name=<model id>] and "
     "mcpServers[name=<name>]",
     "~/.continue/.env: the key as <secret_name> (secrets: reference only)",
 ]
+#: README's "Files taosync owns" rows: (client and version targeted, file, owned keys);
+#: an empty first cell continues the client above (python -m taosync.clients.readme)
+OWNED_FILES = (
+    ('Continue (`cn` 1.5.47)',
+     '`~/.continue/config.yaml` (`$CONTINUE_GLOBAL_DIR`)',
+     '`models[name=<model '
+     'id>].{provider,model,apiBase,apiKey,roles,requestOptions.headers,'
+     'defaultCompletionOptions.contextLength}`,'
+     ' `mcpServers[name=<name>].*`; `name`, `version`, `schema` only when missing'),
+    ('',
+     '`~/.continue/.env`',
+     '`<secret_name>` (reference mode)'),
+)
 
 #: Continue's own order of model roles (packages/config-yaml models.ts)
 ROLE_ORDER = ("chat", "autocomplete", "embed", "rerank", "edit", "apply", "summarize",
               "subagent")
 DEFAULT_ROLES = ("chat", "edit", "apply", "summarize")
 
+#: its fleet.yaml options (beyond enabled, secrets, mcp)
+OPTIONS = (
+    slot_option("roles", "Role → route or model id. Default: chat, edit, apply and "
+         "summarize on default_route.", SLOT_MAP, dict[Literal[ROLE_ORDER], str], {}),
+    Option("secret_name", str, "TAOTOKEN_API_KEY",
+           "Name used in ${{ secrets.NAME }} when secrets: reference.",
+           pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"),
+)
+
 
 def continue_dir(env: ClientEnv) -> Path:
     return env.location("CONTINUE_GLOBAL_DIR") or env.home / ".continue"
+
+
+def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
+    """(directories, single files) this client's files may be in (rollback/recovery)."""
+    return [continue_dir(env)], []
 
 
 
@@ -96,7 +128,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                                                                              reference)
             if reference:
                 warning = inline_mcp_secrets(
-                    NAME, name, values.get(m + ("env",)) or
+                    ID, name, values.get(m + ("env",)) or
                     values.get(m + ("requestOptions", "headers")) or {}, config_path,
                     "Continue reads ${{ secrets.NAME }} from the environment, so only "
                     "${env:NAME} values are passed by reference")
@@ -105,24 +137,24 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
             holds_key = holds_key or key.found_in(server.plain())
         if holds_key and reference:
             env.warnings.append(
-                f"{NAME}: an MCP server uses ${{gateway.key}}, so the key is written into "
+                f"{ID}: an MCP server uses ${{gateway.key}}, so the key is written into "
                 f"{config_path} (mode 0600) even with secrets: reference"
             )
 
     patches = [Patch(
-        config_path, "yaml", values, NAME,
+        config_path, "yaml", values, ID,
         skeleton={("name",): "Local Config", ("version",): "1.0.0", ("schema",): "v1"},
         secret=holds_key,
     )]
     if reference:
-        patches.append(Patch(home / ".env", "dotenv", {(cfg.secret_name,): key}, NAME,
+        patches.append(Patch(home / ".env", "dotenv", {(cfg.secret_name,): key}, ID,
                              secret=True))
     return patches
 
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     models = [(slot, model) for model, (slot, _) in _models(fleet, fleet.clients.continue_).items()]
-    return probe_specs(fleet, NAME, models, protocol="openai-chat", base_url=fleet.openai_url,
+    return probe_specs(fleet, ID, models, protocol="openai-chat", base_url=fleet.openai_url,
                        path="/chat/completions")
 
 
@@ -175,7 +207,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         headers = options.get("headers") if isinstance(options, dict) else None
         headers = headers if isinstance(headers, dict) else {}
         out.probes += probe_specs(
-            fleet, NAME, [(slot, values["model"].strip())], protocol="openai-chat",
+            fleet, ID, [(slot, values["model"].strip())], protocol="openai-chat",
             base_url=values["apiBase"].strip(), path="/chat/completions",
             headers={str(k): str(v) for k, v in headers.items()}, secret=secret,
             origins=(out.origin("url", Seen(None, path, f"{at}.apiBase"), env),
@@ -197,7 +229,7 @@ def observe(env: ClientEnv) -> Observation:
     """What ``config.yaml`` in Continue's global directory says."""
     home = continue_dir(env)
     path = home / "config.yaml"
-    obs = Observation(NAME, protocol="openai")
+    obs = Observation(ID, protocol="openai")
     config = read_plain(path, "yaml", obs)
     if (home / "config.json").exists():
         obs.notes.append(f"{home / 'config.json'}: the deprecated config.json is not read "

@@ -36,10 +36,15 @@ RUNTIMES: dict[str, list[tuple[str, list[str]]]] = {
 RUN_TIMEOUT = 5.0
 DNS_TIMEOUT = 3.0
 PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY")
-LOCATION_VARS = {
-    "CLAUDE_CONFIG_DIR": "Claude Code", "CODEX_HOME": "Codex",
-    "CONTINUE_GLOBAL_DIR": "Continue", "CLINE_DIR": "Cline", "CLINE_DATA_DIR": "Cline",
-}
+
+
+def location_vars() -> dict[str, str]:
+    """Directory variable → the client it moves, as each client module declares."""
+    from taosync.clients.registry import all as all_clients
+
+    return {var: mod.TITLE for mod in all_clients().values() for var in mod.LOCATION_VARS}
+
+
 MARKS = {"ok": "✓", "warn": "!", "fail": "✗", "info": "·", "missing": "–"}
 STYLES = {"ok": "ok", "warn": "warn", "fail": "fail", "info": "dim", "missing": "dim"}
 
@@ -128,9 +133,11 @@ def _same_key(value: str, key: Any) -> bool | None:
 def env_checks(fleet: Any, key: Any, environ: Mapping[str, str]) -> list[Check]:
     out: list[Check] = []
     get = lambda name: (environ.get(name) or "").strip()  # noqa: E731
+    from taosync.clients import claude_code
+
     claude = None
     if fleet is not None:
-        claude = fleet.enabled_clients().get("claude-code")
+        claude = fleet.enabled_clients().get(claude_code.ID)
     reference = claude is not None and fleet.secrets_for(claude) == "reference"
     managed = claude is not None
     rule = "Claude Code: a settings.json env value beats the same variable in the shell"
@@ -201,7 +208,7 @@ def env_checks(fleet: Any, key: Any, environ: Mapping[str, str]) -> list[Check]:
                          f"{_redact(value)} in the shell: overrides Codex's auth.json for "
                          "providers with requires_openai_auth; taosync's provider reads its "
                          "own env_key / token"))
-    for var, client in LOCATION_VARS.items():
+    for var, client in location_vars().items():
         value = get(var)
         if value:
             out.append(Check("env", var, "info", f"{client} files live under {value}"))

@@ -22,9 +22,9 @@ from taosync.settings import common_options, current
 
 
 def _complete_client(ctx, param, incomplete: str):
-    from taosync.clients.base import all_clients
+    from taosync.clients.registry import complete
 
-    return [name for name in all_clients() if name.startswith(incomplete)]
+    return complete(ctx, param, incomplete)
 
 
 @click.command("import")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
+from taosync.clients.registry import complete, ids as client_ids
 from taosync.settings import common_options, current
 
-only_option = click.option("--only", "only", multiple=True, metavar="CLIENT",
-                           help="Only this client (repeatable).")
+only_option = click.option("--only", "only", multiple=True, metavar="CLIENT", shell_complete=complete,
+                           help="Only this client (repeatable): " + ", ".join(client_ids()) + ".")
 no_key_option = click.option(
     "--no-key", is_flag=True,
     help="Do not resolve the key (CI without secrets): key-bearing values are compared "

@@ -1,7 +1,7 @@
 """``taosync route TASK``: the model id the routing table gives a task type.
 
 For scripts (``model=$(taosync route fast)``), so it stays on the fast path: the fleet is
-checked without pydantic (``load_fleet(model=False)``) and the key is never resolved.
+read through the pydantic-free run-time view (FleetView) and the key is never resolved.
 An unknown task gets the default route's model, with a warning on stderr. Without TASK,
 the whole table is printed. Exit 0, or 2 for an invalid fleet.
 """
@@ -18,26 +18,21 @@ def load_view(resolve_key: bool = False):
     from taosync.fleet.load import load_fleet
 
     s = current()
-    loaded = load_fleet(s.config_path(), home=s.home_dir, resolve_key=resolve_key, model=False)
-    return loaded, fleet_view(loaded.data)
+    loaded = load_fleet(s.config_path(), home=s.home_dir, resolve_key=resolve_key)
+    return loaded, fleet_view(loaded.fleet)
 
 
-def fleet_view(data: dict) -> dict:
-    """What a checked fleet (plain data) says about routes and URLs (as Fleet does)."""
-    gateway = data["gateway"]
-    base = gateway["base_url"]
-    routes = dict(data.get("routes") or {})
-    models = data["models"]
-    default = data.get("default_route")
-    default_model = routes[default] if default in routes else next(iter(models))
+def fleet_view(fleet) -> dict:
+    """What the fleet says about routes and URLs, as the clients get them: read through
+    :class:`~taosync.fleet.view.FleetView`, not a second copy of its logic."""
     return {
-        "base_url": base,
-        "anthropic": gateway.get("anthropic_base_url") or base,
-        "openai": gateway.get("openai_base_url") or base + "/v1",
-        "routes": routes,
-        "default_route": default if default in routes else None,
-        "default_model": default_model,
-        "backends": {m: (v or {}).get("backend") for m, v in models.items()},
+        "base_url": fleet.gateway.base_url,
+        "anthropic": fleet.anthropic_url,
+        "openai": fleet.openai_url,
+        "routes": dict(fleet.routes),
+        "default_route": fleet.route_for(None),
+        "default_model": fleet.model_for(None),
+        "backends": {model_id: model.backend for model_id, model in fleet.models.items()},
     }
 
 
@@ -81,13 +76,13 @@ def route(task: str | None) -> int:
     if task in view["routes"]:
         name, model = task, view["routes"][task]
     else:
-        import difflib
+        from taosync.fleet.problems import closest
 
         name, model = view["default_route"], view["default_model"]
-        hint = difflib.get_close_matches(task, list(view["routes"]), n=1)
+        hint = closest(task, view["routes"])
         if s.verbosity >= 0:
             ui.warn(f"no route {task!r}"
-                    + (f" (did you mean {hint[0]}?)" if hint else "")
+                    + (f" (did you mean {hint}?)" if hint else "")
                     + "; using the default route"
                     + (f" {name}" if name else " (none set: the first catalogue model)")
                     + f" → {model}")

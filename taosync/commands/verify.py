@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 import click
 
+from taosync.clients.registry import complete, ids as client_ids
 from taosync.errors import TaosyncError
 from taosync.settings import common_options, current
 
@@ -118,8 +119,8 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
 
 
 @click.command("verify")
-@click.option("--only", "only", multiple=True, metavar="CLIENT",
-              help="Verify only this client (repeatable): claude-code, codex, cline, continue.")
+@click.option("--only", "only", multiple=True, metavar="CLIENT", shell_complete=complete,
+              help="Verify only this client (repeatable): " + ", ".join(client_ids()) + ".")
 @click.option("--route", metavar="NAME", help="Verify only the probes of this route.")
 @click.option("--stub", "use_stub", is_flag=True,
               help="Send the probes to a stand-in gateway on loopback, started for this run "

@@ -141,7 +141,7 @@ def _dump_patch(patch, key: Secret) -> dict:
 
 
 def _load_patch(data: dict, key: Secret, mcp: _McpResolver):
-    from taosync.clients.base import Patch
+    from taosync.engine.patch import Patch
     from taosync.formats.base import keypath_parse
 
     def dec(pairs):

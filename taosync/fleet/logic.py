@@ -7,6 +7,8 @@ Standard library only.
 
 from __future__ import annotations
 
+import functools
+import keyword
 import re
 from typing import Any
 
@@ -24,9 +26,32 @@ SECRET_REFERENCE_START = re.compile(r"\$\{(?:env|file|cmd|shell):")
 #: the MCP server fields whose values may hold a key reference (they are secrets)
 MCP_SECRET_FIELDS = ("env", "headers")
 
-#: client name as spelled in fleet.yaml → attribute on ``fleet.clients``
-CLIENT_ATTRS = {"claude-code": "claude_code", "codex": "codex", "cline": "cline",
-                "continue": "continue_"}
+
+
+#: ``x-slot`` values in the schema: one route-or-model, a list of them, a mapping whose values are them
+SLOT, SLOT_LIST, SLOT_MAP = "one", "list", "map"
+
+
+def attr_name(client_id: str) -> str:
+    """The Python attribute a client id is read as (``claude-code`` → ``claude_code``,
+    ``continue`` → ``continue_``)."""
+    name = client_id.replace("-", "_")
+    return name + "_" if keyword.iskeyword(name) else name
+
+
+@functools.lru_cache(maxsize=1)
+def client_attrs() -> dict[str, str]:
+    """Client id as spelled in fleet.yaml → attribute on ``fleet.clients``."""
+    from taosync.fleet.schema import client_entries
+
+    return {client_id: attr_name(client_id) for client_id in client_entries()}
+
+
+def __getattr__(name: str):
+    # CLIENT_ATTRS is read from the schema on first use, not at import
+    if name == "CLIENT_ATTRS":
+        return client_attrs()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def expand_all(value: Any, fn) -> Any:
@@ -229,7 +254,7 @@ class FleetLogic:
     def enabled_clients(self) -> dict:
         """Client name (as spelled in fleet.yaml) → its settings, for enabled clients."""
         out = {}
-        for name, attr in CLIENT_ATTRS.items():
+        for name, attr in client_attrs().items():
             value = getattr(self.clients, attr)
             if value is not None and value.enabled:
                 out[name] = value

@@ -2,26 +2,26 @@
 
 The JSON schema in ``schemas/fleet.schema.json`` is generated from these classes
 (``taosync schema``), so field descriptions here are also the editor hints users see.
-Cross-field rules (routes name catalogue models, slots name routes or models, …) live
-in :mod:`taosync.fleet.load`, where each problem can be tied to a line and column.
+The ``clients:`` section is built from the client modules' declarations (their
+``OPTIONS``), so this module is the one place the fleet layer reads the client registry;
+the run path reads the generated schema instead. Cross-field rules (routes name catalogue
+models, slots name routes or models, …) live in :mod:`taosync.fleet.checks`, where each
+problem can be tied to a line and column.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model
 
-from taosync.fleet.logic import FleetLogic
+from taosync.fleet.logic import FleetLogic, attr_name
 
 
 SUPPORTED_VERSIONS = (1,)
 
 SecretsMode = Literal["inline", "reference"]
-ContinueRole = Literal[
-    "chat", "autocomplete", "embed", "rerank", "edit", "apply", "summarize", "subagent"
-]
-ClineEditor = Literal["code", "code-insiders", "vscodium", "cursor", "windsurf"]
 
 
 
@@ -77,70 +77,43 @@ class _Client(_Strict):
     mcp: bool = Field(True, description="Write the fleet's mcp_servers into this client.")
 
 
-class ClaudeCode(_Client):
-    model: str | None = Field(None, description="Route or model id for ANTHROPIC_MODEL "
-                              "(default: default_route).")
-    haiku: str | None = Field(None, description="Route or model id for the Haiku slot "
-                              "(background tasks).")
-    sonnet: str | None = Field(None, description="Route or model id for the Sonnet slot "
-                               "(default: the model slot).")
-    opus: str | None = Field(None, description="Route or model id for the Opus slot.")
+def _client_model(module) -> type[_Client]:
+    """The pydantic model of one client's entry, from the options its module declares."""
+    fields = {}
+    for option in module.OPTIONS:
+        extra = {}
+        if option.slot:
+            extra["x-slot"] = option.slot
+        if option.reserved:
+            extra["x-reserved"] = dict(option.reserved)
+        if isinstance(option.default, (list, dict)):
+            default = {"default_factory": lambda d=option.default: copy.deepcopy(d)}
+        else:
+            default = {"default": option.default}
+        pattern = {"pattern": option.pattern} if option.pattern else {}
+        fields[option.name] = (option.type, Field(**default, description=option.description,
+                                                  json_schema_extra=extra or None, **pattern))
+    return create_model(module.TITLE.replace(" ", ""), __base__=_Client, **fields)
 
 
-class Codex(_Client):
-    model: str | None = Field(None, description="Route or model id for `model` "
-                              "(default: default_route).")
-    profiles: list[str] = Field(
-        default_factory=list,
-        description="Routes (or model ids) that each get a profile file, so "
-        "`codex -p NAME` uses that model.",
-    )
-    provider_id: str = Field(
-        "taotoken",
-        description="Id of the [model_providers.<id>] table taosync owns "
-        "(never `openai`: Codex reserves it).",
-        pattern=r"^[A-Za-z0-9_-]+$",
-    )
+def _clients_model() -> type[_Strict]:
+    """The ``clients:`` section: one optional entry per registered client.
+
+    The one place the fleet layer reads the client registry: the schema is generated from
+    the client modules' declarations, and the run path reads the schema, not the modules.
+    """
+    from taosync.clients.registry import all as all_clients
+
+    fields = {}
+    for client_id, module in all_clients().items():
+        attr = attr_name(client_id)
+        fields[attr] = (_client_model(module) | None,
+                        Field(None, alias=client_id if client_id != attr else None,
+                              description=module.SUMMARY))
+    return create_model("Clients", __base__=_Strict, **fields)
 
 
-class Cline(_Client):
-    model: str | None = Field(None, description="Route or model id (default: default_route).")
-    legacy: bool = Field(
-        True,
-        description="Also write the legacy extension store (globalState.json + "
-        "secrets.json) that Cline 4.x migrates from.",
-    )
-    editors: list[ClineEditor] | Literal["auto"] = Field(
-        "auto",
-        description="VS Code-family editors whose Cline MCP file to write; `auto` = "
-        "those installed (their User/globalStorage exists).",
-    )
-
-
-class Continue(_Client):
-    roles: dict[ContinueRole, str] = Field(
-        default_factory=dict,
-        description="Role → route or model id. Default: chat, edit, apply and "
-        "summarize on default_route.",
-    )
-    secret_name: str = Field(
-        "TAOTOKEN_API_KEY",
-        description="Name used in ${{ secrets.NAME }} when secrets: reference.",
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-    )
-
-
-class Clients(_Strict):
-    claude_code: ClaudeCode | None = Field(
-        None, alias="claude-code",
-        description="Claude Code (Anthropic Messages): model, haiku, sonnet, opus slots.")
-    codex: Codex | None = Field(
-        None, description="Codex CLI (OpenAI Responses): model, profiles, provider_id.")
-    cline: Cline | None = Field(
-        None, description="Cline (OpenAI-compatible provider): model, editors, legacy.")
-    continue_: Continue | None = Field(
-        None, alias="continue",
-        description="Continue (config.yaml models): roles → route or model id.")
+Clients = _clients_model()
 
 
 class _McpServer(_Strict):
@@ -242,3 +215,11 @@ class Fleet(FleetLogic, _Strict):
                            description="How `taosync verify` probes each backend.")
     #: resolved MCP key references (FleetLogic.attach_mcp_secrets); never in the schema
     _mcp_secrets: dict = PrivateAttr(default_factory=dict)
+
+
+def fleet_model() -> type[Fleet]:
+    """A :class:`Fleet` for the clients registered now: how a client added at run time
+    (a test's toy client) gets its place in the schema, as a shipped one does."""
+    clients = _clients_model()
+    return create_model("Fleet", __base__=Fleet, __doc__=Fleet.__doc__, clients=(clients, Field(
+        default_factory=clients, description=Fleet.model_fields["clients"].description)))

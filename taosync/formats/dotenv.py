@@ -150,6 +150,8 @@ class DotenvEditor:
         return path[0]
 
     def get(self, doc: DotenvDocument, path: KeyPath) -> Any:
+        if tuple(path) == ():  # the whole file, as the other editors give it
+            return {rec.key: _unquote(rec.raw) for rec in doc.records if rec.key is not None}
         key = self._key(path)
         for rec in reversed(doc.records):
             if rec.key == key:

@@ -81,10 +81,10 @@ def group_specs(specs: Iterable[Any], fleet: Any = None) -> list[ProbeGroup]:
 
 
 def _did_you_mean(name: str, options: Iterable[str]) -> str:
-    import difflib
+    from taosync.fleet.problems import closest
 
-    close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.5)
-    return f" (did you mean {close[0]}?)" if close else ""
+    close = closest(name, options, cutoff=0.5)
+    return f" (did you mean {close}?)" if close else ""
 
 
 def collect_specs(fleet: Any, key: Any, env: Any, only: Iterable[str] | None = None,
@@ -116,7 +116,7 @@ def collect_on_disk(fleet: Any, key: Any, env: Any, only: Iterable[str] | None =
 def _select(fleet: Any, only: Iterable[str] | None, route: str | None,
             strict: bool) -> list[Any]:
     """The client modules to probe, in registry order."""
-    from taosync.clients.base import all_clients
+    from taosync.clients.registry import all as all_clients
 
     registry = all_clients()
     enabled = fleet.enabled_clients()
@@ -143,7 +143,7 @@ def _on_route(specs: list[Any], route: str | None, clients: list[Any],
     kept = [spec for spec in specs if spec.route == route]
     if not kept and strict:
         raise BadInput(f"no enabled client uses route {route}"
-                       + (f" (among {', '.join(m.NAME for m in clients)})" if only else ""))
+                       + (f" (among {', '.join(m.ID for m in clients)})" if only else ""))
     return kept
 
 

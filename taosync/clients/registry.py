@@ -1,0 +1,54 @@
+"""The only list of clients: fleet.yaml id → the module that implements it.
+
+Modules are imported on demand, so naming the clients costs nothing and a command that
+needs one client imports only that one. Adding a client is its module, one line here
+and ``tests/clients/test_<id>.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+#: client id as spelled under ``clients:`` in fleet.yaml → module implementing it
+CLIENTS: dict[str, str] = {
+    "claude-code": "taosync.clients.claude_code",
+    "codex": "taosync.clients.codex",
+    "cline": "taosync.clients.cline",
+    "continue": "taosync.clients.continue_",
+}
+
+#: clients registered at run time (tests' toy clients); never written by shipped code
+_EXTRA: dict[str, ModuleType] = {}
+
+
+def ids() -> list[str]:
+    """Every client id, in registry order (no import)."""
+    return [*CLIENTS, *_EXTRA]
+
+
+def complete(ctx, param, incomplete: str) -> list[str]:
+    """Shell completion of a client id (click's ``shell_complete`` signature)."""
+    return [client_id for client_id in ids() if client_id.startswith(incomplete)]
+
+
+def get(client_id: str) -> ModuleType:
+    """The module of one client; KeyError for an unknown id."""
+    if client_id in _EXTRA:
+        return _EXTRA[client_id]
+    return importlib.import_module(CLIENTS[client_id])
+
+
+def all() -> dict[str, ModuleType]:  # noqa: A001 - the registry's natural verb
+    """Client id → module, importing each on first use."""
+    return {client_id: get(client_id) for client_id in ids()}
+
+
+def register(module: ModuleType) -> None:
+    """Add a client module at run time (test hook: the shipped list is ``CLIENTS``)."""
+    _EXTRA[module.ID] = module
+
+
+def unregister(client_id: str) -> None:
+    """Undo :func:`register`."""
+    _EXTRA.pop(client_id, None)

@@ -1,0 +1,276 @@
+"""Steps 4, 6 and 7 of loading: URL normalisation, cross-checks (routes, slots,
+reserved values, references), the key and MCP secrets, and scrubbing messages.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from taosync.fleet import secrets as _secrets
+from taosync.fleet.secrets import Secret, SecretError, parse_reference
+from taosync.fleet.schema import client_entries
+from taosync.fleet.logic import SLOT, SLOT_LIST, SLOT_MAP, FLEET_REFERENCE, McpSecret, mcp_secret_values
+from taosync.fleet.problems import PathT, Problem, closest, did_you_mean
+from taosync.fleet.schema_errors import _URL_FIELDS
+
+
+
+
+
+class CrossChecks:
+    """Steps 4, 6 and 7 of :class:`~taosync.fleet.load._Loader`."""
+
+    # ---- 4. URLs
+
+    def normalise_urls(self, data: dict) -> None:
+        gateway = data.get("gateway")
+        if not isinstance(gateway, dict):
+            return
+        for name in _URL_FIELDS:
+            url = gateway.get(name)
+            if not isinstance(url, str):
+                continue
+            path = ("gateway", name)
+            problem = _url_problem(url)
+            if problem:
+                self.error(path, problem)
+                self._reported.add(path)
+                continue
+            if name != "base_url":
+                continue  # overrides are exact URLs, taken as written
+            root = url
+            while root.endswith("/"):
+                root = root[:-1]
+            dropped_v1 = root.endswith("/v1")
+            if dropped_v1:
+                root = root[:-3].rstrip("/")
+            if root == url or _url_problem(root):
+                continue
+            gateway[name] = root
+            if dropped_v1:
+                why = ("give the gateway root: taosync adds /v1 for the OpenAI-shaped clients "
+                       "(Codex, Cline, Continue) and Claude Code appends /v1/messages itself; "
+                       "a gateway that really lives under …/v1 takes openai_base_url and "
+                       "anthropic_base_url")
+            else:
+                why = "dropped the trailing /: the clients append their own paths"
+            self.warn(path, f"normalised {_safe_url(url)} to {_safe_url(root)}: {why}")
+
+    # ---- 6. cross-checks
+
+    def cross_check(self, data: dict) -> None:
+        models = data.get("models")
+        routes = data.get("routes", {})
+        models_ok = isinstance(models, dict)
+        routes_ok = isinstance(routes, dict)
+        model_ids = list(models) if models_ok else []
+        route_names = list(routes) if routes_ok else []
+
+        if models_ok and routes_ok:
+            for name, target in routes.items():
+                if isinstance(target, str) and target not in models:
+                    msg = (f"route '{name}' names '{target}', which is not in models"
+                           f"{did_you_mean(target, model_ids)}")
+                    if target in routes:
+                        msg += " (a route names a model, not another route)"
+                    self.error(("routes", name), msg)
+
+        default = data.get("default_route")
+        if isinstance(default, str) and routes_ok and default not in routes:
+            if default in model_ids:
+                msg = (f"'{default}' is a model id, not a route; add a route for it "
+                       "under routes: and name that route here")
+            else:
+                msg = f"'{default}' is not a route{did_you_mean(default, route_names)}"
+                if route_names:
+                    msg += f" (routes: {', '.join(route_names)})"
+            self.error(("default_route",), msg)
+
+        clients = data.get("clients")
+        if isinstance(clients, dict):
+            for name, value in clients.items():
+                if value is None and name in client_entries():
+                    self.warn(("clients", name), f"empty, so taosync leaves {name} alone; "
+                              f"write `{name}: {{}}` to configure it with defaults, or "
+                              "`enabled: false` to make that explicit", at="key")
+            if models_ok and routes_ok:
+                for path, slot in _slots(clients):
+                    if slot not in routes and slot not in models:
+                        self.error(path, f"'{slot}' is neither a route nor a catalogue model"
+                                   f"{did_you_mean(slot, route_names + model_ids)}")
+            for path, why in _reserved(clients):
+                self.error(path, why)
+
+        servers = data.get("mcp_servers")
+        if isinstance(servers, dict) and models_ok and routes_ok:
+            known = fleet_reference_names(model_ids, route_names)
+            for name, server in servers.items():
+                self.check_references(("mcp_servers", name), server, known)
+
+    def check_references(self, path: PathT, value, known: list[str]) -> None:
+        if isinstance(value, str):
+            for m in FLEET_REFERENCE.finditer(value):
+                ref = m.group(1)
+                if ref not in known:
+                    kind, dot, rest = ref.partition(".")
+                    same_kind = [k.partition(".")[2] for k in known if dot and
+                                 k.startswith(kind + ".")]
+                    if same_kind:
+                        match = closest(rest, same_kind)
+                        match = match and f"{kind}.{match}"
+                    else:
+                        match = closest(ref, known)
+                    if match:
+                        guess = f"; did you mean ${{{match}}}?"
+                    elif same_kind:
+                        guess = f" ({kind}: {', '.join(same_kind)})"
+                    else:
+                        guess = ""
+                    self.error(path, f"unknown reference ${{{ref}}}{guess}")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                self.check_references(path + (k,), v, known)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                self.check_references(path + (i,), v, known)
+
+    # ---- 7. the key
+
+    def check_key(self, data: dict) -> None:
+        gateway = data.get("gateway")
+        raw = gateway.get("key") if isinstance(gateway, dict) else None
+        if not isinstance(raw, str) or not raw.strip():
+            return  # the schema step reported it
+        path = ("gateway", "key")
+        ref = parse_reference(raw)
+        self.key_ref = ref
+        if ref.kind == "literal":
+            if "${" in raw:
+                self.error(path, "not a key reference taosync knows; write ${env:NAME}, "
+                           "${file:PATH}, ${cmd:COMMAND} or ${shell:COMMAND}")
+                return
+            self.warn(path, "a literal key in fleet.yaml: anyone who can read this file (or "
+                      "your dotfiles repo) has it; use ${env:NAME}, ${file:PATH} or "
+                      "${cmd:COMMAND}")
+            if self.resolve_key:
+                self.key = Secret(raw.strip(), "literal")
+            return
+        if not self.resolve_key:
+            return
+        timeout = self.key_timeout if self.key_timeout is not None else _secrets.CMD_TIMEOUT
+        try:
+            self.key = _secrets.resolve(ref, environ=self.environ, home=self.home,
+                                        timeout=timeout)
+        except SecretError as exc:
+            self.error(path, f"cannot resolve {ref.describe()}: {exc}")
+        except (OSError, ValueError) as exc:
+            self.error(path, f"cannot resolve {ref.describe()}: {type(exc).__name__}")
+
+    def check_mcp_secrets(self, data: dict) -> None:
+        """Resolve each key reference in an MCP ``env``/``headers`` value, as the key is:
+        one that cannot be resolved is a located error (nothing is written)."""
+        timeout = self.key_timeout if self.key_timeout is not None else _secrets.CMD_TIMEOUT
+        for path, text, parts in mcp_secret_values(data.get("mcp_servers")):
+            if isinstance(parts, str):
+                self.error(path, parts)
+                continue
+            if not self.resolve_key or text in self.mcp_secrets:
+                continue
+            prefix, ref, suffix = parts
+            try:
+                resolved = _secrets.resolve(ref, environ=self.environ, home=self.home,
+                                            timeout=timeout)
+            except SecretError as exc:
+                reason = str(exc).replace("point gateway.key at", "use")
+                self.error(path, f"cannot resolve {ref.describe()}: {reason}")
+                continue
+            except (OSError, ValueError) as exc:
+                self.error(path, f"cannot resolve {ref.describe()}: {type(exc).__name__}")
+                continue
+            self.mcp_secrets[text] = McpSecret(text, prefix, ref, suffix, resolved)
+
+    def scrub(self) -> None:
+        """No message may hold a secret: replace any occurrence with its redacted form."""
+        values: list[Secret] = list(self.mcp_secrets.values())
+        if self.key is not None:
+            values.append(self.key)
+        if self.key_ref is not None and self.key_ref.kind == "literal":
+            values.append(Secret(self.key_ref.arg.strip()))
+        values = [v for v in values if len(v.reveal()) >= 8]
+        if not values:
+            return
+        for bucket in (self.errors, self.warnings):
+            for i, p in enumerate(bucket):
+                message = p.message
+                for v in values:
+                    message = v.scrub(message)
+                if message != p.message:
+                    bucket[i] = Problem(p.file, p.line, p.column, p.yaml_path, message,
+                                        p.severity)
+
+
+def fleet_reference_names(model_ids: Iterable[str], route_names: Iterable[str]) -> list[str]:
+    """Every ``${…}`` name :meth:`Fleet.reference_value` can satisfy for this catalogue."""
+    return (["gateway.base_url", "gateway.key", "gateway.anthropic_base_url",
+             "gateway.openai_base_url", "default_route"]
+            + [f"routes.{r}" for r in route_names] + [f"models.{m}" for m in model_ids])
+
+
+def _client_options(clients: dict):
+    """(client id, its entry, option name, option schema) for every configured client."""
+    for name, entry in client_entries().items():
+        cfg = clients.get(name)
+        if isinstance(cfg, dict):
+            for option, prop in entry.get("properties", {}).items():
+                yield name, cfg, option, prop
+
+
+def _slots(clients: dict):
+    """(path, value) of every client slot that names a route or a model (``x-slot`` in the
+    schema: one value, a list of them, or a mapping's values)."""
+    for name, cfg, option, prop in _client_options(clients):
+        kind, value = prop.get("x-slot"), cfg.get(option)
+        if kind == SLOT and isinstance(value, str):
+            yield ("clients", name, option), value
+        elif kind == SLOT_LIST and isinstance(value, list):
+            for i, v in enumerate(value):
+                if isinstance(v, str):
+                    yield ("clients", name, option, i), v
+        elif kind == SLOT_MAP and isinstance(value, dict):
+            for key, v in value.items():
+                if isinstance(v, str):
+                    yield ("clients", name, option, key), v
+
+
+def _reserved(clients: dict):
+    """(path, why) of every client option set to a value its client reserves
+    (``x-reserved`` in the schema, e.g. Codex's built-in provider id)."""
+    for name, cfg, option, prop in _client_options(clients):
+        why = prop.get("x-reserved", {}).get(cfg.get(option)) if isinstance(
+            cfg.get(option), str) else None
+        if why:
+            yield ("clients", name, option), why
+
+
+def _url_problem(url: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return f"{_safe_url(url)!r} is not a URL"
+    if parts.scheme.lower() not in ("http", "https"):
+        return (f"must be an http:// or https:// URL, got {_safe_url(url)!r}"
+                + (" (no scheme: add https://)" if "://" not in url else ""))
+    if not parts.netloc or not parts.hostname:
+        return f"{_safe_url(url)!r} has no host"
+    if any(c.isspace() for c in url):
+        return f"{_safe_url(url)!r} contains whitespace"
+    return None
+
+
+def _safe_url(url: str) -> str:
+    """A URL for messages: credentials in it (``user:pass@``) are hidden."""
+    url = re.sub(r"(://)[^/@]*@", r"\1…@", url)
+    return url if len(url) <= 120 else url[:117] + "…"

@@ -1,0 +1,108 @@
+"""What loading fleet.yaml reports: located problems, and the wording helpers
+every step shares (one ``did_you_mean``, YAML paths as users write them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from taosync.errors import TaosyncError
+
+
+PathT = tuple  # of str (mapping key) | int (list index)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem (or warning) in fleet.yaml, tied to a line and column (1-based).
+
+    ``line == 0`` means the file as a whole (it does not exist or cannot be read).
+    """
+
+    file: str
+    line: int
+    column: int
+    yaml_path: str
+    message: str
+    severity: str = "error"  # error | warning
+
+    def format(self) -> str:
+        """``fleet.yaml:LINE:COL: <yaml path>: message`` (compiler style)."""
+        parts = [f"{self.file}:{self.line}:{self.column}" if self.line else self.file]
+        if self.yaml_path:
+            parts.append(self.yaml_path)
+        parts.append(self.message if self.severity == "error" else f"warning: {self.message}")
+        return ": ".join(parts)
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "line": self.line, "column": self.column,
+                "path": self.yaml_path, "message": self.message, "severity": self.severity}
+
+
+def _order(p: Problem):
+    return (p.line, p.column, p.severity != "error")
+
+
+class FleetInvalid(TaosyncError):
+    """fleet.yaml cannot be used: every problem found, sorted by line (exit code 2)."""
+
+    exit_code = 2
+
+    def __init__(self, file: str, problems: Iterable[Problem],
+                 warnings: Iterable[Problem] = ()) -> None:
+        self.file = file
+        self.problems: list[Problem] = sorted(problems, key=_order)
+        self.warnings: list[Problem] = sorted(warnings, key=_order)
+        n = len(self.problems)
+        super().__init__(
+            f"{file}: {n} problem{'' if n == 1 else 's'}; nothing was written",
+            details=[p.format() for p in self.all()],
+        )
+
+    def all(self) -> list[Problem]:
+        """Problems and warnings together, in file order."""
+        return sorted(self.problems + self.warnings, key=_order)
+
+
+class _Stop(Exception):
+    """Stop the pipeline: what is found so far is all that can be found."""
+
+
+def closest(word, candidates: Iterable, cutoff: float = 0.6) -> str | None:
+    """The candidate ``word`` was most likely meant to be (same letters in another
+    case first, then difflib's closest match at ``cutoff``), or None. The one
+    "did you mean" search of taosync: callers word the hint their own way."""
+    if not isinstance(word, str):
+        return None
+    cands = [c for c in candidates if isinstance(c, str) and c != word]
+    folded = {c.casefold(): c for c in cands}
+    if word.casefold() in folded:
+        return folded[word.casefold()]
+    import difflib
+
+    match = difflib.get_close_matches(word, cands, n=1, cutoff=cutoff)
+    return match[0] if match else None
+
+
+def did_you_mean(word, candidates: Iterable) -> str:
+    """``"; did you mean 'x'?"`` for the closest candidate, or ``""``."""
+    match = closest(word, candidates)
+    return f"; did you mean '{match}'?" if match else ""
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_/@+-]+$")
+
+
+def format_path(path: PathT) -> str:
+    """``("clients", "x", "profiles", 1)`` → ``clients.x.profiles[1]``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.match(part):
+            out += f".{part}" if out else part
+        else:
+            out += '["' + part.replace("\\", "\\\\").replace('"', '\\"') + '"]'
+    return out

@@ -1,0 +1,444 @@
+"""Reading fleet.yaml: bytes, UTF-8, YAML (the safe-loader shortcut and the round-trip
+tree with positions), plain data, the size and depth limits, and line/column lookup.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from taosync.fleet.problems import PathT, _Stop
+from taosync.fleet.schema_errors import _yaml_scalar
+
+try:  # the builtin module skips loading OpenSSL (~5 ms), as the stdlib's random does
+    from _sha256 import sha256 as _sha256  # Python 3.11
+except ImportError:  # pragma: no cover - 3.12+ renamed it; any hashlib is fine
+    try:
+        from _sha2 import sha256 as _sha256
+    except ImportError:
+        from hashlib import sha256 as _sha256
+
+#: fleet.yaml larger than this is refused without parsing (1 MiB)
+MAX_BYTES = 1024 * 1024
+#: values after alias expansion (a "billion laughs" file stops here)
+MAX_NODES = 100_000
+#: nesting levels below the top-level mapping (checked while parsing, and after aliases)
+MAX_DEPTH = 64
+
+
+class _TooMany(Exception):
+    pass
+
+
+class _NotFast(Exception):
+    """The safe loader's tree may not read as the round-trip one would: use that."""
+
+
+class _TooDeep(Exception):
+    """The YAML nests deeper than :data:`MAX_DEPTH`; raised while parsing, at ``mark``."""
+
+    def __init__(self, mark) -> None:
+        super().__init__()
+        self.line, self.column = mark.line + 1, mark.column + 1
+
+
+
+class YamlSource:
+    """Steps 1–3 of :class:`~taosync.fleet.load._Loader` and its position lookup."""
+
+    # ---- 1. bytes
+
+    def read_bytes(self) -> bytes:
+        path = self.path
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read(MAX_BYTES + 1)
+                if len(raw) > MAX_BYTES:
+                    import os
+
+                    size = os.fstat(fh.fileno()).st_size
+                    size_text = f"{size / 1e6:.1f} MB" if size > len(raw) else "more than 1 MB"
+                    self.at(1, 1, f"the file is {size_text}; a fleet.yaml is at most 1 MB "
+                            "(is this the right file?)")
+                    raise _Stop
+        except FileNotFoundError:
+            self.at(0, 0, "no such file. Pass -c PATH or set $TAOSYNC_CONFIG; without them "
+                    "taosync reads ./fleet.yaml, else $XDG_CONFIG_HOME/taosync/fleet.yaml "
+                    "(`taosync init` writes a starter, `taosync import` proposes one from your clients)")
+            raise _Stop from None
+        except IsADirectoryError:
+            self.at(0, 0, "is a directory, not a fleet.yaml file; pass -c PATH/fleet.yaml")
+            raise _Stop from None
+        except PermissionError:
+            self.at(0, 0, "cannot be read: permission denied (check its mode and owner)")
+            raise _Stop from None
+        except OSError as exc:
+            self.at(0, 0, f"cannot be read: {exc.strerror or type(exc).__name__}")
+            raise _Stop from None
+        return raw
+
+    def decode(self, raw: bytes) -> str:
+        if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+            self.at(1, 1, "the file is UTF-16; save it as UTF-8")
+            raise _Stop
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            start = exc.start
+            line = raw.count(b"\n", 0, start) + 1
+            line_start = raw.rfind(b"\n", 0, start) + 1
+            col = len(raw[line_start:start].decode("utf-8", errors="replace")) + 1
+            self.at(line, col, f"not valid UTF-8 (byte 0x{raw[start]:02x}); save the file "
+                    "as UTF-8")
+            raise _Stop from None
+        return text[1:] if text.startswith("\ufeff") else text
+
+    def read(self) -> None:
+        raw = self.read_bytes()
+        self.digest = _sha256(raw).hexdigest()
+        self.text = self.decode(raw)
+        if not self.text.strip() or _only_comments(self.text):
+            self.at(1, 1, "the file is empty; start with `version: 1`, then gateway:, "
+                    "models: and routes: (see the example fleet.yaml)")
+            raise _Stop
+
+    # ---- 2./3. YAML
+
+    def parse(self, fast: bool) -> dict:
+        root = self.parse_safe(self.text) if fast else self.tree()
+        if root is None:
+            self.at(1, 1, "the file holds no YAML document; start with `version: 1`")
+            raise _Stop
+        if not isinstance(root, dict):
+            line, col = self.position(())
+            what = "a list" if isinstance(root, list) else "a single value"
+            self.at(line, col, f"the top level is {what}; fleet.yaml is a mapping "
+                    "(version:, gateway:, models:, routes:, …)")
+            raise _Stop
+        self._nodes, self.fast = 0, fast
+        try:
+            return self.plain(root, (), 0, set())
+        except _TooMany:
+            self.at(1, 1, f"the file expands to more than {MAX_NODES} values "
+                    "(YAML aliases repeated?)")
+            raise _Stop from None
+        finally:
+            self.fast = False
+
+    def tree(self):
+        """The round-trip tree (parsed on first use)."""
+        if self.root is None:
+            self.root = self.parse_yaml(self.text)
+        return self.root
+
+    def parse_safe(self, text: str):
+        """The safe loader's tree, or _NotFast when it could differ from the round-trip
+        tree's data (merge keys: key order) or when it does not load (the round-trip
+        parse then says why, located)."""
+        if "<<" in text:
+            raise _NotFast
+        try:
+            return _load_yaml("safe", text)
+        except Exception:
+            raise _NotFast from None
+
+    def parse_yaml(self, text: str):
+        from ruamel.yaml.constructor import DuplicateKeyError
+        from ruamel.yaml.error import MarkedYAMLError, YAMLError
+        from ruamel.yaml.reader import ReaderError
+
+        try:
+            return _load_yaml("rt", text)
+        except _TooDeep as exc:
+            self.at(exc.line, exc.column, f"nested deeper than {MAX_DEPTH} levels; "
+                    "a fleet.yaml needs only a few")
+        except DuplicateKeyError as exc:
+            if not self.all_duplicates(text):
+                self.marked(exc)
+        except MarkedYAMLError as exc:
+            self.marked(exc)
+        except ReaderError as exc:
+            line, col = _line_col(text, exc.position)
+            char = exc.character
+            code = f"U+{ord(char):04X}" if isinstance(char, str) else f"0x{char:02x}"
+            self.at(line, col, f"character {code} is not allowed in YAML "
+                    "(a control character? quote it as an escape in double quotes)")
+        except RecursionError:
+            self.at(1, 1, "the YAML nests too deeply")
+        except YAMLError as exc:
+            self.at(1, 1, f"YAML error: {str(exc).splitlines()[0] if str(exc) else exc!r}")
+        except Exception as exc:  # a parser bug must not become a traceback
+            self.at(1, 1, f"cannot parse this YAML ({type(exc).__name__}: {exc})")
+        raise _Stop
+
+    def marked(self, exc) -> None:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        problem = (exc.problem or "").strip()
+        if "'\\t'" in problem or "\t" in problem:
+            self.at(line, col, "a tab character here: YAML indents with spaces, never tabs")
+            return
+        message = f"YAML syntax error: {problem or 'invalid YAML'}"
+        context = (exc.context or "").strip()
+        if context and exc.context_mark is not None and exc.context_mark is not mark:
+            cm = exc.context_mark
+            message += f" ({context} at line {cm.line + 1}, column {cm.column + 1})"
+        elif context:
+            message += f" ({context})"
+        self.at(line, col, message)
+
+    def all_duplicates(self, text: str) -> bool:
+        """Report every duplicate key (ruamel stops at the first). False if none found."""
+        try:
+            from ruamel.yaml import YAML
+            from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+            node = YAML(typ="rt").compose(text)
+        except Exception:
+            return False
+        found = False
+        stack, visited = [node], set()
+        while stack:
+            n = stack.pop()
+            if n is None or id(n) in visited:
+                continue
+            visited.add(id(n))
+            if isinstance(n, MappingNode):
+                first: dict = {}
+                for knode, vnode in n.value:
+                    stack.extend((knode, vnode))
+                    if not isinstance(knode, ScalarNode) or knode.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = knode.value
+                    mark = knode.start_mark
+                    if key in first:
+                        found = True
+                        self.at(mark.line + 1, mark.column + 1,
+                                f"duplicate key '{key}' (first at line {first[key].line + 1}); "
+                                "the later one would silently win, so remove one")
+                    else:
+                        first[key] = mark
+            elif isinstance(n, SequenceNode):
+                stack.extend(n.value)
+        return found
+
+    def plain(self, node, path: PathT, depth: int, active: set):
+        """The ruamel tree as plain JSON-like data; odd values become located errors."""
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise _TooMany
+        if depth > MAX_DEPTH:
+            self.placeholder(path, f"nested deeper than {MAX_DEPTH} levels")
+            return None
+        if isinstance(node, dict):
+            if id(node) in active:
+                self.placeholder(path, "a YAML alias that contains itself")
+                return None
+            active.add(id(node))
+            out: dict = {}
+            for k, v in node.items():
+                if not isinstance(k, str):
+                    line, col = self.position(path)
+                    try:
+                        kl, kc = node.lc.key(k)
+                        line, col = kl + 1, kc + 1
+                    except Exception:
+                        pass
+                    self.at(line, col, f"the key {_yaml_scalar(k)} is not a string; quote it "
+                            "(keys are names)", path)
+                    continue
+                out[str(k)] = self.plain(v, path + (str(k),), depth + 1, active)
+            active.discard(id(node))
+            return out
+        if isinstance(node, (list, tuple)):
+            if id(node) in active:
+                self.placeholder(path, "a YAML alias that contains itself")
+                return None
+            active.add(id(node))
+            out_list = [self.plain(v, path + (i,), depth + 1, active) for i, v in enumerate(node)]
+            active.discard(id(node))
+            return out_list
+        if node is None or isinstance(node, bool):
+            return node
+        if self.fast and type(node) not in (str, int, float):
+            raise _NotFast  # dates, binary, sets: as the round-trip tree has them
+        if type(node).__name__ == "ScalarBoolean":  # ruamel's anchored bool is an int
+            return bool(node)
+        if isinstance(node, int):
+            return int(node)
+        if isinstance(node, float):
+            if not math.isfinite(node):
+                self.placeholder(path, f"{node!r} is not a finite number")
+                return None
+            return float(node)
+        if isinstance(node, str):
+            return str(node)
+        import datetime
+
+        if isinstance(node, datetime.date):  # an unquoted date: the user meant the text
+            return node.isoformat()
+        tag = getattr(getattr(node, "tag", None), "value", None) or getattr(node, "tag", None)
+        if isinstance(node, bytes):
+            what = "a !!binary value"
+        elif isinstance(tag, str):
+            what = f"the YAML tag {tag}"
+        else:
+            what = f"a YAML {type(node).__name__}"
+        self.placeholder(path, f"{what} is not supported here; write a plain value")
+        return None
+
+    def placeholder(self, path: PathT, message: str) -> None:
+        """Report a value ``plain`` replaces by None, and keep later steps quiet about it."""
+        self.error(path, message)
+        self._reported.add(path)
+
+    # ---- positions
+
+    def position(self, path: PathT, at: str = "value") -> tuple[int, int]:
+        """1-based (line, column) of the node at ``path`` (or of its key, ``at="key"``).
+
+        Walks the ruamel tree; where it has no record (a merged key, a key that is not
+        there), the nearest enclosing node's position is used.
+        """
+        node = self.tree()
+        pos = _own_position(node) or (0, 0)
+        for i, part in enumerate(path):
+            last = i == len(path) - 1
+            lc = getattr(node, "lc", None)
+            if isinstance(node, dict):
+                key = _find_key(node, part)
+                if key is _MISSING:
+                    break
+                kpos = vpos = None
+                try:
+                    kpos = tuple(lc.key(key))
+                    vpos = tuple(lc.value(key))
+                except Exception:
+                    pass
+                if last and (at == "key" or node[key] is None):
+                    pos = kpos or pos  # an empty value has no place of its own
+                    break
+                pos = vpos or kpos or pos
+                node = node[key]
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                try:
+                    pos = tuple(lc.item(part))
+                except Exception:
+                    pass
+                node = node[part]
+            else:
+                break
+        line, col = pos if isinstance(pos, tuple) and len(pos) == 2 else (0, 0)
+        if not (isinstance(line, int) and isinstance(col, int)):
+            line, col = 0, 0
+        return line + 1, col + 1
+
+
+def _limit_depth(yaml) -> None:
+    """Make ``yaml`` stop at :data:`MAX_DEPTH` nested levels while it parses: ruamel's
+    scanner is quadratic in the number of open ``[``/``{`` and its composer recursive,
+    so a 2 KB file of 1,000 ``[`` took seconds and ended in a RecursionError. The
+    scanner counts flow levels, the composer every level (block ones too)."""
+    from ruamel.yaml.composer import Composer
+    from ruamel.yaml.scanner import Scanner
+
+    yaml.Scanner = _depth_limited(yaml.Scanner or Scanner)
+    yaml.Composer = _depth_limited(yaml.Composer or Composer)
+
+
+def _depth_limited(base):
+    """``base`` (a ruamel Scanner or Composer class) with the depth check, made once."""
+    if base not in _DEPTH_LIMITED:
+        from ruamel.yaml.composer import Composer
+
+        if issubclass(base, Composer):
+            class DepthLimited(base):
+                _nesting = 0
+
+                def compose_node(self, parent, index):
+                    if self._nesting > MAX_DEPTH:  # the root is level 0, as in ``plain``
+                        raise _TooDeep(self.parser.peek_event().start_mark)
+                    self._nesting += 1
+                    try:
+                        return super().compose_node(parent, index)
+                    finally:
+                        self._nesting -= 1
+        else:
+            class DepthLimited(base):
+                def fetch_flow_collection_start(self, TokenClass, to_push):
+                    if len(self.flow_context) >= MAX_DEPTH:
+                        raise _TooDeep(self.reader.get_mark())
+                    super().fetch_flow_collection_start(TokenClass, to_push)
+
+        _DEPTH_LIMITED[base] = DepthLimited
+    return _DEPTH_LIMITED[base]
+
+
+_DEPTH_LIMITED: dict = {}
+_READER = None
+#: what YAML forbids (the complement of ruamel's NON_PRINTABLE class): the same check,
+#: but this small class compiles in well under a millisecond where ruamel's negated
+#: class over all of Unicode takes ~10 ms (paid on every file with a non-ASCII byte)
+_NON_PRINTABLE = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]"
+
+
+def _load_yaml(typ: str, text: str):
+    """``text`` through ruamel's ``typ`` loader, with the fast reader, warnings silenced."""
+    import warnings
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ=typ, pure=True)
+    yaml.Reader = _fast_reader()
+    _limit_depth(yaml)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return yaml.load(text)
+
+
+def _fast_reader():
+    global _READER
+    if _READER is None:
+        from ruamel.yaml.reader import Reader
+
+        class FastReader(Reader):
+            NON_PRINTABLE = re.compile(_NON_PRINTABLE)
+
+        _READER = FastReader
+    return _READER
+
+
+_MISSING = object()
+
+
+def _own_position(node):
+    lc = getattr(node, "lc", None)
+    if lc is None:
+        return None
+    try:
+        line, col = lc.line, lc.col
+    except Exception:
+        return None
+    return (line, col) if isinstance(line, int) and isinstance(col, int) else None
+
+
+def _find_key(mapping: dict, part):
+    try:
+        if part in mapping:
+            return part
+    except TypeError:
+        pass
+    for k in mapping:
+        if str(k) == str(part):
+            return k
+    return _MISSING
+
+
+def _line_col(text: str, index: int) -> tuple[int, int]:
+    index = max(0, min(index, len(text)))
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _only_comments(text: str) -> bool:
+    return all(not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines())

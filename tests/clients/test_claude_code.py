@@ -1,0 +1,210 @@
+"""claude-code: exact patches and probes, import, and the contract every client keeps."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from helpers import (
+    KEY, KEY_ONE, MINI, R1, ROOT, ROUTER_ARGS, ROUTER_ENV, SONNET, by_path, fleet, imported,
+    populate, round_trip, write)
+from contract import check_contract
+from taosync.clients import claude_code
+from taosync.clients.base import ClientEnv, ProbeSpec
+from taosync.fleet.secrets import Secret
+
+
+def test_contract(taosync, home, fleet_file):
+    check_contract(taosync, home, fleet_file, "claude-code", {"model": "balanced", "haiku": "fast"},
+                   reference_off_disk=True)
+
+
+# -- render and probes
+
+def test_claude_inline(clients_env, tmp_path):
+    patches = by_path(claude_code.render(fleet(), KEY, clients_env))
+    settings = patches[tmp_path / ".claude" / "settings.json"]
+    assert settings.format == "json" and settings.client == "claude-code"
+    assert settings.values == {
+        ("env", "ANTHROPIC_BASE_URL"): ROOT,
+        ("env", "ANTHROPIC_MODEL"): SONNET,
+        ("env", "ANTHROPIC_DEFAULT_SONNET_MODEL"): SONNET,
+        ("env", "ANTHROPIC_DEFAULT_HAIKU_MODEL"): MINI,
+        ("env", "ANTHROPIC_DEFAULT_OPUS_MODEL"): R1,
+        ("env", "ANTHROPIC_AUTH_TOKEN"): KEY,
+    }
+    assert isinstance(settings.values[("env", "ANTHROPIC_AUTH_TOKEN")], Secret)
+    state = patches[tmp_path / ".claude.json"]
+    assert state.format == "json" and state.secret  # the router's env holds the key
+    assert state.values == {("mcpServers", "taotoken-router"): {
+        "type": "stdio", "command": "npx", "args": ROUTER_ARGS, "env": ROUTER_ENV}}
+    assert len(patches) == 2 and clients_env.warnings == []
+
+
+def test_claude_slots_unset_and_sonnet_override(clients_env):
+    values = claude_code.render(fleet(clients__claude_code={"sonnet": "fast"}), KEY,
+                                clients_env)[0].values
+    assert values[("env", "ANTHROPIC_MODEL")] == SONNET  # default_route
+    assert values[("env", "ANTHROPIC_DEFAULT_SONNET_MODEL")] == MINI
+    assert ("env", "ANTHROPIC_DEFAULT_HAIKU_MODEL") not in values
+    assert ("env", "ANTHROPIC_DEFAULT_OPUS_MODEL") not in values
+
+
+def test_claude_headers(clients_env):
+    f = fleet(gateway__headers={"X-Team": "core", "X-Trace": "1"})
+    values = claude_code.render(f, KEY, clients_env)[0].values
+    assert values[("env", "ANTHROPIC_CUSTOM_HEADERS")] == "X-Team: core\nX-Trace: 1"
+    (probe, *_) = claude_code.probes(f, KEY, clients_env)
+    assert probe.headers == (("X-Team", "core"), ("X-Trace", "1"))
+
+
+@pytest.mark.parametrize("ref, helper", [
+    ("${env:TAOTOKEN_API_KEY}", "printenv TAOTOKEN_API_KEY"),
+    ("${cmd:pass show 'tao token'}", "pass show 'tao token'"),
+    ("${shell:pass show tao | head -1}", "pass show tao | head -1"),
+])
+def test_claude_reference_helper(clients_env, ref, helper):
+    f = fleet(gateway__key=ref, secrets="reference")
+    settings, _ = claude_code.render(f, KEY, clients_env)
+    assert settings.values[("apiKeyHelper",)] == helper
+    assert ("env", "ANTHROPIC_AUTH_TOKEN") not in settings.values
+    assert not any(isinstance(v, Secret) for v in settings.values.values())
+    assert {p.auth for p in claude_code.probes(f, KEY, clients_env)} == {"both"}
+
+
+def test_claude_reference_file_helper_expands_home(clients_env, tmp_path):
+    f = fleet(gateway__key="${file:~/my keys/tao}", secrets="reference")
+    settings, _ = claude_code.render(f, KEY, clients_env)
+    expected = "cat " + shlex.quote(str(tmp_path / "my keys" / "tao"))
+    assert settings.values[("apiKeyHelper",)] == expected
+
+
+def test_claude_reference_per_client_and_literal_fallback(clients_env):
+    f = fleet(clients__claude_code={"secrets": "reference", "mcp": False})  # fleet: inline
+    assert claude_code.render(f, KEY, clients_env)[0].values[("apiKeyHelper",)] == \
+        "printenv TAOTOKEN_API_KEY"
+    f = fleet(gateway__key="sk-literal-0123456789abcdef", secrets="reference")
+    settings, _ = claude_code.render(f, KEY, clients_env)
+    assert settings.values[("env", "ANTHROPIC_AUTH_TOKEN")] == KEY
+    assert ("apiKeyHelper",) not in settings.values
+    (warning,) = clients_env.warnings
+    assert "literal" in warning and "inline" in warning and "sk-literal" not in warning
+    assert {p.auth for p in claude_code.probes(f, KEY, clients_env)} == {"bearer"}
+
+
+def test_claude_reference_warns_when_mcp_holds_key(clients_env):
+    f = fleet(secrets="reference")
+    claude_code.render(f, KEY, clients_env)
+    assert any("gateway.key" in w and ".claude.json" in w for w in clients_env.warnings)
+
+
+def test_claude_mcp_http_sse_and_cwd(clients_env):
+    f = fleet(mcp_servers={
+        "remote": {"url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer t"}},
+        "old": {"url": "https://mcp.example/sse", "transport": "sse"},
+        "local": {"command": "srv", "cwd": "/srv"},
+    })
+    _, state = claude_code.render(f, KEY, clients_env)
+    assert state.values == {
+        ("mcpServers", "remote"): {"type": "http", "url": "https://mcp.example/mcp",
+                                   "headers": {"Authorization": "Bearer t"}},
+        ("mcpServers", "old"): {"type": "sse", "url": "https://mcp.example/sse"},
+        ("mcpServers", "local"): {"type": "stdio", "command": "srv", "args": [], "env": {}},
+    }
+    assert not state.secret
+    (warning,) = clients_env.warnings
+    assert "'local'" in warning and "cwd" in warning
+
+
+def test_claude_no_mcp_patch_when_disabled_or_empty(clients_env):
+    assert len(claude_code.render(fleet(clients__claude_code={"mcp": False}), KEY,
+                                  clients_env)) == 1
+    assert len(claude_code.render(fleet(mcp_servers={}), KEY, clients_env)) == 1
+
+
+def test_claude_config_dir(tmp_path):
+    env = ClientEnv(home=tmp_path, environ={"CLAUDE_CONFIG_DIR": str(tmp_path / "cc")},
+                    sandboxed=True)
+    paths = [p.path for p in claude_code.render(fleet(), KEY, env)]
+    assert paths == [tmp_path / "cc" / "settings.json", tmp_path / "cc" / ".claude.json"]
+    assert env.warnings == []
+
+
+def test_claude_config_dir_outside_sandbox_ignored(tmp_path):
+    home = tmp_path / "home"
+    env = ClientEnv(home=home, environ={"CLAUDE_CONFIG_DIR": str(tmp_path / "real")},
+                    sandboxed=True)
+    paths = [p.path for p in claude_code.render(fleet(), KEY, env)]
+    assert paths == [home / ".claude" / "settings.json", home / ".claude.json"]
+    (warning,) = env.warnings
+    assert "CLAUDE_CONFIG_DIR" in warning and "outside" in warning
+
+
+def test_claude_probes(clients_env):
+    probes = claude_code.probes(fleet(), KEY, clients_env)
+    assert probes == [
+        ProbeSpec("claude-code", route, model, "anthropic-messages", ROOT,
+                  ROOT + "/v1/messages?beta=true", "bearer")
+        for route, model in (("balanced", SONNET), ("fast", MINI), ("deep", R1))
+    ]
+    # model ids in slots (not routes) → route None; one probe per distinct model
+    f = fleet(clients__claude_code={"model": SONNET, "sonnet": SONNET, "haiku": "balanced"})
+    assert [(p.route, p.model) for p in claude_code.probes(f, KEY, clients_env)] == [
+        (None, SONNET)]
+
+
+# -- /v1 rule and overrides ----------------------------------------------------------
+
+
+# -- import
+
+def test_claude_code_round_trip(run, home, tmp_path, monkeypatch):
+    populate(home, "claude")
+    data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE)
+    fleet = data["fleet"]
+    assert fleet["gateway"] == {"base_url": "https://gw.example.com/api",
+                                "key": "${env:TAOTOKEN_API_KEY}",
+                                "headers": {"X-Team": "platform"}}
+    assert fleet["routes"] == {"main": "claude-sonnet-4-20250514", "haiku": "gpt-4o-mini",
+                               "opus": "nvidia/deepseek-r1"}
+    assert fleet["default_route"] == "main"
+    assert fleet["clients"] == {"claude-code": {"model": "main", "haiku": "haiku",
+                                                "opus": "opus"}}
+    assert fleet["mcp_servers"]["docs"] == {"command": "npx", "args": ["-y", "some-mcp"],
+                                            "env": {"DOCS_DIR": "/srv/docs"}}
+    assert fleet["mcp_servers"]["search"]["url"] == "https://mcp.example.com/mcp"
+    # the one thing plan adds: the Sonnet slot, which defaults to the model slot
+    settings = [f for f in plan["files"] if f["display"] == "~/.claude/settings.json"][0]
+    assert {c["key"] for c in settings["changes"]} <= {"env.ANTHROPIC_DEFAULT_SONNET_MODEL"}
+    assert [f["action"] for f in plan["files"] if f["display"] == "~/.claude.json"] == ["unchanged"]
+
+
+def test_claude_api_key_helper_is_kept_as_the_reference(run, home, tmp_path, monkeypatch):
+    write(home / ".claude/settings.json", json.dumps({
+        "apiKeyHelper": "security find-generic-password -s taotoken -w",
+        "env": {"ANTHROPIC_BASE_URL": "https://gw.example.com/api",
+                "ANTHROPIC_MODEL": "gw-main"}}))
+    r, data = imported(run)
+    assert r.rc == 0
+    assert data["fleet"]["gateway"]["key"] == "${shell:security find-generic-password -s taotoken -w}"
+    assert data["fleet"]["clients"]["claude-code"]["secrets"] == "reference"
+    write(home / ".claude/settings.json", json.dumps({
+        "apiKeyHelper": "printenv MY_GW_KEY",
+        "env": {"ANTHROPIC_BASE_URL": "https://gw.example.com/api",
+                "ANTHROPIC_MODEL": "gw-main"}}))
+    data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE)
+    assert data["fleet"]["gateway"]["key"] == "${env:MY_GW_KEY}"
+    assert ("~/.claude/settings.json", "apiKeyHelper") not in changes
+
+
+def test_claude_on_bedrock_is_an_unknown_provider(run, home):
+    populate(home, "codex")
+    write(home / ".claude/settings.json", json.dumps({"env": {
+        "CLAUDE_CODE_USE_BEDROCK": "1", "ANTHROPIC_MODEL": "anthropic.claude-x"}}))
+    r, data = imported(run)
+    assert r.rc == 1
+    provider = [f for f in data["findings"] if f["topic"] == "provider"]
+    assert provider and "Amazon Bedrock" in provider[0]["message"]
+    assert "claude-code" not in data["fleet"]["clients"]
