@@ -241,3 +241,13 @@ def redactor_for(ctx, state):
         for part in (patch.values, patch.skeleton, patch.volatile):
             redactor.add_secrets_in(part)
     return redactor
+
+
+def stand_in(wanted: bool):
+    """The stand-in gateway class when ``--stub`` asked for one (verify starts it; verify
+    sits below the stub, so the caller hands it over)."""
+    if not wanted:
+        return None
+    from taosync.stub import Stub
+
+    return Stub

@@ -48,11 +48,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 #: ("circle", importer, imported): that import closes a circle inside one layer.
 #: Each one belongs to another helper's part of issue 12; the lead removes an entry once
 #: the merged branches no longer have it.
-KNOWN_VIOLATIONS = {
-    # p2: verify/session.py starts the stand-in gateway (stub/) for --stub; the probe
-    # runner should take its answers from protocols/ instead
-    ("upward", "taosync.verify.session", "taosync.stub"),
-}
+KNOWN_VIOLATIONS: set[tuple[str, str, str]] = set()
 
 
 def module_name(path: Path) -> str:

@@ -91,10 +91,11 @@ def verify_after_apply(loaded: Any, env: Any, settings: Any, only: Iterable[str]
     ``on_disk``: probe the values in the client files (right after an apply they are the
     desired ones, so the default reads nothing back)."""
     from taosync.verify.session import verify_fleet
+    from taosync.pipeline import stand_in
 
     key = getattr(loaded, "key", None)
     report = verify_fleet(loaded.fleet, key, env, state_dir=settings.state_dir(), only=only,
-                          route=route, stub=stub, strict=strict, on_disk=on_disk)
+                          route=route, stub=stand_in(stub), strict=strict, on_disk=on_disk)
     print_report(report, settings, key)
     return report.exit_code
 

@@ -64,8 +64,11 @@ def stand_in_key() -> Any:
 
 def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
                  only: Iterable[str] | None = None, route: str | None = None,
-                 stub: bool = False, strict: bool = True, on_disk: bool = False) -> Report:
+                 stub: Any = None, strict: bool = True, on_disk: bool = False) -> Report:
     """Collect, probe (against a stand-in gateway when ``stub``), record history.
+
+    ``stub``: the stand-in gateway to start for this run (``taosync.stub.Stub``, passed in
+    by the caller so verify stays below the stub in the layers), or None for the real one.
 
     ``on_disk``: build each probe from the values in the client's files (and report their
     drift from fleet.yaml) rather than from what fleet.yaml would write; apply and watch,
@@ -93,9 +96,7 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     if not groups:
         return report
     if stub:
-        from taosync.stub import Stub
-
-        with Stub(key=key, models=list(fleet.models)) as server:
+        with stub(key=key, models=list(fleet.models)) as server:
             report.stub_root = server.root
             report.results = run(groups, key, fleet.verify, base_override=server.root)
     else:
@@ -103,7 +104,7 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     if state_dir is not None:
         try:
             report.history = str(history.append(state_dir, report.results,
-                                                stub=stub, key=key))
+                                                stub=bool(stub), key=key))
         except OSError as exc:
             report.warnings.append(f"could not append to the verify history in {state_dir}: "
                                    f"{exc.strerror or exc}")

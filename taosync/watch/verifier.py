@@ -69,7 +69,7 @@ class Verifier:
             return
         w.counts["verifies"] += 1
         report = verify_fleet(fleet, ctx.key, ctx.env, state_dir=w.settings.state_dir(),
-                              only=only, stub=w.options.stub, strict=False)
+                              only=only, stub=pipeline.stand_in(w.options.stub), strict=False)
         for text in report.warnings:
             w._emit("warning", text, level="problem")
         for r in report.results:
