@@ -21,6 +21,9 @@ A client module (``claude_code.py``, ``codex.py``, …) is listed once, in
 * ``observe(env) -> Observation``: what its files say today (``taosync import``);
 * ``locations(env) -> (dirs, files)``: where its files may be (rollback and recovery
   act only there);
+* ``doctor(fleet, key, environ) -> list[Finding]`` (optional): what ``taosync doctor``
+  should say about this client's own pitfalls (environment variables that beat or are
+  ignored by its files);
 
 A client module knows its client and nothing else: no file I/O, no format syntax. The
 engine turns patches into edits and writes. This module holds the contract and shared
@@ -392,3 +395,35 @@ def disk_key(kind: str, arg: str, where: str, env: ClientEnv) -> tuple[Any, str 
     except SecretError as exc:
         return None, f"{where}: {exc}"
     return Secret(secret.reveal(), where), None
+
+
+# -- what a client tells taosync doctor ----------------------------------------------------
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of ``taosync doctor`` from a client's own ``doctor`` hook."""
+
+    name: str  # what was looked at, e.g. an environment variable
+    status: str  # ok | info | warn | fail
+    detail: str  # already safe to print: secrets redacted, URLs without credentials
+
+
+def same_key(value: str, key: Any) -> bool | None:
+    """Whether an environment value is the fleet's key (None: no key to compare with);
+    constant-time, and neither value is ever returned."""
+    if key is None:
+        return None
+    import hmac
+
+    return hmac.compare_digest(value.strip().encode(), key.reveal().encode())
+
+
+def safe_url(value: str) -> str:
+    """``value`` with any user:password@ replaced by ``…@``."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value if "://" in value else "http://" + value)
+    if parts.username or parts.password:
+        return value.replace(parts.netloc, "…@" + parts.netloc.rsplit("@", 1)[1])
+    return value
+

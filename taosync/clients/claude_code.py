@@ -21,7 +21,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
+from taosync.clients.base import (Finding, safe_url, same_key, ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
                                   fleet_mcp, probe_specs, read_plain, shown, slot_option,
                                   start_on_disk)
 from taosync.fleet.logic import inline_mcp_secrets
@@ -358,3 +358,63 @@ def _observe_mcp(state: dict, path: Path, obs: Observation) -> None:
         if n:
             obs.notes.append(f"{path}: {n} project-scope MCP server{'s' if n != 1 else ''} "
                              f"under projects.* not imported (taosync writes user scope)")
+
+
+# -- doctor ----------------------------------------------------------------------------------
+
+def doctor(fleet, key, environ) -> list[Finding]:
+    """Claude Code's environment pitfalls: a settings.json ``env`` value beats the same
+    variable in the shell, and ``ANTHROPIC_API_KEY`` is sent as x-api-key beside the
+    token (clients.md, Claude Code: precedence and auth headers)."""
+    from taosync.fleet.secrets import redact
+
+    get = lambda name: (environ.get(name) or "").strip()  # noqa: E731
+    claude = fleet.enabled_clients().get(ID) if fleet is not None else None
+    managed = claude is not None
+    reference = managed and fleet.secrets_for(claude) == "reference"
+    rule = "Claude Code: a settings.json env value beats the same variable in the shell"
+    out: list[Finding] = []
+
+    value = get("ANTHROPIC_BASE_URL")
+    if value:
+        want = fleet.anthropic_url if fleet is not None else None
+        if not managed:
+            out.append(Finding("ANTHROPIC_BASE_URL", "warn",
+                               f"{safe_url(value)} in the shell; Claude Code is not managed by "
+                               "taosync here, so it uses this"))
+        elif want and value.rstrip("/") != want.rstrip("/"):
+            out.append(Finding("ANTHROPIC_BASE_URL", "warn",
+                               f"{safe_url(value)} in the shell differs from the fleet's {want}; "
+                               f"{rule}, so Claude Code uses the fleet's, other Anthropic tools "
+                               "use the shell's"))
+        else:
+            out.append(Finding("ANTHROPIC_BASE_URL", "info",
+                               f"set in the shell (same as the fleet); {rule}"))
+    value = get("ANTHROPIC_AUTH_TOKEN")
+    if value:
+        same = same_key(value, key)
+        shown_value = redact(value)
+        if reference and same is False:
+            out.append(Finding("ANTHROPIC_AUTH_TOKEN", "warn",
+                               f"{shown_value} in the shell beats taosync's apiKeyHelper "
+                               "(secrets: reference), and it is not the fleet's key: Claude Code "
+                               "will send it; unset it"))
+        elif same is False:
+            out.append(Finding("ANTHROPIC_AUTH_TOKEN", "info",
+                               f"{shown_value} in the shell is not the fleet's key; {rule} (taosync "
+                               "writes ANTHROPIC_AUTH_TOKEN there), other tools use the shell's"))
+        else:
+            out.append(Finding("ANTHROPIC_AUTH_TOKEN", "info",
+                               f"{shown_value} in the shell" + (" (the fleet's key)" if same else "")))
+    value = get("ANTHROPIC_API_KEY")
+    if value:
+        same = same_key(value, key)
+        out.append(Finding("ANTHROPIC_API_KEY", "warn" if same is False else "info",
+                           f"{redact(value)} in the shell"
+                           + (" is not the fleet's key: Claude Code sends it as x-api-key next "
+                              "to Authorization, and a gateway may reject the pair; in "
+                              "interactive mode it asks to approve it; unset it"
+                              if same is False else
+                              ": Claude Code sends it as x-api-key (and asks to approve it in "
+                              "interactive mode); ANTHROPIC_AUTH_TOKEN needs no approval")))
+    return out

@@ -19,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
+from taosync.clients.base import (Finding, safe_url, same_key, ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
                                   SLOT_LIST, Seen, disk_key, fleet_mcp, probe_specs, read_plain,
                                   shown, slot_option, start_on_disk)
 from taosync.fleet.logic import McpSecret, inline_mcp_secrets
@@ -434,3 +434,39 @@ def observe(env: ClientEnv) -> Observation:
                 continue
             obs.mcp_servers[name] = Seen(value, config_path, where)
     return obs
+
+
+# -- doctor ----------------------------------------------------------------------------------
+
+def doctor(fleet, key, environ) -> list[Finding]:
+    """OpenAI-style variables Codex reads or ignores: its custom provider (what taosync
+    writes) carries its own URL and key (clients.md, Codex: providers and auth)."""
+    from taosync.fleet.secrets import redact
+
+    get = lambda name: (environ.get(name) or "").strip()  # noqa: E731
+    out: list[Finding] = []
+    value = get("OPENAI_API_KEY")
+    if value:
+        same = same_key(value, key)
+        out.append(Finding("OPENAI_API_KEY", "info",
+                           f"{redact(value)} in the shell"
+                           + (" (the fleet's key)" if same else " (not the fleet's key)"
+                              if same is False else "")
+                           + ": read by Codex's built-in openai provider and many tools; "
+                           "taosync's Codex provider and Cline/Continue files carry their own"))
+    value = get("OPENAI_BASE_URL")
+    if value:
+        want = fleet.openai_url if fleet is not None else None
+        differs = want is not None and value.rstrip("/") != want.rstrip("/")
+        out.append(Finding("OPENAI_BASE_URL", "warn" if differs else "info",
+                           f"{safe_url(value)} in the shell"
+                           + (f" differs from the fleet's {want}" if differs else "")
+                           + ": Codex ignores OPENAI_BASE_URL (taosync writes a custom provider); "
+                           "other OpenAI tools (Qwen Code, SDK scripts) use it"))
+    value = get("CODEX_API_KEY")
+    if value:
+        out.append(Finding("CODEX_API_KEY", "info",
+                           f"{redact(value)} in the shell: overrides Codex's auth.json for "
+                           "providers with requires_openai_auth; taosync's provider reads its "
+                           "own env_key / token"))
+    return out

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from taosync.clients.base import safe_url
 from taosync.settings import common_options, current
 
 #: backend label → (name, argv) of the commands that show its local runtime answers
@@ -108,108 +109,17 @@ def runtime_checks(fleet: Any, environ: Mapping[str, str]) -> list[Check]:
 
 # -- environment ----------------------------------------------------------------------------
 
-def _redact(value: str) -> str:
-    from taosync.fleet.secrets import redact
-
-    return redact(value)
-
-
-def _safe_url(value: str) -> str:
-    parts = urlsplit(value if "://" in value else "http://" + value)
-    if parts.username or parts.password:
-        netloc = "…@" + parts.netloc.rsplit("@", 1)[1]
-        return value.replace(parts.netloc, netloc)
-    return value
-
-
-def _same_key(value: str, key: Any) -> bool | None:
-    if key is None:
-        return None
-    import hmac
-
-    return hmac.compare_digest(value.strip().encode(), key.reveal().encode())
-
-
 def env_checks(fleet: Any, key: Any, environ: Mapping[str, str]) -> list[Check]:
+    """Each client's own pitfalls (its ``doctor`` hook), then the location variables."""
+    from taosync.clients.registry import all as all_clients
+
     out: list[Check] = []
-    get = lambda name: (environ.get(name) or "").strip()  # noqa: E731
-    from taosync.clients import claude_code
-
-    claude = None
-    if fleet is not None:
-        claude = fleet.enabled_clients().get(claude_code.ID)
-    reference = claude is not None and fleet.secrets_for(claude) == "reference"
-    managed = claude is not None
-    rule = "Claude Code: a settings.json env value beats the same variable in the shell"
-
-    value = get("ANTHROPIC_BASE_URL")
-    if value:
-        want = fleet.anthropic_url if fleet is not None else None
-        if not managed:
-            out.append(Check("env", "ANTHROPIC_BASE_URL", "warn",
-                             f"{_safe_url(value)} in the shell; Claude Code is not managed by "
-                             "taosync here, so it uses this"))
-        elif want and value.rstrip("/") != want.rstrip("/"):
-            out.append(Check("env", "ANTHROPIC_BASE_URL", "warn",
-                             f"{_safe_url(value)} in the shell differs from the fleet's {want}; "
-                             f"{rule}, so Claude Code uses the fleet's, other Anthropic tools "
-                             "use the shell's"))
-        else:
-            out.append(Check("env", "ANTHROPIC_BASE_URL", "info",
-                             f"set in the shell (same as the fleet); {rule}"))
-    value = get("ANTHROPIC_AUTH_TOKEN")
-    if value:
-        same = _same_key(value, key)
-        shown = _redact(value)
-        if reference and same is False:
-            out.append(Check("env", "ANTHROPIC_AUTH_TOKEN", "warn",
-                             f"{shown} in the shell beats taosync's apiKeyHelper "
-                             "(secrets: reference), and it is not the fleet's key: Claude Code "
-                             "will send it; unset it"))
-        elif same is False:
-            out.append(Check("env", "ANTHROPIC_AUTH_TOKEN", "info",
-                             f"{shown} in the shell is not the fleet's key; {rule} (taosync "
-                             "writes ANTHROPIC_AUTH_TOKEN there), other tools use the shell's"))
-        else:
-            out.append(Check("env", "ANTHROPIC_AUTH_TOKEN", "info",
-                             f"{shown} in the shell" + (" (the fleet's key)" if same else "")))
-    value = get("ANTHROPIC_API_KEY")
-    if value:
-        same = _same_key(value, key)
-        out.append(Check("env", "ANTHROPIC_API_KEY", "warn" if same is False else "info",
-                         f"{_redact(value)} in the shell"
-                         + (" is not the fleet's key: Claude Code sends it as x-api-key next "
-                            "to Authorization, and a gateway may reject the pair; in "
-                            "interactive mode it asks to approve it; unset it"
-                            if same is False else
-                            ": Claude Code sends it as x-api-key (and asks to approve it in "
-                            "interactive mode); ANTHROPIC_AUTH_TOKEN needs no approval")))
-    value = get("OPENAI_API_KEY")
-    if value:
-        same = _same_key(value, key)
-        out.append(Check("env", "OPENAI_API_KEY", "info",
-                         f"{_redact(value)} in the shell"
-                         + (" (the fleet's key)" if same else " (not the fleet's key)"
-                            if same is False else "")
-                         + ": read by Codex's built-in openai provider and many tools; "
-                         "taosync's Codex provider and Cline/Continue files carry their own"))
-    value = get("OPENAI_BASE_URL")
-    if value:
-        want = fleet.openai_url if fleet is not None else None
-        differs = want is not None and value.rstrip("/") != want.rstrip("/")
-        out.append(Check("env", "OPENAI_BASE_URL", "warn" if differs else "info",
-                         f"{_safe_url(value)} in the shell"
-                         + (f" differs from the fleet's {want}" if differs else "")
-                         + ": Codex ignores OPENAI_BASE_URL (taosync writes a custom provider); "
-                         "other OpenAI tools (Qwen Code, SDK scripts) use it"))
-    value = get("CODEX_API_KEY")
-    if value:
-        out.append(Check("env", "CODEX_API_KEY", "info",
-                         f"{_redact(value)} in the shell: overrides Codex's auth.json for "
-                         "providers with requires_openai_auth; taosync's provider reads its "
-                         "own env_key / token"))
+    for module in all_clients().values():
+        hook = getattr(module, "doctor", None)
+        if hook is not None:
+            out += [Check("env", f.name, f.status, f.detail) for f in hook(fleet, key, environ)]
     for var, client in location_vars().items():
-        value = get(var)
+        value = (environ.get(var) or "").strip()
         if value:
             out.append(Check("env", var, "info", f"{client} files live under {value}"))
     return out
@@ -283,7 +193,7 @@ def proxy_checks(fleet: Any, environ: Mapping[str, str]) -> tuple[list[Check], s
     for scheme in ("https", "http", "all", "no"):
         if scheme in proxies:
             var, value = proxies[scheme]
-            out.append(Check("proxy", var, "info", _safe_url(value)))
+            out.append(Check("proxy", var, "info", safe_url(value)))
     if fleet is None:
         return out, proxied
     no_proxy = proxies.get("no", ("", ""))[1]
@@ -311,7 +221,7 @@ def proxy_checks(fleet: Any, environ: Mapping[str, str]) -> tuple[list[Check], s
                                  f"start it, or unset {var} / add {host} to NO_PROXY"))
         else:
             out.append(Check("proxy", f"{host} via {var}", "info",
-                             f"requests to the gateway go through {_safe_url(value)}"))
+                             f"requests to the gateway go through {safe_url(value)}"))
     return out, proxied
 
 
