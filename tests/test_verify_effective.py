@@ -268,3 +268,16 @@ def test_a_client_pointed_away_from_the_gateway_fails_saying_where(taosync, home
             "(no env.ANTHROPIC_BASE_URL), not the gateway") in r.err
     assert "~/.claude/settings.json differs from fleet.yaml in env.ANTHROPIC_BASE_URL" in r.err
     assert "claude-code" not in r.out  # nothing was sent for it
+
+
+def test_stub_mode_probes_the_files_too_so_a_broken_one_fails(taosync, home, fleet_file):
+    """--stub swaps only the gateway part of each URL for the stand-in's: a home whose
+    files are right passes offline, and a doubled /v1 hand-written into one still fails."""
+    assert taosync("apply", "--no-verify").rc == 0
+    r = taosync("verify", "--stub")
+    assert r.rc == 0, r.both
+    claude_url(home, EXAMPLE_ROOT)
+    r = taosync("verify", "--stub")
+    assert r.rc == 1, r.both
+    assert "~/.claude/settings.json env.ANTHROPIC_BASE_URL" in r.both
+    assert taosync("verify", "--stub", "--desired").rc == 0

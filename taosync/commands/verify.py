@@ -2,8 +2,9 @@
 
 By default each probe carries the values in the client's files as they are (base URL, key,
 model, headers), so a hand-broken file fails naming that file and key path, and every owned
-key path that differs from fleet.yaml is reported as drift; ``--desired`` (and ``--stub``)
-probe what fleet.yaml would write instead.
+key path that differs from fleet.yaml is reported as drift; ``--desired`` probes what
+fleet.yaml would write instead. ``--stub`` sends the same probes to a stand-in gateway
+(only the gateway part of each URL swapped, so a doubled ``/v1`` still fails there).
 
 Also :func:`verify_after_apply`, which ``taosync apply`` calls after writing; the run
 itself without printing is :func:`taosync.verify.session.verify_fleet`.
@@ -125,8 +126,10 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
 @click.option("--route", metavar="NAME", help="Verify only the probes of this route.")
 @click.option("--stub", "use_stub", is_flag=True,
               help="Send the probes to a stand-in gateway on loopback, started for this run "
-                   "with the fleet's key and catalogue (files are not changed); implies "
-                   "--desired.")
+                   "with the fleet's key and catalogue (files are not changed). The probes "
+                   "still carry the values in the client files (only the gateway part of "
+                   "each URL is swapped), so a broken file fails here too; add --desired "
+                   "to probe fleet.yaml's values (a home never applied gets those).")
 @click.option("--desired", is_flag=True,
               help="Probe what fleet.yaml would write (e.g. before the first apply), not the "
                    "values in the client files.")
@@ -148,12 +151,16 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bo
     env = s.client_env()
     recover_first(StateStore(s.state_dir()), env)  # an interrupted apply is put back first
     loaded, notes = _load(s, env, use_stub)
+    on_disk = not desired
+    if use_stub and on_disk and not StateStore(s.state_dir()).load().applies:
+        on_disk = False  # the offline demo of a fleet not applied yet
+        notes.append("nothing was applied here yet: --stub probes fleet.yaml's values")
     for w in getattr(loaded, "warnings", []):
         ui.warn(w.format() if hasattr(w, "format") else str(w))
     for note in notes:
         ui.warn(note)
     rc = verify_after_apply(loaded, env, s, only=only or None, stub=use_stub, route=route,
-                            strict=True, on_disk=not desired)
+                            strict=True, on_disk=on_disk)
     for warning in env.warnings:
         ui.warn(warning)
     return rc

@@ -86,11 +86,13 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     if problem:
         report.warnings.append(f"the key ({key.redacted()}) {problem}")
     selection = dict(only=list(only) if only else None, route=route, strict=strict)
-    if on_disk and not stub:
+    if on_disk:
         groups, found = collect_on_disk(fleet, key, env, **selection)
         for disk in found:
             report.drift += [(disk.client, line) for line in disk.drift]
             report.problems += [(disk.client, text) for text in disk.problems]
+        if stub:
+            groups = [_relative_to_gateway(g, fleet) for g in groups]
     else:
         groups = collect_specs(fleet, key, env, **selection)
     if not groups:
@@ -159,3 +161,16 @@ def table_lines(report: Report, *, color: Any = None, verbose: bool = False) -> 
             out.append((True, f"    {style(d.code, 'fail')}: {d.cause}"))
             out.append((True, f"    fix: {d.fix}"))
     return out
+
+
+def _relative_to_gateway(group: Any, fleet: Any) -> Any:
+    """An on-disk probe bound for the stand-in: only the fleet's gateway part of its URL is
+    swapped for the stand-in's, so whatever the client's file adds (a doubled ``/v1``)
+    is still sent, and still fails."""
+    from dataclasses import replace
+
+    from taosync.protocols import registry
+
+    base = fleet.gateway.base_url.rstrip("/") + registry.get(group.protocol).BASE_SUFFIX
+    return replace(group, base_url=base) if group.url.startswith(base) else group
+
