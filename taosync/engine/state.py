@@ -21,8 +21,14 @@ from taosync.engine.system import current
 STATE_VERSION = 1
 #: keyed hashes of secrets taosync wrote, kept so output can hide them long after
 KEEP_SECRET_HASHES = 50
-#: applies kept for rollback (records and backups); older ones are pruned
+#: applies kept for rollback (records and backups); older ones are pruned. The window
+#: counts the user's own steps (apply, rollback, redo), never watch's re-asserts
 KEEP_APPLIES = 20
+#: watch's drift re-asserts kept besides the window (the oldest go first)
+KEEP_REASSERTS = 20
+#: record kinds: a user's apply, a rollback (``undoes`` the applies it stepped back over),
+#: a redo (``undoes`` the rollback it took back), and watch's re-assert of drifted keys
+KINDS = ("apply", "rollback", "redo", "reassert")
 STATE_FILE = "state.json"
 HMAC_FILE = "hmac.key"
 JOURNAL_FILE = "journal.json"
@@ -86,10 +92,25 @@ class FileState:
 class ApplyRecord:
     id: int
     time: str
-    kind: str  # apply | rollback
+    kind: str  # one of KINDS
     #: per file: path, backup (file name under backups/<id>/ or None when it did not
-    #: exist), mode (octal int or None), and the file's state entry before this apply
+    #: exist), mode (octal int or None), action, clients, and the file's state entry
+    #: before this apply
     files: list[dict] = field(default_factory=list)
+    #: a rollback: the apply ids it stepped back over; a redo: the rollback it took back
+    undoes: list[int] = field(default_factory=list)
+
+
+def prune_history(records: list[ApplyRecord]) -> tuple[list[ApplyRecord], list[ApplyRecord]]:
+    """(kept, dropped): the newest KEEP_APPLIES user steps and everything after the
+    oldest of them, less the re-asserts beyond the newest KEEP_REASSERTS — so a watch
+    fighting drift all day never pushes the user's applies out of the window."""
+    steps = [n for n, r in enumerate(records) if r.kind != "reassert"]
+    start = steps[-KEEP_APPLIES] if len(steps) > KEEP_APPLIES else 0
+    reasserts = [r.id for r in records[start:] if r.kind == "reassert"]
+    too_many = set(reasserts[:-KEEP_REASSERTS]) if len(reasserts) > KEEP_REASSERTS else set()
+    kept = [r for r in records[start:] if r.id not in too_many]
+    return kept, records[:start] + [r for r in records[start:] if r.id in too_many]
 
 
 @dataclass
@@ -198,6 +219,8 @@ def _apply_record(data, where: str) -> ApplyRecord:
     _expect(record.id, int, f"{where}.id")
     _expect(record.time, str, f"{where}.time")
     _expect(record.kind, str, f"{where}.kind")
+    for n, undone in enumerate(_expect(record.undoes, list, f"{where}.undoes")):
+        _expect(undone, int, f"{where}.undoes[{n}]")
     for n, entry in enumerate(_expect(record.files, list, f"{where}.files")):
         at = f"{where}.files[{n}]"
         _expect(entry, dict, at)
@@ -206,6 +229,10 @@ def _apply_record(data, where: str) -> ApplyRecord:
             _expect(entry["backup"], str, f"{at}.backup")
         if entry.get("mode") is not None:
             _expect(entry["mode"], int, f"{at}.mode")
+        for client in _expect(entry.get("clients", []), list, f"{at}.clients"):
+            _expect(client, str, f"{at}.clients[]")
+        if entry.get("action") is not None:
+            _expect(entry["action"], str, f"{at}.action")
         if entry.get("before") is not None:
             FileState.from_json(entry["before"], f"{at}.before")
     return record
