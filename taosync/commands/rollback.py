@@ -28,28 +28,20 @@ def rollback(to, redo, dry_run):
     A new apply ends the redo chain.
     """
     from taosync import pipeline, ui
-    from taosync.errors import BadInput, TaosyncError
+    from taosync.errors import BadInput
     from taosync.commands.report import plan_json, print_plan, protect
     from taosync.engine.apply import RealWriter, execute
     from taosync.engine.state import locked
     from taosync.engine.recovery import recover
     from taosync.engine.rollback import plan_step
-    from taosync.engine.state import StateStore
-    from taosync.pipeline import Context
 
     if redo and to is not None:
         raise BadInput("rollback: --redo and --to do not go together")
     s = current()
-    store = StateStore(s.state_dir())
-    env = s.client_env()
     # an apply cut short is undone first (whether or not the fleet still loads); it is
     # the apply the user wants rolled back, so without --to nothing more is undone
-    recovered = pipeline.recover_first(store, env)
-    try:  # the fleet's key, to redact diffs; a rollback must work without a valid fleet
-        ctx = pipeline.prepare(s)
-    except TaosyncError:
-        ctx = Context(s, loaded=None, env=env, store=store)
-    ctx.store = store
+    ctx, recovered = history_context(s)
+    store, env = ctx.store, ctx.env
     state = store.load()  # plan first, unlocked: "nothing to roll back" writes nothing
     protect(ctx, state)
     if recovered and to is None and not redo:
@@ -82,20 +74,41 @@ def rollback(to, redo, dry_run):
         return 0
     _print_sources(step, home)
     print_plan(step.plan, ctx, diffs=True)
-    what = ", ".join(f"#{i}" for i in step.undoes)
+    kinds = {r.id: r.kind for r in state.applies}
+    what = ", ".join(f"{kinds.get(i, 'apply')} #{i}" for i in step.undoes)
     if step.kind == "redo":
         verb = "would take back" if dry_run else "took back"
-        ui.out(f"redo: {verb} rollback {what}"
+        ui.out(f"redo: {verb} {what}"
                + (f" (recorded as #{record_id}; taosync rollback steps back again)"
                   if record_id else ""))
     elif dry_run:
-        ui.out(f"dry run: would roll back apply {what}")
+        ui.out(f"dry run: would roll back {what}")
     elif result_files:
-        ui.out(f"rolled back apply {what}: {len(result_files)} file(s) restored "
+        ui.out(f"rolled back {what}: {len(result_files)} file(s) restored "
                f"(recorded as #{record_id}; taosync rollback --redo takes it back)")
     else:
-        ui.out(f"apply {what}: files already as they were; nothing to restore")
+        ui.out(f"{what}: files already as they were; nothing to restore")
     return 0
+
+
+def history_context(s):
+    """(context, files recovered) for commands that work from the state's history
+    (rollback, destroy): an interrupted apply is put back first, and the fleet is
+    loaded only for its key, to redact diffs — they must work without a valid fleet."""
+    from taosync import pipeline
+    from taosync.engine.state import StateStore
+    from taosync.errors import TaosyncError
+    from taosync.pipeline import Context
+
+    store = StateStore(s.state_dir())
+    env = s.client_env()
+    recovered = pipeline.recover_first(store, env)
+    try:
+        ctx = pipeline.prepare(s)
+    except TaosyncError:
+        ctx = Context(s, loaded=None, env=env, store=store)
+    ctx.store = store
+    return ctx, recovered
 
 
 def _print_sources(step, home) -> None:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from taosync.engine.plan import FilePlan, Plan
 from taosync.engine.recovery import restore_entry
-from taosync.engine.state import (ApplyRecord, State, StateStore, prune_history, sha256_bytes,
-                                  write_private)
+from taosync.engine.state import (ApplyRecord, State, StateStore, missing_dirs, prune_history,
+                                  sha256_bytes, write_private)
 from taosync.engine.system import RealSystem, System
 from taosync.errors import WriteFailed
 
@@ -137,7 +137,10 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
 
     kept, dropped = prune_history(state.applies + [record])
     new_state = replace(state, files=new_files, applies=kept,
-                        inputs=inputs or state.inputs)
+                        inputs=inputs or state.inputs, made_dirs=list(state.made_dirs))
+    for fp in changed:  # the directories the writes below create: destroy takes them back
+        if fp.new_text is not None:
+            new_state.remember_dirs(missing_dirs(fp.real_path.parent))
     done: list[FilePlan] = []
     try:
         for fp in changed:
@@ -160,6 +163,7 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
         raise WriteFailed(f"{what} ({exc.strerror or exc}); {outcome}") from None
 
     state.files, state.applies, state.inputs = new_state.files, new_state.applies, new_state.inputs
+    state.made_dirs = new_state.made_dirs
     try:
         store.system.remove(store.journal_path)
     except OSError:

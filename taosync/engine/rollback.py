@@ -10,6 +10,7 @@ from the records themselves, so nothing else needs keeping in step:
 * ``rollback --redo`` takes back the newest rollback (its own backups hold the files as
   they were just before it, hand edits included), so its applies are in effect again;
 * a new ``apply`` drops the redo chain (the rollbacks before it can no longer be redone);
+* a ``destroy`` is a step like an apply (rolling it back puts everything back);
 * watch's ``reassert`` records move nothing: rolling back over an apply also undoes the
   re-asserts after it.
 
@@ -26,6 +27,10 @@ from taosync.engine.state import ApplyRecord, FileState, State, StateStore
 from taosync.errors import BadInput
 
 
+#: the record kinds rollback steps back over
+STEPS = ("apply", "destroy")
+
+
 @dataclass
 class Cursor:
     """Where the files stand in the history."""
@@ -39,7 +44,7 @@ def cursor(state: State) -> Cursor:
     at = Cursor()
     undone_by: dict[int, list[int]] = {}
     for record in state.applies:
-        if record.kind == "apply":
+        if record.kind in STEPS:
             at.in_effect.append(record.id)
             at.redoable.clear()
         elif record.kind == "rollback":
@@ -79,7 +84,7 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
                            "(a new apply ends the redo chain)")
         rollback_id = at.redoable[-1]
         return _restore(store, state, rollback_id, "redo", [rollback_id])
-    applies = [r.id for r in state.applies if r.kind == "apply"]
+    applies = [r.id for r in state.applies if r.kind in STEPS]
     if to is None:
         if not at.in_effect:
             raise BadInput("nothing to roll back: every recorded apply is rolled back "
