@@ -22,7 +22,7 @@ Examples:
                    "nothing can be rolled back afterwards.")
 @click.option("--dry-run", is_flag=True, help="Show what would be given back; write nothing.")
 def destroy(yes, purge, dry_run):
-    """Give back every key taosync owns, in every client's files.
+    """Give back every owned key of every client (asks; --yes, --purge).
 
     A file nobody else touched since taosync first wrote it goes back byte for byte
     (a file taosync created goes); otherwise each owned key gets the user's earlier
@@ -32,7 +32,7 @@ def destroy(yes, purge, dry_run):
     from taosync import ui
     from taosync.commands.report import plan_json, print_plan, protect
     from taosync.commands.rollback import history_context
-    from taosync.engine.destroy import plan_destroy, remove_made_dirs
+    from taosync.engine.destroy import holds_or_in, plan_destroy, remove_made_dirs
     from taosync.engine.recovery import recover
     from taosync.engine.state import locked
     from taosync import pipeline
@@ -44,7 +44,7 @@ def destroy(yes, purge, dry_run):
     teardown = plan_destroy(store, state, store.hmac_key(create=False))
     protect(ctx, state, teardown.plan, rollback=True)
     home = s.home_dir
-    dirs = [d for d in state.made_dirs if not _inside(d, store.root) or purge]
+    dirs = [d for d in state.made_dirs if purge or not holds_or_in(d, store.root)]
     if s.json and dry_run:
         ui.emit_json({"dry_run": True, "purge": purge, "exact": teardown.exact,
                       "dirs": dirs, **plan_json(teardown.plan, ctx)})
@@ -91,13 +91,6 @@ def destroy(yes, purge, dry_run):
               f" (recorded as #{result.apply_id}; taosync rollback undoes it)"
               if result.apply_id else ""))
     return 0
-
-
-def _inside(path: str, root) -> bool:
-    from pathlib import Path
-
-    p = Path(path)
-    return p == root or root in p.parents or p in root.parents
 
 
 def _confirm(files: int, purge: bool) -> None:

@@ -18,8 +18,10 @@ Examples:
 @click.option("-n", "count", type=click.IntRange(min=1), metavar="N",
               help="Only the newest N records.")
 def log(count):
-    """List every apply, rollback, redo, destroy and watch re-assert taosync recorded:
-    id, time, kind, files, and a one-line summary, newest first.
+    """List applies, rollbacks and watch re-asserts: id, time, files, summary.
+
+    Every record taosync keeps (apply, rollback, redo, destroy, reassert), newest first,
+    with its kind, files and a one-line summary.
 
     Applies are kept for rollback in a window of the last 20 of your own steps; watch's
     drift re-asserts are kept beside it and never push an apply out.

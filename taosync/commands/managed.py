@@ -14,9 +14,10 @@ Examples:
 """)
 @common_options
 def managed():
-    """List every file and owned key taosync manages, per client, for this home and
-    platform — from the same render apply writes — marking which are on disk and which
-    the state owns now. Files owned now but no longer rendered are listed too (the next
+    """List every file and owned key per client, and whether it is on disk.
+
+    For this home and platform, from the same render apply writes, marking which are on
+    disk and which the state owns now. Files owned now but no longer rendered are listed too (the next
     apply gives them back). Values are never shown.
     """
     from taosync import pipeline, ui

@@ -21,9 +21,9 @@ Examples:
               help="Take back the last rollback (its applies are in effect again).")
 @click.option("--dry-run", is_flag=True, help="Show what would be restored; write nothing.")
 def rollback(to, redo, dry_run):
-    """Step back one apply (each rollback goes one further), or forward with --redo.
+    """Step back one apply (again: one more; --to N, --redo) from the backups.
 
-    Files are put back from the backups taosync took before each apply. With no apply
+    Each rollback goes one apply further back; --redo goes forward again. Files are put back from the backups taosync took before each apply. With no apply
     left to step back over, a plain rollback takes back the last rollback (as --redo).
     A new apply ends the redo chain.
     """
@@ -78,7 +78,8 @@ def rollback(to, redo, dry_run):
     what = ", ".join(f"{kinds.get(i, 'apply')} #{i}" for i in step.undoes)
     if step.kind == "redo":
         verb = "would take back" if dry_run else "took back"
-        ui.out(f"redo: {verb} {what}"
+        why = "" if redo else " (no apply left to step back over)"
+        ui.out(f"redo{why}: {verb} {what}"
                + (f" (recorded as #{record_id}; taosync rollback steps back again)"
                   if record_id else ""))
     elif dry_run:

@@ -90,6 +90,12 @@ def _backup(store: StateStore, record: ApplyRecord, entry: dict):
         return _UNPROVEN
 
 
+def holds_or_in(path: Path | str, root: Path) -> bool:
+    """``path`` is ``root``, inside it, or one of its parents (kept while root is)."""
+    path = Path(path)
+    return path == root or root in path.parents or path in root.parents
+
+
 def remove_made_dirs(state: State, keep_under: Path | None = None) -> list[Path]:
     """Remove the directories taosync created, innermost first, while they are empty
     (a directory holding anything else is the user's now); returns those removed.
@@ -99,8 +105,7 @@ def remove_made_dirs(state: State, keep_under: Path | None = None) -> list[Path]
     removed: list[Path] = []
     for text in sorted(state.made_dirs, key=lambda d: -len(Path(d).parts)):
         path = Path(text)
-        if keep_under is not None and (path == keep_under or keep_under in path.parents
-                                       or path in keep_under.parents):
+        if keep_under is not None and holds_or_in(path, keep_under):
             continue
         try:
             os.rmdir(path)
