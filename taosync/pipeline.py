@@ -164,13 +164,15 @@ MOVED_RETRIES = 3
 
 
 def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
-           lock_timeout: float | None = None, on_recover=None, force: bool = False):
+           lock_timeout: float | None = None, on_recover=None, force: bool = False,
+           kind: str = "apply"):
     """Write an apply's plan as one transaction: when anything must change, take the lock,
     put back an earlier apply that was interrupted (``on_recover(path)`` for each file),
     re-plan if another apply ran or a file moved since the plan was made, and execute.
     A target another program rewrites while it is being written is planned again from
     its new text (a few times; then the apply gives up, every file put back). ``force``
-    writes targets the user made read-only. Returns (the plan written, the Result)."""
+    writes targets the user made read-only; ``kind`` is what the record says (watch:
+    "reassert"). Returns (the plan written, the Result)."""
     from taosync.engine import cache
     from taosync.engine.apply import Result, TargetMoved, execute
     from taosync.engine.state import LOCK_TIMEOUT, locked
@@ -201,7 +203,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
             for attempt in range(MOVED_RETRIES + 1):
                 try:
                     result = execute(the_plan, state, store, inputs=inputs,
-                                     force=force)
+                                     force=force, kind=kind)
                     break
                 except TargetMoved as exc:
                     if attempt == MOVED_RETRIES:

@@ -1,4 +1,4 @@
-"""``taosync rollback``: restore the files of the last (or --to N-th) apply."""
+"""``taosync rollback``: step the files back one apply (or to --to N), or forward (--redo)."""
 
 from __future__ import annotations
 
@@ -7,71 +7,124 @@ import click
 from taosync.settings import common_options, current
 
 
-@click.command("rollback")
+@click.command("rollback", epilog="""\b
+Examples:
+  taosync rollback            # back one apply (again: one more)
+  taosync rollback --to 3     # as before apply #3 (taosync log lists them)
+  taosync rollback --redo     # take back the last rollback
+  taosync rollback --dry-run  # show what would be restored
+""")
 @common_options
 @click.option("--to", "to", type=int, metavar="N",
-              help="Undo apply N and every later one (default: the last apply).")
+              help="Step back over apply N and every later one still in effect.")
+@click.option("--redo", is_flag=True,
+              help="Take back the last rollback (its applies are in effect again).")
 @click.option("--dry-run", is_flag=True, help="Show what would be restored; write nothing.")
-def rollback(to, dry_run):
-    """Restore the files of the last (or --to N-th) apply from its backups."""
+def rollback(to, redo, dry_run):
+    """Step back one apply (again: one more; --to N, --redo) from the backups.
+
+    Each rollback goes one apply further back; --redo goes forward again. Files are put back from the backups taosync took before each apply. With no apply
+    left to step back over, a plain rollback takes back the last rollback (as --redo).
+    A new apply ends the redo chain.
+    """
     from taosync import pipeline, ui
-    from taosync.errors import TaosyncError
+    from taosync.errors import BadInput
     from taosync.commands.report import plan_json, print_plan, protect
     from taosync.engine.apply import RealWriter, execute
     from taosync.engine.state import locked
     from taosync.engine.recovery import recover
-    from taosync.engine.rollback import plan_rollback
-    from taosync.engine.state import StateStore
-    from taosync.pipeline import Context
+    from taosync.engine.rollback import plan_step
 
+    if redo and to is not None:
+        raise BadInput("rollback: --redo and --to do not go together")
     s = current()
-    store = StateStore(s.state_dir())
-    env = s.client_env()
     # an apply cut short is undone first (whether or not the fleet still loads); it is
     # the apply the user wants rolled back, so without --to nothing more is undone
-    recovered = pipeline.recover_first(store, env)
-    try:  # the fleet's key, to redact diffs; a rollback must work without a valid fleet
-        ctx = pipeline.prepare(s)
-    except TaosyncError:
-        ctx = Context(s, loaded=None, env=env, store=store)
-    ctx.store = store
+    ctx, recovered = history_context(s)
+    store, env = ctx.store, ctx.env
     state = store.load()  # plan first, unlocked: "nothing to roll back" writes nothing
     protect(ctx, state)
-    if recovered and to is None:
+    if recovered and to is None and not redo:
         return _recovered_only(s, recovered, state)
-    the_plan, undone, edited = plan_rollback(store, state, to)
-    protect(ctx, state, the_plan, rollback=True)
+    step = plan_step(store, state, to, redo)
+    protect(ctx, state, step.plan, rollback=True)
     if dry_run:
-        result_files, apply_id = the_plan.changed, None
+        result_files, record_id = step.plan.changed, None
     else:
         with locked(store):
             state = store.load()
             recover(store, state, RealWriter(), pipeline.client_locations(env))
-            the_plan, undone, edited = plan_rollback(store, state, to)
-            protect(ctx, state, the_plan, rollback=True)
-            result = execute(the_plan, state, store, RealWriter(), kind="rollback")
-            result_files, apply_id = result.written, result.apply_id
+            step = plan_step(store, state, to, redo)
+            protect(ctx, state, step.plan, rollback=True)
+            result = execute(step.plan, state, store, RealWriter(), kind=step.kind,
+                             undoes=step.undoes)
+            result_files, record_id = result.written, result.apply_id
     home = s.home_dir
-    for path in edited:
+    for path in step.edited:
         ui.warn(f"{pipeline.display_path(path, home)} was edited after taosync wrote it; "
                 f"{'the rollback would replace' if dry_run else 'the rollback replaced'} "
-                "those edits too (taosync rollback again brings them back)")
+                "those edits too (taosync rollback --redo brings them back)")
     if s.json:
-        ui.emit_json({"undone": undone, "rollback_id": apply_id, "dry_run": dry_run,
-                      "edited_since_apply": [str(p) for p in edited],
-                      **plan_json(the_plan, ctx)})
+        ui.emit_json({"kind": step.kind, "undone": step.undoes if step.kind == "rollback" else [],
+                      "redone": step.undoes if step.kind == "redo" else [],
+                      "rollback_id": record_id, "dry_run": dry_run,
+                      "edited_since_apply": [str(p) for p in step.edited],
+                      "sources": {p: f"#{i}" for p, i in step.source.items()},
+                      **plan_json(step.plan, ctx)})
         return 0
-    show_diffs = dry_run or s.verbosity > 0  # the redactor guards them, key or none
-    print_plan(the_plan, ctx, diffs=show_diffs)
-    what = ", ".join(f"#{i}" for i in undone)
-    if dry_run:
-        ui.out(f"dry run: would undo apply {what}")
+    _print_sources(step, home)
+    print_plan(step.plan, ctx, diffs=True)
+    kinds = {r.id: r.kind for r in state.applies}
+    what = ", ".join(f"{kinds.get(i, 'apply')} #{i}" for i in step.undoes)
+    if step.kind == "redo":
+        verb = "would take back" if dry_run else "took back"
+        why = "" if redo else " (no apply left to step back over)"
+        ui.out(f"redo{why}: {verb} {what}"
+               + (f" (recorded as #{record_id}; taosync rollback steps back again)"
+                  if record_id else ""))
+    elif dry_run:
+        ui.out(f"dry run: would roll back {what}")
     elif result_files:
-        ui.out(f"rolled back apply {what}: {len(result_files)} file(s) restored "
-               f"(recorded as #{apply_id}; taosync rollback undoes it)")
+        ui.out(f"rolled back {what}: {len(result_files)} file(s) restored "
+               f"(recorded as #{record_id}; taosync rollback --redo takes it back)")
     else:
-        ui.out(f"apply {what}: files already as they were; nothing to restore")
+        ui.out(f"{what}: files already as they were; nothing to restore")
     return 0
+
+
+def history_context(s):
+    """(context, files recovered) for commands that work from the state's history
+    (rollback, destroy): an interrupted apply is put back first, and the fleet is
+    loaded only for its key, to redact diffs — they must work without a valid fleet."""
+    from taosync import pipeline
+    from taosync.engine.state import StateStore
+    from taosync.errors import TaosyncError
+    from taosync.pipeline import Context
+
+    store = StateStore(s.state_dir())
+    env = s.client_env()
+    recovered = pipeline.recover_first(store, env)
+    try:
+        ctx = pipeline.prepare(s)
+    except TaosyncError:
+        ctx = Context(s, loaded=None, env=env, store=store)
+    ctx.store = store
+    return ctx, recovered
+
+
+def _print_sources(step, home) -> None:
+    """One line per file: what is put back, from which record, for which clients."""
+    from taosync import ui
+    from taosync.pipeline import display_path
+
+    for fp in step.plan.changed:
+        source = step.source[str(fp.path)]
+        shown = display_path(fp.path, home)
+        clients = ", ".join(fp.clients) or "no client recorded"
+        if fp.new_text is None:
+            ui.out(f"remove  {shown} (created by #{source})  {clients}")
+        else:
+            ui.out(f"restore {shown} (backup of #{source})  {clients}")
 
 
 def _recovered_only(s, recovered: list[str], state) -> int:

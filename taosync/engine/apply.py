@@ -19,7 +19,8 @@ from pathlib import Path
 
 from taosync.engine.plan import FilePlan, Plan
 from taosync.engine.recovery import restore_entry
-from taosync.engine.state import KEEP_APPLIES, ApplyRecord, State, StateStore, sha256_bytes, write_private
+from taosync.engine.state import (ApplyRecord, State, StateStore, missing_dirs, prune_history,
+                                  sha256_bytes, write_private)
 from taosync.engine.system import RealSystem, System
 from taosync.errors import WriteFailed
 
@@ -75,14 +76,16 @@ class Result:
 
 
 def execute(plan: Plan, state: State, store: StateStore, writer: System | None = None,
-            kind: str = "apply", inputs: dict | None = None, *, force: bool = False) -> Result:
+            kind: str = "apply", inputs: dict | None = None, *, force: bool = False,
+            undoes: list[int] | None = None) -> Result:
     """Write every changed file of ``plan`` (already computed under the lock).
 
     All or nothing: backups and journal first (failing there, no client file is
     touched), then the files, then the state; any failure puts back the files already
     written and drops the journal, and ``state`` is left as it was. ``force`` writes
     targets the user made read-only (an apply refuses them otherwise; a rollback puts
-    back what was there, read-only or not). Targets go through ``writer`` (default: the
+    back what was there, read-only or not). ``kind`` and ``undoes`` are recorded for
+    ``taosync log`` and rollback's cursor (engine/state.py KINDS). Targets go through ``writer`` (default: the
     store's System), everything else through the store's System.
     """
     writer = store.system if writer is None else writer
@@ -101,11 +104,13 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
             state.inputs = inputs or state.inputs
         return Result(None, [])
 
-    seen = {fp.real_path: _as_planned(fp, refuse_read_only=kind == "apply" and not force)
+    seen = {fp.real_path: _as_planned(fp, refuse_read_only=kind in ("apply", "reassert")
+                                      and not force)
             for fp in changed}
     apply_id = state.next_apply_id()
     backup_dir = store.backup_dir(apply_id)
-    record = ApplyRecord(apply_id, datetime.now(timezone.utc).isoformat(timespec="seconds"), kind)
+    record = ApplyRecord(apply_id, datetime.now(timezone.utc).isoformat(timespec="seconds"), kind,
+                         undoes=list(undoes or []))
     journal_files = []
     try:
         store.system.make_private_dir(backup_dir)  # and backups/ itself: 0700 whatever the umask
@@ -117,7 +122,7 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
             prev = state.files.get(str(fp.path))
             record.files.append({
                 "path": str(fp.path), "backup": backup_name, "mode": fp.mode,
-                "before": _as_json(prev), "action": fp.action,
+                "before": _as_json(prev), "action": fp.action, "clients": list(fp.clients),
             })
             journal_files.append({"path": str(fp.path), "real_path": str(fp.real_path),
                                   "backup": backup_name,
@@ -130,9 +135,12 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
         raise WriteFailed(f"cannot write taosync's backups in {store.root} "
                           f"({exc.strerror or exc}); no client file was changed") from None
 
-    applies = state.applies + [record]
-    new_state = replace(state, files=new_files, applies=applies[-KEEP_APPLIES:],
-                        inputs=inputs or state.inputs)
+    kept, dropped = prune_history(state.applies + [record])
+    new_state = replace(state, files=new_files, applies=kept,
+                        inputs=inputs or state.inputs, made_dirs=list(state.made_dirs))
+    for fp in changed:  # the directories the writes below create: destroy takes them back
+        if fp.new_text is not None:
+            new_state.remember_dirs(missing_dirs(fp.real_path.parent))
     done: list[FilePlan] = []
     try:
         for fp in changed:
@@ -155,11 +163,12 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
         raise WriteFailed(f"{what} ({exc.strerror or exc}); {outcome}") from None
 
     state.files, state.applies, state.inputs = new_state.files, new_state.applies, new_state.inputs
+    state.made_dirs = new_state.made_dirs
     try:
         store.system.remove(store.journal_path)
     except OSError:
         pass  # the state names this apply: the next run drops the journal as stale
-    for old in applies[:-KEEP_APPLIES]:  # after the save: a crash here only leaves an unused backup
+    for old in dropped:  # after the save: a crash here only leaves an unused backup
         store.system.remove_tree(store.backup_dir(old.id))
     return Result(apply_id, changed)
 

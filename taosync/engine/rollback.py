@@ -1,63 +1,145 @@
-"""Rollback: put files back as they were before an apply, from that apply's backups.
+"""Rollback: step the files back through the applies, and forward again (redo).
 
-A rollback is itself written as a transaction (and recorded, with its own backups), so
-it can be rolled back in turn.
+The model is a cursor over the recorded history (engine/state.py ``applies``), replayed
+from the records themselves, so nothing else needs keeping in step:
+
+* every ``apply`` is *in effect* until a rollback steps back over it;
+* ``rollback`` steps back over the newest apply in effect (``--to N``: over N and every
+  later one still in effect), putting each file back as it was before the earliest
+  record it touched since — the backups of that record;
+* ``rollback --redo`` takes back the newest rollback (its own backups hold the files as
+  they were just before it, hand edits included), so its applies are in effect again;
+* a new ``apply`` drops the redo chain (the rollbacks before it can no longer be redone);
+* a ``destroy`` is a step like an apply (rolling it back puts everything back);
+* watch's ``reassert`` records move nothing: rolling back over an apply also undoes the
+  re-asserts after it.
+
+Every rollback and redo is itself a transaction with its own record and backups.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from taosync.engine.plan import FilePlan, Plan, read_target
-from taosync.engine.state import FileState, State, StateStore
+from taosync.engine.state import ApplyRecord, FileState, State, StateStore
 from taosync.errors import BadInput
 
 
-def plan_rollback(store: StateStore, state: State,
-                  to: int | None) -> tuple[Plan, list[int], list[Path]]:
-    """The plan that restores every file touched by apply ``to`` and later ones
-    (default: the last apply). Returns the plan, the apply ids it undoes, and the files
-    edited since taosync last wrote them (their edits are replaced too; the rollback's
-    own backups keep them)."""
+#: the record kinds rollback steps back over
+STEPS = ("apply", "destroy")
+
+
+@dataclass
+class Cursor:
+    """Where the files stand in the history."""
+
+    in_effect: list[int] = field(default_factory=list)  # apply ids, oldest first
+    redoable: list[int] = field(default_factory=list)  # rollback ids, newest last
+
+
+def cursor(state: State) -> Cursor:
+    """Replay the records: which applies are in effect, which rollbacks can be redone."""
+    at = Cursor()
+    undone_by: dict[int, list[int]] = {}
+    for record in state.applies:
+        if record.kind in STEPS:
+            at.in_effect.append(record.id)
+            at.redoable.clear()
+        elif record.kind == "rollback":
+            undone_by[record.id] = [i for i in record.undoes if i in at.in_effect]
+            at.in_effect = [i for i in at.in_effect if i not in record.undoes]
+            at.redoable.append(record.id)
+        elif record.kind == "redo":
+            for rollback_id in record.undoes:
+                if rollback_id in at.redoable:
+                    at.redoable.remove(rollback_id)
+                    at.in_effect = sorted(at.in_effect + undone_by.get(rollback_id, []))
+    return at
+
+
+@dataclass
+class Step:
+    """A rollback or redo, planned: write ``plan``, record ``kind`` undoing ``undoes``."""
+
+    plan: Plan
+    kind: str  # rollback | redo
+    undoes: list[int]
+    edited: list[Path]  # files edited since taosync last wrote them (replaced too)
+    source: dict[str, int]  # path → the record whose backup is put back
+
+
+def plan_step(store: StateStore, state: State, to: int | None = None,
+              redo: bool = False) -> Step:
+    """The next step: back over the newest apply in effect (or apply ``to`` and later
+    ones), or forward (``redo``) over the newest rollback. A plain rollback with no apply
+    left in effect takes back the last rollback instead (a rollback of a rollback)."""
     if not state.applies:
         raise BadInput("nothing to roll back: taosync has not applied anything here yet")
-    ids = [a.id for a in state.applies]
+    at = cursor(state)
+    if redo or (to is None and not at.in_effect and at.redoable):
+        if not at.redoable:
+            raise BadInput("nothing to redo: no rollback since the last apply "
+                           "(a new apply ends the redo chain)")
+        rollback_id = at.redoable[-1]
+        return _restore(store, state, rollback_id, "redo", [rollback_id])
+    applies = [r.id for r in state.applies if r.kind in STEPS]
     if to is None:
-        to = ids[-1]
-    if to not in ids:
-        raise BadInput(f"no apply number {to}; applies recorded: {', '.join(map(str, ids))}")
-    undone = [a for a in state.applies if a.id >= to]
-    earliest: dict[str, tuple[int, dict]] = {}
-    for record in undone:
-        for entry in record.files:
-            earliest.setdefault(entry["path"], (record.id, entry))
+        if not at.in_effect:
+            raise BadInput("nothing to roll back: every recorded apply is rolled back "
+                           f"already (oldest kept: #{applies[0]})" if applies else
+                           "nothing to roll back: no apply is recorded")
+        to = at.in_effect[-1]
+    if to not in applies:
+        raise BadInput(f"no apply number {to}; applies recorded: "
+                       f"{', '.join(map(str, applies)) or 'none'} (taosync log lists them)")
+    undoes = [i for i in at.in_effect if i >= to]
+    if not undoes:
+        raise BadInput(f"apply #{to} is rolled back already; taosync rollback --redo "
+                       "brings it back")
+    return _restore(store, state, to, "rollback", undoes)
 
-    plan = Plan()
-    edited: list[Path] = []
-    for path_text, (apply_id, entry) in earliest.items():
+
+def _restore(store: StateStore, state: State, since: int, kind: str,
+             undoes: list[int]) -> Step:
+    """Put every file touched by record ``since`` or a later one back as it was before
+    the earliest of them (its backup)."""
+    earliest: dict[str, tuple[ApplyRecord, dict]] = {}
+    for record in state.applies:
+        if record.id >= since:
+            for entry in record.files:
+                earliest.setdefault(entry["path"], (record, entry))
+
+    step = Step(Plan(), kind, undoes, [], {})
+    for path_text, (record, entry) in earliest.items():
         path = Path(path_text)
         real, current, mode = read_target(path)
         last = state.files.get(path_text)
         if last is not None and current is not None and not last.holds(current):
-            edited.append(path)
+            step.edited.append(path)
         if entry["backup"] is None:
             restored = None
         else:
-            backup = store.backup_dir(apply_id) / entry["backup"]
+            backup = store.backup_dir(record.id) / entry["backup"]
             try:
                 restored = store.system.read_bytes(backup).decode("utf-8")
             except OSError as exc:
                 raise BadInput(f"backup {backup} of {path} cannot be read ({exc.strerror}); "
                                "nothing was restored") from None
         # The state as it was. Its sha256 stays that of the bytes taosync wrote then, so
-        # a backup holding later hand edits (a rollback of a rollback) is not trusted as
-        # "byte for byte what taosync left": status, plan and apply parse it again.
+        # a backup holding later hand edits (a redo) is not trusted as "byte for byte
+        # what taosync left": status, plan and apply parse it again.
         before = FileState.from_json(entry["before"]) if entry.get("before") else None
-        plan.files.append(FilePlan(
+        clients = (before.clients if before else entry.get("clients")
+                   or (last.clients if last else []))
+        step.source[path_text] = record.id
+        step.plan.files.append(FilePlan(
             path=path, real_path=real, format=before.format if before else "",
-            clients=before.clients if before else [], old_text=current,
+            clients=list(clients), old_text=current,
             new_text=restored, changes=[], new_state=before,
             secret=bool(before and before.secret),
             mode=entry.get("mode") if entry.get("mode") is not None else mode,
         ))
-    return plan, [a.id for a in undone], edited
+    return step
+

@@ -21,8 +21,15 @@ from taosync.engine.system import current
 STATE_VERSION = 1
 #: keyed hashes of secrets taosync wrote, kept so output can hide them long after
 KEEP_SECRET_HASHES = 50
-#: applies kept for rollback (records and backups); older ones are pruned
+#: applies kept for rollback (records and backups); older ones are pruned. The window
+#: counts the user's own steps (apply, rollback, redo), never watch's re-asserts
 KEEP_APPLIES = 20
+#: watch's drift re-asserts kept besides the window (the oldest go first)
+KEEP_REASSERTS = 20
+#: record kinds: a user's apply, a rollback (``undoes`` the applies it stepped back over),
+#: a redo (``undoes`` the rollback it took back), a destroy, and watch's re-assert of
+#: drifted keys (engine/rollback.py explains the cursor they make)
+KINDS = ("apply", "rollback", "redo", "destroy", "reassert")
 STATE_FILE = "state.json"
 HMAC_FILE = "hmac.key"
 JOURNAL_FILE = "journal.json"
@@ -86,10 +93,25 @@ class FileState:
 class ApplyRecord:
     id: int
     time: str
-    kind: str  # apply | rollback
+    kind: str  # one of KINDS
     #: per file: path, backup (file name under backups/<id>/ or None when it did not
-    #: exist), mode (octal int or None), and the file's state entry before this apply
+    #: exist), mode (octal int or None), action, clients, and the file's state entry
+    #: before this apply
     files: list[dict] = field(default_factory=list)
+    #: a rollback: the apply ids it stepped back over; a redo: the rollback it took back
+    undoes: list[int] = field(default_factory=list)
+
+
+def prune_history(records: list[ApplyRecord]) -> tuple[list[ApplyRecord], list[ApplyRecord]]:
+    """(kept, dropped): the newest KEEP_APPLIES user steps and everything after the
+    oldest of them, less the re-asserts beyond the newest KEEP_REASSERTS — so a watch
+    fighting drift all day never pushes the user's applies out of the window."""
+    steps = [n for n, r in enumerate(records) if r.kind != "reassert"]
+    start = steps[-KEEP_APPLIES] if len(steps) > KEEP_APPLIES else 0
+    reasserts = [r.id for r in records[start:] if r.kind == "reassert"]
+    too_many = set(reasserts[:-KEEP_REASSERTS]) if len(reasserts) > KEEP_REASSERTS else set()
+    kept = [r for r in records[start:] if r.id not in too_many]
+    return kept, records[:start] + [r for r in records[start:] if r.id in too_many]
 
 
 @dataclass
@@ -102,6 +124,15 @@ class State:
     #: keyed hashes (never values) of every secret taosync wrote here, newest last, so
     #: the redactor can hide a key rotated away long ago (in a backup, a gateway's echo)
     secrets: list[str] = field(default_factory=list)
+    #: directories taosync created (for client files and its own state), so destroy can
+    #: take them away again once they are empty
+    made_dirs: list[str] = field(default_factory=list)
+
+    def remember_dirs(self, dirs) -> None:
+        """Add directories taosync just created (kept in creation order, once each)."""
+        for d in map(str, dirs):
+            if d not in self.made_dirs:
+                self.made_dirs.append(d)
 
     def remembered_secrets(self) -> list[str]:
         """``secrets`` plus the hashes of the secrets owned now and of the resolved key
@@ -126,6 +157,7 @@ class State:
             "applies": [asdict(a) for a in self.applies],
             "inputs": self.inputs,
             "secrets": self.remembered_secrets(),
+            "made_dirs": self.made_dirs,
         }
 
     @classmethod
@@ -142,6 +174,8 @@ class State:
             inputs=_expect(data.get("inputs", {}), dict, "inputs"),
             secrets=[h for h in _expect(data.get("secrets", []), list, "secrets")
                      if isinstance(h, str)],
+            made_dirs=[_expect(d, str, "made_dirs[]")
+                       for d in _expect(data.get("made_dirs", []), list, "made_dirs")],
         )
         if not _render_cache_ok(state.inputs):
             state.inputs = {}  # only a cache: a damaged one is a miss, rendered afresh
@@ -198,6 +232,8 @@ def _apply_record(data, where: str) -> ApplyRecord:
     _expect(record.id, int, f"{where}.id")
     _expect(record.time, str, f"{where}.time")
     _expect(record.kind, str, f"{where}.kind")
+    for n, undone in enumerate(_expect(record.undoes, list, f"{where}.undoes")):
+        _expect(undone, int, f"{where}.undoes[{n}]")
     for n, entry in enumerate(_expect(record.files, list, f"{where}.files")):
         at = f"{where}.files[{n}]"
         _expect(entry, dict, at)
@@ -206,6 +242,10 @@ def _apply_record(data, where: str) -> ApplyRecord:
             _expect(entry["backup"], str, f"{at}.backup")
         if entry.get("mode") is not None:
             _expect(entry["mode"], int, f"{at}.mode")
+        for client in _expect(entry.get("clients", []), list, f"{at}.clients"):
+            _expect(client, str, f"{at}.clients[]")
+        if entry.get("action") is not None:
+            _expect(entry["action"], str, f"{at}.action")
         if entry.get("before") is not None:
             FileState.from_json(entry["before"], f"{at}.before")
     return record
@@ -241,6 +281,8 @@ class StateStore:
         self.digest: str | None = None
         self._hmac: bytes | None = None
         self._hmac_ephemeral = False
+        #: directories ensure() created, remembered in the state at the next save
+        self._made: list[Path] = []
 
     @property
     def state_path(self) -> Path:
@@ -265,6 +307,7 @@ class StateStore:
     def ensure(self) -> None:
         """Open the state directory for writing: created 0700 whatever the umask, and an
         existing one tightened to 0700 (it holds backups of files that hold the key)."""
+        self._made += missing_dirs(self.root)
         self.system.make_private_dir(self.root)
 
     def load(self) -> State:
@@ -285,6 +328,7 @@ class StateStore:
 
     def save(self, state: State) -> None:
         self.ensure()
+        state.remember_dirs(self._made)
         data = json.dumps(state.to_json(), indent=1, sort_keys=False, ensure_ascii=False) + "\n"
         write_private(self.state_path, data.encode("utf-8"))
 
@@ -313,6 +357,16 @@ class StateStore:
 def write_private(path: Path, data: bytes) -> None:
     """Atomic write of a taosync-owned file, mode 0600, on the System in effect."""
     current().write_atomic(path, data, 0o600)
+
+
+def missing_dirs(path: Path) -> list[Path]:
+    """``path`` and its parents that do not exist yet, outermost first (what a write
+    into ``path`` is about to create)."""
+    missing: list[Path] = []
+    while not current().exists(path) and path.parent != path:
+        missing.append(path)
+        path = path.parent
+    return missing[::-1]
 
 
 def sha256_bytes(data: bytes) -> str:

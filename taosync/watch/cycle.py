@@ -215,7 +215,8 @@ class Cycle:
                 self._drift_event(fp, ctx, "reported", why)
             return
         now = time.monotonic()
-        result = self._commit(ctx, the_plan, state, retry_fleet=False, retry_keys=keys)
+        result = self._commit(ctx, the_plan, state, retry_fleet=False, retry_keys=keys,
+                              kind="reassert")
         if result is None:
             return
         written, _ = result
@@ -245,8 +246,10 @@ class Cycle:
 
     # -- shared ------------------------------------------------------------------------
 
-    def _commit(self, ctx, the_plan, state, *, retry_fleet: bool, retry_keys=()):
-        """The apply transaction; (result, plan written), or None when it could not run."""
+    def _commit(self, ctx, the_plan, state, *, retry_fleet: bool, retry_keys=(),
+                kind: str = "apply"):
+        """The apply transaction (recorded as ``kind``: a drift re-assert is "reassert",
+        outside the kept window of applies); (result, plan written), or None."""
         from taosync import pipeline
         from taosync.errors import BadInput, WriteFailed
 
@@ -260,7 +263,7 @@ class Cycle:
             try:
                 plan_written, result = pipeline.commit(ctx, the_plan, state,
                                                        lock_timeout=LOCK_WAIT,
-                                                       on_recover=put_back)
+                                                       on_recover=put_back, kind=kind)
             except WriteFailed as exc:
                 failed = exc
             except BadInput as exc:

@@ -1,0 +1,110 @@
+"""``taosync destroy``: give back everything taosync wrote, in every client's files."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from taosync.settings import common_options, current
+
+
+@click.command("destroy", epilog="""\b
+Examples:
+  taosync destroy --dry-run       # what would be given back, as diffs
+  taosync destroy                 # asks first (y/N) on a terminal
+  taosync destroy --yes --purge   # scripts: no question; state and backups go too
+""")
+@common_options
+@click.option("--yes", "-y", is_flag=True, help="Do not ask (scripts; needed without a terminal).")
+@click.option("--purge", is_flag=True,
+              help="Also remove taosync's state directory (history, backups, hash key): "
+                   "nothing can be rolled back afterwards.")
+@click.option("--dry-run", is_flag=True, help="Show what would be given back; write nothing.")
+def destroy(yes, purge, dry_run):
+    """Give back every owned key of every client (asks; --yes, --purge).
+
+    A file nobody else touched since taosync first wrote it goes back byte for byte
+    (a file taosync created goes); otherwise each owned key gets the user's earlier
+    value back or is removed, and keys edited by hand since stay. Directories taosync
+    created are removed once empty. Without --purge, taosync rollback undoes it.
+    """
+    from taosync import ui
+    from taosync.commands.report import plan_json, print_plan, protect
+    from taosync.commands.rollback import history_context
+    from taosync.engine.destroy import holds_or_in, plan_destroy, remove_made_dirs
+    from taosync.engine.recovery import recover
+    from taosync.engine.state import locked
+    from taosync import pipeline
+
+    s = current()
+    ctx, _recovered = history_context(s)
+    store = ctx.store
+    state = store.load()
+    teardown = plan_destroy(store, state, store.hmac_key(create=False))
+    protect(ctx, state, teardown.plan, rollback=True)
+    home = s.home_dir
+    dirs = [d for d in state.made_dirs if purge or not holds_or_in(d, store.root)]
+    if s.json and dry_run:
+        ui.emit_json({"dry_run": True, "purge": purge, "exact": teardown.exact,
+                      "dirs": dirs, **plan_json(teardown.plan, ctx)})
+        return 0
+    if not s.json:
+        print_plan(teardown.plan, ctx, diffs=True)
+        for d in dirs:
+            ui.out(f"remove directory {pipeline.display_path(d, home)} (if empty)")
+        if purge:
+            ui.out(f"remove taosync's state {pipeline.display_path(store.root, home)}")
+    if dry_run:
+        ui.out("dry run: nothing was written")
+        return 0
+    if not (teardown.plan.changed or purge):
+        ui.out("nothing to destroy: taosync owns nothing in this home")
+        return 0
+    if not yes:
+        _confirm(len(teardown.plan.changed), purge)
+
+    with locked(store):
+        state = store.load()
+        recover(store, state, store.system, pipeline.client_locations(ctx.env))
+        teardown = plan_destroy(store, state, store.hmac_key(create=False))
+        protect(ctx, state, teardown.plan, rollback=True)
+        from taosync.engine.apply import execute
+
+        result = execute(teardown.plan, state, store, kind="destroy")
+        removed = remove_made_dirs(state, keep_under=None if purge else store.root)
+        if not purge:
+            store.save(state)
+    if purge:
+        store.system.remove_tree(store.root)
+        removed += remove_made_dirs(state)
+    if s.json:
+        ui.emit_json({"destroy_id": None if purge else result.apply_id, "purge": purge,
+                      "exact": teardown.exact, "dirs_removed": [str(d) for d in removed],
+                      **plan_json(teardown.plan, ctx)})
+        return 0
+    n = len(result.written)
+    ui.out(f"destroyed: {n} file{'s' if n != 1 else ''} given back"
+           + (f", {len(removed)} director{'ies' if len(removed) != 1 else 'y'} removed"
+              if removed else "")
+           + ("; taosync's state purged" if purge else
+              f" (recorded as #{result.apply_id}; taosync rollback undoes it)"
+              if result.apply_id else ""))
+    return 0
+
+
+def _confirm(files: int, purge: bool) -> None:
+    """Ask on a terminal (default no); without one, --yes is the only way on."""
+    from taosync.errors import BadInput
+
+    what = (f"give back everything taosync owns in {files} file{'s' if files != 1 else ''}"
+            + (" and delete its state (no rollback afterwards)" if purge else ""))
+    if not sys.stdin.isatty():
+        raise BadInput(f"destroy would {what}; run it on a terminal to confirm, or pass "
+                       "--yes (nothing was changed)")
+    sys.stderr.write(f"{what[0].upper()}{what[1:]}? [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        sys.stderr.write("nothing was changed\n")
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,118 @@
+"""Destroy: give back everything taosync owns, in every client's files.
+
+Each owned file is put back one of two ways:
+
+* **byte for byte** when the history proves nobody but taosync touched it since taosync
+  first wrote it: the record where taosync took the file over (it owned nothing there
+  before) still has its backup, every later backup of the file is exactly what taosync
+  had left, and the file holds what taosync last wrote. The backup goes back as it was
+  (or the file goes, when it did not exist), with its old mode;
+* otherwise **key by key**, through the plan's release machinery (engine/plan.py
+  ``plan_file`` with nothing desired): each owned key gets the user's earlier value
+  back or is deleted, containers and skeleton taosync added go, a file taosync created
+  goes once empty, and a key the user edited since taosync wrote it stays the user's.
+
+Directories taosync created (``State.made_dirs``) are removed afterwards while empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from taosync.engine.plan import Plan, plan_file
+from taosync.engine.state import ApplyRecord, State, StateStore, sha256_bytes
+
+
+@dataclass
+class Teardown:
+    plan: Plan
+    exact: list[str] = field(default_factory=list)  # paths put back byte for byte
+
+
+def plan_destroy(store: StateStore, state: State, hmac_key: bytes) -> Teardown:
+    """Every owned file planned back to what it was before taosync (see module doc)."""
+    teardown = Teardown(Plan())
+    for path_text, previous in sorted(state.files.items()):
+        fp = plan_file(None, previous, Path(path_text), None, hmac_key)
+        origin = _first_write(state, path_text)
+        pristine = _pristine(store, state, path_text, fp.old_text)
+        if pristine is not _UNPROVEN:
+            fp.new_text = pristine  # its changes stay the keys given back
+            teardown.exact.append(path_text)
+        if origin is not None and origin[1].get("mode") is not None:
+            fp.mode = origin[1]["mode"]  # the user's own mode bits (a key made it 0600)
+        fp.new_state = None
+        teardown.plan.files.append(fp)
+    return teardown
+
+
+def _first_write(state: State, path_text: str) -> tuple[ApplyRecord, dict] | None:
+    """The last record where taosync took ``path_text`` over (it owned nothing there)."""
+    found = None
+    for record in state.applies:
+        for entry in record.files:
+            if entry["path"] == path_text and entry.get("before") is None:
+                found = (record, entry)
+    return found
+
+
+def _pristine(store: StateStore, state: State, path_text: str,
+              now: str | None):
+    """The file's text before taosync took it over (None: it did not exist), when the
+    history proves no one else changed it since; ``_UNPROVEN`` when it cannot."""
+    origin = _first_write(state, path_text)
+    last = state.files.get(path_text)
+    if origin is None or now is None or last is None or not last.holds(now):
+        return _UNPROVEN
+    record, entry = origin
+    later = [(r, e) for r in state.applies if r.id > record.id
+             for e in r.files if e["path"] == path_text]
+    for r, e in later:  # each later backup must be what taosync had left then
+        before = e.get("before") or {}
+        text = _backup(store, r, e)
+        if text is _UNPROVEN or text is None or sha256_bytes(text.encode()) != before.get("sha256"):
+            return _UNPROVEN
+    return _backup(store, record, entry)
+
+
+#: no proof the backup is the user's untouched file: release key by key instead
+_UNPROVEN = object()
+
+
+def _backup(store: StateStore, record: ApplyRecord, entry: dict):
+    """The text of ``entry``'s backup (None: the file did not exist), or _UNPROVEN."""
+    if entry.get("backup") is None:
+        return None
+    try:
+        return store.system.read_bytes(store.backup_dir(record.id) / entry["backup"]).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return _UNPROVEN
+
+
+def holds_or_in(path: Path | str, root: Path) -> bool:
+    """``path`` is ``root``, inside it, or one of its parents (kept while root is)."""
+    path = Path(path)
+    return path == root or root in path.parents or path in root.parents
+
+
+def remove_made_dirs(state: State, keep_under: Path | None = None) -> list[Path]:
+    """Remove the directories taosync created, innermost first, while they are empty
+    (a directory holding anything else is the user's now); returns those removed.
+    Directories under ``keep_under`` (taosync's state, kept without --purge) stay."""
+    import os
+
+    removed: list[Path] = []
+    for text in sorted(state.made_dirs, key=lambda d: -len(Path(d).parts)):
+        path = Path(text)
+        if keep_under is not None and holds_or_in(path, keep_under):
+            continue
+        try:
+            os.rmdir(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue  # not empty (or not ours to remove): left as it is
+        removed.append(path)
+    state.made_dirs = [d for d in state.made_dirs if Path(d) not in removed]
+    return removed

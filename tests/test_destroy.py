@@ -1,0 +1,175 @@
+"""destroy: give back everything taosync owns; the home ends byte-identical to before."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import ROOT
+from test_apply import CLAUDE_JSON, CLAUDE_SETTINGS, CODEX_CONFIG, CONTINUE_CONFIG, write
+
+STATE = ".local/state/taosync"
+
+CLINE_GLOBAL_STATE = """{
+  "telemetrySetting": "disabled",
+  "planModeApiProvider": "anthropic"
+}
+"""
+
+
+def tree(root: Path, skip: str | None = None) -> dict[str, tuple]:
+    """Every file and directory under root: (kind, mode, bytes) — the round trip's yardstick."""
+    out = {}
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = Path(dirpath, name)
+            rel = str(p.relative_to(root))
+            if skip and (rel == skip or rel.startswith(skip + "/")):
+                continue
+            st = p.lstat()
+            out[rel] = (stat.S_IFMT(st.st_mode), stat.S_IMODE(st.st_mode),
+                        p.read_bytes() if p.is_file() else None)
+    return out
+
+
+def user_home(home: Path) -> None:
+    """User files with user keys and comments in every client."""
+    write(home / ".claude/settings.json", CLAUDE_SETTINGS)
+    write(home / ".claude.json", CLAUDE_JSON)
+    write(home / ".codex/config.toml", CODEX_CONFIG)
+    write(home / ".continue/config.yaml", CONTINUE_CONFIG)
+    write(home / ".cline/data/globalState.json", CLINE_GLOBAL_STATE)
+    (home / ".codex/config.toml").chmod(0o640)
+    (home / ".claude/settings.json").chmod(0o644)
+    (home / ".claude").chmod(0o750)
+
+
+def two_applies(taosync, fleet_file) -> None:
+    assert taosync("apply", "--no-verify").rc == 0
+    fleet_file.write_text(fleet_file.read_text().replace("fast: gpt-4o-mini", "fast: intel/llama-7b"))
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0 and "applied #2" in r.out, r.both
+
+
+def test_destroy_purge_leaves_the_home_byte_identical_to_before_the_first_apply(
+        taosync, home, fleet_file):
+    user_home(home)
+    before = tree(home)
+    two_applies(taosync, fleet_file)
+    assert tree(home) != before
+    r = taosync("destroy", "--yes", "--purge")
+    assert r.rc == 0, r.both
+    assert "destroyed: 11 files given back" in r.out and "state purged" in r.out
+    assert tree(home) == before  # contents, modes, and no directory left behind
+
+
+def test_destroy_keeps_its_state_and_rollback_undoes_it(taosync, home, fleet_file):
+    user_home(home)
+    before = tree(home)
+    two_applies(taosync, fleet_file)
+    applied = tree(home, skip=".local")
+    r = taosync("destroy", "--yes")
+    assert r.rc == 0, r.both
+    assert "recorded as #3" in r.out
+    assert tree(home, skip=".local") == before
+    assert (home / STATE / "state.json").exists()
+    assert json.loads((home / STATE / "state.json").read_text())["files"] == {}
+    assert taosync("rollback").rc == 0  # the destroy is a step like an apply
+    assert tree(home, skip=".local") == applied
+    assert taosync("status").rc == 0
+
+
+def test_destroy_gives_keys_back_one_by_one_around_a_users_later_edit(taosync, home, fleet_file):
+    """A file the user edited since taosync wrote it is not restored from its backup:
+    each owned key is given back and the user's own edit stays."""
+    user_home(home)
+    two_applies(taosync, fleet_file)
+    cfg = home / ".codex/config.toml"
+    cfg.write_text(cfg.read_text().replace('approval_policy = "on-request"',
+                                           'approval_policy = "never"'))
+    r = taosync("destroy", "--yes", "--purge")
+    assert r.rc == 0, r.both
+    assert cfg.read_text() == CODEX_CONFIG.replace('approval_policy = "on-request"',
+                                                   'approval_policy = "never"')
+    assert not (home / ".codex/auth.json").exists()
+
+
+def test_destroy_dry_run_and_json_write_nothing(taosync, home, fleet_file):
+    user_home(home)
+    two_applies(taosync, fleet_file)
+    applied = tree(home)
+    r = taosync("destroy", "--dry-run")
+    assert r.rc == 0 and "dry run: nothing was written" in r.out
+    assert "-model = \"intel/llama-7b\"" in r.out  # the diff, as plan shows it
+    assert "sk-test-SECRETKEY" not in r.both
+    js = json.loads(taosync("destroy", "--dry-run", "--json").out)
+    assert js["dry_run"] and js["changed"] == 11
+    assert str(home / ".codex/config.toml") in js["exact"]
+    assert tree(home) == applied
+
+
+def test_destroy_without_a_terminal_needs_yes(taosync, home, fleet_file):
+    two_applies(taosync, fleet_file)
+    applied = tree(home)
+    r = taosync("destroy")
+    assert r.rc == 2 and "--yes" in r.err and "Traceback" not in r.both
+    assert tree(home) == applied
+
+
+def test_destroy_with_nothing_owned_says_so(taosync, home):
+    r = taosync("destroy", "--yes")
+    assert r.rc == 0 and "nothing to destroy" in r.out
+    assert tree(home) == {}
+
+
+def run_on_a_terminal(args: list[str], answer: bytes) -> tuple[int, str]:
+    """Run taosync with a pseudo-terminal as stdin/stdout/stderr; answer its question."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "taosync", *args], stdin=slave,
+                            stdout=slave, stderr=slave, cwd=ROOT, close_fds=True)
+    os.close(slave)
+    seen, answered = b"", False
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+                if not answered and b"[y/N]" in seen:
+                    os.write(master, answer)
+                    answered = True
+            elif proc.poll() is not None:
+                break
+        rc = proc.wait(timeout=30)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    assert answered, seen.decode("utf-8", "replace")[-2000:]
+    return rc, seen.decode("utf-8", "replace")
+
+
+def test_destroy_asks_on_a_terminal(taosync, home, fleet_file):
+    user_home(home)
+    before = tree(home, skip=".local")
+    two_applies(taosync, fleet_file)
+    applied = tree(home)
+    args = ["--home", str(home), "-c", str(fleet_file), "destroy"]
+    rc, out = run_on_a_terminal(args, b"n\n")
+    assert rc == 1 and "nothing was changed" in out, out[-2000:]
+    assert tree(home) == applied
+    rc, out = run_on_a_terminal(args, b"y\n")
+    assert rc == 0 and "destroyed: 11 files given back" in out, out[-2000:]
+    assert tree(home, skip=".local") == before
