@@ -1,0 +1,185 @@
+"""The no-op fast path (taosync/fastpath.py) answers exactly as the full path does, or not
+at all: same stdout, stderr and exit code on the same home."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from conftest import TEST_KEY
+
+COMMANDS = [("apply",), ("apply", "--no-verify"), ("plan", "--check"), ("plan",), ("status",),
+            ("-q", "status"), ("apply", "-q")]
+#: a closed port: an apply the fast path wrongly skipped would verify here and fail at once
+LOCAL_GATEWAY = "http://127.0.0.1:9/api"
+
+
+def fast(capsys, argv):
+    from taosync.fastpath import answer
+
+    capsys.readouterr()
+    rc = answer(list(argv))
+    out = capsys.readouterr()
+    return None if rc is None else (rc, out.out, out.err)
+
+
+def full(capsys, argv):
+    from taosync.cli import run
+
+    capsys.readouterr()
+    rc = run(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def argv_for(home, fleet_file, *args):
+    return ["--home", str(home), "-c", str(fleet_file), *args]
+
+
+@pytest.fixture
+def applied(taosync, home, fleet_file):
+    fleet_file.write_text(fleet_file.read_text().replace("https://taotoken.net/api",
+                                                         LOCAL_GATEWAY))
+    assert taosync("apply", "--no-verify").rc == 0
+    return home
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=" ".join)
+def test_an_unchanged_home_is_answered_as_the_full_path_answers(applied, fleet_file, capsys,
+                                                                 args):
+    argv = argv_for(applied, fleet_file, *args)
+    answered = fast(capsys, argv)
+    assert answered is not None, "nothing changed: the fast path should answer"
+    assert answered == full(capsys, argv)
+
+
+def test_global_options_after_the_command_and_warnings_agree(applied, fleet_file, capsys,
+                                                             monkeypatch):
+    # a location variable pointing outside --home is ignored with a warning (stderr)
+    monkeypatch.setenv("CONTINUE_GLOBAL_DIR", "/nonexistent-outside-home")
+    argv = argv_for(applied, fleet_file, "apply", "--no-verify")
+    full(capsys, argv)  # the render with the warning is the cached one now
+    argv = ["plan", "--check", "--home", str(applied), "-c", str(fleet_file)]
+    answered = fast(capsys, argv)
+    assert answered is not None and "warning:" in answered[2]
+    assert answered == full(capsys, argv)
+
+
+@pytest.mark.parametrize("args", [("apply", "--json"), ("apply", "-v"), ("plan", "--no-key"),
+                                  ("apply", "--only", "codex"), ("apply", "--dry-run"),
+                                  ("status", "--check"), ("verify",), ("plan", "--home")])
+def test_other_command_lines_fall_through(applied, fleet_file, capsys, args):
+    assert fast(capsys, argv_for(applied, fleet_file, *args)) is None
+
+
+def test_a_journal_falls_through_to_recovery(applied, fleet_file, capsys):
+    (applied / ".local/state/taosync/journal.json").write_text("{}")
+    assert fast(capsys, argv_for(applied, fleet_file, "status")) is None
+
+
+def test_a_damaged_state_falls_through(applied, fleet_file, capsys):
+    path = applied / ".local/state/taosync/state.json"
+    state = json.loads(path.read_text())
+    state["applies"][0]["id"] = "one"
+    path.write_text(json.dumps(state))
+    argv = argv_for(applied, fleet_file, "status")
+    assert fast(capsys, argv) is None
+    assert full(capsys, argv)[0] == 2
+
+
+def test_hashes_agree_with_the_secrets_module():
+    from taosync.fastpath import _canonical, _value_hash
+    from taosync.fleet.secrets import canonical, value_hash
+
+    for value in ["x", 1, True, None, 1.5, {"b": [1, "é"], "a": {}}, ["\u2028"]]:
+        assert _canonical(value) == canonical(value)
+        assert _value_hash(b"k" * 32, value) == value_hash(b"k" * 32, value)
+
+
+EDITS = ["fleet-comment", "fleet-model", "key", "key-same", "target-space", "target-value",
+         "target-gone", "client-env", "unrelated-env", "home", "platform", "version",
+         "key-file"]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow])
+@given(edits=st.sets(st.sampled_from(EDITS), max_size=3),
+       args=st.sampled_from(COMMANDS))
+def test_fast_and_full_paths_agree_whatever_changed(applied, fleet_file, tmp_path, capsys,
+                                                    edits, args):
+    """Over edits to fleet.yaml, the key, a target file, an environment variable a
+    client consults, --home, and the platform/version in the cache entry: whenever the
+    fast path answers, the full path answers the same; with no edit it does answer."""
+    template = tmp_path / "template"
+    if not template.exists():
+        shutil.copytree(applied, template, symlinks=True)
+        shutil.copyfile(fleet_file, tmp_path / "fleet.template")
+    shutil.rmtree(applied)
+    shutil.copytree(template, applied, symlinks=True)
+    shutil.copyfile(tmp_path / "fleet.template", fleet_file)
+    saved = dict(os.environ)
+    try:
+        home = _edit(applied, fleet_file, tmp_path, edits)
+        argv = argv_for(home, fleet_file, *args)
+        answered = fast(capsys, argv)
+        if not edits or edits <= {"unrelated-env", "key-same"}:
+            assert answered is not None, "nothing that matters changed"
+        if answered is not None:
+            assert answered == full(capsys, argv)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _edit(home: Path, fleet_file: Path, tmp_path: Path, edits: set[str]) -> Path:
+    """Make the edits; return the home to run with."""
+    state_path = home / ".local/state/taosync/state.json"
+    if "fleet-comment" in edits:
+        fleet_file.write_text(fleet_file.read_text() + "# a comment\n")
+    if "fleet-model" in edits:
+        fleet_file.write_text(fleet_file.read_text().replace("fast: gpt-4o-mini",
+                                                             "fast: intel/llama-7b"))
+    if "key" in edits:
+        os.environ["TAOTOKEN_API_KEY"] = "sk-rotated-0000000000000000"
+    if "key-same" in edits:
+        os.environ["TAOTOKEN_API_KEY"] = TEST_KEY + "\n"  # stripped: the same key
+    if "key-file" in edits:
+        (home / "key.txt").write_text(TEST_KEY + "\n")
+        fleet_file.write_text(fleet_file.read_text().replace("${env:TAOTOKEN_API_KEY}",
+                                                             "${file:~/key.txt}"))
+    if "target-space" in edits:
+        path = home / ".codex/config.toml"
+        path.write_text(path.read_text() + "\n")
+    if "target-value" in edits:
+        path = home / ".claude/settings.json"
+        data = json.loads(path.read_text())
+        data["env"]["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:9/elsewhere"
+        path.write_text(json.dumps(data, indent=2) + "\n")
+    if "target-gone" in edits:
+        (home / ".continue/config.yaml").unlink()
+    if "client-env" in edits:
+        os.environ["CODEX_HOME"] = str(home / "codex-elsewhere")
+    if "unrelated-env" in edits:
+        os.environ["SOMETHING_NO_CLIENT_READS"] = "1"
+    if "platform" in edits or "version" in edits:
+        state = json.loads(state_path.read_text())
+        fp = state["inputs"]["fingerprint"]
+        if "platform" in edits:
+            fp["platform"] = "plan9" if sys.platform != "plan9" else "linux"
+        if "version" in edits:
+            fp["taosync"] = "0.0.0-older"
+        state_path.write_text(json.dumps(state, indent=1))
+    if "home" in edits:
+        other = tmp_path / "other-home"
+        if other.exists():
+            shutil.rmtree(other)
+        shutil.copytree(home, other, symlinks=True)
+        return other
+    return home
