@@ -23,14 +23,28 @@ Anything else returns None and the full path runs, which reports problems proper
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import os
 import stat
 import sys
 
 from taosync.engine.cache import KEY_TOKEN, MCP_TOKEN, fingerprint_holds
+
+# On a no-op, importing ``json`` (it compiles regular expressions: ``re``, ``enum``) and
+# ``hashlib``/``hmac`` (OpenSSL) costs as much as starting Python itself. The C parts
+# they are built on are loaded directly: the JSON scanner and encoder json.loads and
+# json.dumps use, and the built-in SHA-256. Where one is missing, the module itself is
+# used; tests/test_fastpath.py checks both agree with json and fleet.secrets.
+try:
+    import _json
+except ImportError:  # pragma: no cover - CPython always has it
+    _json = None
+try:
+    from _sha2 import sha256 as _sha256  # Python 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256 as _sha256  # Python 3.11
+    except ImportError:  # pragma: no cover
+        from hashlib import sha256 as _sha256
 
 #: command → the flags it may carry here (the global -c/--config, --home, -q work everywhere)
 COMMANDS = {"apply": {"--no-verify"}, "plan": {"--check"}, "status": set()}
@@ -52,7 +66,7 @@ def answer(argv: list[str], environ=None) -> int | None:
         command, flags, options, quiet = _parse(argv)
         lines = _decide(command, flags, options, environ)
     except (_Unsure, OSError, ValueError, TypeError, KeyError, AttributeError,
-            IndexError, RecursionError):
+            IndexError, RecursionError, StopIteration):
         return None
     warnings, out = lines
     try:
@@ -153,14 +167,68 @@ def _read(path: str) -> bytes:
         return f.read()
 
 
+class _ScanContext:
+    """What json.decoder.JSONDecoder hands the C scanner: json.loads' defaults."""
+
+    object_hook = object_pairs_hook = None
+    parse_float, parse_int, strict = float, int, True
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"),
+                      "NaN": float("nan")}.__getitem__
+    memo: dict = {}
+
+
+def _loads(text: str):
+    """json.loads(text) (raises ValueError or StopIteration where it raises)."""
+    if _json is None:  # pragma: no cover
+        import json
+
+        return json.loads(text)
+    start = len(text) - len(text.lstrip(" \t\n\r"))
+    value, end = _json.make_scanner(_ScanContext)(text, start)
+    if text[end:].strip(" \t\n\r"):
+        raise ValueError("extra data")
+    return value
+
+
+def _refuse(value):
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
 def _canonical(value) -> str:
-    """fleet.secrets.canonical (tests/test_fastpath.py keeps the two equal)."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    """fleet.secrets.canonical: json.dumps(value, sort_keys=True, ensure_ascii=False,
+    separators=(",", ":")) (tests/test_fastpath.py keeps the two equal)."""
+    if _json is None:  # pragma: no cover
+        import json
+
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, str):
+        return _json.encode_basestring(value)
+    encode = _json.make_encoder({}, _refuse, _json.encode_basestring, None, ":", ",",
+                                True, False, True)
+    return "".join(encode(value, 0))
 
 
-def _value_hash(key: bytes, value) -> str:
-    """fleet.secrets.value_hash (tests/test_fastpath.py keeps the two equal)."""
-    return hmac.new(key, _canonical(value).encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+def _sha256_hex(data: bytes) -> str:
+    return _sha256(data).hexdigest()
+
+
+class _Hmac:
+    """HMAC-SHA256 with one key (RFC 2104, as hmac.new(key, msg, sha256) computes it)."""
+
+    def __init__(self, key: bytes):
+        if len(key) > 64:
+            key = _sha256(key).digest()
+        key = key.ljust(64, b"\0")
+        self.inner = _sha256(bytes(b ^ 0x36 for b in key))
+        self.outer = _sha256(bytes(b ^ 0x5C for b in key))
+
+    def value_hash(self, value) -> str:
+        """fleet.secrets.value_hash (tests/test_fastpath.py keeps the two equal)."""
+        inner = self.inner.copy()
+        inner.update(_canonical(value).encode("utf-8"))
+        outer = self.outer.copy()
+        outer.update(inner.digest())
+        return outer.hexdigest()[:32]
 
 
 def _resolve(kind: str, arg: str, home: str, environ) -> str:
@@ -238,13 +306,13 @@ def _decide(command: str, flags: set[str], options: dict, environ):
     state_dir = _state_dir(home, sandboxed, environ)
     if os.path.exists(os.path.join(state_dir, "journal.json")):
         raise _Unsure  # an interrupted apply: the full path puts its files back
-    state = json.loads(_read(os.path.join(state_dir, "state.json")).decode("utf-8"))
-    hmac_key = bytes.fromhex(_read(os.path.join(state_dir, "hmac.key")).decode().strip())
+    state = _loads(_read(os.path.join(state_dir, "state.json")).decode("utf-8"))
+    hmac_key = _Hmac(bytes.fromhex(_read(os.path.join(state_dir, "hmac.key")).decode().strip()))
     _check_shape(state)
     entry = state["inputs"]
     fp = entry["fingerprint"]
     try:
-        fleet_sha = hashlib.sha256(_read(config)).hexdigest()
+        fleet_sha = _sha256_hex(_read(config))
     except OSError:
         raise _Unsure from None
     if not fingerprint_holds(fp, fleet_sha=fleet_sha, home=home, sandboxed=sandboxed,
@@ -252,7 +320,7 @@ def _decide(command: str, flags: set[str], options: dict, environ):
         raise _Unsure
     kind, arg = entry["key_ref"]
     key = _resolve(kind, arg, home, environ)
-    if _value_hash(hmac_key, key) != fp["key"]:
+    if hmac_key.value_hash(key) != fp["key"]:
         raise _Unsure
     decode = _Decoder(key, home, environ)
     files = _desired(entry["patches"], decode)
@@ -336,7 +404,7 @@ def _desired(patches: list, decode: _Decoder) -> dict:
     return files
 
 
-def _untouched(path: str, previous: dict, values: dict, volatile: set, hmac_key: bytes) -> None:
+def _untouched(path: str, previous: dict, values: dict, volatile: set, hmac_key: _Hmac) -> None:
     """engine/plan.py ``_untouched`` on the disk itself: the file is byte for byte what
     taosync left, and owns exactly the wanted values; else _Unsure."""
     real = os.path.realpath(path)
@@ -345,13 +413,13 @@ def _untouched(path: str, previous: dict, values: dict, volatile: set, hmac_key:
         raise _Unsure
     data = _read(real)
     data.decode("utf-8")  # not UTF-8: the full path says so
-    if hashlib.sha256(data).hexdigest() != previous["sha256"]:
+    if _sha256_hex(data) != previous["sha256"]:
         raise _Unsure
     owned = previous["owned"]
     if {k for k, o in owned.items() if o.get("volatile")} != volatile:
         raise _Unsure
     fixed = {k: o["hash"] for k, o in owned.items() if not o.get("volatile")}
-    if fixed != {kp: _value_hash(hmac_key, v) for kp, v in values.items()}:
+    if fixed != {kp: hmac_key.value_hash(v) for kp, v in values.items()}:
         raise _Unsure
     if previous["secret"] and (_in_work_tree(path) or _in_work_tree(real)):
         raise _Unsure  # the dotfiles guard may warn (engine/dotfiles.py)

@@ -93,13 +93,34 @@ def test_a_damaged_state_falls_through(applied, fleet_file, capsys):
     assert full(capsys, argv)[0] == 2
 
 
-def test_hashes_agree_with_the_secrets_module():
-    from taosync.fastpath import _canonical, _value_hash
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=JSON_VALUES, key=st.binary(min_size=0, max_size=80))
+def test_json_and_hashes_agree_with_the_modules_they_stand_for(value, key):
+    """The fast path's JSON reading and keyed hashing (built on the C parts, without
+    importing json or hashlib) give exactly what json and fleet.secrets give."""
+    from taosync.fastpath import _Hmac, _canonical, _loads
     from taosync.fleet.secrets import canonical, value_hash
 
-    for value in ["x", 1, True, None, 1.5, {"b": [1, "é"], "a": {}}, ["\u2028"]]:
-        assert _canonical(value) == canonical(value)
-        assert _value_hash(b"k" * 32, value) == value_hash(b"k" * 32, value)
+    assert _canonical(value) == canonical(value)
+    assert _Hmac(key).value_hash(value) == value_hash(key, value)
+    text = json.dumps(value, indent=1, ensure_ascii=False)
+    assert _canonical(_loads(" \n" + text + "\n")) == _canonical(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ["", "{", "{} x", "[1,]", "nul", '{"a": 1}}'])
+def test_malformed_json_is_refused_as_json_refuses_it(text):
+    from taosync.fastpath import _loads
+
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises((ValueError, StopIteration)):
+        _loads(text)
 
 
 EDITS = ["fleet-comment", "fleet-model", "key", "key-same", "target-space", "target-value",
