@@ -216,6 +216,7 @@ class _Hmac:
     """HMAC-SHA256 with one key (RFC 2104, as hmac.new(key, msg, sha256) computes it)."""
 
     def __init__(self, key: bytes):
+        self.key = key
         if len(key) > 64:
             key = _sha256(key).digest()
         key = key.ljust(64, b"\0")
@@ -332,7 +333,26 @@ def _decide(command: str, flags: set[str], options: dict, environ):
     out = _report(command, flags, files, home, state)
     if any(s in line for s in decode.secrets for line in warnings + out):
         raise _Unsure  # the full path's redactor would rewrite that line
+    if warnings:
+        _check_redaction(warnings, decode.secrets, hmac_key.key, state)
     return warnings, out
+
+
+def _check_redaction(lines: list[str], secrets: list[str], hmac_key: bytes, state: dict):
+    """_Unsure when the full path's redactor would change any of ``lines`` (an escaped
+    spelling of a secret, a key written long ago): warnings quote fleet.yaml, so they
+    are checked by the redactor itself (rare: it costs the imports this module avoids)."""
+    from taosync.fleet.secrets import Redactor, Secret
+
+    known = [h for h in state.get("secrets", []) if isinstance(h, str)]  # as
+    known += [o["hash"] for f in state["files"].values()  # State.remembered_secrets
+              for o in f["owned"].values() if o.get("secret")]
+    known.append(state["inputs"]["fingerprint"]["key"])
+    redactor = Redactor(Secret(secrets[0]), hmac_key=hmac_key, known_hashes=known)
+    for value in secrets[1:]:
+        redactor.add(value)
+    if any(redactor.scrub(line) != line for line in lines):
+        raise _Unsure
 
 
 def _check_shape(state) -> None:

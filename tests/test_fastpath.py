@@ -204,3 +204,12 @@ def _edit(home: Path, fleet_file: Path, tmp_path: Path, edits: set[str]) -> Path
         shutil.copytree(home, other, symlinks=True)
         return other
     return home
+
+
+def test_a_colour_terminal_gets_the_same_colours(applied, fleet_file, capsys, monkeypatch):
+    """On a terminal without NO_COLOR, plan dims "unchanged" as click.style does."""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    argv = argv_for(applied, fleet_file, "plan")
+    answered = fast(capsys, argv)
+    assert answered is not None and "\x1b[90munchanged\x1b[0m" in answered[1]
+    assert answered == full(capsys, argv)
