@@ -355,30 +355,43 @@ def _check_redaction(lines: list[str], secrets: list[str], hmac_key: bytes, stat
         raise _Unsure
 
 
+_FILE_FIELDS = {"path": str, "format": str, "clients": list, "sha256": str, "owned": dict,
+                "created": list, "skeleton": list, "created_file": bool, "secret": bool}
+_OWNED_FIELDS = {"hash", "value", "secret", "volatile", "release", "prior"}
+
+
+def _file_ok(entry) -> bool:
+    """engine/state.py FileState.from_json would take ``entry``."""
+    return (isinstance(entry, dict) and set(entry) == set(_FILE_FIELDS)
+            and all(isinstance(entry[k], t) for k, t in _FILE_FIELDS.items())
+            and all(isinstance(item, str) for k in ("clients", "created", "skeleton")
+                    for item in entry[k])
+            and all(isinstance(o, dict) and isinstance(o.get("hash"), str)
+                    and isinstance(o.get("release", "delete"), str) and set(o) <= _OWNED_FIELDS
+                    for o in entry["owned"].values()))
+
+
+def _record_ok(record) -> bool:
+    """engine/state.py _apply_record would take ``record``."""
+    return (isinstance(record, dict) and set(record) == {"id", "time", "kind", "files"}
+            and type(record["id"]) is int and isinstance(record["time"], str)
+            and isinstance(record["kind"], str) and isinstance(record["files"], list)
+            and all(isinstance(f, dict) and isinstance(f.get("path"), str)
+                    and (f.get("backup") is None or isinstance(f["backup"], str))
+                    and (f.get("mode") is None or type(f["mode"]) is int)
+                    and (f.get("before") is None or _file_ok(f["before"]))
+                    for f in record["files"]))
+
+
 def _check_shape(state) -> None:
     """The parts of the state the full path checks on load (engine/state.py), checked
     for their types, so a damaged state.json is reported by the full path."""
     if not isinstance(state, dict) or state.get("version", 1) != 1:
         raise _Unsure
-    fields = {"path": str, "format": str, "clients": list, "sha256": str, "owned": dict,
-              "created": list, "skeleton": list, "created_file": bool, "secret": bool}
-    for entry in state["files"].values():
-        if set(entry) != set(fields) or not all(isinstance(entry[k], t)
-                                                for k, t in fields.items()):
-            raise _Unsure
-        for owned in entry["owned"].values():
-            if not (isinstance(owned, dict) and isinstance(owned.get("hash"), str)
-                    and isinstance(owned.get("release", "delete"), str)
-                    and set(owned) <= {"hash", "value", "secret", "volatile", "release",
-                                       "prior"}):
-                raise _Unsure
-    for record in state["applies"]:
-        if not (isinstance(record, dict) and set(record) == {"id", "time", "kind", "files"}
-                and type(record["id"]) is int and isinstance(record["time"], str)
-                and isinstance(record["kind"], str) and isinstance(record["files"], list)
-                and all(isinstance(f, dict) and isinstance(f.get("path"), str)
-                        for f in record["files"])):
-            raise _Unsure
+    if not all(_file_ok(entry) for entry in state["files"].values()):
+        raise _Unsure
+    if not all(_record_ok(record) for record in state["applies"]):
+        raise _Unsure
     inputs = state["inputs"]
 
     def strings(items) -> bool:
