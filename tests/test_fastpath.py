@@ -99,7 +99,7 @@ JSON_VALUES = st.recursive(
     | st.dictionaries(st.text(max_size=8), children, max_size=4), max_leaves=12)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(value=JSON_VALUES, key=st.binary(min_size=0, max_size=80))
 def test_json_and_hashes_agree_with_the_modules_they_stand_for(value, key):
     """The fast path's JSON reading and keyed hashing (built on the C parts, without
