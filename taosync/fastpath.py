@@ -47,7 +47,8 @@ except ImportError:
         from hashlib import sha256 as _sha256
 
 #: command → the flags it may carry here (the global -c/--config, --home, -q work everywhere)
-COMMANDS = {"apply": {"--no-verify"}, "plan": {"--check"}, "status": set()}
+COMMANDS = {"apply": {"--no-verify"}, "plan": {"--check"}, "diff": {"--check"},
+            "status": set()}
 _VALUED = {"-c": "config", "--config": "config", "--home": "home"}
 _QUIET = {"-q", "--quiet"}
 # click.style(text, fg="bright_black"): how `plan` dims "unchanged" on a colour terminal
@@ -100,7 +101,7 @@ def _parse(argv: list[str]) -> tuple[str, set[str], dict[str, str], bool]:
                 raise _Unsure
             flags.add(arg)
         elif command is None and arg in COMMANDS:
-            command = arg
+            command = "plan" if arg == "diff" else arg  # the alias cli.py gives plan
         else:
             raise _Unsure
     if command is None:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from conftest import TEST_KEY
 
 COMMANDS = [("apply",), ("apply", "--no-verify"), ("plan", "--check"), ("plan",), ("status",),
-            ("-q", "status"), ("apply", "-q")]
+            ("-q", "status"), ("apply", "-q"), ("diff", "--check")]
 #: a closed port: an apply the fast path wrongly skipped would verify here and fail at once
 LOCAL_GATEWAY = "http://127.0.0.1:9/api"
 

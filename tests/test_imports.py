@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 #: what a no-op apply may load beyond what the interpreter had at start-up
@@ -49,11 +51,14 @@ def run_wrapper(home, fleet_file, *args):
     return proc, dict(report, rc=proc.returncode)
 
 
-def test_a_no_op_apply_loads_only_the_allowed_modules(taosync, home, fleet_file):
+@pytest.mark.parametrize("args, said", [(("apply",), "nothing to do: "),
+                                        (("plan", "--check"), "unchanged "),
+                                        (("status",), "in sync: ")])
+def test_a_no_op_loads_only_the_allowed_modules(taosync, home, fleet_file, args, said):
     assert taosync("apply", "--no-verify").rc == 0
-    proc, report = run_wrapper(home, fleet_file, "apply")
+    proc, report = run_wrapper(home, fleet_file, *args)
     assert report["rc"] == 0
-    assert proc.stdout.startswith("nothing to do: "), proc.stdout
+    assert proc.stdout.startswith(said), proc.stdout
     loaded = set(report["after"]) - set(report["before"])
     assert loaded - ALLOWED == set(), "a no-op apply imported more than it may"
     assert BANNED & set(report["after"]) == set()
