@@ -45,5 +45,6 @@ def test_the_in_flight_cap_is_honoured(monkeypatch):
 @pytest.mark.parametrize("raw", ["0", "-3", "many"])
 def test_a_bad_cap_is_bad_input(raw):
     with pytest.raises(BadInput, match="TAOSYNC_VERIFY_CONCURRENCY"):
-        runner.max_in_flight({"TAOSYNC_VERIFY_CONCURRENCY": raw})
-    assert runner.max_in_flight({}) == runner.MAX_IN_FLIGHT
+        runner.max_in_flight(Verify(), {"TAOSYNC_VERIFY_CONCURRENCY": raw})
+    assert runner.max_in_flight(Verify(), {}) == runner.MAX_IN_FLIGHT
+    assert runner.max_in_flight(Verify(), {"TAOSYNC_VERIFY_CONCURRENCY": "3"}) == 3

@@ -293,15 +293,16 @@ def _client(n: int, timeout: float) -> Any:
         limits=httpx.Limits(max_connections=max(10, n * 2), max_keepalive_connections=max(10, n)))
 
 
-def max_in_flight(environ=None) -> int:
-    """$TAOSYNC_VERIFY_CONCURRENCY (a positive integer), else :data:`MAX_IN_FLIGHT`."""
+def max_in_flight(verify: Any = None, environ=None) -> int:
+    """$TAOSYNC_VERIFY_CONCURRENCY (a positive integer), else the fleet's
+    ``verify.concurrency`` once the model declares it, else :data:`MAX_IN_FLIGHT`."""
     import os
 
     from taosync.errors import BadInput
 
     raw = (os.environ if environ is None else environ).get("TAOSYNC_VERIFY_CONCURRENCY")
     if not raw:
-        return MAX_IN_FLIGHT
+        return getattr(verify, "concurrency", None) or MAX_IN_FLIGHT
     try:
         value = int(raw)
     except ValueError:
@@ -317,7 +318,7 @@ async def run_async(specs: Iterable[Any], key: Any, verify: Any, *,
     groups = group_specs(specs)
     if not groups:
         return []
-    limit = asyncio.Semaphore(max_in_flight())
+    limit = asyncio.Semaphore(max_in_flight(verify))
     timeout = float(verify.timeout)
     pools = [groups[i:i + POOL_SIZE] for i in range(0, len(groups), POOL_SIZE)]
 
