@@ -1,12 +1,13 @@
 """verify's total time for N backends each delayed D, as a ratio to a single probe.
 
-    .venv/bin/python bench/verify_bench.py [--backends 20] [--delay 0.3] [--repeat 7]
+    .venv/bin/python bench/verify_bench.py [--backends 100] [--delay 0.3] [--repeat 7]
 
 Runs the real runner (one shared httpx client, asyncio) against the stand-in gateway on
 loopback — ``taosync stub`` in its own process, as a gateway would be — every model delayed
 D seconds. Single and N-backend runs alternate, so both see the same machine; the medians
-are compared. Goal: ratio ≤ 1.3
-(the total stays close to the slowest single probe). Prints a README-ready line last.
+are compared. Goal: ratio ≤ 1.5 at 100 backends (the total stays close to the slowest
+single probe: the probes are spread over connection pools of verify/runner.py POOL_SIZE,
+so httpcore's per-pool scans stay short). Prints a README-ready line last.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from taosync.stub import Stub  # noqa: E402
 from taosync.verify.runner import run  # noqa: E402
 
 KEY = "sk-bench-0123456789abcdef"
+GOAL = 1.5  # total / a single probe
 SHAPES = [  # a mix, as a real fleet has: Claude Code, Codex, Cline/Continue
     ("claude-code", "anthropic-messages", "", "/v1/messages?beta=true"),
     ("codex", "openai-responses", "/v1", "/responses"),
@@ -83,7 +85,7 @@ def timed(probes: list[ProbeSpec], verify: Verify) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--backends", type=int, default=20)
+    ap.add_argument("--backends", type=int, default=100)
     ap.add_argument("--delay", type=float, default=0.3)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--in-process", action="store_true",
@@ -106,15 +108,15 @@ def main() -> int:
     print(f"single probe    median {single * 1000:7.1f} ms  (min {min(singles) * 1000:.1f})")
     print(f"{args.backends} backends     median {total * 1000:7.1f} ms  (min {min(alls) * 1000:.1f})"
           f"   sequential would be ≈ {sequential * 1000:.0f} ms")
-    verdict = "meets" if ratio <= 1.3 else "misses"
-    print(f"ratio {ratio:.2f} ({verdict} the ≤ 1.3 goal)")
+    verdict = "meets" if ratio <= GOAL else "misses"
+    print(f"ratio {ratio:.2f} ({verdict} the ≤ {GOAL} goal)")
     cpus = os.cpu_count()
     print(f"\nverify, {args.backends} backends each delayed {args.delay * 1000:.0f} ms (stand-in "
           f"gateway, loopback): {total:.2f} s total = {ratio:.2f}× a single probe "
           f"({single:.2f} s); sequential ≈ {sequential:.1f} s. Median of {args.repeat}"
           f"{', stand-in in-process' if args.in_process else ''}, "
           f"Python {platform.python_version()}, {cpus} CPU{'s' if cpus != 1 else ''}.")
-    return 0 if ratio <= 1.3 else 1
+    return 0 if ratio <= GOAL else 1
 
 
 if __name__ == "__main__":

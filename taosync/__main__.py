@@ -8,6 +8,11 @@ def main(argv: list[str] | None = None) -> int:
     garbage less often and end the process right after the command instead of
     returning into interpreter teardown."""
     if argv is None:
+        from taosync.fastpath import answer
+
+        rc = answer(sys.argv[1:])  # nothing changed: answered on the standard library
+        if rc is not None:
+            return rc  # few modules loaded: the usual teardown costs next to nothing
         import gc
 
         # Importing click, ruamel and the rest creates tens of thousands of objects that

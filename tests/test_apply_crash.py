@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
-import time
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -67,40 +66,77 @@ def assert_old_or_new(home: Path, new: dict[str, str]) -> None:
             parse(p.name, p.read_text())  # raises on a torn file
 
 
-def test_sigkill_at_random_points_never_leaves_a_partial_file(tmp_path):
+#: run an apply in a real second process that SIGKILLs itself at its KILL_AT-th atomic
+#: write (journal, backups, client files, state — in the order apply makes them),
+#: KILL_WHEN "before" the rename (the temp file is complete, the target still old) or
+#: "after" it; it reports on stderr how many atomic writes it made when not killed
+KILL_AT_WRITE = textwrap.dedent("""
+    import os, signal, sys
+    import taosync.engine.system as system
+
+    n, when = int(os.environ["KILL_AT"]), os.environ["KILL_WHEN"]
+    real, calls = system.atomic_write, [0]
+
+    def atomic_write(path, data, mode, before_replace=None):
+        calls[0] += 1
+        mine = calls[0] == n
+
+        def check():
+            if before_replace is not None:
+                before_replace()
+            if mine and when == "before":
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        real(path, data, mode, check)
+        if mine and when == "after":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    system.atomic_write = atomic_write
+    from taosync.cli import run
+    code = run(sys.argv[1:])
+    print(f"atomic writes: {calls[0]}", file=sys.stderr)
+    sys.exit(code)
+""")
+
+
+def apply_killed_at(home: Path, n: int, when: str) -> subprocess.CompletedProcess:
+    argv = apply_cmd(home)[3:]  # the CLI arguments after "python -m taosync"
+    return subprocess.run([sys.executable, "-c", KILL_AT_WRITE, *argv],
+                          env=dict(env(), KILL_AT=str(n), KILL_WHEN=when),
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_sigkill_at_every_kind_of_write_never_leaves_a_partial_file(tmp_path):
+    """Killed before or after the rename of the journal, the first and a middle client
+    file, the last client file and the state: every file is its old or its new content,
+    and the next apply recovers and finishes."""
     reference = tmp_path / "reference"
     seed(reference)
-    subprocess.run(apply_cmd(reference), env=env(), check=True, timeout=120)
+    whole = apply_killed_at(reference, 0, "never")
+    assert whole.returncode == 0, whole.stderr
+    writes = int(whole.stderr.rsplit("atomic writes: ", 1)[1])
+    assert writes >= 5, whole.stderr
     new = {rel: (reference / rel).read_text() for rel in ORIGINALS}
-    start = time.monotonic()
-    subprocess.run(apply_cmd(tmp_path / "timing"), env=env(), check=True, timeout=120)
-    duration = time.monotonic() - start
 
-    rng = random.Random(1234)
-    iterations = int(os.environ.get("TAOSYNC_KILL_ITERATIONS", "25"))
-    killed_mid_way = 0
-    for i in range(iterations):
-        home = tmp_path / f"h{i}"
-        seed(home)
-        proc = subprocess.Popen(apply_cmd(home), env=env(), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.3, 1.0) * duration)
-        proc.send_signal(signal.SIGKILL)
-        rc = proc.wait()
-        killed_mid_way += rc == -signal.SIGKILL
-        assert_old_or_new(home, new)
-        # the next apply recovers (puts back an interrupted transaction) and finishes
-        done = subprocess.run(apply_cmd(home), env=env(), capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, done.stderr
-        for rel in ORIGINALS:
-            assert (home / rel).read_text() == new[rel]
-        leftovers = [p for p in home.rglob("*.tmp") if ".local/state" not in str(p)]
-        assert not leftovers, f"temp files left after recovery: {leftovers}"
-        status = subprocess.run(apply_cmd(home)[:-3] + ["status"], env=env(),
-                                capture_output=True, text=True, timeout=120)
-        assert status.returncode == 0, status.stdout + status.stderr
-    assert killed_mid_way > 0
+    points = sorted({1, 2, writes // 2, writes - 1, writes})
+    for n in points:
+        for when in ("before", "after"):
+            home = tmp_path / f"h{n}-{when}"
+            seed(home)
+            killed = apply_killed_at(home, n, when)
+            assert killed.returncode == -signal.SIGKILL, (n, when, killed.stderr)
+            assert_old_or_new(home, new)
+            # the next apply recovers (puts back an interrupted transaction) and finishes
+            done = subprocess.run(apply_cmd(home), env=env(), capture_output=True, text=True,
+                                  timeout=120)
+            assert done.returncode == 0, done.stderr
+            for rel in ORIGINALS:
+                assert (home / rel).read_text() == new[rel]
+            leftovers = [p for p in home.rglob("*.tmp") if ".local/state" not in str(p)]
+            assert not leftovers, f"temp files left after recovery: {leftovers}"
+            status = subprocess.run(apply_cmd(home)[:-3] + ["status"], env=env(),
+                                    capture_output=True, text=True, timeout=120)
+            assert status.returncode == 0, status.stdout + status.stderr
 
 
 def test_two_applies_at_once_both_finish_consistently(tmp_path):

@@ -177,9 +177,12 @@ def test_editor_save_patterns_are_applied_once(watch, home, fleet_file, save):
 def test_a_save_caught_half_way_is_read_again_not_reported(watch, home, fleet_file):
     """An editor that truncates, then writes: a cycle that read the empty file in
     between loads it again a debounce later instead of reporting it invalid."""
+    from taosync.watch.events import digest
+
     h = watch(debounce=0.3)
     fleet_file.write_text("")  # the truncate, seen as its own closed write
-    time.sleep(0.45)  # past the debounce: a cycle has read the file empty
+    # a cycle has read the file empty (and put off judging it for a debounce)
+    wait_until(lambda: h.watcher._failed_read == digest(b""), what="a cycle to read it empty")
     fleet_file.write_text(with_fast("intel/llama-7b"))
     h.wait_event("applied", 2)
     h.settle()
@@ -389,9 +392,11 @@ def test_change_during_a_run_causes_exactly_one_follow_up(watch, home, fleet_fil
     save_rename_over(fleet_file, with_fast("intel/llama-7b"))
     wait_until(entered.is_set, what="the run to start")
     for model in ("nvidia/deepseek-r1", "intel/llama-7b", "claude-sonnet-4-20250514"):
+        last_save = time.monotonic()
         save_rename_over(fleet_file, with_fast(model))
-        time.sleep(0.03)
-    time.sleep(0.3)  # well past the debounce: the follow-up is pending, not running
+    # an event of the last save has arrived: the follow-up is pending, not running
+    wait_until(lambda: h.watcher._pending.fleet and h.watcher._pending.last >= last_save,
+               what="the last save to be pending")
     gate.set()
     h.wait_event("applied", 3)
     h.settle()

@@ -11,20 +11,16 @@ secret (a ``${env:…}``/``${file:…}``/``${cmd:…}`` value in ``mcp_servers``
 its reference and resolved again on load — as the key is — so a changed secret is
 picked up and none is ever in the state; one that no longer resolves misses the cache,
 and the full load reports it with its line and column.
-Standard library only: this is the fast path.
+Standard library only, and nothing but ``sys`` at import: the no-op fast path
+(taosync/fastpath.py) checks the fingerprint with :func:`fingerprint_holds` before any
+other taosync module is loaded.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Any
 
 from taosync import __version__
-from taosync.engine.state import sha256_bytes
-from taosync.engine.system import current
-from taosync.fleet.logic import McpSecret, split_secret_reference
-from taosync.fleet.secrets import Reference, Secret, SecretError, resolve, value_hash
 
 KEY_TOKEN = "\x00taosync-key\x00"
 #: ``{MCP_TOKEN: "<the value as written in fleet.yaml>"}`` stands for an MCP secret
@@ -32,8 +28,10 @@ MCP_TOKEN = "\x00taosync-mcp-secret\x00"
 CACHE_VERSION = 3  # 2: warnings stored as whole lines; 3: MCP secrets as references
 
 
-def fingerprint(*, fleet_sha: str, key: Secret, hmac_key: bytes, home: Path, sandboxed: bool,
+def fingerprint(*, fleet_sha: str, key, hmac_key: bytes, home: Path, sandboxed: bool,
                 consulted: dict, probed: dict) -> dict:
+    from taosync.fleet.secrets import value_hash
+
     return {
         "cache": CACHE_VERSION,
         "taosync": __version__,
@@ -47,7 +45,7 @@ def fingerprint(*, fleet_sha: str, key: Secret, hmac_key: bytes, home: Path, san
     }
 
 
-def store(*, fingerprint: dict, key_ref: Reference, patches: list, key: Secret,
+def store(*, fingerprint: dict, key_ref, patches: list, key,
           warnings: list[str], clients: list[str]) -> dict:
     """The cache entry saved in the state (no key in it)."""
     if key_ref.kind == "literal":
@@ -61,34 +59,47 @@ def store(*, fingerprint: dict, key_ref: Reference, patches: list, key: Secret,
     }
 
 
-def rekey(entry: dict, key: Secret, hmac_key: bytes) -> dict:
+def rekey(entry: dict, key, hmac_key: bytes) -> dict:
     """The entry with the key's hash taken with the state's own hashing key (a first
     apply renders before that key exists)."""
+    from taosync.fleet.secrets import value_hash
+
     if not entry:
         return entry
     fp = dict(entry["fingerprint"], key=value_hash(hmac_key, key.reveal()))
     return dict(entry, fingerprint=fp)
 
 
-def lookup(entry: dict, *, fleet_path: Path, home: Path, sandboxed: bool, environ,
-           hmac_key: bytes):
+def fingerprint_holds(fp: dict, *, fleet_sha: str | None, home: str, sandboxed: bool,
+                      environ, is_dir) -> bool:
+    """Every input of the cached render but the key is as it was: fleet.yaml's sha256
+    (None: unreadable), taosync's version, the platform, home, the environment variables
+    and the paths (``is_dir(str)``) the clients consulted. Shared by :func:`lookup` and the
+    fast path, so both decide alike; the key's hash is each caller's to compare."""
+    return (fp.get("cache") == CACHE_VERSION and fleet_sha is not None
+            and fp["fleet"] == fleet_sha
+            and (fp["taosync"], fp["platform"], fp["home"], fp["sandboxed"])
+            == (__version__, sys.platform, home, sandboxed)
+            and all(environ.get(var) == value for var, value in fp["env"].items())
+            and all(is_dir(path) == was for path, was in fp["paths"].items()))
+
+
+def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key: bytes):
     """(patches, key, warnings, clients) when the cached render still holds, else None."""
+    from taosync.engine.state import sha256_bytes
+    from taosync.engine.system import current
+    from taosync.fleet.secrets import Reference, SecretError, resolve, value_hash
+
     if not entry or entry.get("fingerprint", {}).get("cache") != CACHE_VERSION:
         return None
     fp = entry["fingerprint"]
     system = current()
     try:
-        data = system.read_bytes(fleet_path)
+        fleet_sha = sha256_bytes(system.read_bytes(fleet_path))
     except OSError:
-        return None
-    if sha256_bytes(data) != fp["fleet"]:
-        return None
-    if (fp["taosync"], fp["platform"], fp["home"], fp["sandboxed"]) != \
-            (__version__, sys.platform, str(home), sandboxed):
-        return None
-    if any(environ.get(var) != value for var, value in fp["env"].items()):
-        return None
-    if any(system.is_dir(Path(path)) != was for path, was in fp["paths"].items()):
+        fleet_sha = None
+    if not fingerprint_holds(fp, fleet_sha=fleet_sha, home=str(home), sandboxed=sandboxed,
+                             environ=environ, is_dir=system.is_dir):
         return None
     try:
         key = resolve(Reference(*entry["key_ref"]), environ=environ, home=home)
@@ -107,11 +118,14 @@ def lookup(entry: dict, *, fleet_path: Path, home: Path, sandboxed: bool, enviro
 class _McpResolver:
     """Resolves the MCP secrets of one cached render, each reference once."""
 
-    def __init__(self, environ, home: Path):
+    def __init__(self, environ, home):
         self.environ, self.home = environ, home
-        self.done: dict[str, McpSecret] = {}
+        self.done: dict = {}
 
-    def __call__(self, text: str) -> McpSecret:
+    def __call__(self, text: str):
+        from taosync.fleet.logic import McpSecret, split_secret_reference
+        from taosync.fleet.secrets import SecretError, resolve
+
         if text not in self.done:
             try:
                 parts = split_secret_reference(text)
@@ -125,7 +139,7 @@ class _McpResolver:
         return self.done[text]
 
 
-def _dump_patch(patch, key: Secret) -> dict:
+def _dump_patch(patch, key) -> dict:
     from taosync.formats.base import keypath_str
 
     def enc(value):
@@ -140,7 +154,9 @@ def _dump_patch(patch, key: Secret) -> dict:
     }
 
 
-def _load_patch(data: dict, key: Secret, mcp: _McpResolver):
+def _load_patch(data: dict, key, mcp: _McpResolver):
+    from pathlib import Path
+
     from taosync.engine.patch import Patch
     from taosync.formats.base import keypath_parse
 
@@ -152,7 +168,10 @@ def _load_patch(data: dict, key: Secret, mcp: _McpResolver):
                  secret=data["secret"])
 
 
-def _encode(value: Any, secret: str) -> Any:
+def _encode(value, secret: str):
+    from taosync.fleet.logic import McpSecret  # loaded already: the render made them
+    from taosync.fleet.secrets import Secret
+
     if isinstance(value, McpSecret):
         return {MCP_TOKEN: value.text}
     if isinstance(value, Secret):
@@ -166,7 +185,7 @@ def _encode(value: Any, secret: str) -> Any:
     return value
 
 
-def _decode(value: Any, key: Secret, mcp: _McpResolver) -> Any:
+def _decode(value, key, mcp: _McpResolver):
     if value == KEY_TOKEN:
         return key
     if isinstance(value, str):

@@ -1,0 +1,253 @@
+"""The no-op fast path (taosync/fastpath.py) answers exactly as the full path does, or not
+at all: same stdout, stderr and exit code on the same home."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from conftest import TEST_KEY
+
+COMMANDS = [("apply",), ("apply", "--no-verify"), ("plan", "--check"), ("plan",), ("status",),
+            ("-q", "status"), ("apply", "-q"), ("diff", "--check")]
+#: a closed port: an apply the fast path wrongly skipped would verify here and fail at once
+LOCAL_GATEWAY = "http://127.0.0.1:9/api"
+
+
+def fast(capsys, argv):
+    from taosync.fastpath import answer
+
+    capsys.readouterr()
+    rc = answer(list(argv))
+    out = capsys.readouterr()
+    return None if rc is None else (rc, out.out, out.err)
+
+
+def full(capsys, argv):
+    from taosync.cli import run
+
+    capsys.readouterr()
+    rc = run(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def argv_for(home, fleet_file, *args):
+    return ["--home", str(home), "-c", str(fleet_file), *args]
+
+
+@pytest.fixture
+def applied(taosync, home, fleet_file):
+    fleet_file.write_text(fleet_file.read_text().replace("https://taotoken.net/api",
+                                                         LOCAL_GATEWAY))
+    assert taosync("apply", "--no-verify").rc == 0
+    return home
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=" ".join)
+def test_an_unchanged_home_is_answered_as_the_full_path_answers(applied, fleet_file, capsys,
+                                                                 args):
+    argv = argv_for(applied, fleet_file, *args)
+    answered = fast(capsys, argv)
+    assert answered is not None, "nothing changed: the fast path should answer"
+    assert answered == full(capsys, argv)
+
+
+def test_global_options_after_the_command_and_warnings_agree(applied, fleet_file, capsys,
+                                                             monkeypatch):
+    # a location variable pointing outside --home is ignored with a warning (stderr)
+    monkeypatch.setenv("CONTINUE_GLOBAL_DIR", "/nonexistent-outside-home")
+    argv = argv_for(applied, fleet_file, "apply", "--no-verify")
+    full(capsys, argv)  # the render with the warning is the cached one now
+    argv = ["plan", "--check", "--home", str(applied), "-c", str(fleet_file)]
+    answered = fast(capsys, argv)
+    assert answered is not None and "warning:" in answered[2]
+    assert answered == full(capsys, argv)
+
+
+@pytest.mark.parametrize("args", [("apply", "--json"), ("apply", "-v"), ("plan", "--no-key"),
+                                  ("apply", "--only", "codex"), ("apply", "--dry-run"),
+                                  ("status", "--check"), ("verify",), ("plan", "--home")])
+def test_other_command_lines_fall_through(applied, fleet_file, capsys, args):
+    assert fast(capsys, argv_for(applied, fleet_file, *args)) is None
+
+
+def test_a_journal_falls_through_to_recovery(applied, fleet_file, capsys):
+    (applied / ".local/state/taosync/journal.json").write_text("{}")
+    assert fast(capsys, argv_for(applied, fleet_file, "status")) is None
+
+
+def test_a_damaged_state_falls_through(applied, fleet_file, capsys):
+    path = applied / ".local/state/taosync/state.json"
+    state = json.loads(path.read_text())
+    state["applies"][0]["id"] = "one"
+    path.write_text(json.dumps(state))
+    argv = argv_for(applied, fleet_file, "status")
+    assert fast(capsys, argv) is None
+    assert full(capsys, argv)[0] == 2
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(value=JSON_VALUES, key=st.binary(min_size=0, max_size=80))
+def test_json_and_hashes_agree_with_the_modules_they_stand_for(value, key):
+    """The fast path's JSON reading and keyed hashing (built on the C parts, without
+    importing json or hashlib) give exactly what json and fleet.secrets give."""
+    from taosync.fastpath import _Hmac, _canonical, _loads
+    from taosync.fleet.secrets import canonical, value_hash
+
+    assert _canonical(value) == canonical(value)
+    assert _Hmac(key).value_hash(value) == value_hash(key, value)
+    text = json.dumps(value, indent=1, ensure_ascii=False)
+    assert _canonical(_loads(" \n" + text + "\n")) == _canonical(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ["", "{", "{} x", "[1,]", "nul", '{"a": 1}}'])
+def test_malformed_json_is_refused_as_json_refuses_it(text):
+    from taosync.fastpath import _loads
+
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises((ValueError, StopIteration)):
+        _loads(text)
+
+
+EDITS = ["fleet-comment", "fleet-model", "key", "key-same", "target-space", "target-value",
+         "target-gone", "client-env", "unrelated-env", "home", "platform", "version",
+         "key-file"]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                 HealthCheck.too_slow])
+@given(edits=st.sets(st.sampled_from(EDITS), max_size=3),
+       args=st.sampled_from(COMMANDS))
+def test_fast_and_full_paths_agree_whatever_changed(applied, fleet_file, tmp_path, capsys,
+                                                    edits, args):
+    """Over edits to fleet.yaml, the key, a target file, an environment variable a
+    client consults, --home, and the platform/version in the cache entry: whenever the
+    fast path answers, the full path answers the same; with no edit it does answer."""
+    template = tmp_path / "template"
+    if not template.exists():
+        shutil.copytree(applied, template, symlinks=True)
+        shutil.copyfile(fleet_file, tmp_path / "fleet.template")
+    shutil.rmtree(applied)
+    shutil.copytree(template, applied, symlinks=True)
+    shutil.copyfile(tmp_path / "fleet.template", fleet_file)
+    saved = dict(os.environ)
+    try:
+        home = _edit(applied, fleet_file, tmp_path, edits)
+        argv = argv_for(home, fleet_file, *args)
+        answered = fast(capsys, argv)
+        if not edits or edits <= {"unrelated-env", "key-same"}:
+            assert answered is not None, "nothing that matters changed"
+        if answered is not None:
+            assert answered == full(capsys, argv)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _edit(home: Path, fleet_file: Path, tmp_path: Path, edits: set[str]) -> Path:
+    """Make the edits; return the home to run with."""
+    state_path = home / ".local/state/taosync/state.json"
+    if "fleet-comment" in edits:
+        fleet_file.write_text(fleet_file.read_text() + "# a comment\n")
+    if "fleet-model" in edits:
+        fleet_file.write_text(fleet_file.read_text().replace("fast: gpt-4o-mini",
+                                                             "fast: intel/llama-7b"))
+    if "key" in edits:
+        os.environ["TAOTOKEN_API_KEY"] = "sk-rotated-0000000000000000"
+    if "key-same" in edits:
+        os.environ["TAOTOKEN_API_KEY"] = TEST_KEY + "\n"  # stripped: the same key
+    if "key-file" in edits:
+        (home / "key.txt").write_text(TEST_KEY + "\n")
+        fleet_file.write_text(fleet_file.read_text().replace("${env:TAOTOKEN_API_KEY}",
+                                                             "${file:~/key.txt}"))
+    if "target-space" in edits:
+        path = home / ".codex/config.toml"
+        path.write_text(path.read_text() + "\n")
+    if "target-value" in edits:
+        path = home / ".claude/settings.json"
+        data = json.loads(path.read_text())
+        data["env"]["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:9/elsewhere"
+        path.write_text(json.dumps(data, indent=2) + "\n")
+    if "target-gone" in edits:
+        (home / ".continue/config.yaml").unlink()
+    if "client-env" in edits:
+        os.environ["CODEX_HOME"] = str(home / "codex-elsewhere")
+    if "unrelated-env" in edits:
+        os.environ["SOMETHING_NO_CLIENT_READS"] = "1"
+    if "platform" in edits or "version" in edits:
+        state = json.loads(state_path.read_text())
+        fp = state["inputs"]["fingerprint"]
+        if "platform" in edits:
+            fp["platform"] = "plan9" if sys.platform != "plan9" else "linux"
+        if "version" in edits:
+            fp["taosync"] = "0.0.0-older"
+        state_path.write_text(json.dumps(state, indent=1))
+    if "home" in edits:
+        other = tmp_path / "other-home"
+        if other.exists():
+            shutil.rmtree(other)
+        shutil.copytree(home, other, symlinks=True)
+        return other
+    return home
+
+
+def test_a_colour_terminal_gets_the_same_colours(applied, fleet_file, capsys, monkeypatch):
+    """On a terminal without NO_COLOR, plan dims "unchanged" as click.style does."""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    argv = argv_for(applied, fleet_file, "plan")
+    answered = fast(capsys, argv)
+    assert answered is not None and "\x1b[90munchanged\x1b[0m" in answered[1]
+    assert answered == full(capsys, argv)
+
+
+def _nodes(value, path=()):
+    """Every (path, value) of a JSON document, the root's children first."""
+    items = value.items() if isinstance(value, dict) else \
+        enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        yield path + (k,), v
+        yield from _nodes(v, path + (k,))
+
+
+def test_any_node_of_the_state_given_another_type_is_answered_as_the_full_path_does(
+        applied, fleet_file, capsys):
+    """Each node of a real state.json in turn replaced by a value of another type: the
+    fast path either falls through, or answers what the full path answers."""
+    path = applied / ".local/state/taosync/state.json"
+    original = path.read_text()
+    state = json.loads(original)
+    answered_some = 0
+    first_file = next(iter(state["files"]))
+    for n, (where, value) in enumerate(list(_nodes(state))):
+        if len(where) > 4 and where[0] == "inputs":
+            continue  # deep inside the cached render: the render-cache tests cover it
+        if where[0] == "files" and len(where) > 2 and where[1] != first_file:
+            continue  # every file entry has the same shape: one of them in full
+        broken = json.loads(original)
+        parent = broken
+        for k in where[:-1]:
+            parent = parent[k]
+        parent[where[-1]] = 7 if not isinstance(value, int) or isinstance(value, bool) else "7"
+        path.write_text(json.dumps(broken))
+        argv = argv_for(applied, fleet_file, *(("status",) if n % 2 else ("plan", "--check")))
+        answered = fast(capsys, argv)
+        if answered is not None:
+            answered_some += 1
+            assert answered == full(capsys, argv), where
+        path.write_text(original)
+    assert answered_some  # some nodes (a plain owned value) do not matter to either path
