@@ -33,8 +33,9 @@ CACHE_VERSION = 3  # 2: warnings stored as whole lines; 3: MCP secrets as refere
 
 
 def fingerprint(*, fleet_sha: str, key: Secret, hmac_key: bytes, home: Path, sandboxed: bool,
-                consulted: dict, probed: dict) -> dict:
-    return {
+                consulted: dict, probed: dict, routes: dict | None = None) -> dict:
+    # routes: a route choice is a render input too ({"spec", "choice"}, pipeline.cache_routes)
+    return {**({"routes": routes} if routes else {}),
         "cache": CACHE_VERSION,
         "taosync": __version__,
         "platform": sys.platform,
@@ -71,8 +72,9 @@ def rekey(entry: dict, key: Secret, hmac_key: bytes) -> dict:
 
 
 def lookup(entry: dict, *, fleet_path: Path, home: Path, sandboxed: bool, environ,
-           hmac_key: bytes):
-    """(patches, key, warnings, clients) when the cached render still holds, else None."""
+           hmac_key: bytes, choose=None):
+    """(patches, key, warnings, clients) when the cached render still holds, else None.
+    ``choose(spec)`` → {route: model}: the route choices now (a different one misses)."""
     if not entry or entry.get("fingerprint", {}).get("cache") != CACHE_VERSION:
         return None
     fp = entry["fingerprint"]
@@ -89,6 +91,10 @@ def lookup(entry: dict, *, fleet_path: Path, home: Path, sandboxed: bool, enviro
     if any(environ.get(var) != value for var, value in fp["env"].items()):
         return None
     if any(system.is_dir(Path(path)) != was for path, was in fp["paths"].items()):
+        return None
+    # -- route choices (issue 15): chosen again from the history, must match
+    if fp.get("routes") and (choose is None or
+                             choose(fp["routes"]["spec"]) != fp["routes"]["choice"]):
         return None
     try:
         key = resolve(Reference(*entry["key_ref"]), environ=environ, home=home)

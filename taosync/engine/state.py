@@ -102,6 +102,9 @@ class State:
     #: keyed hashes (never values) of every secret taosync wrote here, newest last, so
     #: the redactor can hide a key rotated away long ago (in a backup, a gateway's echo)
     secrets: list[str] = field(default_factory=list)
+    #: route → {model, preferred, reason, since, healthy}: the choice of each route with
+    #: candidates as the last apply rendered it (taosync.verify.routing)
+    routes: dict[str, dict] = field(default_factory=dict)
 
     def remembered_secrets(self) -> list[str]:
         """``secrets`` plus the hashes of the secrets owned now and of the resolved key
@@ -126,6 +129,7 @@ class State:
             "applies": [asdict(a) for a in self.applies],
             "inputs": self.inputs,
             "secrets": self.remembered_secrets(),
+            **({"routes": self.routes} if self.routes else {}),
         }
 
     @classmethod
@@ -142,6 +146,7 @@ class State:
             inputs=_expect(data.get("inputs", {}), dict, "inputs"),
             secrets=[h for h in _expect(data.get("secrets", []), list, "secrets")
                      if isinstance(h, str)],
+            routes=_route_choices(data.get("routes", {})),
         )
         if not _render_cache_ok(state.inputs):
             state.inputs = {}  # only a cache: a damaged one is a miss, rendered afresh
@@ -161,6 +166,20 @@ def _expect(value, kind: type, where: str):
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise Damaged(f"{where} is {type(value).__name__}, not {kind.__name__}")
     return value
+
+
+#: the fields of one route's recorded choice, and their types
+_ROUTE_FIELDS = {"model": str, "preferred": str, "reason": str, "since": str, "healthy": bool}
+
+
+def _route_choices(data) -> dict[str, dict]:
+    """``routes`` as ``to_json`` wrote it; :class:`Damaged` names the first wrong part."""
+    _expect(data, dict, "routes")
+    for name, choice in data.items():
+        _expect(choice, dict, f"routes[{name!r}]")
+        for key, kind in _ROUTE_FIELDS.items():
+            _expect(choice.get(key), kind, f"routes[{name!r}].{key}")
+    return data
 
 
 def _render_cache_ok(entry: dict) -> bool:

@@ -201,7 +201,7 @@ async def _send(client: Any, group: ProbeGroup, key: Any, verify: Any,
         url=dx.scrub(display_url(url), key),
         configured_url=dx.scrub(display_url(group.url), key) if base_override else None,
         key=key)
-    timeout = float(verify.timeout)
+    timeout = float(group.timeout or verify.timeout)  # models.<id>.timeout overrides
     if dx.key_unsendable(key):
         problem = dx.key_problem(key) or "cannot be sent in an HTTP header"
         result.attempts = 0
@@ -211,7 +211,7 @@ async def _send(client: Any, group: ProbeGroup, key: Any, verify: Any,
             "then `taosync apply`")
         return result
     request = build_request(group, key, verify, url)
-    retries = int(verify.retries)
+    retries = int(verify.retries if group.retries is None else group.retries)
     attempt = _Attempt()
     for n in range(retries + 1):
         attempt = await _attempt(client, request, group.protocol, timeout)
@@ -292,7 +292,8 @@ async def run_async(specs: Iterable[Any], key: Any, verify: Any, *,
     groups = group_specs(specs)
     if not groups:
         return []
-    async with _client(len(groups), float(verify.timeout)) as client:
+    longest = max([float(verify.timeout)] + [float(g.timeout) for g in groups if g.timeout])
+    async with _client(len(groups), longest) as client:
         return list(await asyncio.gather(*(
             _probe(client, g, key, verify, base_override, backoff) for g in groups)))
 

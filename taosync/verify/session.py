@@ -90,6 +90,7 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
             report.problems += [(disk.client, text) for text in disk.problems]
     else:
         groups = collect_specs(fleet, key, env, **selection)
+    groups = with_candidates(groups, fleet)
     if not groups:
         return report
     if stub:
@@ -103,11 +104,42 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     if state_dir is not None:
         try:
             report.history = str(history.append(state_dir, report.results,
-                                                stub=stub, key=key))
+                                                stub=stub, key=key,
+                                                keep=fleet.routing.window))
         except OSError as exc:
             report.warnings.append(f"could not append to the verify history in {state_dir}: "
                                    f"{exc.strerror or exc}")
     return report
+
+
+def with_candidates(groups: list[Any], fleet: Any) -> list[Any]:
+    """The probe groups plus, for each route with candidates, one probe of every other
+    candidate by each protocol (URL, auth) the route's clients speak: the choice needs
+    every candidate's health. Each model is probed once per request shape."""
+    import dataclasses
+
+    out = list(groups)
+    for group in groups:
+        for route in group.routes:
+            if route is None or route not in fleet.routes:
+                continue
+            for model in fleet.route_candidates(route):
+                if model == group.model:
+                    continue
+                entry = fleet.models.get(model)
+                out.append(dataclasses.replace(
+                    group, model=model, clients=list(group.clients), routes=[route],
+                    origins=[], backend=entry.backend if entry else None,
+                    timeout=entry.timeout if entry else None,
+                    retries=entry.retries if entry else None))
+    merged: dict[tuple, Any] = {}
+    for group in out:
+        kept = merged.setdefault(group.key, group)
+        if kept is not group:  # the same request another slot or route already stands for
+            for client in group.clients:
+                for route in group.routes:
+                    kept.add(client, route)
+    return list(merged.values())
 
 
 def _ms(seconds: float | None) -> str:

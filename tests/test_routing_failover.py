@@ -1,0 +1,75 @@
+"""Routes that choose their model, end to end against the stand-in gateway with faults:
+the choice is checked in the client files themselves, not only in taosync's output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import TEST_KEY
+
+PREFERRED, BACKUP = "claude-sonnet-4-20250514", "gpt-4o"
+MODELS = ["gpt-4o-mini", PREFERRED, BACKUP, "nvidia/deepseek-r1", "intel/llama-7b"]
+
+
+def choosing_fleet(fleet_file: Path, root: str, policy: str = "failover") -> None:
+    """The example fleet with ``balanced`` choosing between two candidates, pointed at
+    the stand-in gateway, probes without retries (a 500 fails at once)."""
+    text = fleet_file.read_text().replace("https://taotoken.net/api", root)
+    text = text.replace("  claude-sonnet-4-20250514: {}\n",
+                        "  claude-sonnet-4-20250514: {}\n  gpt-4o: {}\n")
+    text = text.replace("  balanced: claude-sonnet-4-20250514\n",
+                        f"  balanced:\n    candidates: [{PREFERRED}, {BACKUP}]\n"
+                        f"    policy: {policy}\n")
+    text = text.replace("timeout: 20}", "timeout: 20, retries: 0}")
+    fleet_file.write_text(text)
+
+
+def files_naming(home: Path, model: str) -> set[str]:
+    """Every client file under ``home`` whose text names ``model`` (taosync's own state
+    and history left out)."""
+    out = set()
+    for path in home.rglob("*"):
+        if path.is_file() and "taosync" not in path.relative_to(home).parts[:3] \
+                and model in path.read_text(errors="replace"):
+            out.add(str(path.relative_to(home)))
+    return out
+
+
+BALANCED_FILES = {".claude/settings.json", ".cline/data/settings/providers.json",
+                  ".continue/config.yaml"}
+
+
+def test_failover_moves_every_client_on_the_route_and_back(taosync, home, fleet_file):
+    from taosync.stub import Stub
+
+    with Stub(key=TEST_KEY, models=MODELS, faults=[f"server_error@{PREFERRED}"]) as stub:
+        choosing_fleet(fleet_file, stub.root)
+        r = taosync("apply")
+        assert r.rc == 1, r.both  # the preferred candidate fails its probe
+        assert f"route balanced → {BACKUP} ({PREFERRED}: HTTP 500 at " in r.out
+        on_backup = files_naming(home, BACKUP)
+        assert on_backup >= BALANCED_FILES, on_backup
+        assert not any(f for f in files_naming(home, PREFERRED) if f in BALANCED_FILES)
+        # every candidate was probed, the failing one included
+        probed = {s.body.get("model") for s in stub.posts() if isinstance(s.body, dict)}
+        assert {PREFERRED, BACKUP} <= probed
+        state = json.loads(next(home.rglob("state.json")).read_text())
+        assert state["routes"]["balanced"]["model"] == BACKUP
+        assert "HTTP 500" in state["routes"]["balanced"]["reason"]
+
+        # status names the route off its preferred candidate; route prints the choice
+        assert f"balanced → {BACKUP}" in taosync("status").both
+        assert taosync("route", "balanced").out == BACKUP + "\n"
+        assert f"export TAOTOKEN_MODEL_BALANCED='{BACKUP}'" in taosync("env").out
+
+        # recovery: the preferred one answers again; the next verify + apply moves back
+        stub.clear_faults()
+        assert taosync("verify").rc == 0
+        r = taosync("apply")
+        assert r.rc == 0, r.both
+        assert files_naming(home, PREFERRED) >= BALANCED_FILES
+        assert not any(f for f in files_naming(home, BACKUP) if f in BALANCED_FILES)
+        assert taosync("route", "balanced").out == PREFERRED + "\n"
+        state = json.loads(next(home.rglob("state.json")).read_text())
+        assert state["routes"]["balanced"]["model"] == PREFERRED
