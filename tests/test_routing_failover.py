@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import TEST_KEY
 
-PREFERRED, BACKUP = "claude-sonnet-4-20250514", "gpt-4o"
+PREFERRED, BACKUP = "claude-sonnet-4-20250514", "gpt-4.1"  # not a prefix of another id
 MODELS = ["gpt-4o-mini", PREFERRED, BACKUP, "nvidia/deepseek-r1", "intel/llama-7b"]
 
 
@@ -17,7 +17,7 @@ def choosing_fleet(fleet_file: Path, root: str, policy: str = "failover") -> Non
     the stand-in gateway, probes without retries (a 500 fails at once)."""
     text = fleet_file.read_text().replace("https://taotoken.net/api", root)
     text = text.replace("  claude-sonnet-4-20250514: {}\n",
-                        "  claude-sonnet-4-20250514: {}\n  gpt-4o: {}\n")
+                        "  claude-sonnet-4-20250514: {}\n  gpt-4.1: {}\n")
     text = text.replace("  balanced: claude-sonnet-4-20250514\n",
                         f"  balanced:\n    candidates: [{PREFERRED}, {BACKUP}]\n"
                         f"    policy: {policy}\n")
@@ -59,7 +59,8 @@ def test_failover_moves_every_client_on_the_route_and_back(taosync, home, fleet_
         assert "HTTP 500" in state["routes"]["balanced"]["reason"]
 
         # status names the route off its preferred candidate; route prints the choice
-        assert f"balanced → {BACKUP}" in taosync("status").both
+        status = taosync("status")
+        assert f"balanced → {BACKUP}, off its preferred {PREFERRED}" in status.out, status.both
         assert taosync("route", "balanced").out == BACKUP + "\n"
         assert f"export TAOTOKEN_MODEL_BALANCED='{BACKUP}'" in taosync("env").out
 
