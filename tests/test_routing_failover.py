@@ -74,3 +74,40 @@ def test_failover_moves_every_client_on_the_route_and_back(taosync, home, fleet_
         assert taosync("route", "balanced").out == PREFERRED + "\n"
         state = json.loads(next(home.rglob("state.json")).read_text())
         assert state["routes"]["balanced"]["model"] == PREFERRED
+
+
+def test_score_picks_the_faster_model_and_explain_shows_both(taosync, home, fleet_file):
+    from taosync.stub import Stub
+
+    with Stub(key=TEST_KEY, models=MODELS, faults=[f"delay=0.6@{PREFERRED}"]) as stub:
+        choosing_fleet(fleet_file, stub.root, policy="score")
+        r = taosync("apply")
+        assert r.rc == 0, r.both
+        assert f"route balanced → {BACKUP} (best score" in r.out
+        assert files_naming(home, BACKUP) >= BALANCED_FILES
+        assert not any(f for f in files_naming(home, PREFERRED) if f in BALANCED_FILES)
+
+        r = taosync("route", "balanced", "--explain")
+        lines = r.out.splitlines()
+        assert lines[0] == BACKUP
+        rows = {line.split()[1] if line.startswith("→") else line.split()[0]: line
+                for line in lines[2:4]}
+        assert set(rows) == {PREFERRED, BACKUP}
+        assert rows[BACKUP].startswith("→") and "healthy" in rows[PREFERRED]
+        assert lines[-1].startswith("policy score: best score")
+
+        data = json.loads(taosync("route", "balanced", "--explain", "--json").out)
+        by_model = {c["model"]: c for c in data["choice"]["candidates"]}
+        assert data["model"] == BACKUP and set(by_model) == {PREFERRED, BACKUP}
+        slow, fast = by_model[PREFERRED], by_model[BACKUP]
+        assert slow["median_latency_ms"] - fast["median_latency_ms"] > 500
+        assert fast["score"] > slow["score"] > 0
+
+        # the delay goes: with equal latency the earlier candidate wins the tie again
+        # only when it scores at least as well; a cost on the backup makes it dearer
+        stub.clear_faults()
+        fleet_file.write_text(fleet_file.read_text().replace(
+            "  gpt-4.1: {}\n", "  gpt-4.1: {cost: 1000}\n"))
+        assert taosync("verify").rc == 0
+        assert taosync("apply").rc == 0
+        assert files_naming(home, PREFERRED) >= BALANCED_FILES
