@@ -27,7 +27,10 @@ from taosync.settings import common_options, current
 @click.option("--stub", is_flag=True,
               help="Verify against a stand-in gateway on loopback (the files still name "
                    "the fleet's gateway).")
-def watch(debounce, drift, no_verify, stub):
+@click.option("--reverify", metavar="INTERVAL", callback=lambda c, p, v: _interval(v),
+              help="Also verify every client on this timer (e.g. 30s, 5m): a failing backend "
+                   "moves its routes, and they move back on recovery, within one interval.")
+def watch(debounce, drift, no_verify, stub, reverify):
     """Re-apply after every save of fleet.yaml; keep owned keys asserted.
 
     Watches fleet.yaml, the key file of a ${file:…} key and every client file. A save
@@ -39,7 +42,7 @@ def watch(debounce, drift, no_verify, stub):
     s = current()
     printer = _Printer(s)
     watcher = Watcher(s, Options(debounce=debounce, drift=drift, verify=not no_verify,
-                                 stub=stub), on_event=printer)
+                                 stub=stub, reverify=reverify), on_event=printer)
     stop = threading.Event()
 
     def on_signal(signum, frame):
@@ -58,6 +61,21 @@ def watch(debounce, drift, no_verify, stub):
 
     printer(Event("stopped", "stopped"))
     return 0
+
+
+def _interval(text: str | None) -> float | None:
+    """``--reverify`` as seconds (30s, 5m, 1h; a plain number is seconds)."""
+    if text is None:
+        return None
+    from taosync.verify.routing import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if seconds <= 0:
+        raise click.BadParameter("must be more than 0 seconds")
+    return seconds
 
 
 class _Printer:
