@@ -47,7 +47,9 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False) -> Contex
         routes: dict = {}
 
         def choose(spec: dict) -> dict[str, str]:
-            routes.update(choose_routes(spec, store))
+            from taosync.verify.history import route_choices
+
+            routes.update(route_choices(spec, store))
             return {name: c.model for name, c in routes.items()}
 
         try:
@@ -63,23 +65,12 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False) -> Contex
     return _full(settings, env, store, path)
 
 
-def choose_routes(spec: dict, store) -> dict:
-    """Route → :class:`~taosync.verify.routing.Choice` for the routes with candidates in
-    ``spec`` (:meth:`FleetLogic.routing_spec`), from the verify history; the last
-    recorded choice is kept when no candidate is healthy. Reads nothing without such a
-    route."""
-    if not spec:
-        return {}
-    from taosync.verify import history, routing
-
-    previous = {name: rec.get("model") for name, rec in store.load().routes.items()}
-    return routing.choose_all(spec, history.read(store.root), previous=previous)
-
-
 def resolve_routes(fleet, store) -> dict:
     """Choose every candidate route of ``fleet`` and make the fleet answer with the
     choices, before any client renders from it (the clients read ``model_for``)."""
-    choices = choose_routes(fleet.routing_spec(), store)
+    from taosync.verify.history import route_choices
+
+    choices = route_choices(fleet.routing_spec(), store)
     fleet.choose_routes({name: c.model for name, c in choices.items()})
     return choices
 
@@ -276,8 +267,9 @@ def reroute(ctx: Context, only: set[str] | None = None, *, force: bool = False):
     extra write. Returns (the new context, plan, Result), or None when no route moves."""
     if not ctx.routes:
         return None
-    spec = loaded_fleet(ctx).fleet.routing_spec()
-    now = choose_routes(spec, ctx.store)
+    from taosync.verify.history import route_choices
+
+    now = route_choices(loaded_fleet(ctx).fleet.routing_spec(), ctx.store)
     if {n: c.model for n, c in now.items()} == {n: c.model for n, c in ctx.routes.items()}:
         return None
     fresh = prepare(ctx.settings, use_cache=False)

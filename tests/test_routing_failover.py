@@ -111,3 +111,27 @@ def test_score_picks_the_faster_model_and_explain_shows_both(taosync, home, flee
         assert taosync("verify").rc == 0
         assert taosync("apply").rc == 0
         assert files_naming(home, PREFERRED) >= BALANCED_FILES
+
+
+def test_no_healthy_candidate_keeps_the_last_choice_and_verify_says_so(taosync, home,
+                                                                        fleet_file):
+    from taosync.stub import Stub
+
+    with Stub(key=TEST_KEY, models=MODELS, faults=[f"server_error@{PREFERRED}"]) as stub:
+        choosing_fleet(fleet_file, stub.root)
+        assert taosync("apply").rc == 1
+        assert balanced_files_on(home, BACKUP)
+        stub.add_fault(f"server_error@{BACKUP}")  # now both fail
+        r = taosync("verify")
+        assert r.rc == 1
+        assert f"route balanced → {BACKUP} (no healthy candidate ({PREFERRED}: HTTP 500 at" in r.out
+        assert f"kept {BACKUP}" in r.out
+        data = json.loads(taosync("verify", "--json").out)
+        assert data["ok"] is False and data["routes"]["balanced"]["healthy"] is False
+        assert taosync("apply").rc == 0  # nothing moves: the last choice stays
+        assert balanced_files_on(home, BACKUP)
+        assert taosync("route", "balanced").out == BACKUP + "\n"
+
+
+def balanced_files_on(home: Path, model: str) -> bool:
+    return files_naming(home, model) >= BALANCED_FILES

@@ -182,3 +182,16 @@ def _add(per: dict, name: str, rec: dict, by: str) -> None:
     if row["last"] is None or (rec.get("ts") or "") >= row["last"]:
         row["last"], row["last_ok"], row["last_code"] = (rec.get("ts"), rec.get("ok"),
                                                          rec.get("code"))
+
+
+def route_choices(spec: dict, store: Any) -> dict:
+    """Route → :class:`~taosync.verify.routing.Choice` for the routes with candidates in
+    ``spec`` (:meth:`FleetLogic.routing_spec`), from this history (``store``: the
+    StateStore whose directory holds it, and whose state remembers the last choices, kept
+    when no candidate is healthy). Reads nothing without such a route."""
+    if not spec:
+        return {}
+    from taosync.verify import routing
+
+    previous = {name: rec.get("model") for name, rec in store.load().routes.items()}
+    return routing.choose_all(spec, read(store.root), previous=previous)

@@ -26,10 +26,13 @@ class Report:
     drift: list[tuple[str, str]] = field(default_factory=list)
     #: on-disk runs: (client, why) for a client that could not be probed; each fails
     problems: list[tuple[str, str]] = field(default_factory=list)
+    #: route → taosync.verify.routing.Choice, from the history this run added to
+    routes: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.results) and not self.problems
+        return (all(r.ok for r in self.results) and not self.problems
+                and all(c.healthy for c in self.routes.values()))
 
     def keys(self, key: Any = None) -> list[Any]:
         """Every key this run knows of (``key`` and each one a probe sent), to scrub."""
@@ -50,6 +53,8 @@ class Report:
                 "passed": passed, "failed": len(self.results) - passed,
                 "results": [r.to_dict() for r in self.results],
                 **({"warnings": self.warnings} if self.warnings else {}),
+                **({"routes": {n: c.to_dict() for n, c in self.routes.items()}}
+                   if self.routes else {}),
                 "drift": [{"client": c, "message": m} for c, m in self.drift],
                 "problems": [{"client": c, "message": m} for c, m in self.problems]}
 
@@ -109,7 +114,23 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
         except OSError as exc:
             report.warnings.append(f"could not append to the verify history in {state_dir}: "
                                    f"{exc.strerror or exc}")
+        if not stub:
+            report.routes = _route_choices(fleet, state_dir)
     return report
+
+
+def _route_choices(fleet: Any, state_dir: Any) -> dict:
+    """The route choices the history now makes (as the next apply renders them)."""
+    from pathlib import Path
+
+    from taosync.engine.state import StateStore
+    from taosync.errors import TaosyncError
+    from taosync.verify.history import route_choices
+
+    try:
+        return route_choices(fleet.routing_spec(), StateStore(Path(state_dir)))
+    except (TaosyncError, ValueError):  # a damaged state must not stop a verify
+        return {}
 
 
 def with_candidates(groups: list[Any], fleet: Any) -> list[Any]:

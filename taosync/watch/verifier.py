@@ -111,8 +111,8 @@ class Verifier:
 
     def _reroute(self, ctx, fleet) -> None:
         """When the history just recorded moves a route, have the fleet rendered again."""
-        from taosync import pipeline
+        from taosync.verify.history import route_choices
 
-        now = pipeline.choose_routes(fleet.routing_spec(), ctx.store)
+        now = route_choices(fleet.routing_spec(), ctx.store)
         if {n: c.model for n, c in now.items()} != {n: c.model for n, c in ctx.routes.items()}:
             self.watcher._requeue(fleet=True, delay=0.0)
