@@ -135,3 +135,38 @@ def test_no_healthy_candidate_keeps_the_last_choice_and_verify_says_so(taosync, 
 
 def balanced_files_on(home: Path, model: str) -> bool:
     return files_naming(home, model) >= BALANCED_FILES
+
+
+def test_a_route_choice_is_a_render_input_of_the_cache(taosync, home, fleet_file):
+    """The no-op fast path reuses the render while the choice holds (without pydantic or
+    httpx), and misses it as soon as the history moves the route."""
+    import subprocess
+    import sys
+
+    from taosync import pipeline
+    from taosync.settings import Settings
+    from taosync.stub import Stub
+
+    def prepare():
+        return pipeline.prepare(Settings(config=fleet_file, home=home))
+
+    with Stub(key=TEST_KEY, models=MODELS) as stub:
+        choosing_fleet(fleet_file, stub.root)
+        assert taosync("apply").rc == 0
+        ctx = prepare()
+        assert ctx.loaded is None and ctx.routes["balanced"].model == PREFERRED
+        probe = ("import sys; from taosync.cli import run; rc = run(['--home', sys.argv[1], "
+                 "'-c', sys.argv[2], 'plan', '--check']); "
+                 "assert not {'pydantic', 'httpx'} & set(sys.modules), sorted(sys.modules); "
+                 "sys.exit(rc)")
+        done = subprocess.run([sys.executable, "-c", probe, str(home), str(fleet_file)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+        stub.add_fault(f"server_error@{PREFERRED}")
+        assert taosync("verify").rc == 1
+        ctx = prepare()
+        assert ctx.loaded is not None, "a moved route must miss the cache"
+        assert ctx.routes["balanced"].model == BACKUP
+        r = taosync("plan", "--check")
+        assert r.rc == 1 and f"route balanced → {BACKUP} ({PREFERRED}: HTTP 500 at" in r.out
