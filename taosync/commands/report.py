@@ -114,7 +114,8 @@ def route_lines(routes: dict, *, all_routes: bool = False) -> list[str]:
     route with ``all_routes``)."""
     out = []
     for name, c in routes.items():
-        if c.model == c.preferred and c.healthy and not all_routes:
+        never_probed = all(cand.runs == 0 for cand in c.candidates)  # nothing to say yet
+        if c.model == c.preferred and (c.healthy or never_probed) and not all_routes:
             continue
         out.append(f"route {name} → {c.model} ({c.reason})")
     return out

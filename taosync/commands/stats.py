@@ -10,6 +10,10 @@ import click
 
 from taosync.settings import common_options, current
 
+#: advice names a model only when it scores at least this much better than the route's
+#: (a few milliseconds between two healthy backends are noise, not a reason to re-pin)
+ADVICE_MARGIN = 1.25
+
 
 def _since(ctx, param, value: str | None) -> float | None:
     if value is None:
@@ -118,8 +122,8 @@ def recommendations(fleet, records, *, now: float | None = None) -> list[dict]:
         mine = next((c for c in ranked if c.model == current), None)
         best = next((c for c in ranked if c.health == routing.HEALTHY), None)
         advice = None
-        if best is not None and best.model != current and (mine is None or
-                                                           best.score > mine.score):
+        if best is not None and best.model != current and (
+                mine is None or best.score >= mine.score * ADVICE_MARGIN):
             why = []
             if mine is not None and mine.median_latency_ms and best.median_latency_ms:
                 if best.median_latency_ms < mine.median_latency_ms:
