@@ -41,7 +41,7 @@ HELP = {
     "status": "Show drift (owned keys edited on disk) and pending changes; exit 1 when either.",
     "rollback": "Restore the files of the last (or --to N-th) apply from its backups.",
     "verify": "Send one real request per backend, shaped as each client sends it.",
-    "stats": "Per model: runs, failures, median latency, tokens (from verify history).",
+    "stats": "Per model (or route): runs, failures, median/p95 latency, TTFB, tokens in/out.",
     "doctor": "Check local runtimes and environment overrides before blaming the gateway.",
     "stub": "Serve a stand-in gateway on loopback (for demos and tests).",
     "watch": "Re-apply after every save of fleet.yaml; keep owned keys asserted.",
