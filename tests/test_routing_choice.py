@@ -4,6 +4,7 @@ property-tested, plus the fleet checks and the bounded history it reads."""
 from __future__ import annotations
 
 import json
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -146,3 +147,23 @@ def test_route_candidates_are_checked_with_located_errors(taosync, fleet_file):
         r = taosync("validate")
         assert r.rc == 2 and words in r.err and "Traceback" not in r.both, r.both
     assert "failover" in r.err  # the unknown policy names the known ones
+
+
+def test_the_states_route_choices_are_shape_checked():
+    import pytest
+
+    from taosync.engine.state import Damaged, State
+
+    good = {"balanced": {"model": "m-b", "preferred": "m-a", "reason": "m-a: HTTP 500 at 12:03",
+                         "since": "2026-12-01T12:03:00Z", "healthy": True}}
+    state = State.from_json({"routes": good})
+    assert state.routes == good and state.to_json()["routes"] == good
+    assert "routes" not in State().to_json()  # none: the state stays as it was
+    for bad, where in (([], "routes is list"),
+                       ({"balanced": "m-b"}, "routes['balanced'] is str"),
+                       ({"balanced": dict(good["balanced"], healthy="yes")},
+                        "routes['balanced'].healthy is str"),
+                       ({"balanced": {k: v for k, v in good["balanced"].items()
+                                      if k != "model"}}, "routes['balanced'].model is NoneType")):
+        with pytest.raises(Damaged, match=re.escape(where)):
+            State.from_json({"routes": bad})

@@ -170,3 +170,50 @@ def test_a_route_choice_is_a_render_input_of_the_cache(taosync, home, fleet_file
         assert ctx.routes["balanced"].model == BACKUP
         r = taosync("plan", "--check")
         assert r.rc == 1 and f"route balanced → {BACKUP} ({PREFERRED}: HTTP 500 at" in r.out
+
+
+def test_per_model_timeout_and_retries_override_verify(taosync, home, fleet_file):
+    """A slow stack gets its own (short) timeout and does not hold up the rest; a model's
+    retries override verify's."""
+    import time
+
+    from taosync.stub import Stub
+
+    faults = ["delay=3@nvidia/deepseek-r1", "server_error=1@intel/llama-7b",
+              "server_error=1@gpt-4o-mini"]
+    with Stub(key=TEST_KEY, models=MODELS, faults=faults) as stub:
+        text = fleet_file.read_text().replace("https://taotoken.net/api", stub.root)
+        text = text.replace("nvidia/deepseek-r1: {backend: cuda}",
+                            "nvidia/deepseek-r1: {backend: cuda, timeout: 0.5}")
+        text = text.replace("intel/llama-7b: {backend: oneapi}",
+                            "intel/llama-7b: {backend: oneapi, retries: 0}")
+        fleet_file.write_text(text.replace("timeout: 20}", "timeout: 20, retries: 1}"))
+        started = time.monotonic()
+        r = taosync("verify", "--desired", "--json", "--only", "codex")
+        took = time.monotonic() - started
+    results = {res["model"]: res for res in json.loads(r.out)["results"]}
+    assert r.rc == 1
+    deep = results["nvidia/deepseek-r1"]
+    assert not deep["ok"] and deep["diagnosis"]["code"] == "timeout", deep
+    assert took < 2.5, took  # bounded by the model's 0.5 s, not verify's 20 s
+    llama = results["intel/llama-7b"]  # retries: 0 — its one 500 fails it
+    assert (llama["ok"], llama["attempts"], llama["status"]) == (False, 1, 500)
+    mini = results["gpt-4o-mini"]  # verify's retries: 1 — the 500 is retried
+    assert (mini["ok"], mini["attempts"]) == (True, 2)
+
+
+def test_apply_json_reports_the_extra_write_of_a_moved_route(taosync, home, fleet_file):
+    from taosync.stub import Stub
+
+    with Stub(key=TEST_KEY, models=MODELS, faults=[f"server_error@{PREFERRED}"]) as stub:
+        choosing_fleet(fleet_file, stub.root)
+        report = json.loads(taosync("apply", "--json").out)
+        assert report["routes"]["balanced"]["model"] == PREFERRED  # what it wrote first
+        again = report["rerouted"]
+        assert again["apply_id"] == report["apply_id"] + 1
+        assert again["routes"]["balanced"]["model"] == BACKUP
+        assert {c for f in again["files"] if f["changes"] for c in f["clients"]} == {
+            "claude-code", "codex", "cline", "continue"}  # codex: the MCP ${routes.balanced}
+        # bounded: the next apply writes nothing, verifies nothing
+        r = taosync("apply")
+        assert r.rc == 0 and "nothing to do" in r.out
