@@ -62,6 +62,8 @@ def test_failover_moves_every_client_on_the_route_and_back(taosync, home, fleet_
         status = taosync("status")
         assert f"balanced → {BACKUP}, off its preferred {PREFERRED}" in status.out, status.both
         assert taosync("route", "balanced").out == BACKUP + "\n"
+        assert (f"balanced  {BACKUP}  (default)  (failover of 2: {PREFERRED}, {BACKUP})"
+                in taosync("route").out.splitlines())
         assert f"export TAOTOKEN_MODEL_BALANCED='{BACKUP}'" in taosync("env").out
 
         # recovery: the preferred one answers again; the next verify + apply moves back

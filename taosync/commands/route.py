@@ -71,8 +71,11 @@ def route(task: str | None, explain: bool) -> int:
     urls = {"anthropic": view["anthropic"], "openai": view["openai"]}
 
     if task is None:
+        choices = view["choices"]
         rows = [{"route": name, "model": model, "backend": view["backends"].get(model),
-                 "default": name == view["default_route"]}
+                 "default": name == view["default_route"],
+                 **({"candidates": [c.model for c in choices[name].candidates],
+                     "policy": choices[name].policy} if name in choices else {})}
                 for name, model in view["routes"].items()]
         if s.json:
             ui.emit_json({"routes": rows, "default_route": view["default_route"],
@@ -81,6 +84,8 @@ def route(task: str | None, explain: bool) -> int:
         width = max((len(r["route"]) for r in rows), default=0)
         for r in rows:
             mark = "  (default)" if r["default"] else ""
+            if "candidates" in r:
+                mark += f"  ({r['policy']} of {len(r['candidates'])}: {', '.join(r['candidates'])})"
             click.echo(f"{r['route']:<{width}}  {r['model']}{mark}")
         return 0
 

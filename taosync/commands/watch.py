@@ -35,7 +35,9 @@ def watch(debounce, drift, no_verify, stub, reverify):
 
     Watches fleet.yaml, the key file of a ${file:…} key and every client file. A save
     is applied after DEBOUNCE seconds of quiet (an invalid save changes nothing), then
-    the clients whose files changed are verified. Stop with Ctrl-C or SIGTERM.
+    the clients whose files changed are verified. --reverify INTERVAL also verifies
+    every client on a timer, so a failing backend moves its routes (and back on
+    recovery) within one interval. Stop with Ctrl-C or SIGTERM.
     """
     from taosync.watch import Options, Watcher
 
@@ -98,7 +100,7 @@ class _Printer:
             text = event.message
             if self.color and event.level == "problem":
                 text = click.style(text, fg="red" if event.kind != "drift" else "yellow")
-            elif self.color and event.kind in ("applied", "verified"):
+            elif self.color and event.kind in ("applied", "verified", "route"):
                 text = click.style(text, fg="green")
             stamp = event.stamp()
             stamp = click.style(stamp, fg="bright_black") if self.color else stamp

@@ -121,12 +121,14 @@ class Cycle:
                        "up to date", {"files": n})
 
     def _route_switches(self, before: dict, after: dict) -> None:
-        """One event per route whose chosen candidate moved (issue 15)."""
+        """One event per route whose chosen candidate moved (issue 15), and at start
+        for a route already off its preferred candidate."""
         for name, choice in after.items():
             old = before.get(name)
-            if old is not None and old.model != choice.model:
+            was = old.model if old is not None else choice.preferred
+            if was != choice.model:
                 self._emit("route", f"route {name} → {choice.model} ({choice.reason})",
-                           {"route": name, "model": choice.model, "from": old.model,
+                           {"route": name, "model": choice.model, "from": was,
                             "reason": choice.reason, "healthy": choice.healthy},
                            level="info" if choice.healthy else "problem")
 
