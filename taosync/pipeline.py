@@ -261,16 +261,21 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
     return the_plan, result
 
 
+def routes_moved(ctx: Context) -> bool:
+    """Does the history now choose another candidate for a route than ``ctx`` rendered?"""
+    if not ctx.routes:
+        return False
+    from taosync.verify.history import route_choices
+
+    now = route_choices(loaded_fleet(ctx).fleet.routing_spec(), ctx.store)
+    return {n: c.model for n, c in now.items()} != {n: c.model for n, c in ctx.routes.items()}
+
+
 def reroute(ctx: Context, only: set[str] | None = None, *, force: bool = False):
     """After a verify: when the history it added moves a route (its chosen model failed,
     or the preferred one recovered), render and write once more — bounded to this one
     extra write. Returns (the new context, plan, Result), or None when no route moves."""
-    if not ctx.routes:
-        return None
-    from taosync.verify.history import route_choices
-
-    now = route_choices(loaded_fleet(ctx).fleet.routing_spec(), ctx.store)
-    if {n: c.model for n, c in now.items()} == {n: c.model for n, c in ctx.routes.items()}:
+    if not routes_moved(ctx):
         return None
     fresh = prepare(ctx.settings, use_cache=False)
     the_plan, state = plan_apply(fresh, only)

@@ -106,13 +106,6 @@ class Verifier:
                 {"clients": only, "ok": report.ok, "passed": passed,
                  "failed": total - passed, "stub": report.stub_root is not None},
                 level="info" if report.ok else "problem")
-        if not report.stub_root:  # stand-in runs are no evidence about the real backends
-            self._reroute(ctx, fleet)
-
-    def _reroute(self, ctx, fleet) -> None:
-        """When the history just recorded moves a route, have the fleet rendered again."""
-        from taosync.verify.history import route_choices
-
-        now = route_choices(fleet.routing_spec(), ctx.store)
-        if {n: c.model for n, c in now.items()} != {n: c.model for n, c in ctx.routes.items()}:
-            self.watcher._requeue(fleet=True, delay=0.0)
+        if not report.stub_root and pipeline.routes_moved(ctx):
+            # stand-in runs are no evidence; a moved route has the fleet rendered again
+            w._requeue(fleet=True, delay=0.0)
