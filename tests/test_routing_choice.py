@@ -167,3 +167,24 @@ def test_the_states_route_choices_are_shape_checked():
                                       if k != "model"}}, "routes['balanced'].model is NoneType")):
         with pytest.raises(Damaged, match=re.escape(where)):
             State.from_json({"routes": bad})
+
+
+def test_healthy_means_every_protocol_the_routes_clients_speak():
+    def on_route(rec):
+        return dict(rec, routes=["balanced"])
+
+    recs = [on_route(probe("m-a", True, NOW - 5, protocol="anthropic-messages")),
+            on_route(probe("m-a", True, NOW - 5, protocol="openai-chat")),
+            on_route(probe("m-b", True, NOW - 5, protocol="openai-chat"))]
+    down = recs + [on_route(probe("m-a", False, NOW - 1, protocol="anthropic-messages"))]
+    choice = routing.choose("balanced", FAILOVER, down, now=NOW)
+    # m-b was never probed the way Claude Code asks: unknown, so not a safe move
+    assert [c.health for c in choice.candidates] == [routing.FAILING, routing.UNKNOWN]
+    assert (choice.model, choice.healthy) == ("m-a", False)
+    both = down + [on_route(probe("m-b", True, NOW - 1, protocol="anthropic-messages"))]
+    assert routing.choose("balanced", FAILOVER, both, now=NOW).model == "m-b"
+    # a protocol no client of the route spoke within max_age no longer counts
+    gone = [on_route(probe("m-a", False, NOW - 2 * 86400, protocol="anthropic-messages")),
+            on_route(probe("m-a", True, NOW - 5, protocol="openai-chat"))]
+    later = routing.choose("balanced", FAILOVER, gone, now=NOW, max_age="24h")
+    assert later.model == "m-a" and later.healthy

@@ -4,9 +4,10 @@ Pure and deterministic: the same spec, history and clock give the same choice, w
 order the history's records come in (they are sorted on their own content first). No
 proxy sits in the request path: taosync writes the chosen model into each client's file.
 
-* A candidate is **healthy** when, for every protocol it was probed with (or the
-  protocols the route's clients speak, when given), its latest probe passed and is not
-  older than ``max_age``. Never probed is **unknown**, not healthy.
+* A candidate is **healthy** when, for every protocol the route's clients speak (those
+  its probes used within ``max_age``; else every protocol the candidate was probed with),
+  its latest probe passed and is not older than ``max_age``. Never probed (by one of
+  them) is **unknown**, not healthy.
 * ``failover``: the first healthy candidate in preference order.
 * ``score``: the healthy candidate with the best
   ``weight / (median latency s × median tokens × cost)`` over its last ``window``
@@ -176,6 +177,9 @@ def choose(route: str, spec: dict, records: Iterable[dict], *, now: float | None
     policy = spec.get("policy") or "failover"
     weight = weight_of(route, spec.get("weight"))
     costs = spec.get("cost") or {}
+    if protocols is None:  # the protocols the route's clients spoke within max_age
+        protocols = sorted({r.get("protocol") or "" for r in records
+                            if route in (r.get("routes") or ()) and now - when(r) <= age}) or None
     candidates = [assess(m, records, now=now, window=window, max_age=age,
                          cost=costs.get(m, 1.0), weight=weight, protocols=protocols)
                   for m in spec["candidates"]]
