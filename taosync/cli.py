@@ -47,7 +47,7 @@ HELP = {
     "destroy": "Give back every owned key of every client (asks; --yes, --purge).",
     "managed": "List every file and owned key per client, and whether it is on disk.",
     "verify": "Send one real request per backend, shaped as each client sends it.",
-    "stats": "Per model: runs, failures, median latency, tokens (from verify history).",
+    "stats": "Per model (or route): runs, failures, median/p95 latency, TTFB, tokens in/out.",
     "doctor": "Check local runtimes and environment overrides before blaming the gateway.",
     "stub": "Serve a stand-in gateway on loopback (for demos and tests).",
     "watch": "Re-apply after every save of fleet.yaml; keep owned keys asserted.",

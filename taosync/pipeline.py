@@ -25,6 +25,8 @@ class Context:
     patches: list = field(default_factory=list)  # every enabled client's
     cache_entry: dict = field(default_factory=dict)  # to save with the next apply
     no_key: bool = False  # --no-key: the key was not resolved; such a context never writes
+    #: route → taosync.verify.routing.Choice, for each route with candidates
+    routes: dict = field(default_factory=dict)
 
 
 def prepare(settings, *, use_cache: bool = True, no_key: bool = False) -> Context:
@@ -42,15 +44,50 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False) -> Contex
         return _full(settings, env, store, path, no_key=True)
     if use_cache:
         entry = store.load().inputs
+        routes: dict = {}
+
+        def choose(spec: dict) -> dict[str, str]:
+            from taosync.verify.history import route_choices
+
+            routes.update(route_choices(spec, store))
+            return {name: c.model for name, c in routes.items()}
+
         try:
             hit = cache.lookup(entry, fleet_path=path, home=env.home, sandboxed=env.sandboxed,
-                               environ=env.environ, hmac_key=store.hmac_key(create=False))
+                               environ=env.environ, hmac_key=store.hmac_key(create=False),
+                               choose=choose)
         except (AttributeError, TypeError, KeyError, ValueError):
             hit = None  # a damaged render cache is only a miss: render afresh
         if hit is not None:
             patches, key, warnings, _clients = hit
-            return Context(settings, None, env, store, key, warnings, patches, entry)
+            return Context(settings, None, env, store, key, warnings, patches, entry,
+                           routes=routes)
     return _full(settings, env, store, path)
+
+
+def resolve_routes(fleet, store) -> dict:
+    """Choose every candidate route of ``fleet`` and make the fleet answer with the
+    choices, before any client renders from it (the clients read ``model_for``)."""
+    from taosync.verify.history import route_choices
+
+    choices = route_choices(fleet.routing_spec(), store)
+    fleet.choose_routes({name: c.model for name, c in choices.items()})
+    return choices
+
+
+def recorded_routes(choices: dict, before: dict) -> dict:
+    """The state's ``routes`` for ``choices``: model, preferred, reason, healthy, and
+    since when (kept from ``before`` while the model stays)."""
+    import time
+
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    out = {}
+    for name, c in choices.items():
+        old = before.get(name) or {}
+        since = old.get("since") if old.get("model") == c.model and old.get("since") else now
+        out[name] = {"model": c.model, "preferred": c.preferred, "reason": c.reason,
+                     "since": since, "healthy": c.healthy}
+    return out
 
 
 def recover_first(store, env) -> list[str]:
@@ -93,6 +130,7 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
                         resolve_key=not no_key)
     registry = all_clients()
     fleet, key = loaded.fleet, loaded.key
+    routes = resolve_routes(fleet, store)
     if no_key:
         from taosync.engine.plan import NO_KEY_VALUE
         from taosync.fleet.secrets import Secret
@@ -104,15 +142,23 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in env.warnings]
     if no_key:
-        return Context(settings, loaded, env, store, key, warnings, patches, {}, no_key=True)
+        return Context(settings, loaded, env, store, key, warnings, patches, {}, no_key=True,
+                       routes=routes)
     entry = cache.store(
         fingerprint=cache.fingerprint(
             fleet_sha=loaded.sha256, key=key, hmac_key=store.hmac_key(create=False),
             home=env.home, sandboxed=env.sandboxed, consulted=env.consulted,
-            probed=env.probed),
+            probed=env.probed, routes=cache_routes(fleet, routes)),
         key_ref=loaded.key_ref, patches=patches, key=key, warnings=warnings,
         clients=list(fleet.enabled_clients()))
-    return Context(settings, loaded, env, store, key, warnings, patches, entry)
+    return Context(settings, loaded, env, store, key, warnings, patches, entry, routes=routes)
+
+
+def cache_routes(fleet, choices: dict) -> dict | None:
+    """The route choices as a render input (engine/cache.py): the spec to choose again
+    from, and the models chosen."""
+    spec = fleet.routing_spec()
+    return {"spec": spec, "choice": {n: c.model for n, c in choices.items()}} if spec else None
 
 
 def loaded_fleet(ctx: Context):
@@ -200,6 +246,8 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                 # another apply ran, or a file moved since we planned: plan again
                 the_plan = make_plan(ctx, state, only, for_write=True)
             inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key())
+            if ctx.routes or state.routes:
+                state.routes = recorded_routes(ctx.routes, state.routes)
             for attempt in range(MOVED_RETRIES + 1):
                 try:
                     result = execute(the_plan, state, store, inputs=inputs,
@@ -213,6 +261,28 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                                           "is quiet") from None
                     the_plan = make_plan(ctx, state, only, for_write=True)
     return the_plan, result
+
+
+def routes_moved(ctx: Context) -> bool:
+    """Does the history now choose another candidate for a route than ``ctx`` rendered?"""
+    if not ctx.routes:
+        return False
+    from taosync.verify.history import route_choices
+
+    now = route_choices(loaded_fleet(ctx).fleet.routing_spec(), ctx.store)
+    return {n: c.model for n, c in now.items()} != {n: c.model for n, c in ctx.routes.items()}
+
+
+def reroute(ctx: Context, only: set[str] | None = None, *, force: bool = False):
+    """After a verify: when the history it added moves a route (its chosen model failed,
+    or the preferred one recovered), render and write once more — bounded to this one
+    extra write. Returns (the new context, plan, Result), or None when no route moves."""
+    if not routes_moved(ctx):
+        return None
+    fresh = prepare(ctx.settings, use_cache=False)
+    the_plan, state = plan_apply(fresh, only)
+    the_plan, result = commit(fresh, the_plan, state, only, force=force)
+    return fresh, the_plan, result
 
 
 def _still_on_disk(the_plan) -> bool:

@@ -81,9 +81,32 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
     else:  # the clients whose files were written (all of them for an explicit --stub run)
         written = sorted({c for fp in result.written for c in fp.clients}) or list(only)
         rc, report["verify"] = _verify(ctx, s, written, stub)
+        if not stub:  # stand-in runs are no evidence about the real backends
+            rerouted = _reroute(ctx, s, only_set, force)
+            if rerouted is not None:
+                report["rerouted"] = rerouted
     if s.json:
         ui.emit_json(report)
     return rc
+
+
+def _reroute(ctx, s, only_set, force) -> dict | None:
+    """A route whose chosen model just failed (or whose preferred one is back) is
+    rendered once more with the candidate the new history chooses (one extra write)."""
+    from taosync import pipeline, ui
+    from taosync.commands.report import plan_json, protect, route_lines
+
+    moved = pipeline.reroute(ctx, only_set, force=force)
+    if moved is None:
+        return None
+    fresh, the_plan, result = moved
+    protect(fresh, None, the_plan)
+    if not s.json:
+        for line in route_lines(fresh.routes, all_routes=True):
+            ui.out(ui.style(line, "bold"))
+        ui.out(f"applied #{result.apply_id}: {len(result.written)} file(s) re-rendered for "
+               "the route choice")
+    return {"apply_id": result.apply_id, **plan_json(the_plan, fresh)}
 
 
 def _warn_if_root_in_someone_elses_home(home) -> None:

@@ -4,7 +4,8 @@
 ``taosync env --shell powershell | Invoke-Expression``. Prints TAOTOKEN_BASE_URL (the
 root), TAOTOKEN_OPENAI_BASE_URL, TAOTOKEN_ANTHROPIC_BASE_URL, one TAOTOKEN_MODEL_<ROUTE>
 per route (upper-cased, anything but A-Z0-9 → _), TAOTOKEN_MODEL (the default route's
-model) and, only with --with-key, TAOTOKEN_API_KEY (the resolved key). Values are
+model) and, only with --with-key, TAOTOKEN_API_KEY (the resolved key). A route with
+candidates exports the candidate chosen from the verify history. Values are
 single-quoted for the shell, so nothing in them is expanded.
 """
 

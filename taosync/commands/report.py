@@ -103,7 +103,22 @@ def plan_json(plan, ctx) -> dict:
             "diff": fp.diff(ui.redactor() or ctx.key) if _may_diff(ctx) else None,
             **({"sensitive": fp.sensitive} if fp.sensitive else {}),
         })
-    return {"changed": len(plan.changed), "files": files}
+    return {"changed": len(plan.changed), "files": files,
+            **({"routes": {n: c.to_dict() for n, c in ctx.routes.items()}}
+               if getattr(ctx, "routes", None) else {})}
+
+
+def route_lines(routes: dict, *, all_routes: bool = False) -> list[str]:
+    """``route balanced → gpt-4o (claude-sonnet-4-…: HTTP 500 at 12:03)`` for each route
+    with candidates that is off its preferred candidate or has none healthy (every such
+    route with ``all_routes``)."""
+    out = []
+    for name, c in routes.items():
+        never_probed = all(cand.runs == 0 for cand in c.candidates)  # nothing to say yet
+        if c.model == c.preferred and (c.healthy or never_probed) and not all_routes:
+            continue
+        out.append(f"route {name} → {c.model} ({c.reason})")
+    return out
 
 
 def _may_diff(ctx) -> bool:
@@ -113,6 +128,8 @@ def _may_diff(ctx) -> bool:
 
 def print_plan(plan, ctx, *, diffs: bool) -> None:
     home = ctx.settings.home_dir
+    for line in route_lines(getattr(ctx, "routes", None) or {}):
+        ui.out(ui.style(line, "bold"))
     width = max((len(display_path(f.path, home)) for f in plan.files), default=0)
     for fp in plan.files:
         label = ui.style(f"{fp.action:<9}", ACTION_STYLE[fp.action])

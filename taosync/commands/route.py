@@ -1,5 +1,9 @@
 """``taosync route TASK``: the model id the routing table gives a task type.
 
+A route with candidates prints the candidate chosen from the verify history (as apply
+would render it); ``--explain`` shows every candidate with its health, median and p95
+latency, tokens, cost, score and the reason for the choice.
+
 For scripts (``model=$(taosync route fast)``), so it stays on the fast path: the fleet is
 read through the pydantic-free run-time view (FleetView) and the key is never resolved.
 An unknown task gets the default route's model, with a warning on stderr. Without TASK,
@@ -17,9 +21,13 @@ def load_view(resolve_key: bool = False):
     """(Loaded, view) of the configured fleet; view = the derived values route/env print."""
     from taosync.fleet.load import load_fleet
 
+    from taosync.engine.state import StateStore
+    from taosync.pipeline import resolve_routes
+
     s = current()
     loaded = load_fleet(s.config_path(), home=s.home_dir, resolve_key=resolve_key)
-    return loaded, fleet_view(loaded.fleet)
+    choices = resolve_routes(loaded.fleet, StateStore(s.state_dir()))
+    return loaded, dict(fleet_view(loaded.fleet), choices=choices)
 
 
 def fleet_view(fleet) -> dict:
@@ -29,7 +37,7 @@ def fleet_view(fleet) -> dict:
         "base_url": fleet.gateway.base_url,
         "anthropic": fleet.anthropic_url,
         "openai": fleet.openai_url,
-        "routes": dict(fleet.routes),
+        "routes": {name: fleet.route_model(name) for name in fleet.routes},
         "default_route": fleet.route_for(None),
         "default_model": fleet.model_for(None),
         "backends": {model_id: model.backend for model_id, model in fleet.models.items()},
@@ -48,7 +56,10 @@ def _complete_task(ctx, param, incomplete: str):
 @click.command("route")
 @common_options
 @click.argument("task", required=False, shell_complete=_complete_task)
-def route(task: str | None) -> int:
+@click.option("--explain", is_flag=True,
+              help="Show each candidate: health, median and p95 latency, tokens, cost, score, "
+                   "and why the route chose as it did.")
+def route(task: str | None, explain: bool) -> int:
     """Print the model id the routing table gives TASK (no TASK: the whole table)."""
     from taosync import ui
 
@@ -60,8 +71,11 @@ def route(task: str | None) -> int:
     urls = {"anthropic": view["anthropic"], "openai": view["openai"]}
 
     if task is None:
+        choices = view["choices"]
         rows = [{"route": name, "model": model, "backend": view["backends"].get(model),
-                 "default": name == view["default_route"]}
+                 "default": name == view["default_route"],
+                 **({"candidates": [c.model for c in choices[name].candidates],
+                     "policy": choices[name].policy} if name in choices else {})}
                 for name, model in view["routes"].items()]
         if s.json:
             ui.emit_json({"routes": rows, "default_route": view["default_route"],
@@ -70,6 +84,8 @@ def route(task: str | None) -> int:
         width = max((len(r["route"]) for r in rows), default=0)
         for r in rows:
             mark = "  (default)" if r["default"] else ""
+            if "candidates" in r:
+                mark += f"  ({r['policy']} of {len(r['candidates'])}: {', '.join(r['candidates'])})"
             click.echo(f"{r['route']:<{width}}  {r['model']}{mark}")
         return 0
 
@@ -86,9 +102,35 @@ def route(task: str | None) -> int:
                     + "; using the default route"
                     + (f" {name}" if name else " (none set: the first catalogue model)")
                     + f" → {model}")
+    choice = view["choices"].get(name)
     if s.json:
         ui.emit_json({"task": task, "route": name, "known": task in view["routes"],
-                      "model": model, "backend": view["backends"].get(model), "urls": urls})
+                      "model": model, "backend": view["backends"].get(model), "urls": urls,
+                      **({"choice": choice.to_dict()} if explain and choice else {})})
         return 0
     click.echo(model)
+    if explain:
+        for line in explain_lines(name, model, choice):
+            click.echo(line)
     return 0
+
+
+def explain_lines(name: str | None, model: str, choice) -> list[str]:
+    """The ``--explain`` table: one row per candidate, then the reason."""
+    if choice is None:
+        return [f"route {name} names one model: {model}" if name else
+                "no route: the first catalogue model"]
+
+    def num(value, unit: str = "", fmt: str = "{:.0f}") -> str:
+        return "—" if value is None else fmt.format(value) + unit
+
+    head = ["", "CANDIDATE", "HEALTH", "MEDIAN", "P95", "TOKENS", "COST", "SCORE", "WHY"]
+    rows = [["→" if c.model == choice.model else "", c.model, c.health,
+             num(c.median_latency_ms, " ms"), num(c.p95_latency_ms, " ms"),
+             num(c.median_tokens), f"{c.cost:g}", num(c.score, "", "{:.4g}"), c.why]
+            for c in choice.candidates]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    out = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip()
+           for r in [head, *rows]]
+    out.append(f"policy {choice.policy}: {choice.reason}")
+    return out

@@ -1,4 +1,6 @@
-"""``taosync stats``: per model, from verify history — runs, failures, median latency, tokens."""
+"""``taosync stats``: from verify history, per model or ``--by route`` — runs, failures,
+median and p95 latency, TTFB, tokens in/out — and ``--recommend``: the catalogue ranked
+per route by the score routes use, with advice (never an edit of fleet.yaml)."""
 
 from __future__ import annotations
 
@@ -8,25 +10,57 @@ import click
 
 from taosync.settings import common_options, current
 
+#: advice names a model only when it scores at least this much better than the route's
+#: (a few milliseconds between two healthy backends are noise, not a reason to re-pin)
+ADVICE_MARGIN = 1.25
+
+
+def _since(ctx, param, value: str | None) -> float | None:
+    if value is None:
+        return None
+    from taosync.verify.routing import parse_duration
+
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
 
 @click.command("stats")
 @click.option("--model", "models", multiple=True, metavar="ID", help="Only this model (repeatable).")
+@click.option("--by", "by", type=click.Choice(["model", "route"]), default="model",
+              show_default=True, help="One row per model, or per route the probes stood for.")
+@click.option("--since", metavar="AGE", callback=_since,
+              help="Only probes younger than AGE (e.g. 1h, 30m, 7d).")
+@click.option("--recommend", is_flag=True,
+              help="Rank the catalogue per route by the routing score and say which route "
+                   "would be faster or cheaper on the recorded history (advice only).")
 @click.option("--include-stub", is_flag=True,
               help="Count runs against the stand-in gateway too (left out by default: their "
                    "latencies say nothing about the real backends).")
 @common_options
-def stats(models: tuple[str, ...], include_stub: bool) -> int:
-    """Per model: runs, failures, median latency, tokens (from verify history)."""
+def stats(models: tuple[str, ...], by: str, since: float | None, recommend: bool,
+          include_stub: bool) -> int:
+    """Per model (or route): runs, failures, median/p95 latency, TTFB, tokens in/out."""
+    import time
+
     from taosync import ui
     from taosync.verify import history
+    from taosync.verify.routing import when
 
     s = current()
     records = history.read(s.state_dir())
     if models:
         records = [r for r in records if r["model"] in models]
-    rows = history.summarize(records, include_stub=include_stub)
+    if since is not None:
+        cutoff = time.time() - since
+        records = [r for r in records if when(r) >= cutoff]
+    if recommend:
+        return _recommend(s, records, include_stub)
+    rows = history.summarize(records, include_stub=include_stub, by=by)
     if s.json:
-        click.echo(json.dumps({"history": str(history.path(s.state_dir())), "models": rows},
+        click.echo(json.dumps({"history": str(history.path(s.state_dir())),
+                               ("routes" if by == "route" else "models"): rows},
                               indent=2, ensure_ascii=False))
         return 0
     if not rows:
@@ -35,21 +69,101 @@ def stats(models: tuple[str, ...], include_stub: bool) -> int:
                + (f" ({skipped} stand-in probe(s) left out; --include-stub shows them)"
                   if skipped and not include_stub else ""))
         return 0
-    head = ["MODEL", "BACKEND", "RUNS", "FAILS", "MEDIAN", "TTFB", "TOKENS IN/OUT", "LAST"]
+    head = [by.upper(), "BACKEND", "RUNS", "FAILS", "MEDIAN", "P95", "TTFB", "TOKENS IN/OUT",
+            "LAST"]
     table = []
     for r in rows:
         last = "—"
         if r["last"]:
             last = ("✓ " if r["last_ok"] else f"✗ {r['last_code'] or 'failed'} ") + r["last"]
         table.append([
-            r["model"], r["backend"] or "—", str(r["runs"]),
+            r[by], r["backend"] or "—", str(r["runs"]),
             f"{r['failures']} ({r['failure_rate'] * 100:.0f}%)" if r["failures"] else "0",
-            f"{r['median_latency_ms']} ms" if r["median_latency_ms"] is not None else "—",
-            f"{r['median_ttfb_ms']} ms" if r["median_ttfb_ms"] is not None else "—",
+            _ms(r["median_latency_ms"]), _ms(r["p95_latency_ms"]), _ms(r["median_ttfb_ms"]),
             f"{r['tokens_in']}/{r['tokens_out']}", last])
+    _table(head, table)
+    return 0
+
+
+def _ms(value) -> str:
+    return f"{value} ms" if value is not None else "—"
+
+
+def _table(head: list[str], table: list[list[str]]) -> None:
+    from taosync import ui
+
     widths = [max(len(row[i]) for row in [head, *table]) for i in range(len(head))]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     ui.out(ui.style(line(head), "bold"))
     for row in table:
         ui.out(line(row))
+
+
+def recommendations(fleet, records, *, now: float | None = None) -> list[dict]:
+    """Per route: every catalogue model that has passing probes, best score first (the
+    route's weight, each model's cost), the model the route resolves to now, and advice
+    when a healthy model would score better."""
+    import time
+
+    from taosync.verify import routing
+
+    now = time.time() if now is None else now
+    records = [r for r in records if not r.get("stub")]
+    max_age = routing.parse_duration(fleet.routing.max_age)
+    out = []
+    for name, target in fleet.routes.items():
+        pinned = isinstance(target, str)
+        weight = routing.weight_of(name, None if pinned else target.weight)
+        scored = [routing.assess(m, records, now=now, window=fleet.routing.window,
+                                 max_age=max_age, cost=entry.cost, weight=weight)
+                  for m, entry in fleet.models.items()]
+        ranked = sorted((c for c in scored if c.score is not None), key=lambda c: -c.score)
+        current = fleet.route_model(name)
+        mine = next((c for c in ranked if c.model == current), None)
+        best = next((c for c in ranked if c.health == routing.HEALTHY), None)
+        advice = None
+        if best is not None and best.model != current and (
+                mine is None or best.score >= mine.score * ADVICE_MARGIN):
+            why = []
+            if mine is not None and mine.median_latency_ms and best.median_latency_ms:
+                if best.median_latency_ms < mine.median_latency_ms:
+                    why.append(f"faster: {best.median_latency_ms:.0f} ms median vs "
+                               f"{mine.median_latency_ms:.0f} ms")
+                if best.cost < mine.cost:
+                    why.append(f"cheaper: cost {best.cost:g} vs {mine.cost:g}")
+                ratio = f" scores {best.score / mine.score:.1f}× {current}"
+            else:
+                ratio = f" scores best; {current} has no passing probe on record"
+            advice = (f"{'pin' if pinned else 'prefer'} {best.model} for {name}:{ratio}"
+                      + (f" ({'; '.join(why)})" if why else ""))
+        out.append({"route": name, "model": current, "pinned": pinned, "weight": weight,
+                    "ranking": [c.to_dict() for c in ranked], "advice": advice})
+    return out
+
+
+def _recommend(s, records, include_stub: bool) -> int:
+    from taosync import ui
+    from taosync.commands.route import load_view
+
+    if include_stub:
+        ui.warn("--recommend leaves stand-in runs out: their latencies say nothing about "
+                "the real backends")
+    loaded, _view = load_view()
+    rows = recommendations(loaded.fleet, records)
+    if s.json:
+        ui.emit_json({"routes": rows})
+        return 0
+    for row in rows:
+        kind = "pinned" if row["pinned"] else "chooses"
+        ui.out(ui.style(f"route {row['route']} ({kind}, now {row['model']}, weight "
+                        f"{row['weight']:g})", "bold"))
+        if not row["ranking"]:
+            ui.out("  no passing probe on record: run `taosync verify`")
+        for rank, c in enumerate(row["ranking"], 1):
+            mark = "→" if c["model"] == row["model"] else " "
+            ui.out(f"  {mark} {rank}. {c['model']}  score {c['score']:.4g}  "
+                   f"median {c['median_latency_ms']:.0f} ms  p95 {c['p95_latency_ms']:.0f} ms  "
+                   f"tokens {c['median_tokens']:.0f}  cost {c['cost']:g}  {c['health']}")
+        ui.out(f"  advice: {row['advice']}" if row["advice"] else "  advice: keep it")
+    ui.out(ui.style("advice only: fleet.yaml is not changed", "dim"))
     return 0

@@ -43,6 +43,7 @@ def status(only, no_key):
                          "keys": [c.path for c in fp.changes]} for fp in pending],
             **({"sensitive": {str(fp.path): fp.sensitive for fp in the_plan.files
                               if fp.sensitive}} if no_key else {}),
+            **({"routes": state.routes} if state.routes else {}),
         })
     else:
         if not state.applies:
@@ -67,6 +68,10 @@ def status(only, no_key):
             where = pipeline.display_path(fp.path, home)
             for kp_text, verdict in fp.sensitive.items():
                 ui.out(f"{'key':<8} {where}: {kp_text}: {verdict}")
+        for name, rec in state.routes.items():  # as the files hold it (the last apply)
+            if rec["model"] != rec["preferred"] or not rec["healthy"]:
+                ui.out(f"{ui.style('route', 'warn')}    {name} → {rec['model']}, off its "
+                       f"preferred {rec['preferred']} since {rec['since']} ({rec['reason']})")
         if not drift and not pending:
             ui.out(f"in sync: {len(the_plan.files)} file(s), no drift, nothing pending")
     return 1 if drift or pending else 0

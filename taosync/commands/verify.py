@@ -66,6 +66,10 @@ def print_report(report: Any, s: Any, key: Any = None) -> None:
                 ui.problem(line)
         else:
             echo(line)
+    from taosync.commands.report import route_lines
+
+    for line in route_lines(report.routes):
+        (echo if s.verbosity >= 0 else ui.problem)(scrub(line))
     passed = sum(1 for r in report.results if r.ok)
     total = len(report.results)
     summary = f"{passed}/{total} backend{'s' if total != 1 else ''} pass"

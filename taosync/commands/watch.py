@@ -27,19 +27,24 @@ from taosync.settings import common_options, current
 @click.option("--stub", is_flag=True,
               help="Verify against a stand-in gateway on loopback (the files still name "
                    "the fleet's gateway).")
-def watch(debounce, drift, no_verify, stub):
+@click.option("--reverify", metavar="INTERVAL", callback=lambda c, p, v: _interval(v),
+              help="Also verify every client on this timer (e.g. 30s, 5m): a failing backend "
+                   "moves its routes, and they move back on recovery, within one interval.")
+def watch(debounce, drift, no_verify, stub, reverify):
     """Re-apply after every save of fleet.yaml; keep owned keys asserted.
 
     Watches fleet.yaml, the key file of a ${file:…} key and every client file. A save
     is applied after DEBOUNCE seconds of quiet (an invalid save changes nothing), then
-    the clients whose files changed are verified. Stop with Ctrl-C or SIGTERM.
+    the clients whose files changed are verified. --reverify INTERVAL also verifies
+    every client on a timer, so a failing backend moves its routes (and back on
+    recovery) within one interval. Stop with Ctrl-C or SIGTERM.
     """
     from taosync.watch import Options, Watcher
 
     s = current()
     printer = _Printer(s)
     watcher = Watcher(s, Options(debounce=debounce, drift=drift, verify=not no_verify,
-                                 stub=stub), on_event=printer)
+                                 stub=stub, reverify=reverify), on_event=printer)
     stop = threading.Event()
 
     def on_signal(signum, frame):
@@ -58,6 +63,21 @@ def watch(debounce, drift, no_verify, stub):
 
     printer(Event("stopped", "stopped"))
     return 0
+
+
+def _interval(text: str | None) -> float | None:
+    """``--reverify`` as seconds (30s, 5m, 1h; a plain number is seconds)."""
+    if text is None:
+        return None
+    from taosync.verify.routing import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if seconds <= 0:
+        raise click.BadParameter("must be more than 0 seconds")
+    return seconds
 
 
 class _Printer:
@@ -80,7 +100,7 @@ class _Printer:
             text = event.message
             if self.color and event.level == "problem":
                 text = click.style(text, fg="red" if event.kind != "drift" else "yellow")
-            elif self.color and event.kind in ("applied", "verified"):
+            elif self.color and event.kind in ("applied", "verified", "route"):
                 text = click.style(text, fg="green")
             stamp = event.stamp()
             stamp = click.style(stamp, fg="bright_black") if self.color else stamp

@@ -28,11 +28,12 @@ MCP_TOKEN = "\x00taosync-mcp-secret\x00"
 CACHE_VERSION = 3  # 2: warnings stored as whole lines; 3: MCP secrets as references
 
 
-def fingerprint(*, fleet_sha: str, key, hmac_key: bytes, home: Path, sandboxed: bool,
-                consulted: dict, probed: dict) -> dict:
+def fingerprint(*, fleet_sha: str, key, hmac_key: bytes, home, sandboxed: bool,
+                consulted: dict, probed: dict, routes: dict | None = None) -> dict:
+    # routes: a route choice is a render input too ({"spec", "choice"}, pipeline.cache_routes)
     from taosync.fleet.secrets import value_hash
 
-    return {
+    return {**({"routes": routes} if routes else {}),
         "cache": CACHE_VERSION,
         "taosync": __version__,
         "platform": sys.platform,
@@ -84,8 +85,10 @@ def fingerprint_holds(fp: dict, *, fleet_sha: str | None, home: str, sandboxed: 
             and all(is_dir(path) == was for path, was in fp["paths"].items()))
 
 
-def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key: bytes):
-    """(patches, key, warnings, clients) when the cached render still holds, else None."""
+def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key: bytes,
+           choose=None):
+    """(patches, key, warnings, clients) when the cached render still holds, else None.
+    ``choose(spec)`` → {route: model}: the route choices now (a different one misses)."""
     from taosync.engine.state import sha256_bytes
     from taosync.engine.system import current
     from taosync.fleet.secrets import Reference, SecretError, resolve, value_hash
@@ -100,6 +103,10 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
         fleet_sha = None
     if not fingerprint_holds(fp, fleet_sha=fleet_sha, home=str(home), sandboxed=sandboxed,
                              environ=environ, is_dir=system.is_dir):
+        return None
+    # -- route choices (issue 15): chosen again from the history, must match
+    if fp.get("routes") and (choose is None or
+                             choose(fp["routes"]["spec"]) != fp["routes"]["choice"]):
         return None
     try:
         key = resolve(Reference(*entry["key_ref"]), environ=environ, home=home)

@@ -127,6 +127,9 @@ class State:
     #: directories taosync created (for client files and its own state), so destroy can
     #: take them away again once they are empty
     made_dirs: list[str] = field(default_factory=list)
+    #: route → {model, preferred, reason, since, healthy}: the choice of each route with
+    #: candidates as the last apply rendered it (taosync.verify.routing)
+    routes: dict[str, dict] = field(default_factory=dict)
 
     def remember_dirs(self, dirs) -> None:
         """Add directories taosync just created (kept in creation order, once each)."""
@@ -158,6 +161,7 @@ class State:
             "inputs": self.inputs,
             "secrets": self.remembered_secrets(),
             "made_dirs": self.made_dirs,
+            **({"routes": self.routes} if self.routes else {}),
         }
 
     @classmethod
@@ -176,6 +180,7 @@ class State:
                      if isinstance(h, str)],
             made_dirs=[_expect(d, str, "made_dirs[]")
                        for d in _expect(data.get("made_dirs", []), list, "made_dirs")],
+            routes=_route_choices(data.get("routes", {})),
         )
         if not _render_cache_ok(state.inputs):
             state.inputs = {}  # only a cache: a damaged one is a miss, rendered afresh
@@ -195,6 +200,20 @@ def _expect(value, kind: type, where: str):
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise Damaged(f"{where} is {type(value).__name__}, not {kind.__name__}")
     return value
+
+
+#: the fields of one route's recorded choice, and their types
+_ROUTE_FIELDS = {"model": str, "preferred": str, "reason": str, "since": str, "healthy": bool}
+
+
+def _route_choices(data) -> dict[str, dict]:
+    """``routes`` as ``to_json`` wrote it; :class:`Damaged` names the first wrong part."""
+    _expect(data, dict, "routes")
+    for name, choice in data.items():
+        _expect(choice, dict, f"routes[{name!r}]")
+        for key, kind in _ROUTE_FIELDS.items():
+            _expect(choice.get(key), kind, f"routes[{name!r}].{key}")
+    return data
 
 
 def _render_cache_ok(entry: dict) -> bool:

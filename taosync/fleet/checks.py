@@ -75,6 +75,8 @@ class CrossChecks:
                     if target in routes:
                         msg += " (a route names a model, not another route)"
                     self.error(("routes", name), msg)
+                elif isinstance(target, dict):
+                    self.check_candidates(name, target, models, routes)
 
         default = data.get("default_route")
         if isinstance(default, str) and routes_ok and default not in routes:
@@ -107,6 +109,26 @@ class CrossChecks:
             known = fleet_reference_names(model_ids, route_names)
             for name, server in servers.items():
                 self.check_references(("mcp_servers", name), server, known)
+
+    def check_candidates(self, name: str, target: dict, models: dict, routes: dict) -> None:
+        """Each candidate of a choosing route is a catalogue model, named once."""
+        candidates = target.get("candidates")
+        if not isinstance(candidates, list):
+            return  # the schema step reported it
+        seen = set()
+        for i, model in enumerate(candidates):
+            if not isinstance(model, str):
+                continue
+            path = ("routes", name, "candidates", i)
+            if model not in models:
+                msg = (f"route '{name}' candidate '{model}' is not in models"
+                       f"{did_you_mean(model, list(models))}")
+                if model in routes:
+                    msg += " (a candidate is a model, not another route)"
+                self.error(path, msg)
+            elif model in seen:
+                self.error(path, f"route '{name}' names candidate '{model}' twice")
+            seen.add(model)
 
     def check_references(self, path: PathT, value, known: list[str]) -> None:
         if isinstance(value, str):

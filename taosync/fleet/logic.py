@@ -169,8 +169,41 @@ class FleetLogic:
         if slot is None:
             return next(iter(self.models))
         if slot in self.routes:
-            return self.routes[slot]
+            return self.route_model(slot)
         return slot
+
+    def route_candidates(self, name: str) -> list[str]:
+        """The catalogue ids a route may resolve to, preferred first (one for a plain route)."""
+        target = self.routes[name]
+        return [target] if isinstance(target, str) else list(target.candidates)
+
+    def route_model(self, name: str) -> str:
+        """The model a route resolves to: the choice made from the verify history
+        (:meth:`choose_routes`), else its preferred candidate."""
+        choices = getattr(self, "_route_choices", None) or {}
+        return choices.get(name) or self.route_candidates(name)[0]
+
+    def choose_routes(self, choices: dict[str, str]) -> None:
+        """Give the fleet the model each candidate route resolves to (taosync.verify.routing
+        chooses; the pipeline calls this before any client renders)."""
+        self._route_choices = {name: model for name, model in choices.items()
+                               if name in self.routes and model in self.route_candidates(name)}
+
+    def routing_spec(self) -> dict:
+        """The routes that choose, as plain data for :mod:`taosync.verify.routing` (and the
+        render cache): candidates, policy, weight, each candidate's cost; window, max_age."""
+        routes = {}
+        for name, target in self.routes.items():
+            if isinstance(target, str):
+                continue
+            routes[name] = {"candidates": list(target.candidates), "policy": target.policy,
+                            "weight": target.weight,
+                            "cost": {m: self.models[m].cost for m in target.candidates
+                                     if m in self.models}}
+        if not routes:
+            return {}
+        return {"routes": routes, "window": self.routing.window,
+                "max_age": self.routing.max_age}
 
     def distinct_models(self, slots) -> list[tuple[str | None, str]]:
         """(slot, model) for each distinct model the slots name, first slot first."""
@@ -222,7 +255,7 @@ class FleetLogic:
             return self.model_for(None)
         kind, _, rest = name.partition(".")
         if kind == "routes" and rest in self.routes:
-            return self.routes[rest]
+            return self.route_model(rest)
         if kind == "models" and rest in self.models:
             return rest
         raise KeyError(f"unknown reference ${{{name}}}")

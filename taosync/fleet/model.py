@@ -66,6 +66,13 @@ class Model(_Strict):
     context_window: Annotated[int, Field(gt=0)] | None = Field(
         None, description="Context window in tokens, for clients that ask."
     )
+    cost: float = Field(1.0, gt=0, description="Relative price multiplier (default 1); a "
+                        "score route divides by it, so a dearer model must be faster to win.")
+    timeout: Annotated[float, Field(gt=0, le=600)] | None = Field(
+        None, description="Seconds per probe of this model (overrides verify.timeout), so a "
+        "slow stack does not hold up the rest.")
+    retries: Annotated[int, Field(ge=0, le=10)] | None = Field(
+        None, description="Retries of this model's probes (overrides verify.retries).")
 
 
 class _Client(_Strict):
@@ -167,6 +174,28 @@ class McpHttp(_McpServer):
     )
 
 
+class Route(_Strict):
+    """A route that chooses its model from candidates, on the verify history."""
+
+    candidates: list[str] = Field(
+        min_length=1, description="Catalogue model ids, in order of preference.")
+    policy: Literal["failover", "score"] = Field(
+        "failover", description="failover: the first candidate whose latest probe passed; "
+        "score: the healthy candidate with the best weight / (median latency s × median "
+        "tokens × cost).")
+    weight: Annotated[float, Field(gt=0)] | None = Field(
+        None, description="base(task) of the score; default by route name: fast 1.0, "
+        "balanced 0.7, deep 0.4, others 0.5.")
+
+
+class Routing(_Strict):
+    window: int = Field(20, ge=1, le=10000,
+                        description="How many of each model's latest probes the score reads.")
+    max_age: str = Field("24h", pattern=r"^\s*\d+(\.\d+)?\s*[smhd]\s*$",
+                         description="A probe older than this does not count as healthy "
+                         "(e.g. 30m, 24h, 7d).")
+
+
 class Verify(_Strict):
     prompt: str = Field("Reply with OK.", min_length=1,
                         description="The prompt of each probe request.")
@@ -190,8 +219,9 @@ class Fleet(FleetLogic, _Strict):
     models: dict[str, Model] = Field(
         min_length=1, description="The catalogue: model id (as the gateway names it) → details."
     )
-    routes: dict[str, str] = Field(
-        default_factory=dict, description="Task type → catalogue model id."
+    routes: dict[str, str | Route] = Field(
+        default_factory=dict, description="Task type → a catalogue model id, or candidates "
+        "with a policy (failover | score) that taosync chooses among from the verify history."
     )
     default_route: str | None = Field(
         None, description="The route used where a client slot is not set."
@@ -213,8 +243,12 @@ class Fleet(FleetLogic, _Strict):
     )
     verify: Verify = Field(default_factory=Verify,
                            description="How `taosync verify` probes each backend.")
+    routing: Routing = Field(default_factory=Routing,
+                             description="How routes with candidates read the verify history.")
     #: resolved MCP key references (FleetLogic.attach_mcp_secrets); never in the schema
     _mcp_secrets: dict = PrivateAttr(default_factory=dict)
+    #: route → chosen candidate (FleetLogic.choose_routes); never in the schema
+    _route_choices: dict = PrivateAttr(default_factory=dict)
 
 
 def fleet_model() -> type[Fleet]:

@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 FILE = "history.jsonl"
+#: past this size the file is rewritten, keeping the newest KEEP records and, per model,
+#: at least ``keep`` (the routing window) of its latest: bounded, and the score still reads
+MAX_BYTES = 2 * 1024 * 1024
+KEEP = 4000
 
 
 def path(state_dir: Path) -> Path:
@@ -32,7 +36,7 @@ def records_for(results: Iterable[Any], *, stub: bool = False, when: float | Non
     out = []
     for r in results:
         out.append({
-            "ts": stamp, "run": run_id, "stub": stub,
+            "ts": stamp, "t": round(when, 3), "run": run_id, "stub": stub,
             "model": r.model, "backend": r.backend, "protocol": r.protocol,
             "clients": list(r.clients), "routes": [x for x in r.routes if x],
             "url": r.url, "ok": r.ok, "status": r.status,
@@ -58,7 +62,7 @@ def _key_record(key: Any, source: Any, hmac_key: bytes | None) -> dict[str, Any]
 
 
 def append(state_dir: Path, results: Iterable[Any], *, stub: bool = False,
-           key: Any = None) -> Path:
+           key: Any = None, keep: int = 20) -> Path:
     """Append one run's results (one write, so concurrent runs never interleave lines)
     through the System in effect,
     scrubbed of ``key`` and of every key a probe sent. The key hash uses taosync's
@@ -80,7 +84,31 @@ def append(state_dir: Path, results: Iterable[Any], *, stub: bool = False,
     system = store.system  # a dry run or a read-only proof sees this write too
     system.make_private_dir(target.parent)  # the state directory: 0700 whatever the umask
     system.append(target, text.encode("utf-8"), 0o600)
+    _cap(system, target, keep)
     return target
+
+
+def _cap(system: Any, target: Path, keep: int, max_bytes: int | None = None) -> None:
+    """Rewrite an oversized history (atomically) down to its newest :data:`KEEP` records,
+    plus the latest ``keep`` of every model that would otherwise lose them."""
+    try:
+        if system.stat(target).st_size <= (MAX_BYTES if max_bytes is None else max_bytes):
+            return
+        lines = system.read_bytes(target).decode("utf-8", "replace").splitlines(keepends=True)
+    except OSError:
+        return
+    per_model: dict[str, int] = {}
+    kept = []
+    for index in range(len(lines) - 1, -1, -1):
+        try:
+            model = json.loads(lines[index]).get("model")
+        except (ValueError, AttributeError):
+            continue
+        seen = per_model.get(model, 0)
+        if len(kept) < KEEP or seen < keep:
+            kept.append(lines[index])
+            per_model[model] = seen + 1
+    system.write_atomic(target, "".join(reversed(kept)).encode("utf-8"), 0o600)
 
 
 def read(state_dir: Path) -> list[dict[str, Any]]:
@@ -105,35 +133,65 @@ def read(state_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def summarize(records: Iterable[dict[str, Any]], *, include_stub: bool = False) -> list[dict]:
-    """Per model: runs, failures, median latency and TTFB (passing probes), tokens."""
+def summarize(records: Iterable[dict[str, Any]], *, include_stub: bool = False,
+              by: str = "model") -> list[dict]:
+    """Per model (or ``by="route"``: per route the probe stood for): runs, failures,
+    median and p95 latency, median TTFB (passing probes), tokens in/out."""
     per: dict[str, dict[str, Any]] = {}
     for rec in records:
         if rec.get("stub") and not include_stub:
             continue
-        row = per.setdefault(rec["model"], {
-            "model": rec["model"], "backend": None, "runs": 0, "failures": 0,
-            "_lat": [], "_ttfb": [], "tokens_in": 0, "tokens_out": 0,
-            "last": None, "last_ok": None, "last_code": None})
-        row["backend"] = rec.get("backend") or row["backend"]
-        row["runs"] += 1
-        if not rec.get("ok"):
-            row["failures"] += 1
-        elif isinstance(rec.get("latency_ms"), (int, float)):
-            row["_lat"].append(rec["latency_ms"])
-            if isinstance(rec.get("ttfb_ms"), (int, float)):
-                row["_ttfb"].append(rec["ttfb_ms"])
-        row["tokens_in"] += rec.get("tokens_in") or 0
-        row["tokens_out"] += rec.get("tokens_out") or 0
-        if row["last"] is None or (rec.get("ts") or "") >= row["last"]:
-            row["last"], row["last_ok"], row["last_code"] = (rec.get("ts"), rec.get("ok"),
-                                                             rec.get("code"))
+        if by == "route":
+            for route in rec.get("routes") or ():
+                _add(per, route, rec, by)
+        else:
+            _add(per, rec["model"], rec, by)
     out = []
     for row in per.values():
         lat, ttfb = row.pop("_lat"), row.pop("_ttfb")
         row["median_latency_ms"] = round(statistics.median(lat)) if lat else None
+        row["p95_latency_ms"] = round(_p95(lat)) if lat else None
         row["median_ttfb_ms"] = round(statistics.median(ttfb)) if ttfb else None
         row["failure_rate"] = round(row["failures"] / row["runs"], 3) if row["runs"] else 0.0
         out.append(row)
-    out.sort(key=lambda r: r["model"])
+    out.sort(key=lambda r: r[by])
     return out
+
+
+def _p95(values: list[float]) -> float:
+    from taosync.verify.routing import p95
+
+    return p95(values)
+
+
+def _add(per: dict, name: str, rec: dict, by: str) -> None:
+    row = per.setdefault(name, {
+        by: name, "backend": None, "runs": 0, "failures": 0,
+        "_lat": [], "_ttfb": [], "tokens_in": 0, "tokens_out": 0,
+        "last": None, "last_ok": None, "last_code": None})
+    row["backend"] = rec.get("backend") or row["backend"]
+    row["runs"] += 1
+    if not rec.get("ok"):
+        row["failures"] += 1
+    elif isinstance(rec.get("latency_ms"), (int, float)):
+        row["_lat"].append(rec["latency_ms"])
+        if isinstance(rec.get("ttfb_ms"), (int, float)):
+            row["_ttfb"].append(rec["ttfb_ms"])
+    row["tokens_in"] += rec.get("tokens_in") or 0
+    row["tokens_out"] += rec.get("tokens_out") or 0
+    if row["last"] is None or (rec.get("ts") or "") >= row["last"]:
+        row["last"], row["last_ok"], row["last_code"] = (rec.get("ts"), rec.get("ok"),
+                                                         rec.get("code"))
+
+
+def route_choices(spec: dict, store: Any) -> dict:
+    """Route → :class:`~taosync.verify.routing.Choice` for the routes with candidates in
+    ``spec`` (:meth:`FleetLogic.routing_spec`), from this history (``store``: the
+    StateStore whose directory holds it, and whose state remembers the last choices, kept
+    when no candidate is healthy). Reads nothing without such a route."""
+    if not spec:
+        return {}
+    from taosync.verify import routing
+
+    previous = {name: rec.get("model") for name, rec in store.load().routes.items()}
+    return routing.choose_all(spec, read(store.root), previous=previous)

@@ -42,6 +42,9 @@ class ProbeGroup:
     clients: list[str] = field(default_factory=list)
     routes: list[str | None] = field(default_factory=list)
     backend: str | None = None
+    #: the catalogue's per-model timeout / retries (None: verify's)
+    timeout: float | None = None
+    retries: int | None = None
     #: the key a client's files resolve to (None: the fleet's key)
     secret: Any = None
     #: where the on-disk values came from (clients.base.Origin), for every client
@@ -69,13 +72,13 @@ def group_specs(specs: Iterable[Any], fleet: Any = None) -> list[ProbeGroup]:
         key = (spec.protocol, spec.url, spec.model, spec.auth, tuple(spec.headers), spec.secret)
         group = groups.get(key)
         if group is None:
-            backend = None
-            if fleet is not None and spec.model in fleet.models:
-                backend = fleet.models[spec.model].backend
+            entry = fleet.models.get(spec.model) if fleet is not None else None
             group = groups[key] = ProbeGroup(
                 protocol=spec.protocol, url=spec.url, model=spec.model, auth=spec.auth,
                 base_url=spec.base_url, stream=spec.stream, headers=tuple(spec.headers),
-                backend=backend, secret=spec.secret)
+                backend=entry.backend if entry else None, secret=spec.secret,
+                timeout=entry.timeout if entry else None,
+                retries=entry.retries if entry else None)
         group.add(spec.client, spec.route, spec.origins)
     return list(groups.values())
 

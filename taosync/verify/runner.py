@@ -208,7 +208,7 @@ async def _send(client: Any, group: ProbeGroup, key: Any, verify: Any,
         url=dx.scrub(display_url(url), key),
         configured_url=dx.scrub(display_url(group.url), key) if base_override else None,
         key=key)
-    timeout = float(verify.timeout)
+    timeout = float(group.timeout or verify.timeout)  # models.<id>.timeout overrides
     if dx.key_unsendable(key):
         problem = dx.key_problem(key) or "cannot be sent in an HTTP header"
         result.attempts = 0
@@ -218,7 +218,7 @@ async def _send(client: Any, group: ProbeGroup, key: Any, verify: Any,
             "then `taosync apply`")
         return result
     request = build_request(group, key, verify, url)
-    retries = int(verify.retries)
+    retries = int(verify.retries if group.retries is None else group.retries)
     attempt = _Attempt()
     for n in range(retries + 1):
         attempt = await _attempt(client, request, group.protocol, timeout)
@@ -319,7 +319,8 @@ async def run_async(specs: Iterable[Any], key: Any, verify: Any, *,
     if not groups:
         return []
     limit = asyncio.Semaphore(max_in_flight(verify))
-    timeout = float(verify.timeout)
+    # the longest timeout any probe has (a model's own timeout may exceed verify's)
+    timeout = max([float(verify.timeout)] + [float(g.timeout) for g in groups if g.timeout])
     pools = [groups[i:i + POOL_SIZE] for i in range(0, len(groups), POOL_SIZE)]
 
     async def probe(client: Any, group: ProbeGroup) -> ProbeResult:

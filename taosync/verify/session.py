@@ -26,10 +26,13 @@ class Report:
     drift: list[tuple[str, str]] = field(default_factory=list)
     #: on-disk runs: (client, why) for a client that could not be probed; each fails
     problems: list[tuple[str, str]] = field(default_factory=list)
+    #: route → taosync.verify.routing.Choice, from the history this run added to
+    routes: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.results) and not self.problems
+        return (all(r.ok for r in self.results) and not self.problems
+                and all(c.healthy for c in self.routes.values()))
 
     def keys(self, key: Any = None) -> list[Any]:
         """Every key this run knows of (``key`` and each one a probe sent), to scrub."""
@@ -50,6 +53,8 @@ class Report:
                 "passed": passed, "failed": len(self.results) - passed,
                 "results": [r.to_dict() for r in self.results],
                 **({"warnings": self.warnings} if self.warnings else {}),
+                **({"routes": {n: c.to_dict() for n, c in self.routes.items()}}
+                   if self.routes else {}),
                 "drift": [{"client": c, "message": m} for c, m in self.drift],
                 "problems": [{"client": c, "message": m} for c, m in self.problems]}
 
@@ -95,6 +100,7 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
             groups = [_relative_to_gateway(g, fleet) for g in groups]
     else:
         groups = collect_specs(fleet, key, env, **selection)
+    groups = with_candidates(groups, fleet)
     if not groups:
         return report
     if stub:
@@ -106,11 +112,58 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     if state_dir is not None:
         try:
             report.history = str(history.append(state_dir, report.results,
-                                                stub=bool(stub), key=key))
+                                                stub=bool(stub), key=key,
+                                                keep=fleet.routing.window))
         except OSError as exc:
             report.warnings.append(f"could not append to the verify history in {state_dir}: "
                                    f"{exc.strerror or exc}")
+        if not stub:
+            report.routes = _route_choices(fleet, state_dir)
     return report
+
+
+def _route_choices(fleet: Any, state_dir: Any) -> dict:
+    """The route choices the history now makes (as the next apply renders them)."""
+    from pathlib import Path
+
+    from taosync.engine.state import StateStore
+    from taosync.errors import TaosyncError
+    from taosync.verify.history import route_choices
+
+    try:
+        return route_choices(fleet.routing_spec(), StateStore(Path(state_dir)))
+    except (TaosyncError, ValueError):  # a damaged state must not stop a verify
+        return {}
+
+
+def with_candidates(groups: list[Any], fleet: Any) -> list[Any]:
+    """The probe groups plus, for each route with candidates, one probe of every other
+    candidate by each protocol (URL, auth) the route's clients speak: the choice needs
+    every candidate's health. Each model is probed once per request shape."""
+    import dataclasses
+
+    out = list(groups)
+    for group in groups:
+        for route in group.routes:
+            if route is None or route not in fleet.routes:
+                continue
+            for model in fleet.route_candidates(route):
+                if model == group.model:
+                    continue
+                entry = fleet.models.get(model)
+                out.append(dataclasses.replace(
+                    group, model=model, clients=list(group.clients), routes=[route],
+                    origins=[], backend=entry.backend if entry else None,
+                    timeout=entry.timeout if entry else None,
+                    retries=entry.retries if entry else None))
+    merged: dict[tuple, Any] = {}
+    for group in out:
+        kept = merged.setdefault(group.key, group)
+        if kept is not group:  # the same request another slot or route already stands for
+            for client in group.clients:
+                for route in group.routes:
+                    kept.add(client, route)
+    return list(merged.values())
 
 
 def _ms(seconds: float | None) -> str:

@@ -84,7 +84,9 @@ class Cycle:
                        "state", {"details": list(exc.details)}, level="problem")
             return
         self._failed_read = None
+        before = self._ctx.routes if self._ctx is not None else {}
         self._adopt(ctx, spec.state if spec is not None else None)
+        self._route_switches(before, ctx.routes)
         if self._first_cycle:
             self._rearm()
             self._watching()
@@ -117,6 +119,18 @@ class Cycle:
             n = len(plan_written.files)
             self._emit("unchanged", f"nothing to change: {n} file{'s' if n != 1 else ''} "
                        "up to date", {"files": n})
+
+    def _route_switches(self, before: dict, after: dict) -> None:
+        """One event per route whose chosen candidate moved (issue 15), and at start
+        for a route already off its preferred candidate."""
+        for name, choice in after.items():
+            old = before.get(name)
+            was = old.model if old is not None else choice.preferred
+            if was != choice.model:
+                self._emit("route", f"route {name} → {choice.model} ({choice.reason})",
+                           {"route": name, "model": choice.model, "from": was,
+                            "reason": choice.reason, "healthy": choice.healthy},
+                           level="info" if choice.healthy else "problem")
 
     def _settled(self) -> bool:
         """Is a fleet.yaml that failed to load worth reporting? Only once it reads the

@@ -38,6 +38,8 @@ class Options:
     drift: str = FIX  # fix | warn
     verify: bool = True
     stub: bool = False
+    #: seconds between timed verifications (``--reverify``); None: only after changes
+    reverify: float | None = None
 
 
 def digest(data: bytes) -> str:

@@ -1,11 +1,18 @@
 """Verification after an apply: on its own thread, one run at a time; requests made
-while one runs are merged into a single follow-up. Reports through the watcher's events;
-prints nothing itself."""
+while one runs are merged into a single follow-up. With ``reverify`` it also verifies
+every enabled client on a timer (measured from the end of the last run). After each
+run, a route whose choice the new history moves makes the watcher render the fleet
+again (:meth:`Cycle._fleet_run` reports each switch). Reports through the watcher's
+events; prints nothing itself."""
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
+
+#: a request for every enabled client (the timer's)
+ALL = "*"
 
 
 class Verifier:
@@ -39,10 +46,17 @@ class Verifier:
             self._cond.notify_all()
 
     def _run(self) -> None:
+        interval = self.watcher.options.reverify
+        due = time.monotonic() + interval if interval else None
         while True:
             with self._cond:
                 while not self._clients and not self._stopping:
-                    self._cond.wait()
+                    if due is not None and time.monotonic() >= due:
+                        if self.watcher._ctx is not None:
+                            self._ctx, self._clients = self.watcher._ctx, {ALL}
+                            break
+                        due = time.monotonic() + interval
+                    self._cond.wait(None if due is None else max(0.0, due - time.monotonic()))
                 if self._stopping:
                     return
                 ctx, clients = self._ctx, self._clients
@@ -57,6 +71,8 @@ class Verifier:
                 with self._cond:
                     self._running = False
                     self._cond.notify_all()
+                if interval:
+                    due = time.monotonic() + interval
 
     def _verify(self, ctx, clients: set[str]) -> None:
         from taosync import pipeline
@@ -64,7 +80,8 @@ class Verifier:
 
         w = self.watcher
         fleet = pipeline.loaded_fleet(ctx).fleet
-        only = sorted(set(clients) & set(fleet.enabled_clients()))
+        only = sorted(set(fleet.enabled_clients()) if ALL in clients
+                      else set(clients) & set(fleet.enabled_clients()))
         if not only:
             return
         w.counts["verifies"] += 1
@@ -89,3 +106,6 @@ class Verifier:
                 {"clients": only, "ok": report.ok, "passed": passed,
                  "failed": total - passed, "stub": report.stub_root is not None},
                 level="info" if report.ok else "problem")
+        if not report.stub_root and pipeline.routes_moved(ctx):
+            # stand-in runs are no evidence; a moved route has the fleet rendered again
+            w._requeue(fleet=True, delay=0.0)
