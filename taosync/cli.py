@@ -32,6 +32,9 @@ COMMANDS = {
     "import": "taosync.commands.import_:import_",
     "route": "taosync.commands.route:route",
     "env": "taosync.commands.env:env",
+    "forget": "taosync.commands.forget:forget",
+    "adopt": "taosync.commands.adopt:adopt",
+    "completion": "taosync.commands.completion:completion",
 }
 HELP = {
     "validate": "Check fleet.yaml; print every problem with its line and column.",
@@ -49,6 +52,9 @@ HELP = {
     "import": "Propose a fleet.yaml from the clients' existing files (on stdout).",
     "route": "Print the model id the routing table gives TASK (no TASK: the whole table).",
     "env": "Print shell exports of the gateway URLs and route models (the key only with --with-key).",
+    "forget": "Stop managing a client (managed: false); its files stay exactly as they are.",
+    "adopt": "Write values you changed in a client's files back into fleet.yaml.",
+    "completion": "Print the shell completion script (bash, zsh, fish, powershell).",
 }
 
 

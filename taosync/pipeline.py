@@ -25,6 +25,9 @@ class Context:
     patches: list = field(default_factory=list)  # every enabled client's
     cache_entry: dict = field(default_factory=dict)  # to save with the next apply
     no_key: bool = False  # --no-key: the key was not resolved; such a context never writes
+    #: clients set ``managed: false``: their files are left as they are, the state forgets
+    #: them (empty on a cached render: the apply that cached it already forgot them)
+    unmanaged: set[str] = field(default_factory=set)
 
 
 def prepare(settings, *, use_cache: bool = True, no_key: bool = False) -> Context:
@@ -103,8 +106,10 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
         patches.extend(registry[name].render(fleet, key, env))
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in env.warnings]
+    unmanaged = fleet.unmanaged_clients()
     if no_key:
-        return Context(settings, loaded, env, store, key, warnings, patches, {}, no_key=True)
+        return Context(settings, loaded, env, store, key, warnings, patches, {}, no_key=True,
+                       unmanaged=unmanaged)
     entry = cache.store(
         fingerprint=cache.fingerprint(
             fleet_sha=loaded.sha256, key=key, hmac_key=store.hmac_key(create=False),
@@ -112,7 +117,8 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
             probed=env.probed),
         key_ref=loaded.key_ref, patches=patches, key=key, warnings=warnings,
         clients=list(fleet.enabled_clients()))
-    return Context(settings, loaded, env, store, key, warnings, patches, entry)
+    return Context(settings, loaded, env, store, key, warnings, patches, entry,
+                   unmanaged=unmanaged)
 
 
 def loaded_fleet(ctx: Context):
@@ -148,7 +154,7 @@ def make_plan(ctx: Context, state, only: set[str] | None = None, *, for_write: b
 
     patches = [p for p in ctx.patches if only is None or p.client in only]
     return build_plan(patches, state, ctx.key, ctx.store.hmac_key(create=for_write), only,
-                      no_key=ctx.no_key)
+                      no_key=ctx.no_key, released=ctx.unmanaged)
 
 
 def plan_apply(ctx: Context, only: set[str] | None = None):
