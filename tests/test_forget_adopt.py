@@ -1,0 +1,73 @@
+"""``managed: false`` / ``taosync forget`` and ``taosync adopt`` on real files in a temp home."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import snapshot
+
+
+def client_files(home):
+    """Every file under the home except taosync's own state."""
+    return {k: v for k, v in snapshot(home).items() if not k.startswith(".local/state")}
+
+
+def test_forget_then_apply_writes_nothing(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    cline = home / ".cline" / "data" / "globalState.json"
+    before_state = json.loads((home / ".local/state/taosync/state.json").read_text())
+    assert any("cline" in fs["clients"] for fs in before_state["files"].values())
+    before = client_files(home)
+    r = taosync("forget", "cline")
+    assert r.rc == 0, r.both
+    assert "managed: false" in r.out and "left exactly as they are" in r.out
+    text = fleet_file.read_text()
+    assert "cline: {model: balanced, managed: false}" in text
+    assert "# a slot takes a route name or a model id" in text  # comments kept
+    state = json.loads((home / ".local/state/taosync/state.json").read_text())
+    assert not any("cline" in fs["clients"] for fs in state["files"].values())
+    assert client_files(home) == before
+    # the next apply (even with the fleet now routing elsewhere) leaves cline alone
+    fleet_file.write_text(text.replace("cline: {model: balanced,", "cline: {model: fast,"))
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0, r.both
+    assert client_files(home) == before
+    assert "cline" not in taosync("plan").out
+
+
+def test_forget_dry_run_changes_nothing(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    fleet_before, files_before = fleet_file.read_bytes(), snapshot(home)
+    r = taosync("forget", "codex", "--dry-run")
+    assert r.rc == 0, r.both
+    assert "+  codex: {model: fast, profiles: [deep, batch], managed: false}" in r.out
+    assert fleet_file.read_bytes() == fleet_before and snapshot(home) == files_before
+
+
+def test_forget_unknown_client_is_bad_input(taosync, fleet_file):
+    before = fleet_file.read_bytes()
+    r = taosync("forget", "clin")
+    assert r.rc == 2 and "did you mean cline" in r.err and "Traceback" not in r.both
+    assert fleet_file.read_bytes() == before
+
+
+def test_managed_false_by_hand_keeps_user_edits_and_files(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    cline = home / ".cline" / "data" / "globalState.json"
+    cline_bytes = cline.read_bytes()
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "cline: {model: balanced}", "cline: {model: balanced, managed: false}"))
+    plan = taosync("plan")
+    assert plan.rc == 0 and "no longer managed: left as it is" in plan.out, plan.both
+    assert "~/.cline/data/globalState.json" in plan.out
+    assert taosync("apply", "--no-verify").rc == 0
+    assert cline.read_bytes() == cline_bytes
+
+
+def test_enabled_false_still_gives_back_what_taosync_wrote(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "codex: {model: fast, profiles: [deep, batch]}",
+        "codex: {model: fast, profiles: [deep, batch], enabled: false}"))
+    assert taosync("apply", "--no-verify").rc == 0
+    assert not (home / ".codex" / "config.toml").exists()
