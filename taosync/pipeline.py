@@ -170,13 +170,15 @@ MOVED_RETRIES = 3
 
 
 def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
-           lock_timeout: float | None = None, on_recover=None, force: bool = False):
+           lock_timeout: float | None = None, on_recover=None, force: bool = False,
+           skip: set[str] = frozenset()):
     """Write an apply's plan as one transaction: when anything must change, take the lock,
     put back an earlier apply that was interrupted (``on_recover(path)`` for each file),
     re-plan if another apply ran or a file moved since the plan was made, and execute.
     A target another program rewrites while it is being written is planned again from
     its new text (a few times; then the apply gives up, every file put back). ``force``
-    writes targets the user made read-only. Returns (the plan written, the Result)."""
+    writes targets the user made read-only; files in ``skip`` (paths the user chose to
+    keep as they are) are left out. Returns (the plan written, the Result)."""
     from taosync.engine import cache
     from taosync.engine.apply import Result, TargetMoved, execute
     from taosync.engine.state import LOCK_TIMEOUT, locked
@@ -185,6 +187,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
 
     store = ctx.store
     result = Result(None, [])
+    the_plan = _without(the_plan, skip)
     if (the_plan.changed or store.system.exists(store.journal_path) or _state_moves(the_plan, state)
             or ctx.cache_entry != state.inputs):
         # a plan hashed with a made-up key (first apply) is never reused
@@ -202,7 +205,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                                   f"({exc.strerror or exc}); no client file was changed") from None
             if recovered or store.digest != planned_against or not _still_on_disk(the_plan):
                 # another apply ran, or a file moved since we planned: plan again
-                the_plan = make_plan(ctx, state, only, for_write=True)
+                the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
             inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key())
             for attempt in range(MOVED_RETRIES + 1):
                 try:
@@ -215,8 +218,17 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                                           f"while taosync wrote it ({attempt + 1} tries); "
                                           f"{exc.outcome}; run taosync apply again when it "
                                           "is quiet") from None
-                    the_plan = make_plan(ctx, state, only, for_write=True)
+                    the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
     return the_plan, result
+
+
+def _without(the_plan, skip: set[str]):
+    """``the_plan`` less the files the user chose to leave as they are (state kept)."""
+    if not skip:
+        return the_plan
+    from taosync.engine.plan import Plan
+
+    return Plan([fp for fp in the_plan.files if str(fp.path) not in skip])
 
 
 def _still_on_disk(the_plan) -> bool:

@@ -8,14 +8,21 @@ from taosync.settings import common_options, current
 from taosync.commands.plan import no_key_option, only_option
 
 
-@click.command("apply")
+@click.command("apply", epilog="""\b
+Examples:
+  taosync apply                 # asks before overwriting keys you edited by hand
+  taosync apply --dry-run       # show the diff, write nothing
+  taosync apply --force --only codex --no-verify
+taosync adopt takes values you edited by hand into fleet.yaml instead.""")
 @common_options
 @only_option
 @click.option("--dry-run", is_flag=True, help="Plan and show; write nothing.")
 @click.option("--no-verify", is_flag=True, help="Do not send the verification requests.")
 @click.option("--force", is_flag=True,
-              help="Also write target files you made read-only (no owner write bit); they "
-                   "stay read-only. Without it such a file stops the apply, nothing written.")
+              help="Write without asking: overwrite owned keys you edited since the last "
+                   "apply (each one is named in a warning; without --force a terminal asks "
+                   "first), and write target files you made read-only (no owner write bit; "
+                   "they stay read-only; without --force such a file stops the apply).")
 @click.option("--stub", is_flag=True,
               help="Verify against a stand-in gateway on loopback instead of the real one "
                    "(the files still name the fleet's gateway).")
@@ -43,7 +50,12 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
         the_plan, state = pipeline.plan_apply(ctx, only_set)
     protect(ctx, state, the_plan)
     warn_dotfiles(the_plan, ctx)
+    skip: set[str] = set()
     if the_plan.changed and not dry_run:
+        skip = _confirm_drift(ctx, s, state, the_plan, only_set, force)
+        if skip is None:
+            ui.out("quit: nothing was written")
+            return 1
         _warn_if_root_in_someone_elses_home(s.home_dir)
     # A dry run is the apply itself (lock, re-plan, backups, journal, writes, state) on a
     # System that only records what it would write.
@@ -52,7 +64,7 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
     with (using(DryRunSystem()) if dry_run else contextlib.nullcontext()), \
             (read_only() if dry_run else contextlib.nullcontext()):
         the_plan, result = pipeline.commit(
-            ctx, the_plan, state, only_set, force=force,
+            ctx, the_plan, state, only_set, force=force, skip=skip,
             on_recover=lambda path: ui.warn(f"an earlier apply was interrupted; put back {path}"))
     protect(ctx, state, the_plan)  # the plan written may be a fresh one
     if dry_run:
@@ -84,6 +96,74 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
     if s.json:
         ui.emit_json(report)
     return rc
+
+
+def overwritten_drift(ctx, state, the_plan, only) -> list[tuple]:
+    """(Drift, the planned KeyChange) for each owned key the user edited since the last
+    apply that this plan sets again."""
+    from taosync.engine.drift import find_drift
+
+    planned = {(str(fp.path), c.path): c for fp in the_plan.changed for c in fp.changes}
+    if not planned:
+        return []
+    return [(d, planned[d.path, d.key])
+            for d in find_drift(state, ctx.store.hmac_key(create=False), only)
+            if d.kind in ("changed", "removed") and (d.path, d.key) in planned]
+
+
+def _confirm_drift(ctx, s, state, the_plan, only, force) -> set[str] | None:
+    """Never overwrite a hand edit silently: on a terminal ask per file (overwrite / skip
+    file / diff / all / quit); with --force, --json or no terminal, overwrite and name
+    each key in a warning. Returns the files to skip, or None to quit."""
+    import sys
+
+    from taosync import ui
+    from taosync.fleet.secrets import shown
+    from taosync.pipeline import display_path
+
+    drift = overwritten_drift(ctx, state, the_plan, only)
+    if not drift:
+        return set()
+    home = s.home_dir
+    by_file: dict[str, list] = {}
+    for d, change in drift:
+        by_file.setdefault(d.path, []).append((d, change))
+
+    def describe(d, change) -> str:
+        now = ("deleted it" if d.kind == "removed"
+               else f"set {shown(d.new, d.secret, ctx.key)!r}")
+        return f"{d.key}: you {now}; fleet.yaml has {shown(change.new, change.secret, ctx.key)!r}"
+
+    ask = (not force and not s.json and sys.stdin.isatty() and sys.stdout.isatty())
+    if not ask:
+        for d, change in drift:
+            ui.warn(f"overwriting your edit of {display_path(d.path, home)} "
+                    f"{describe(d, change)}")
+        return set()
+    import click
+
+    skip: set[str] = set()
+    plans = {str(fp.path): fp for fp in the_plan.changed}
+    for path, items in by_file.items():
+        ui.echo(ui.style(f"{display_path(path, home)}: edited since the last apply", "warn"))
+        for d, change in items:
+            ui.echo(f"  {describe(d, change)}")
+        while True:
+            answer = click.prompt("  [o]verwrite, [s]kip this file, show [d]iff, overwrite "
+                                  "[a]ll, [q]uit", type=click.Choice(list("osdaq")),
+                                  show_choices=False, default="s", show_default=True)
+            if answer == "d":
+                for line in plans[path].diff(ui.redactor() or ctx.key).splitlines():
+                    ui.echo(line)
+                continue
+            break
+        if answer == "q":
+            return None
+        if answer == "s":
+            skip.add(path)
+        if answer == "a":
+            break
+    return skip
 
 
 def _warn_if_root_in_someone_elses_home(home) -> None:

@@ -142,7 +142,7 @@ def print_plan(plan, ctx, *, diffs: bool) -> None:
     if rows:
         ui.out("")
     if n:
-        ui.out(f"{n} file{'s' if n != 1 else ''} to change ({matching})")
+        ui.out(f"{n} file{'s' if n != 1 else ''} to change" + (f" ({matching})" if same else ""))
     else:
         ui.out(f"No changes: {matching}")
 

@@ -1,0 +1,132 @@
+"""Honest output: drift is never overwritten silently (the prompt is driven through a
+real pseudo-terminal), a no-op plan is one line, paths under --home, colour switches,
+the lock holder's pid."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, TEST_KEY
+
+pty = pytest.importorskip("pty")
+
+CLAUDE = Path(".claude/settings.json")
+FLEET_MODEL = '"ANTHROPIC_MODEL": "claude-sonnet-4-20250514"'
+MY_MODEL = '"ANTHROPIC_MODEL": "my-own-model"'
+
+
+def child_env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("TAOSYNC_", "CODEX_", "XDG_", "CLINE", "CONTINUE", "CLAUDE"))}
+    env.update(TAOTOKEN_API_KEY=TEST_KEY, NO_COLOR="1", PYTHONPATH=str(ROOT), **extra)
+    return env
+
+
+def run_in_pty(args: list[str], answers: list[tuple[str, str]], timeout: float = 60):
+    """Run ``python -m taosync ARGS`` on a pseudo-terminal; each time the output shows
+    ``wait_for`` (in order), type ``send``. Returns (exit code, everything printed)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "taosync", *args], stdin=slave,
+                            stdout=slave, stderr=slave, env=child_env(), close_fds=True)
+    os.close(slave)
+    output, seen_up_to, pending = b"", 0, list(answers)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    data = os.read(master, 4096)
+                except OSError:  # EIO: the child closed the terminal
+                    break
+                if not data:
+                    break
+                output += data
+            if pending and pending[0][0].encode() in output[seen_up_to:]:
+                seen_up_to = len(output)
+                os.write(master, pending.pop(0)[1].encode() + b"\n")
+            elif not ready and proc.poll() is not None:
+                break
+        rc = proc.wait(timeout=max(1, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    return rc, output.decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+@pytest.fixture
+def drifted(taosync, home, fleet_file):
+    """An applied home whose Claude Code model the user then changed by hand."""
+    assert taosync("apply", "--no-verify").rc == 0
+    settings = home / CLAUDE
+    settings.write_text(settings.read_text().replace(FLEET_MODEL, MY_MODEL))
+    return settings
+
+
+def cli_args(home, fleet_file, *more):
+    return ["--home", str(home), "-c", str(fleet_file), *more]
+
+
+def test_tty_apply_asks_and_skip_keeps_the_edit(drifted, home, fleet_file):
+    (home / ".codex/config.toml").unlink()  # something else to write, so the apply runs
+    rc, out = run_in_pty(cli_args(home, fleet_file, "apply", "--no-verify"),
+                         [("[q]uit", "d"), ("[q]uit", "s")])
+    assert rc == 0, out
+    assert "~/.claude/settings.json: edited since the last apply" in out
+    assert "env.ANTHROPIC_MODEL: you set 'my-own-model'" in out
+    assert '-    "ANTHROPIC_MODEL": "my-own-model",' in out  # the diff answer
+    assert MY_MODEL in drifted.read_text()  # skipped: the edit stays
+    assert (home / ".codex/config.toml").exists()  # the rest was applied
+    assert TEST_KEY not in out
+
+
+def test_tty_apply_overwrite_and_quit(drifted, home, fleet_file):
+    before = drifted.read_bytes()
+    rc, out = run_in_pty(cli_args(home, fleet_file, "apply", "--no-verify"), [("[q]uit", "q")])
+    assert rc == 1 and "nothing was written" in out, out
+    assert drifted.read_bytes() == before
+    rc, out = run_in_pty(cli_args(home, fleet_file, "apply", "--no-verify"), [("[q]uit", "o")])
+    assert rc == 0, out
+    assert FLEET_MODEL in drifted.read_text()
+
+
+def test_non_tty_apply_names_each_overwritten_key(drifted, taosync):
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0, r.both
+    assert ("warning: overwriting your edit of ~/.claude/settings.json env.ANTHROPIC_MODEL: "
+            "you set 'my-own-model'; fleet.yaml has 'claude-sonnet-4-20250514'") in r.err
+    assert FLEET_MODEL in drifted.read_text()
+
+
+def test_force_overwrites_without_asking_on_a_tty(drifted, home, fleet_file):
+    rc, out = run_in_pty(cli_args(home, fleet_file, "apply", "--no-verify", "--force"), [])
+    assert rc == 0, out
+    assert "[q]uit" not in out and "overwriting your edit of ~/.claude/settings.json" in out
+    assert FLEET_MODEL in drifted.read_text()
+
+
+def test_overwritten_secret_is_redacted(taosync, home):
+    assert taosync("apply", "--no-verify").rc == 0
+    settings = home / CLAUDE
+    settings.write_text(settings.read_text().replace(TEST_KEY, "sk-mine-PRIVATE-9999999999"))
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0 and "env.ANTHROPIC_AUTH_TOKEN" in r.err, r.both
+    assert "PRIVATE" not in r.both and TEST_KEY not in r.both
+
+
+def test_noop_plan_is_one_line(taosync):
+    assert taosync("apply", "--no-verify").rc == 0
+    r = taosync("plan")
+    assert r.rc == 0 and r.out == "No changes: 11 files match fleet.yaml\n", r.out
+    r = taosync("plan", "-v")
+    assert "~/.codex/config.toml" in r.out and r.out.endswith("No changes: 11 files match fleet.yaml\n")
