@@ -7,10 +7,11 @@ import json
 import click
 
 from taosync.settings import common_options, current
+from taosync.commands.route import complete_model
 
 
 @click.command("stats")
-@click.option("--model", "models", multiple=True, metavar="ID", help="Only this model (repeatable).")
+@click.option("--model", "models", multiple=True, metavar="ID", shell_complete=complete_model, help="Only this model (repeatable).")
 @click.option("--include-stub", is_flag=True,
               help="Count runs against the stand-in gateway too (left out by default: their "
                    "latencies say nothing about the real backends).")

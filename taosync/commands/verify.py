@@ -18,6 +18,7 @@ import click
 from taosync.clients.registry import complete, ids as client_ids
 from taosync.errors import TaosyncError
 from taosync.settings import common_options, current
+from taosync.commands.route import complete_route
 
 
 # -- printing ------------------------------------------------------------------------------
@@ -122,7 +123,7 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
 @click.command("verify")
 @click.option("--only", "only", multiple=True, metavar="CLIENT", shell_complete=complete,
               help="Verify only this client (repeatable): " + ", ".join(client_ids()) + ".")
-@click.option("--route", metavar="NAME", help="Verify only the probes of this route.")
+@click.option("--route", metavar="NAME", shell_complete=complete_route, help="Verify only the probes of this route.")
 @click.option("--stub", "use_stub", is_flag=True,
               help="Send the probes to a stand-in gateway on loopback, started for this run "
                    "with the fleet's key and catalogue (files are not changed); implies "
