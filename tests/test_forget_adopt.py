@@ -71,3 +71,56 @@ def test_enabled_false_still_gives_back_what_taosync_wrote(taosync, home, fleet_
         "codex: {model: fast, profiles: [deep, batch], enabled: false}"))
     assert taosync("apply", "--no-verify").rc == 0
     assert not (home / ".codex" / "config.toml").exists()
+
+
+CLAUDE_MODEL = '"ANTHROPIC_MODEL": "claude-sonnet-4-20250514"'
+
+
+def test_adopt_then_plan_has_nothing_to_change(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    settings = home / ".claude/settings.json"
+    settings.write_text(settings.read_text().replace(
+        CLAUDE_MODEL, '"ANTHROPIC_MODEL": "my-own-model"'))
+    codex = home / ".codex/config.toml"
+    codex.write_text(codex.read_text().replace('model = "gpt-4o-mini"',
+                                               'model = "claude-sonnet-4-20250514"'))
+    assert taosync("plan", "--check").rc == 1
+    files_before = client_files(home)
+    r = taosync("adopt", "--yes")
+    assert r.rc == 0, r.both
+    assert "+  my-own-model: {}" in r.out  # the diff is shown
+    text = fleet_file.read_text()
+    assert "claude-code: {model: my-own-model, haiku: fast, opus: deep, sonnet: balanced}" in text
+    assert "codex: {model: balanced, profiles: [deep, batch]}" in text
+    assert "# the catalogue, ids as the gateway names them" in text  # comments kept
+    assert client_files(home) == files_before  # adopt never writes a client file
+    r = taosync("plan", "--check")
+    assert r.rc == 0 and r.out == "No changes: 11 files match fleet.yaml\n", r.both
+    assert taosync("status").rc == 0
+
+
+def test_adopt_dry_run_and_one_client(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    settings = home / ".claude/settings.json"
+    settings.write_text(settings.read_text().replace(
+        CLAUDE_MODEL, '"ANTHROPIC_MODEL": "gpt-4o-mini"'))
+    before = fleet_file.read_bytes()
+    r = taosync("adopt", "claude-code", "--dry-run")
+    assert r.rc == 0 and "model: fast" in r.out and "dry run" in r.out, r.both
+    assert fleet_file.read_bytes() == before
+    r = taosync("adopt", "codex")
+    assert r.rc == 0 and "nothing to adopt" in r.out
+    assert fleet_file.read_bytes() == before
+
+
+def test_adopt_lists_drift_it_cannot_express(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    settings = home / ".claude/settings.json"
+    settings.write_text(settings.read_text().replace(
+        '"ANTHROPIC_BASE_URL": "https://taotoken.net/api"',
+        '"ANTHROPIC_BASE_URL": "https://elsewhere.example/api"'))
+    before = fleet_file.read_bytes()
+    r = taosync("adopt", "--yes")
+    assert r.rc == 0 and "nothing to adopt" in r.out
+    assert "not adopted: ~/.claude/settings.json env.ANTHROPIC_BASE_URL" in r.err
+    assert fleet_file.read_bytes() == before
