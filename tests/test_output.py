@@ -124,9 +124,17 @@ def test_overwritten_secret_is_redacted(taosync, home):
     assert "PRIVATE" not in r.both and TEST_KEY not in r.both
 
 
-def test_noop_plan_is_one_line(taosync):
+def test_noop_plan_is_one_line(taosync, home):
     assert taosync("apply", "--no-verify").rc == 0
     r = taosync("plan")
-    assert r.rc == 0 and r.out == "No changes: 11 files match fleet.yaml\n", r.out
+    header = f"home: {home}  (--home; ~/ below means this directory)\n"
+    assert r.rc == 0 and r.out == header + "No changes: 11 files match fleet.yaml\n", r.out
     r = taosync("plan", "-v")
     assert "~/.codex/config.toml" in r.out and r.out.endswith("No changes: 11 files match fleet.yaml\n")
+
+
+def test_home_header_relative_to_the_current_directory(taosync, home, monkeypatch):
+    monkeypatch.chdir(home.parent)
+    r = taosync("plan")
+    assert r.out.splitlines()[0] == "home: ./home  (--home; ~/ below means this directory)"
+    assert "create    ~/.claude/settings.json" in r.out

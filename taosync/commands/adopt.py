@@ -45,8 +45,10 @@ After adopt, taosync plan has nothing to change for the adopted keys.""")
 @click.option("--dry-run", is_flag=True, help="Show the fleet.yaml diff; write nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Write without asking (on a terminal adopt asks).")
 def adopt(client, dry_run, yes):
-    """Write owned values you changed in a client's files (a model you picked there)
-    back into fleet.yaml, keeping its comments; drift that is not a model choice is listed."""
+    """Write values you changed in a client's files back into fleet.yaml.
+
+    A model you picked in a client becomes its slot's (or a Codex profile's route's)
+    value; fleet.yaml keeps its comments. Drift that is not a model choice is listed."""
     import sys
 
     from taosync import pipeline, ui
@@ -84,6 +86,7 @@ def adopt(client, dry_run, yes):
         ui.out("nothing to adopt: no model you picked in a client differs from fleet.yaml")
         return 0
     _check(edit)
+    ui.home_header()
     print_diff(edit.diff())
     for a in adoptions:
         if a.note:

@@ -144,6 +144,7 @@ def _confirm_drift(ctx, s, state, the_plan, only, force) -> set[str] | None:
 
     skip: set[str] = set()
     plans = {str(fp.path): fp for fp in the_plan.changed}
+    ui.home_header()
     for path, items in by_file.items():
         ui.echo(ui.style(f"{display_path(path, home)}: edited since the last apply", "warn"))
         for d, change in items:

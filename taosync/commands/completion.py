@@ -77,7 +77,7 @@ route TASK), catalogue model ids (--model) and choices (--shell, --drift)."""
 @common_options
 @click.argument("shell", type=click.Choice(SHELLS))
 def completion(shell: str) -> int:
-    """Print the shell completion script for SHELL (bash, zsh, fish, powershell)."""
+    """Print the shell completion script (bash, zsh, fish, powershell)."""
     root = click.get_current_context().find_root().command
     complete = get_completion_class(shell)(root, {}, PROG, COMPLETE_VAR)
     click.echo(complete.source())

@@ -17,9 +17,11 @@ Undo: set clients.<id>.managed back to true (or delete the line) and run taosync
 @click.argument("client", shell_complete=complete)
 @click.option("--dry-run", is_flag=True, help="Show the fleet.yaml edit; write nothing.")
 def forget(client, dry_run):
-    """Stop managing CLIENT: set clients.CLIENT.managed: false in fleet.yaml (comments
-    kept) and forget its owned keys; its files stay exactly as they are. Unlike
-    enabled: false, nothing taosync wrote is given back."""
+    """Stop managing a client (managed: false); its files stay exactly as they are.
+
+    Sets clients.CLIENT.managed: false in fleet.yaml (comments kept) and forgets the
+    client's owned keys in the state. Unlike enabled: false, nothing taosync wrote is
+    given back."""
     from taosync import pipeline, ui
     from taosync.commands.fleet_edit import FleetEdit, print_diff
     from taosync.commands.report import protect
@@ -33,6 +35,7 @@ def forget(client, dry_run):
     edit.set(("clients", client, "managed"), False)
     state = ctx.store.load()
     owned = [fs for fs in state.files.values() if client in fs.clients]
+    ui.home_header()
     if edit.changed:
         print_diff(edit.diff())
     if dry_run:
