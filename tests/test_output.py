@@ -138,3 +138,55 @@ def test_home_header_relative_to_the_current_directory(taosync, home, monkeypatc
     r = taosync("plan")
     assert r.out.splitlines()[0] == "home: ./home  (--home; ~/ below means this directory)"
     assert "create    ~/.claude/settings.json" in r.out
+
+
+HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+import click
+from taosync.engine.system import RealSystem
+with click.Context(click.Command("watch"), info_name="watch"):
+    with RealSystem().lock(Path(sys.argv[1]), 5):
+        print("held", flush=True)
+        time.sleep(float(sys.argv[2]))
+"""
+
+
+def hold_lock(lock: Path, seconds: float) -> subprocess.Popen:
+    """A real second process holding taosync's lock, as a running command would."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(lock), str(seconds)],
+                            stdout=subprocess.PIPE, text=True, env=child_env())
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_held_lock_names_its_holder(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    fleet_file.write_text(fleet_file.read_text().replace("fast: gpt-4o-mini",
+                                                         "fast: intel/llama-7b"))
+    holder = hold_lock(home / ".local/state/taosync/lock", 1.5)
+    try:
+        r = taosync("apply", "--no-verify")
+    finally:
+        holder.wait(timeout=30)
+    assert r.rc == 0, r.both
+    assert f"taosync: waiting for the lock held by pid {holder.pid} (watch)" in r.err
+    assert (home / ".local/state/taosync/lock").read_text().split()[1:] == ["apply"]
+
+
+def test_color_switches(taosync, monkeypatch):
+    r = taosync("--color", "always", "plan")
+    assert "\x1b[" in r.out
+    r = taosync("--color", "never", "plan")
+    assert "\x1b[" not in r.out
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert "\x1b[" in taosync("plan").out
+    monkeypatch.delenv("FORCE_COLOR")
+    monkeypatch.setenv("NO_COLOR", "")  # empty: no opinion (no-color.org)
+    from taosync.settings import color_wanted
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert color_wanted("auto") is True
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert color_wanted("auto") is False
+    assert color_wanted("always") is True
