@@ -86,6 +86,55 @@ def home_header() -> None:
                   "dim"))
 
 
+class Progress:
+    """A live line on a terminal's stderr while something slow runs: ``probing 5
+    backends… 3 s`` (a spinner and the elapsed seconds, redrawn by a daemon thread), erased
+    when done. Nothing at all without a terminal, with --json or -q: logs stay clean."""
+
+    FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+    def __init__(self):
+        s = current()
+        self.live = sys.stderr.isatty() and not s.json and s.verbosity >= 0
+        self._text = ""
+        self._thread = None
+        self._done = None
+
+    def start(self, text: str) -> None:
+        if not self.live or self._thread is not None:
+            return
+        import threading
+        import time
+
+        self._text, self._done, began = clean(text), threading.Event(), time.monotonic()
+
+        def spin() -> None:
+            n = 0
+            while not self._done.wait(0.1 if n else 0):
+                elapsed = time.monotonic() - began
+                sys.stderr.write(f"\r\x1b[K{self.FRAMES[n % len(self.FRAMES)]} {self._text}"
+                                 f" {elapsed:.0f} s")
+                sys.stderr.flush()
+                n += 1
+
+        self._thread = threading.Thread(target=spin, name="taosync-progress", daemon=True)
+        self._thread.start()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._done.set()
+            self._thread.join()
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def probing(n: int) -> str:
+    return f"probing {n} backend{'s' if n != 1 else ''}…"
+
+
 def emit_json(data) -> None:
     """The data scrubbed value by value (so an escaped secret is found decoded), then
     the JSON text once more (so one escaped twice is found too)."""

@@ -190,3 +190,12 @@ def test_color_switches(taosync, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     assert color_wanted("auto") is False
     assert color_wanted("always") is True
+
+
+def test_verify_shows_live_progress_on_a_terminal_only(taosync, home, fleet_file):
+    rc, out = run_in_pty(cli_args(home, fleet_file, "verify", "--stub"), [])
+    assert rc == 0, out
+    assert "probing 8 backends…" in out and "\x1b[K" in out  # drawn, then erased
+    assert "8/8 backends pass" in out
+    r = taosync("verify", "--stub")
+    assert r.rc == 0 and "probing" not in r.both and "\x1b[" not in r.both

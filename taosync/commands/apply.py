@@ -191,8 +191,12 @@ def _verify(ctx, s, only, stub) -> tuple[int, dict | None]:
     from taosync.verify.session import verify_fleet
     from taosync.pipeline import stand_in
 
-    report = verify_fleet(pipeline.loaded_fleet(ctx).fleet, ctx.key, ctx.env,
-                          state_dir=s.state_dir(), only=list(only) or None, stub=stand_in(stub))
+    from taosync import ui
+
+    with ui.Progress() as progress:
+        report = verify_fleet(pipeline.loaded_fleet(ctx).fleet, ctx.key, ctx.env,
+                              state_dir=s.state_dir(), only=list(only) or None,
+                              stub=stand_in(stub), on_start=lambda n: progress.start(ui.probing(n)))
     if not s.json:
         print_report(report, s, ctx.key)
     return report.exit_code, report.to_dict()

@@ -94,9 +94,13 @@ def verify_after_apply(loaded: Any, env: Any, settings: Any, only: Iterable[str]
     from taosync.verify.session import verify_fleet
     from taosync.pipeline import stand_in
 
+    from taosync import ui
+
     key = getattr(loaded, "key", None)
-    report = verify_fleet(loaded.fleet, key, env, state_dir=settings.state_dir(), only=only,
-                          route=route, stub=stand_in(stub), strict=strict, on_disk=on_disk)
+    with ui.Progress() as progress:
+        report = verify_fleet(loaded.fleet, key, env, state_dir=settings.state_dir(), only=only,
+                              route=route, stub=stand_in(stub), strict=strict, on_disk=on_disk,
+                              on_start=lambda n: progress.start(ui.probing(n)))
     print_report(report, settings, key)
     return report.exit_code
 
