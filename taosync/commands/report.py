@@ -113,12 +113,13 @@ def _may_diff(ctx) -> bool:
 
 
 def print_plan(plan, ctx, *, diffs: bool) -> None:
-    """One row per file to change (and per client file released by ``managed: false``);
-    files already as fleet.yaml wants them only with -v; a no-op plan is one line."""
+    """One row per file to change, released by ``managed: false`` or with --no-key
+    verdicts; files already as fleet.yaml wants them only with -v; a no-op plan is one
+    line."""
     home = ctx.settings.home_dir
     ui.home_header()
     verbose = ui.current().verbosity > 0
-    rows = [fp for fp in plan.files if fp.changed or fp.released or verbose]
+    rows = [fp for fp in plan.files if fp.changed or fp.released or fp.sensitive or verbose]
     width = max((len(display_path(f.path, home)) for f in rows), default=0)
     for fp in rows:
         action = "release" if fp.released else fp.action
