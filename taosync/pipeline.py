@@ -44,13 +44,16 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False) -> Contex
     if no_key:
         return _full(settings, env, store, path, no_key=True)
     if use_cache:
-        entry = store.load().inputs
+        state = store.load()
+        entry = state.inputs
         try:
             hit = cache.lookup(entry, fleet_path=path, home=env.home, sandboxed=env.sandboxed,
                                environ=env.environ, hmac_key=store.hmac_key(create=False))
         except (AttributeError, TypeError, KeyError, ValueError):
             hit = None  # a damaged render cache is only a miss: render afresh
-        if hit is not None:
+        # a client the state still holds but the render left out (disabled, or managed:
+        # false after an --only apply) needs the fleet itself to tell which: no cache
+        if hit is not None and {c for fs in state.files.values() for c in fs.clients} <= set(hit[3]):
             patches, key, warnings, _clients = hit
             return Context(settings, None, env, store, key, warnings, patches, entry)
     return _full(settings, env, store, path)

@@ -125,3 +125,16 @@ def test_adopt_lists_drift_it_cannot_express(taosync, home, fleet_file):
     assert r.rc == 0 and "nothing to adopt" in r.out
     assert "not adopted: ~/.claude/settings.json env.ANTHROPIC_BASE_URL" in r.err
     assert fleet_file.read_bytes() == before
+
+
+def test_managed_false_survives_an_only_apply_and_the_render_cache(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "cline: {model: balanced}", "cline: {model: balanced, managed: false}"))
+    before = client_files(home)
+    assert taosync("apply", "--only", "codex", "--no-verify").rc == 0  # cline still in the state
+    r = taosync("apply", "--no-verify")  # the render is cached now: cline must still be left
+    assert r.rc == 0, r.both
+    assert client_files(home) == before
+    state = json.loads((home / ".local/state/taosync/state.json").read_text())
+    assert not any("cline" in fs["clients"] for fs in state["files"].values())
