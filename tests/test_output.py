@@ -199,3 +199,13 @@ def test_verify_shows_live_progress_on_a_terminal_only(taosync, home, fleet_file
     assert "8/8 backends pass" in out
     r = taosync("verify", "--stub")
     assert r.rc == 0 and "backends…" not in r.both and "\x1b[" not in r.both
+
+
+def test_tty_all_overwrites_the_rest_and_still_names_them(drifted, home, fleet_file):
+    codex = home / ".codex/config.toml"
+    codex.write_text(codex.read_text().replace('model = "gpt-4o-mini"', 'model = "mine"'))
+    rc, out = run_in_pty(cli_args(home, fleet_file, "apply", "--no-verify"), [("[q]uit", "a")])
+    assert rc == 0, out
+    assert out.count("[q]uit") == 1  # asked once
+    assert "overwriting your edit of ~/.codex/config.toml model: you set 'mine'" in out
+    assert FLEET_MODEL in drifted.read_text() and 'model = "gpt-4o-mini"' in codex.read_text()

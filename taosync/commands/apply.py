@@ -118,6 +118,7 @@ def _confirm_drift(ctx, s, state, the_plan, only, force) -> set[str] | None:
     import sys
 
     from taosync import ui
+    from taosync.commands.report import _diff_style
     from taosync.fleet.secrets import shown
     from taosync.pipeline import display_path
 
@@ -134,36 +135,40 @@ def _confirm_drift(ctx, s, state, the_plan, only, force) -> set[str] | None:
                else f"set {shown(d.new, d.secret, ctx.key)!r}")
         return f"{d.key}: you {now}; fleet.yaml has {shown(change.new, change.secret, ctx.key)!r}"
 
-    ask = (not force and not s.json and sys.stdin.isatty() and sys.stdout.isatty())
-    if not ask:
-        for d, change in drift:
+    def overwriting(items) -> None:
+        for d, change in items:
             ui.warn(f"overwriting your edit of {display_path(d.path, home)} "
                     f"{describe(d, change)}")
+
+    if force or s.json or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        overwriting(item for items in by_file.values() for item in items)
         return set()
     import click
 
     skip: set[str] = set()
     plans = {str(fp.path): fp for fp in the_plan.changed}
     ui.home_header()
+    overwrite_all = False
     for path, items in by_file.items():
+        if overwrite_all:  # [a]ll: the files not shown yet are still named
+            overwriting(items)
+            continue
         ui.echo(ui.style(f"{display_path(path, home)}: edited since the last apply", "warn"))
         for d, change in items:
             ui.echo(f"  {describe(d, change)}")
-        while True:
+        answer = "d"
+        while answer == "d":
             answer = click.prompt("  [o]verwrite, [s]kip this file, show [d]iff, overwrite "
                                   "[a]ll, [q]uit", type=click.Choice(list("osdaq")),
                                   show_choices=False, default="s", show_default=True)
             if answer == "d":
                 for line in plans[path].diff(ui.redactor() or ctx.key).splitlines():
-                    ui.echo(line)
-                continue
-            break
+                    ui.echo(ui.style(line, _diff_style(line)))
         if answer == "q":
             return None
         if answer == "s":
             skip.add(path)
-        if answer == "a":
-            break
+        overwrite_all = answer == "a"
     return skip
 
 
