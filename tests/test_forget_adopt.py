@@ -138,3 +138,19 @@ def test_managed_false_survives_an_only_apply_and_the_render_cache(taosync, home
     assert client_files(home) == before
     state = json.loads((home / ".local/state/taosync/state.json").read_text())
     assert not any("cline" in fs["clients"] for fs in state["files"].values())
+
+
+def test_forget_and_adopt_json(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    settings = home / ".claude/settings.json"
+    settings.write_text(settings.read_text().replace(
+        CLAUDE_MODEL, '"ANTHROPIC_MODEL": "gpt-4o-mini"'))
+    r = taosync("adopt", "--json")
+    assert r.rc == 0, r.both
+    data = json.loads(r.out)
+    assert {"fleet_key": "clients.claude-code.model", "value": "fast",
+            "from": "~/.claude/settings.json env.ANTHROPIC_MODEL"} in data["adopted"]
+    r = taosync("forget", "continue", "--json")
+    assert r.rc == 0, r.both
+    data = json.loads(r.out)
+    assert data["forgot"] == "continue" and data["files"] == [str(home / ".continue/config.yaml")]

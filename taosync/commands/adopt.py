@@ -111,6 +111,11 @@ def adopt(client, dry_run, yes):
             pipeline.commit(ctx, the_plan, state, only)  # the state takes the files as they are
         except WriteFailed as exc:
             ui.warn(f"fleet.yaml was updated, but {exc.message}")
+    if s.json:
+        ui.emit_json({"adopted": [{"fleet_key": ".".join(a.fleet_path), "value": a.value,
+                                   "from": a.where} for a in adoptions if a.where],
+                      "fleet": str(edit.path), "diff": edit.diff()})
+        return 0
     ui.out(f"adopted {len(taken)} value(s) into {pipeline.display_path(edit.path, home)}")
     return 0
 

@@ -51,6 +51,10 @@ def forget(client, dry_run):
         raise WriteFailed(f"forget {client} would change files; nothing was written to them")
     pipeline.commit(ctx, the_plan, state, only)
     home = s.home_dir
+    if s.json:
+        ui.emit_json({"forgot": client, "files": [fs.path for fs in owned],
+                      "fleet": str(edit.path), "fleet_changed": edit.changed})
+        return 0
     for fs in owned:
         ui.out(f"forgot   {pipeline.display_path(fs.path, home)}  (left as it is)")
     ui.out(f"taosync no longer manages {client}: {len(owned)} file(s) left exactly as they "
