@@ -88,3 +88,23 @@ def test_unknown_shell_and_mistyped_command(run):
     assert r.rc == 2 and "tcsh" in r.both
     r = run("aply")
     assert r.rc == 2 and "Did you mean 'apply'?" in r.both and "Traceback" not in r.both
+
+
+@pytest.mark.skipif(not __import__("shutil").which("bash"), reason="no bash")
+def test_the_bash_script_completes_in_a_real_bash(tmp_path):
+    """The printed script, sourced by bash, completes through the installed entry point."""
+    import shutil
+
+    script = tmp_path / "taosync.bash"
+    script.write_text(taosync_process("completion", "bash").stdout)
+    shim = tmp_path / "bin" / "taosync"  # ``taosync`` on PATH, as pip installs it
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m taosync "$@"\n')
+    shim.chmod(0o755)
+    env = {"PATH": f"{shim.parent}:{os.environ.get('PATH', '')}", "PYTHONPATH": str(ROOT),
+           "TAOSYNC_CONFIG": str(EXAMPLE_FLEET)}
+    r = subprocess.run([shutil.which("bash"), "--norc", "--noprofile", "-c",
+                        f'source "{script}"; COMP_WORDS=(taosync verify --route b); '
+                        'COMP_CWORD=3; _taosync_completion taosync; echo "${COMPREPLY[*]}"'],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.stdout.strip() == "balanced batch", r.stdout + r.stderr
