@@ -102,6 +102,7 @@ def test_the_bash_script_completes_in_a_real_bash(tmp_path):
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m taosync "$@"\n')
     shim.chmod(0o755)
     env = {"PATH": f"{shim.parent}:{os.environ.get('PATH', '')}", "PYTHONPATH": str(ROOT),
+           "HOME": str(tmp_path),
            "TAOSYNC_CONFIG": str(EXAMPLE_FLEET)}
     r = subprocess.run([shutil.which("bash"), "--norc", "--noprofile", "-c",
                         f'source "{script}"; COMP_WORDS=(taosync verify --route b); '
