@@ -209,3 +209,12 @@ def test_tty_all_overwrites_the_rest_and_still_names_them(drifted, home, fleet_f
     assert out.count("[q]uit") == 1  # asked once
     assert "overwriting your edit of ~/.codex/config.toml model: you set 'mine'" in out
     assert FLEET_MODEL in drifted.read_text() and 'model = "gpt-4o-mini"' in codex.read_text()
+
+
+def test_dry_run_names_the_edits_apply_would_overwrite(drifted, taosync):
+    before = drifted.read_bytes()
+    r = taosync("apply", "--dry-run")
+    assert r.rc == 0, r.both
+    assert ("warning: apply would overwrite your edit of ~/.claude/settings.json "
+            "env.ANTHROPIC_MODEL: you set 'my-own-model'") in r.err
+    assert drifted.read_bytes() == before

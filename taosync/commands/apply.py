@@ -51,8 +51,8 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
     protect(ctx, state, the_plan)
     warn_dotfiles(the_plan, ctx)
     skip: set[str] = set()
-    if the_plan.changed and not dry_run:
-        skip = _confirm_drift(ctx, s, state, the_plan, only_set, force)
+    if the_plan.changed:
+        skip = _confirm_drift(ctx, s, state, the_plan, only_set, force, dry_run)
         if skip is None:
             ui.out("quit: nothing was written")
             return 1
@@ -111,10 +111,11 @@ def overwritten_drift(ctx, state, the_plan, only) -> list[tuple]:
             if d.kind in ("changed", "removed") and (d.path, d.key) in planned]
 
 
-def _confirm_drift(ctx, s, state, the_plan, only, force) -> set[str] | None:
+def _confirm_drift(ctx, s, state, the_plan, only, force, dry_run=False) -> set[str] | None:
     """Never overwrite a hand edit silently: on a terminal ask per file (overwrite / skip
     file / diff / all / quit); with --force, --json or no terminal, overwrite and name
-    each key in a warning. Returns the files to skip, or None to quit."""
+    each key in a warning (a dry run only names them). Returns the files to skip, or
+    None to quit."""
     import sys
 
     from taosync import ui
@@ -137,10 +138,10 @@ def _confirm_drift(ctx, s, state, the_plan, only, force) -> set[str] | None:
 
     def overwriting(items) -> None:
         for d, change in items:
-            ui.warn(f"overwriting your edit of {display_path(d.path, home)} "
-                    f"{describe(d, change)}")
+            ui.warn(f"{'apply would overwrite' if dry_run else 'overwriting'} your edit of "
+                    f"{display_path(d.path, home)} {describe(d, change)}")
 
-    if force or s.json or not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if dry_run or force or s.json or not (sys.stdin.isatty() and sys.stdout.isatty()):
         overwriting(item for items in by_file.values() for item in items)
         return set()
     import click
