@@ -35,6 +35,9 @@ COMMANDS = {
     "import": "taosync.commands.import_:import_",
     "route": "taosync.commands.route:route",
     "env": "taosync.commands.env:env",
+    "forget": "taosync.commands.forget:forget",
+    "adopt": "taosync.commands.adopt:adopt",
+    "completion": "taosync.commands.completion:completion",
 }
 HELP = {
     "validate": "Check fleet.yaml; print every problem with its line and column.",
@@ -55,6 +58,9 @@ HELP = {
     "import": "Propose a fleet.yaml from the clients' existing files (on stdout).",
     "route": "Print the model id the routing table gives TASK (no TASK: the whole table).",
     "env": "Print shell exports of the gateway URLs and route models (the key only with --with-key).",
+    "forget": "Stop managing a client (managed: false); its files stay exactly as they are.",
+    "adopt": "Write values you changed in a client's files back into fleet.yaml.",
+    "completion": "Print the shell completion script (bash, zsh, fish, powershell).",
 }
 
 
@@ -70,6 +76,25 @@ class LazyGroup(click.Group):
         import importlib
 
         return getattr(importlib.import_module(module_name), attr)
+
+    def resolve_command(self, ctx, args):
+        """A mistyped command gets "did you mean" (click only says it does not exist)."""
+        name = args[0] if args else ""
+        if name and name not in COMMANDS and not name.startswith("-") \
+                and not ctx.resilient_parsing:
+            from taosync.fleet.problems import closest
+
+            hint = closest(name, [c for c in COMMANDS if c != "diff"])
+            ctx.fail(f"No such command '{name}'." + (f" Did you mean '{hint}'?" if hint else "")
+                     + " (taosync --help lists them)")
+        return super().resolve_command(ctx, args)
+
+    def _main_shell_completion(self, ctx_args, prog_name, complete_var=None):
+        import os
+
+        if any(var.startswith("_TAOSYNC_COMPLETE") for var in os.environ):
+            import taosync.commands.completion  # noqa: F401 - adds PowerShell to click's shells
+        return super()._main_shell_completion(ctx_args, prog_name, complete_var)
 
     def format_commands(self, ctx, formatter):
         rows = [(name, HELP.get(name, "")) for name in COMMANDS if name != "diff"]

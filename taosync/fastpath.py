@@ -331,7 +331,7 @@ def _decide(command: str, flags: set[str], options: dict, environ):
     for path, (clients, values, volatile) in files.items():
         _untouched(path, state["files"][path], values, volatile, hmac_key)
     warnings = list(entry["warnings"])
-    out = _report(command, flags, files, home, state)
+    out = _report(command, flags, files, home, state, sandboxed, options)
     if any(s in line for s in decode.secrets for line in warnings + out):
         raise _Unsure  # the full path's redactor would rewrite that line
     if warnings:
@@ -486,9 +486,10 @@ def _display(path: str, home: str) -> str:
     return "~/" + path[len(prefix):] if path.startswith(prefix) else path
 
 
-def _report(command: str, flags: set[str], files: dict, home: str, state: dict) -> list[str]:
+def _report(command: str, flags: set[str], files: dict, home: str, state: dict,
+            sandboxed: bool, options: dict) -> list[str]:
     """What the command prints on stdout when every file is up to date (the words of
-    commands/apply.py, commands/report.py print_plan, commands/status.py)."""
+    commands/apply.py, commands/report.py print_plan and ui.home_header, status.py)."""
     n = len(files)
     if command == "apply":
         out = [f"nothing to do: {n} file(s) up to date"]
@@ -499,10 +500,32 @@ def _report(command: str, flags: set[str], files: dict, home: str, state: dict) 
         if not state["applies"]:
             raise _Unsure
         return [f"in sync: {n} file(s), no drift, nothing pending"]
-    color = "NO_COLOR" not in os.environ and sys.stdout.isatty()
-    label = _DIM.format("unchanged") if color else "unchanged"
-    shown = {path: _display(path, home) for path in files}
-    width = max((len(s) for s in shown.values()), default=0)
-    out = [f"{label} {shown[path]:<{width}}  {', '.join(clients)}  up to date"
-           for path, (clients, _, _) in files.items()]
-    return out + ["", "nothing to change"]
+    out = []
+    if sandboxed:
+        header = (f"home: {_display_home(home, options['home'])}  "
+                  "(--home; ~/ below means this directory)")
+        out.append(_DIM.format(header) if _color() else header)
+    return out + [f"No changes: {n} file{'s' if n != 1 else ''} "
+                  f"match{'es' if n == 1 else ''} fleet.yaml"]
+
+
+def _color() -> bool:
+    """settings.color_wanted("auto") (--color itself sends a run to the full path)."""
+    force = os.environ.get("FORCE_COLOR", "")
+    if force and force.lower() not in ("0", "false"):
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def _display_home(home: str, raw: str) -> str:
+    """paths.display_home: ``./sandbox`` under the current directory, else as given."""
+    cwd = os.getcwd()
+    if home == cwd:
+        return "."
+    if home.startswith(cwd.rstrip("/") + "/"):
+        return "./" + home[len(cwd.rstrip("/")) + 1:]
+    if not os.path.isabs(raw):
+        raise _Unsure  # pathlib would print the relative spelling; leave it to the full path
+    return home

@@ -1,4 +1,7 @@
-"""How taosync shows a path to people: relative to the (possibly sandboxed) home."""
+"""How taosync shows a path to people: relative to the (possibly sandboxed) home.
+
+Under ``--home`` the paths stay ``~/…`` and commands print a ``home: ./sandbox`` header
+first (:func:`display_home`), rather than long real paths on every row."""
 
 from __future__ import annotations
 
@@ -12,3 +15,14 @@ def display_path(path: Path | str, home: Path) -> str:
         return "~/" + str(path.relative_to(home))
     except ValueError:
         return str(path)
+
+
+def display_home(home: Path | str) -> str:
+    """A home directory as the header names it: ``./sandbox`` under the current
+    directory, else its absolute path."""
+    home = Path(home)
+    try:
+        rel = home.absolute().relative_to(Path.cwd())
+    except (ValueError, OSError):
+        return str(home)
+    return "." if str(rel) == "." else f"./{rel}"

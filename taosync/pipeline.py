@@ -27,6 +27,9 @@ class Context:
     no_key: bool = False  # --no-key: the key was not resolved; such a context never writes
     #: route → taosync.verify.routing.Choice, for each route with candidates
     routes: dict = field(default_factory=dict)
+    #: clients set ``managed: false``: their files are left as they are, the state forgets
+    #: them (empty on a cached render: the apply that cached it already forgot them)
+    unmanaged: set[str] = field(default_factory=set)
 
 
 def prepare(settings, *, use_cache: bool = True, no_key: bool = False) -> Context:
@@ -43,7 +46,8 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False) -> Contex
     if no_key:
         return _full(settings, env, store, path, no_key=True)
     if use_cache:
-        entry = store.load().inputs
+        state = store.load()
+        entry = state.inputs
         routes: dict = {}
 
         def choose(spec: dict) -> dict[str, str]:
@@ -58,7 +62,9 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False) -> Contex
                                choose=choose)
         except (AttributeError, TypeError, KeyError, ValueError):
             hit = None  # a damaged render cache is only a miss: render afresh
-        if hit is not None:
+        # a client the state still holds but the render left out (disabled, or managed:
+        # false after an --only apply) needs the fleet itself to tell which: no cache
+        if hit is not None and {c for fs in state.files.values() for c in fs.clients} <= set(hit[3]):
             patches, key, warnings, _clients = hit
             return Context(settings, None, env, store, key, warnings, patches, entry,
                            routes=routes)
@@ -141,9 +147,10 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
         patches.extend(registry[name].render(fleet, key, env))
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in env.warnings]
+    unmanaged = fleet.unmanaged_clients()
     if no_key:
         return Context(settings, loaded, env, store, key, warnings, patches, {}, no_key=True,
-                       routes=routes)
+                       routes=routes, unmanaged=unmanaged)
     entry = cache.store(
         fingerprint=cache.fingerprint(
             fleet_sha=loaded.sha256, key=key, hmac_key=store.hmac_key(create=False),
@@ -151,7 +158,8 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
             probed=env.probed, routes=cache_routes(fleet, routes)),
         key_ref=loaded.key_ref, patches=patches, key=key, warnings=warnings,
         clients=list(fleet.enabled_clients()))
-    return Context(settings, loaded, env, store, key, warnings, patches, entry, routes=routes)
+    return Context(settings, loaded, env, store, key, warnings, patches, entry, routes=routes,
+                   unmanaged=unmanaged)
 
 
 def cache_routes(fleet, choices: dict) -> dict | None:
@@ -194,7 +202,7 @@ def make_plan(ctx: Context, state, only: set[str] | None = None, *, for_write: b
 
     patches = [p for p in ctx.patches if only is None or p.client in only]
     return build_plan(patches, state, ctx.key, ctx.store.hmac_key(create=for_write), only,
-                      no_key=ctx.no_key)
+                      no_key=ctx.no_key, released=ctx.unmanaged)
 
 
 def plan_apply(ctx: Context, only: set[str] | None = None):
@@ -211,14 +219,15 @@ MOVED_RETRIES = 3
 
 def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
            lock_timeout: float | None = None, on_recover=None, force: bool = False,
-           kind: str = "apply"):
+           kind: str = "apply", skip: set[str] = frozenset()):
     """Write an apply's plan as one transaction: when anything must change, take the lock,
     put back an earlier apply that was interrupted (``on_recover(path)`` for each file),
     re-plan if another apply ran or a file moved since the plan was made, and execute.
     A target another program rewrites while it is being written is planned again from
     its new text (a few times; then the apply gives up, every file put back). ``force``
     writes targets the user made read-only; ``kind`` is what the record says (watch:
-    "reassert"). Returns (the plan written, the Result)."""
+    "reassert"); files in ``skip`` (paths the user chose to keep as they are) are left
+    out. Returns (the plan written, the Result)."""
     from taosync.engine import cache
     from taosync.engine.apply import Result, TargetMoved, execute
     from taosync.engine.state import LOCK_TIMEOUT, locked
@@ -227,6 +236,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
 
     store = ctx.store
     result = Result(None, [])
+    the_plan = _without(the_plan, skip)
     if (the_plan.changed or store.system.exists(store.journal_path) or _state_moves(the_plan, state)
             or ctx.cache_entry != state.inputs):
         # a plan hashed with a made-up key (first apply) is never reused
@@ -244,7 +254,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                                   f"({exc.strerror or exc}); no client file was changed") from None
             if recovered or store.digest != planned_against or not _still_on_disk(the_plan):
                 # another apply ran, or a file moved since we planned: plan again
-                the_plan = make_plan(ctx, state, only, for_write=True)
+                the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
             inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key())
             if ctx.routes or state.routes:
                 state.routes = recorded_routes(ctx.routes, state.routes)
@@ -259,7 +269,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                                           f"while taosync wrote it ({attempt + 1} tries); "
                                           f"{exc.outcome}; run taosync apply again when it "
                                           "is quiet") from None
-                    the_plan = make_plan(ctx, state, only, for_write=True)
+                    the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
     return the_plan, result
 
 
@@ -283,6 +293,15 @@ def reroute(ctx: Context, only: set[str] | None = None, *, force: bool = False):
     the_plan, state = plan_apply(fresh, only)
     the_plan, result = commit(fresh, the_plan, state, only, force=force)
     return fresh, the_plan, result
+
+
+def _without(the_plan, skip: set[str]):
+    """``the_plan`` less the files the user chose to leave as they are (state kept)."""
+    if not skip:
+        return the_plan
+    from taosync.engine.plan import Plan
+
+    return Plan([fp for fp in the_plan.files if str(fp.path) not in skip])
 
 
 def _still_on_disk(the_plan) -> bool:

@@ -25,8 +25,7 @@ class Settings:
     home: Path | None = None
     json: bool = False
     verbosity: int = 0  # -1 quiet, 0 normal, 1+ verbose
-    color: bool = field(default_factory=lambda: "NO_COLOR" not in os.environ
-                        and sys.stdout.isatty())
+    color: bool = field(default_factory=lambda: color_wanted("auto"))
 
     @property
     def sandboxed(self) -> bool:
@@ -70,6 +69,19 @@ class Settings:
             return base / "taosync"
         base = self._location("XDG_STATE_HOME") or self.home_dir / ".local" / "state"
         return base / "taosync"
+
+
+def color_wanted(mode: str) -> bool:
+    """--color always/never; auto: FORCE_COLOR (non-empty, not 0) forces it, NO_COLOR
+    (only when non-empty, as no-color.org says) turns it off, else a terminal gets it."""
+    if mode != "auto":
+        return mode == "always"
+    force = os.environ.get("FORCE_COLOR", "")
+    if force and force.lower() not in ("0", "false"):
+        return True
+    if os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
 
 
 _last: Settings | None = None
@@ -121,6 +133,10 @@ def common_options(f):
                           "taosync's state (sandboxes, dotfiles CI, tests)."),
         click.option("--json", "json_", is_flag=True, expose_value=False,
                      callback=_store("json"), help="Machine-readable output."),
+        click.option("--color", type=click.Choice(["auto", "always", "never"]),
+                     expose_value=False, callback=_store("color", color_wanted),
+                     help="Colour the output: auto (a terminal, unless NO_COLOR is set; "
+                          "FORCE_COLOR forces it), always, never."),
         click.option("-q", "--quiet", count=True, expose_value=False,
                      callback=_verbosity(-1), help="Print only problems."),
         click.option("-v", "--verbose", count=True, expose_value=False,

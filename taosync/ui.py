@@ -1,5 +1,5 @@
-"""Printing: human text by default, JSON with --json, colour only on a terminal
-without NO_COLOR, problems on stderr.
+"""Printing: human text by default, JSON with --json, colour as --color says (auto: a
+terminal, unless NO_COLOR is non-empty; FORCE_COLOR forces it), problems on stderr.
 
 Every line goes through the run's :class:`~taosync.fleet.secrets.Redactor` once a
 command has installed one (:func:`use_redactor`), so no output path — a diff, a
@@ -51,27 +51,88 @@ def clean(text: str) -> str:
 def out(text: str = "") -> None:
     """A line of the command's main output (suppressed by -q)."""
     if current().verbosity >= 0 and not current().json:
-        click.echo(clean(text))
+        click.echo(clean(text), color=current().color)
 
 
 def echo(text: str) -> None:
     """A line of output printed whatever -q says (a result table's failing rows)."""
-    click.echo(clean(text))
+    click.echo(clean(text), color=current().color)
 
 
 def detail(text: str) -> None:
     """A line shown only with -v."""
     if current().verbosity > 0 and not current().json:
-        click.echo(clean(text))
+        click.echo(clean(text), color=current().color)
 
 
 def warn(text: str) -> None:
     """Warnings go to stderr in every mode, so JSON on stdout stays parseable."""
-    click.echo(style("warning: ", "warn") + clean(text), err=True)
+    click.echo(style("warning: ", "warn") + clean(text), err=True, color=current().color)
 
 
 def problem(text: str) -> None:
-    click.echo(clean(text), err=True)
+    click.echo(clean(text), err=True, color=current().color)
+
+
+def home_header() -> None:
+    """Under --home, once per run before the first path: which directory ``~/`` means,
+    so a sandboxed run never looks as if it wrote into the real home."""
+    s = current()
+    if s.sandboxed and not getattr(s, "home_shown", False):
+        from taosync.paths import display_home
+
+        s.home_shown = True
+        out(style(f"home: {display_home(s.home_dir)}  (--home; ~/ below means this directory)",
+                  "dim"))
+
+
+class Progress:
+    """A live line on a terminal's stderr while something slow runs: ``probing 5
+    backends… 3 s`` (a spinner and the elapsed seconds, redrawn by a daemon thread), erased
+    when done. Nothing at all without a terminal, with --json or -q: logs stay clean."""
+
+    FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+    def __init__(self):
+        s = current()
+        self.live = sys.stderr.isatty() and not s.json and s.verbosity >= 0
+        self._text = ""
+        self._thread = None
+        self._done = None
+
+    def start(self, text: str) -> None:
+        if not self.live or self._thread is not None:
+            return
+        import threading
+        import time
+
+        self._text, self._done, began = clean(text), threading.Event(), time.monotonic()
+
+        def spin() -> None:
+            n = 0
+            while not self._done.wait(0.1 if n else 0):
+                elapsed = time.monotonic() - began
+                sys.stderr.write(f"\r\x1b[K{self.FRAMES[n % len(self.FRAMES)]} {self._text}"
+                                 f" {elapsed:.0f} s")
+                sys.stderr.flush()
+                n += 1
+
+        self._thread = threading.Thread(target=spin, name="taosync-progress", daemon=True)
+        self._thread.start()
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._done.set()
+            self._thread.join()
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def probing(n: int) -> str:
+    return f"probing {n} backend{'s' if n != 1 else ''}…"
 
 
 def emit_json(data) -> None:
@@ -91,5 +152,5 @@ def fail(exc) -> None:
         return
     for line in exc.details:
         click.echo(clean(line), err=True)
-    click.echo(style("error: ", "fail") + clean(exc.message), err=True)
+    click.echo(style("error: ", "fail") + clean(exc.message), err=True, color=current().color)
     sys.stderr.flush()

@@ -8,14 +8,21 @@ from taosync.settings import common_options, current
 from taosync.commands.plan import no_key_option, only_option
 
 
-@click.command("apply")
+@click.command("apply", epilog="""\b
+Examples:
+  taosync apply                 # asks before overwriting keys you edited by hand
+  taosync apply --dry-run       # show the diff, write nothing
+  taosync apply --force --only codex --no-verify
+taosync adopt takes values you edited by hand into fleet.yaml instead.""")
 @common_options
 @only_option
 @click.option("--dry-run", is_flag=True, help="Plan and show; write nothing.")
 @click.option("--no-verify", is_flag=True, help="Do not send the verification requests.")
 @click.option("--force", is_flag=True,
-              help="Also write target files you made read-only (no owner write bit); they "
-                   "stay read-only. Without it such a file stops the apply, nothing written.")
+              help="Write without asking: overwrite owned keys you edited since the last "
+                   "apply (each one is named in a warning; without --force a terminal asks "
+                   "first), and write target files you made read-only (no owner write bit; "
+                   "they stay read-only; without --force such a file stops the apply).")
 @click.option("--stub", is_flag=True,
               help="Verify against a stand-in gateway on loopback instead of the real one "
                    "(the files still name the fleet's gateway).")
@@ -43,7 +50,12 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
         the_plan, state = pipeline.plan_apply(ctx, only_set)
     protect(ctx, state, the_plan)
     warn_dotfiles(the_plan, ctx)
-    if the_plan.changed and not dry_run:
+    skip: set[str] = set()
+    if the_plan.changed:
+        skip = _confirm_drift(ctx, s, state, the_plan, only_set, force, dry_run)
+        if skip is None:
+            ui.out("quit: nothing was written")
+            return 1
         _warn_if_root_in_someone_elses_home(s.home_dir)
     # A dry run is the apply itself (lock, re-plan, backups, journal, writes, state) on a
     # System that only records what it would write.
@@ -52,7 +64,7 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
     with (using(DryRunSystem()) if dry_run else contextlib.nullcontext()), \
             (read_only() if dry_run else contextlib.nullcontext()):
         the_plan, result = pipeline.commit(
-            ctx, the_plan, state, only_set, force=force,
+            ctx, the_plan, state, only_set, force=force, skip=skip,
             on_recover=lambda path: ui.warn(f"an earlier apply was interrupted; put back {path}"))
     protect(ctx, state, the_plan)  # the plan written may be a fresh one
     if dry_run:
@@ -109,6 +121,81 @@ def _reroute(ctx, s, only_set, force) -> dict | None:
     return {"apply_id": result.apply_id, **plan_json(the_plan, fresh)}
 
 
+def overwritten_drift(ctx, state, the_plan, only) -> list[tuple]:
+    """(Drift, the planned KeyChange) for each owned key the user edited since the last
+    apply that this plan sets again."""
+    from taosync.engine.drift import find_drift
+
+    planned = {(str(fp.path), c.path): c for fp in the_plan.changed for c in fp.changes}
+    if not planned:
+        return []
+    return [(d, planned[d.path, d.key])
+            for d in find_drift(state, ctx.store.hmac_key(create=False), only)
+            if d.kind in ("changed", "removed") and (d.path, d.key) in planned]
+
+
+def _confirm_drift(ctx, s, state, the_plan, only, force, dry_run=False) -> set[str] | None:
+    """Never overwrite a hand edit silently: on a terminal ask per file (overwrite / skip
+    file / diff / all / quit); with --force, --json or no terminal, overwrite and name
+    each key in a warning (a dry run only names them). Returns the files to skip, or
+    None to quit."""
+    import sys
+
+    from taosync import ui
+    from taosync.commands.report import _diff_style
+    from taosync.fleet.secrets import shown
+    from taosync.pipeline import display_path
+
+    drift = overwritten_drift(ctx, state, the_plan, only)
+    if not drift:
+        return set()
+    home = s.home_dir
+    by_file: dict[str, list] = {}
+    for d, change in drift:
+        by_file.setdefault(d.path, []).append((d, change))
+
+    def describe(d, change) -> str:
+        now = ("deleted it" if d.kind == "removed"
+               else f"set {shown(d.new, d.secret, ctx.key)!r}")
+        return f"{d.key}: you {now}; fleet.yaml has {shown(change.new, change.secret, ctx.key)!r}"
+
+    def overwriting(items) -> None:
+        for d, change in items:
+            ui.warn(f"{'apply would overwrite' if dry_run else 'overwriting'} your edit of "
+                    f"{display_path(d.path, home)} {describe(d, change)}")
+
+    if dry_run or force or s.json or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        overwriting(item for items in by_file.values() for item in items)
+        return set()
+    import click
+
+    skip: set[str] = set()
+    plans = {str(fp.path): fp for fp in the_plan.changed}
+    ui.home_header()
+    overwrite_all = False
+    for path, items in by_file.items():
+        if overwrite_all:  # [a]ll: the files not shown yet are still named
+            overwriting(items)
+            continue
+        ui.echo(ui.style(f"{display_path(path, home)}: edited since the last apply", "warn"))
+        for d, change in items:
+            ui.echo(f"  {describe(d, change)}")
+        answer = "d"
+        while answer == "d":
+            answer = click.prompt("  [o]verwrite, [s]kip this file, show [d]iff, overwrite "
+                                  "[a]ll, [q]uit", type=click.Choice(list("osdaq")),
+                                  show_choices=False, default="s", show_default=True)
+            if answer == "d":
+                for line in plans[path].diff(ui.redactor() or ctx.key).splitlines():
+                    ui.echo(ui.style(line, _diff_style(line)))
+        if answer == "q":
+            return None
+        if answer == "s":
+            skip.add(path)
+        overwrite_all = answer == "a"
+    return skip
+
+
 def _warn_if_root_in_someone_elses_home(home) -> None:
     """``sudo taosync apply`` on a user's home: say what happens to file owners."""
     import os
@@ -133,8 +220,12 @@ def _verify(ctx, s, only, stub) -> tuple[int, dict | None]:
     from taosync.verify.session import verify_fleet
     from taosync.pipeline import stand_in
 
-    report = verify_fleet(pipeline.loaded_fleet(ctx).fleet, ctx.key, ctx.env,
-                          state_dir=s.state_dir(), only=list(only) or None, stub=stand_in(stub))
+    from taosync import ui
+
+    with ui.Progress() as progress:
+        report = verify_fleet(pipeline.loaded_fleet(ctx).fleet, ctx.key, ctx.env,
+                              state_dir=s.state_dir(), only=list(only) or None,
+                              stub=stand_in(stub), on_start=lambda n: progress.start(ui.probing(n)))
     if not s.json:
         print_report(report, s, ctx.key)
     return report.exit_code, report.to_dict()

@@ -8,7 +8,8 @@ from taosync import ui
 from taosync.fleet.secrets import shown
 from taosync.pipeline import display_path, redactor_for
 
-ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged": "dim"}
+ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged": "dim",
+                "release": "dim"}
 
 
 def print_warnings(ctx) -> None:
@@ -96,7 +97,7 @@ def plan_json(plan, ctx) -> dict:
         files.append({
             "path": str(fp.path), "display": display_path(fp.path, home),
             "clients": fp.clients, "format": fp.format, "action": fp.action,
-            "secret": fp.secret,
+            "secret": fp.secret, **({"released": True} if fp.released else {}),
             "changes": [{"key": c.path, "kind": c.kind,
                          "old": shown(c.old, c.secret, ctx.key),
                          "new": shown(c.new, c.secret, ctx.key)} for c in fp.changes],
@@ -127,14 +128,22 @@ def _may_diff(ctx) -> bool:
 
 
 def print_plan(plan, ctx, *, diffs: bool) -> None:
+    """One row per file to change, released by ``managed: false`` or with --no-key
+    verdicts; files already as fleet.yaml wants them only with -v; a no-op plan is one
+    line."""
     home = ctx.settings.home_dir
+    ui.home_header()
     for line in route_lines(getattr(ctx, "routes", None) or {}):
         ui.out(ui.style(line, "bold"))
-    width = max((len(display_path(f.path, home)) for f in plan.files), default=0)
-    for fp in plan.files:
-        label = ui.style(f"{fp.action:<9}", ACTION_STYLE[fp.action])
+    verbose = ui.current().verbosity > 0
+    rows = [fp for fp in plan.files if fp.changed or fp.released or fp.sensitive or verbose]
+    width = max((len(display_path(f.path, home)) for f in rows), default=0)
+    for fp in rows:
+        action = "release" if fp.released else fp.action
+        label = ui.style(f"{action:<9}", ACTION_STYLE[action])
         keys = len(fp.changes)
-        what = f"{keys} key{'s' if keys != 1 else ''}" if fp.changed else "up to date"
+        what = (f"{keys} key{'s' if keys != 1 else ''}" if fp.changed else
+                "no longer managed: left as it is" if fp.released else "up to date")
         ui.out(f"{label} {display_path(fp.path, home):<{width}}  "
                f"{', '.join(fp.clients)}  {what}")
         for kp_text, verdict in fp.sensitive.items():
@@ -147,8 +156,14 @@ def print_plan(plan, ctx, *, diffs: bool) -> None:
                 for line in text.rstrip("\n").splitlines():
                     ui.out(ui.style(line, _diff_style(line)))
     n = len(plan.changed)
-    ui.out("")
-    ui.out(f"{n} file{'s' if n != 1 else ''} to change" if n else "nothing to change")
+    same = sum(1 for fp in plan.files if not fp.changed and not fp.released)
+    matching = f"{same} file{'s' if same != 1 else ''} match{'es' if same == 1 else ''} fleet.yaml"
+    if rows:
+        ui.out("")
+    if n:
+        ui.out(f"{n} file{'s' if n != 1 else ''} to change" + (f" ({matching})" if same else ""))
+    else:
+        ui.out(f"No changes: {matching}")
 
 
 def _diff_style(line: str) -> str:

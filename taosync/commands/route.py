@@ -44,7 +44,7 @@ def fleet_view(fleet) -> dict:
     }
 
 
-def _complete_task(ctx, param, incomplete: str):
+def complete_route(ctx, param, incomplete: str):
     """Shell completion: the route names of the configured fleet (none if it does not load)."""
     try:
         _, view = load_view()
@@ -53,9 +53,18 @@ def _complete_task(ctx, param, incomplete: str):
     return [name for name in view["routes"] if name.startswith(incomplete)]
 
 
+def complete_model(ctx, param, incomplete: str):
+    """Shell completion: the catalogue's model ids (none if the fleet does not load)."""
+    try:
+        _, view = load_view()
+    except Exception:
+        return []
+    return [model for model in view["backends"] if model.startswith(incomplete)]
+
+
 @click.command("route")
 @common_options
-@click.argument("task", required=False, shell_complete=_complete_task)
+@click.argument("task", required=False, shell_complete=complete_route)
 @click.option("--explain", is_flag=True,
               help="Show each candidate: health, median and p95 latency, tokens, cost, score, "
                    "and why the route chose as it did.")

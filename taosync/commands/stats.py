@@ -9,6 +9,7 @@ import json
 import click
 
 from taosync.settings import common_options, current
+from taosync.commands.route import complete_model
 
 #: advice names a model only when it scores at least this much better than the route's
 #: (a few milliseconds between two healthy backends are noise, not a reason to re-pin)
@@ -27,7 +28,8 @@ def _since(ctx, param, value: str | None) -> float | None:
 
 
 @click.command("stats")
-@click.option("--model", "models", multiple=True, metavar="ID", help="Only this model (repeatable).")
+@click.option("--model", "models", multiple=True, metavar="ID", shell_complete=complete_model,
+              help="Only this model (repeatable).")
 @click.option("--by", "by", type=click.Choice(["model", "route"]), default="model",
               show_default=True, help="One row per model, or per route the probes stood for.")
 @click.option("--since", metavar="AGE", callback=_since,

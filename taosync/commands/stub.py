@@ -8,6 +8,7 @@ import click
 
 from taosync.errors import BadInput
 from taosync.settings import common_options, current
+from taosync.commands.route import complete_model
 
 
 @click.command("stub", epilog="Faults (KIND[=ARG][@MODEL]): unauthorized, forbidden, oauth, "
@@ -19,7 +20,7 @@ from taosync.settings import common_options, current
               help="The only key accepted (prefer --key-env: a command line is visible to "
                    "other users).")
 @click.option("--key-env", metavar="NAME", help="Accept the key in environment variable NAME.")
-@click.option("--model", "models", multiple=True, metavar="ID",
+@click.option("--model", "models", multiple=True, metavar="ID", shell_complete=complete_model,
               help="A model the stand-in serves (repeatable; default: fleet.yaml's catalogue "
                    "if there is one, else any model).")
 @click.option("--fault", "faults", multiple=True, metavar="SPEC",

@@ -43,7 +43,8 @@ def validate(no_key: bool) -> int:
 
     data = loaded.data
     clients = [name for name, cfg in (data.get("clients") or {}).items()
-               if isinstance(cfg, dict) and cfg.get("enabled", True) is not False]
+               if isinstance(cfg, dict) and cfg.get("enabled", True) is not False
+               and cfg.get("managed", True) is not False]
     counts = {"models": len(data.get("models") or {}), "routes": len(data.get("routes") or {}),
               "clients": len(clients), "mcp_servers": len(data.get("mcp_servers") or {})}
     key = {"reference": loaded.key_ref.describe(), "resolved": loaded.key is not None,

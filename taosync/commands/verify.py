@@ -19,6 +19,7 @@ import click
 from taosync.clients.registry import complete, ids as client_ids
 from taosync.errors import TaosyncError
 from taosync.settings import common_options, current
+from taosync.commands.route import complete_route
 
 
 # -- printing ------------------------------------------------------------------------------
@@ -98,9 +99,13 @@ def verify_after_apply(loaded: Any, env: Any, settings: Any, only: Iterable[str]
     from taosync.verify.session import verify_fleet
     from taosync.pipeline import stand_in
 
+    from taosync import ui
+
     key = getattr(loaded, "key", None)
-    report = verify_fleet(loaded.fleet, key, env, state_dir=settings.state_dir(), only=only,
-                          route=route, stub=stand_in(stub), strict=strict, on_disk=on_disk)
+    with ui.Progress() as progress:
+        report = verify_fleet(loaded.fleet, key, env, state_dir=settings.state_dir(), only=only,
+                              route=route, stub=stand_in(stub), strict=strict, on_disk=on_disk,
+                              on_start=lambda n: progress.start(ui.probing(n)))
     print_report(report, settings, key)
     return report.exit_code
 
@@ -127,7 +132,7 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
 @click.command("verify")
 @click.option("--only", "only", multiple=True, metavar="CLIENT", shell_complete=complete,
               help="Verify only this client (repeatable): " + ", ".join(client_ids()) + ".")
-@click.option("--route", metavar="NAME", help="Verify only the probes of this route.")
+@click.option("--route", metavar="NAME", shell_complete=complete_route, help="Verify only the probes of this route.")
 @click.option("--stub", "use_stub", is_flag=True,
               help="Send the probes to a stand-in gateway on loopback, started for this run "
                    "with the fleet's key and catalogue (files are not changed). The probes "

@@ -45,6 +45,8 @@ class FilePlan:
     mode: int | None  # existing permission bits, None for a new file
     #: under --no-key: key path → NO_KEY_SAME / NO_KEY_VALUE, by the keyed hash in the state
     sensitive: dict[str, str] = field(default_factory=dict)
+    #: ``managed: false``: taosync forgets this file's owned keys and leaves its bytes
+    released: bool = False
 
     @property
     def action(self) -> str:
@@ -168,11 +170,14 @@ def merge_patches(patches) -> dict[str, Desired]:
 
 
 def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
-              key: Secret | None, hmac_key: bytes, no_key: bool = False) -> FilePlan:
+              key: Secret | None, hmac_key: bytes, no_key: bool = False,
+              forget: bool = False) -> FilePlan:
     """Plan one file: desired keys (or None when nothing is desired any more).
 
     ``no_key``: the key was not resolved (``key`` renders as NO_KEY_VALUE); a key-bearing
-    value is judged by the keyed hash the state holds for its key path instead."""
+    value is judged by the keyed hash the state holds for its key path instead.
+    ``forget``: a client of this file is no longer managed, so keys owned last time and
+    not desired now are dropped from the state, not given back (the file keeps them)."""
     fmt = desired.format if desired else previous.format
     real, text, mode = read_target(path)
     if _untouched(desired, previous, text, hmac_key):
@@ -243,7 +248,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
     if previous:
         now_skeleton = {keypath_str(kp) for kp in desired.skeleton} if desired else set()
         for kp_text in previous.owned:
-            if kp_text in owned:
+            if kp_text in owned or forget:
                 continue
             if kp_text in now_skeleton:  # owned before, only filled-in now: leave it
                 if kp_text not in skeleton:
@@ -358,8 +363,11 @@ def _is_empty(editor, doc) -> bool:
 
 
 def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,
-               only: set[str] | None = None, no_key: bool = False) -> Plan:
-    """Plan every target file: the ones desired now and the ones owned last time."""
+               only: set[str] | None = None, no_key: bool = False,
+               released: set[str] = frozenset()) -> Plan:
+    """Plan every target file: the ones desired now and the ones owned last time.
+    A file of a ``released`` client (``managed: false``) is never touched: the state
+    forgets what taosync owned there."""
     desired = merge_patches(patches)
     plan = Plan()
     paths = list(desired)
@@ -367,9 +375,21 @@ def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,
         if p not in desired and (only is None or set(fs.clients) & only):
             paths.append(p)
     for p in paths:
-        plan.files.append(plan_file(desired.get(p), state.files.get(p), Path(p), key, hmac_key,
-                                    no_key))
+        previous = state.files.get(p)
+        forget = previous is not None and bool(set(previous.clients) & released)
+        if forget and p not in desired:
+            plan.files.append(released_file(previous))
+            continue
+        plan.files.append(plan_file(desired.get(p), previous, Path(p), key, hmac_key,
+                                    no_key, forget))
     return plan
+
+
+def released_file(previous: FileState) -> FilePlan:
+    """A file taosync stops managing: no read, no write, dropped from the state."""
+    path = Path(previous.path)
+    return FilePlan(path, path, previous.format, previous.clients, None, None, [], None,
+                    previous.secret, None, released=True)
 
 
 def _newline_safe(lines):

@@ -139,24 +139,76 @@ class RealSystem(_Reads):
 
     @contextmanager
     def lock(self, path: Path, timeout: float) -> Iterator[None]:
-        """An exclusive lock on ``path`` (created 0600, its directory's owner kept)."""
+        """An exclusive lock on ``path`` (created 0600, its directory's owner kept). The
+        holder writes its pid and command into the file, so a second taosync waiting for
+        it says who it waits for (after :data:`LOCK_NOTICE_AFTER` seconds, once)."""
         owner = owner_to_keep(path)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             give_owner(path, owner)  # root in a user's home: still the user's
-            deadline = time.monotonic() + timeout
+            start = time.monotonic()
+            deadline, told = start + timeout, False
             while True:
                 try:
                     _lock(fd)
                     break
                 except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise LockBusy(f"another taosync holds {path} (waited {timeout:g} s); "
-                                       "nothing was written") from None
+                    now = time.monotonic()
+                    if now > deadline:
+                        raise LockBusy(f"another taosync ({lock_holder(path)}) holds {path} "
+                                       f"(waited {timeout:g} s); nothing was written") from None
+                    if not told and now - start >= LOCK_NOTICE_AFTER:
+                        told = True
+                        notice(f"waiting for the lock held by {lock_holder(path)} "
+                               f"(up to {timeout:g} s)")
                     time.sleep(0.02)
+            _write_holder(fd)
             yield
         finally:
             os.close(fd)  # closing releases the lock
+
+
+#: seconds of waiting for the lock before saying so
+LOCK_NOTICE_AFTER = 0.5
+
+
+def notice(text: str) -> None:
+    """A progress line on stderr (the engine sits below ui; nothing secret is said)."""
+    import sys
+
+    try:
+        sys.stderr.write(f"taosync: {text}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _write_holder(fd: int) -> None:
+    """Record who holds the lock: ``pid command`` (best effort)."""
+    command = ""
+    try:
+        import click  # already imported by the CLI; absent context: no command name
+
+        ctx = click.get_current_context(silent=True)
+        command = ctx.info_name if ctx is not None and ctx.info_name else ""
+    except ImportError:
+        pass
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {command}".strip().encode() + b"\n", 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def lock_holder(path: Path) -> str:
+    """``pid 1234 (watch)`` from the lock file, or ``unknown pid`` when it says nothing."""
+    try:
+        words = Path(path).read_text(encoding="utf-8", errors="replace").split()
+    except OSError:
+        words = []
+    if not words or not words[0].isdigit():
+        return "an unknown pid"
+    return f"pid {words[0]}" + (f" ({' '.join(words[1:])})" if len(words) > 1 else "")
 
 
 class DryRunSystem(_Reads):

@@ -289,6 +289,12 @@ class FleetLogic:
         out = {}
         for name, attr in client_attrs().items():
             value = getattr(self.clients, attr)
-            if value is not None and value.enabled:
+            if value is not None and value.enabled and value.managed:
                 out[name] = value
         return out
+
+    def unmanaged_clients(self) -> set[str]:
+        """Clients set ``managed: false``: taosync forgets them and leaves their files."""
+        return {name for name, attr in client_attrs().items()
+                if getattr(self.clients, attr) is not None
+                and not getattr(self.clients, attr).managed}

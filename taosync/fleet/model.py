@@ -76,8 +76,12 @@ class Model(_Strict):
 
 
 class _Client(_Strict):
-    enabled: bool = Field(True, description="false leaves this client's files alone "
-                          "(and removes what taosync wrote there before).")
+    enabled: bool = Field(True, description="false gives back what taosync wrote into "
+                          "this client's files (restoring your earlier values, removing "
+                          "files taosync created).")
+    managed: bool = Field(True, description="false stops managing this client: taosync "
+                          "forgets its owned keys and leaves its files exactly as they are "
+                          "(`taosync forget CLIENT` sets it).")
     secrets: SecretsMode | None = Field(
         None, description="Override the fleet-wide secrets mode for this client."
     )

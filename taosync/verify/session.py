@@ -69,7 +69,8 @@ def stand_in_key() -> Any:
 
 def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
                  only: Iterable[str] | None = None, route: str | None = None,
-                 stub: Any = None, strict: bool = True, on_disk: bool = False) -> Report:
+                 stub: Any = None, strict: bool = True, on_disk: bool = False,
+                 on_start: Any = None) -> Report:
     """Collect, probe (against a stand-in gateway when ``stub``), record history.
 
     ``stub``: the stand-in gateway to start for this run (``taosync.stub.Stub``, passed in
@@ -103,6 +104,8 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     groups = with_candidates(groups, fleet)
     if not groups:
         return report
+    if on_start is not None:  # the caller's progress line: how many requests are under way
+        on_start(len(groups))
     if stub:
         with stub(key=key, models=list(fleet.models)) as server:
             report.stub_root = server.root
