@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import TEST_KEY
+from contract import write_fleet
+from real_client import can_isolate, run_real_client
 from helpers import KEY, MINI, RAW, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, by_path, fleet, write
 from contract import check_contract
 from taosync.clients import gptme
@@ -97,3 +106,31 @@ api_key_env = "GW_KEY"
     assert data["fleet"]["clients"]["gptme"]["model"] in (MINI, "gpt-4o-mini") or \
         data["fleet"]["routes"][data["fleet"]["clients"]["gptme"]["model"]] == MINI
     assert any("[models] default" in f["message"] for f in data["findings"])
+
+
+# -- the real client (gptme 0.35.1 from PyPI), when installed ------------------------------
+
+GPTME_BIN = os.environ.get("TAOSYNC_TEST_GPTME_BIN") or shutil.which("gptme")
+
+
+@pytest.mark.skipif(not GPTME_BIN or not can_isolate(),
+                    reason="gptme (TAOSYNC_TEST_GPTME_BIN) or a loopback-only namespace "
+                           "(unshare -n) is not available here")
+def test_real_gptme_reaches_the_stand_in(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    fleet_file = tmp_path / "fleet.yaml"
+    write_fleet(fleet_file, "gptme", {"model": "deep", "mcp": False})
+    seen = run_real_client(fleet_file, home, TEST_KEY,
+                           [GPTME_BIN, "--non-interactive", "Reply with OK."])
+    assert seen["apply"] == "ok" and seen["rc"] == 0, seen
+    chats = [r for r in seen["requests"] if r["method"] == "POST"]
+    assert chats, seen["requests"]
+    assert {(r["path"], r["auth"], r["model"], r["status"]) for r in chats} == {
+        ("/v1/chat/completions", "ok", "nvidia/deepseek-r1", 200)}
+    assert "nvidia/deepseek-r1 answered through the taosync stand-in" in seen["out"]
+    print(json.dumps(seen["requests"], indent=1))
+    # gptme reads the key by name from config.local.toml; config.toml holds no key
+    config = home / ".config" / "gptme"
+    assert TEST_KEY not in (config / "config.toml").read_text()
+    assert (config / "config.local.toml").stat().st_mode & 0o077 == 0
