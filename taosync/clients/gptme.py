@@ -59,6 +59,9 @@ OWNED_FILES = (
 
 #: the ``[[providers]]`` entry taosync owns, and so the prefix of every model name
 PROVIDER = "taotoken"
+#: what gptme 0.35.1 sends (its OpenAI SDK's headers, seen by the stand-in gateway); it
+#: has no setting for more
+CLIENT_HEADERS = {"User-Agent": "OpenAI/Python 2.54.0", "X-Stainless-Lang": "python"}
 #: the variable the key is stored under when the fleet's key is no ${env:NAME}
 DEFAULT_KEY_VAR = "TAOTOKEN_API_KEY"
 
@@ -138,7 +141,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.gptme.model]),
                        protocol="openai-chat", base_url=fleet.openai_url,
-                       path="/chat/completions", headers={})
+                       path="/chat/completions", headers=CLIENT_HEADERS)
 
 
 def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
@@ -177,7 +180,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     url = obs.urls[0]
     out.probes += probe_specs(
         fleet, ID, [(fleet.clients.gptme.model, found[0].value)], protocol="openai-chat",
-        base_url=url.value, path="/chat/completions", headers={}, secret=secret,
+        base_url=url.value, path="/chat/completions", headers=CLIENT_HEADERS, secret=secret,
         origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
                  out.origin("model", found[0], env)))
     return out

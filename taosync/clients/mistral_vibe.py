@@ -58,6 +58,9 @@ OWNED_FILES = (
 
 #: the ``[[providers]]`` entry taosync owns
 PROVIDER = "taotoken"
+#: what Vibe 3.0.3 sends besides the gateway's headers (seen by the stand-in gateway; it
+#: also sends ``x-affinity: <session id>``, which differs per run)
+CLIENT_HEADERS = {"User-Agent": "python-httpx/0.28.1"}
 #: the variable the key is stored under in ``.env`` when the fleet's key is no ${env:NAME}
 DEFAULT_KEY_VAR = "TAOTOKEN_API_KEY"
 
@@ -153,7 +156,8 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.mistral_vibe.model]),
                        protocol="openai-chat", base_url=fleet.openai_url,
-                       path="/chat/completions")
+                       path="/chat/completions",
+                       headers={**fleet.gateway.headers, **CLIENT_HEADERS})
 
 
 def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
@@ -198,7 +202,8 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     out.probes += probe_specs(
         fleet, ID, [(fleet.clients.mistral_vibe.model, found[0].value)],
         protocol="openai-chat", base_url=url.value, path="/chat/completions",
-        headers=obs.headers[0].value if obs.headers else {}, secret=secret,
+        headers={**(obs.headers[0].value if obs.headers else {}), **CLIENT_HEADERS},
+        secret=secret,
         origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
                  out.origin("model", found[0], env)))
     return out

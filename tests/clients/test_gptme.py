@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 
@@ -81,7 +80,8 @@ def test_gptme_follows_xdg_config_home(tmp_path):
 def test_gptme_probes(clients_env):
     assert gptme.probes(fleet(), KEY, clients_env) == [
         ProbeSpec("gptme", "balanced", SONNET, "openai-chat", V1, V1 + "/chat/completions",
-                  "bearer")]
+                  "bearer", headers=(("User-Agent", "OpenAI/Python 2.54.0"),
+                                     ("X-Stainless-Lang", "python")))]
 
 
 def test_gptme_import_reads_models_default_over_model(run, home):
@@ -129,7 +129,6 @@ def test_real_gptme_reaches_the_stand_in(tmp_path):
     assert {(r["path"], r["auth"], r["model"], r["status"]) for r in chats} == {
         ("/v1/chat/completions", "ok", "nvidia/deepseek-r1", 200)}
     assert "nvidia/deepseek-r1 answered through the taosync stand-in" in seen["out"]
-    print(json.dumps(seen["requests"], indent=1))
     # gptme reads the key by name from config.local.toml; config.toml holds no key
     config = home / ".config" / "gptme"
     assert TEST_KEY not in (config / "config.toml").read_text()

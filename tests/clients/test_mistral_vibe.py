@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+
+import pytest
+
+from conftest import TEST_KEY
+from contract import write_fleet
+from real_client import can_isolate, run_real_client
 from helpers import KEY, LLAMA, MINI, R1, RAW, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, by_path, fleet
 from contract import check_contract
 from taosync.clients import mistral_vibe
@@ -102,4 +110,36 @@ def test_vibe_home(tmp_path):
 def test_vibe_probes(clients_env):
     assert mistral_vibe.probes(fleet(), KEY, clients_env) == [
         ProbeSpec("mistral-vibe", "balanced", SONNET, "openai-chat", V1,
-                  V1 + "/chat/completions", "bearer")]
+                  V1 + "/chat/completions", "bearer",
+                  headers=(("User-Agent", "python-httpx/0.28.1"),))]
+    f = fleet(gateway__headers={"X-Team": "core"})
+    assert mistral_vibe.probes(f, KEY, clients_env)[0].headers == (
+        ("X-Team", "core"), ("User-Agent", "python-httpx/0.28.1"))
+
+
+# -- the real client (mistral-vibe 3.0.3 from PyPI, Python 3.12), when installed -----------
+
+VIBE_BIN = os.environ.get("TAOSYNC_TEST_VIBE_BIN") or shutil.which("vibe")
+
+
+@pytest.mark.skipif(not VIBE_BIN or not can_isolate(),
+                    reason="vibe (TAOSYNC_TEST_VIBE_BIN) or a loopback-only namespace "
+                           "(unshare -n) is not available here")
+def test_real_vibe_reaches_the_stand_in(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    fleet_file = tmp_path / "fleet.yaml"
+    write_fleet(fleet_file, "mistral-vibe", {"model": "deep", "mcp": False})
+    seen = run_real_client(fleet_file, home, TEST_KEY, [VIBE_BIN, "-p", "Reply with OK."])
+    assert seen["apply"] == "ok" and seen["rc"] == 0, seen
+    assert [(r["method"], r["path"], r["auth"], r["model"], r["status"])
+            for r in seen["requests"]] == [
+        ("POST", "/v1/chat/completions", "ok", "nvidia/deepseek-r1", 200)]
+    assert seen["requests"][0]["headers"]["user-agent"] == \
+        mistral_vibe.CLIENT_HEADERS["User-Agent"]
+    assert "nvidia/deepseek-r1 answered through the taosync stand-in" in seen["out"]
+    # the key is in .env (0600) only; the alias-named active model was found
+    vibe = home / ".vibe"
+    assert TEST_KEY not in (vibe / "config.toml").read_text()
+    assert TEST_KEY in (vibe / ".env").read_text()
+    assert (vibe / ".env").stat().st_mode & 0o077 == 0
