@@ -97,8 +97,8 @@ def _parse_inline(text: str) -> InlineTable:
 
 
 def _to_table(value: dict) -> Table:
-    """A dict as a ``[table]``: scalars and lists first, dicts as sub-tables, lists of
-    tables as ``[[arrays of tables]]``."""
+    """A dict as a ``[table]``: scalars and lists first, dicts as sub-tables, lists made
+    through a Match as ``[[arrays of tables]]``."""
     t = tomlkit.table()
     for k, v in value.items():
         if not isinstance(v, dict) and not is_array_of_tables(v):
@@ -205,7 +205,7 @@ def _previous(flat: list, item: Any) -> tuple[int, int] | None:
     if pos is None:
         return None
     k = pos - 1
-    while k >= 0 and isinstance(flat[k][3], Null):
+    while k >= 0 and isinstance(flat[k][3], (Null, AoT)):  # an AoT renders only its tables
         k -= 1
     return pos, k
 
