@@ -116,20 +116,32 @@ GPTME_BIN = os.environ.get("TAOSYNC_TEST_GPTME_BIN") or shutil.which("gptme")
 @pytest.mark.skipif(not GPTME_BIN or not can_isolate(),
                     reason="gptme (TAOSYNC_TEST_GPTME_BIN) or a loopback-only namespace "
                            "(unshare -n) is not available here")
-def test_real_gptme_reaches_the_stand_in(tmp_path):
+@pytest.mark.parametrize("secrets", ["inline", "reference"])
+def test_real_gptme_reaches_the_stand_in(tmp_path, secrets):
+    """Inline: the key from config.local.toml's [env], the slot's model. Reference: the key
+    from the environment only, and another catalogue model picked with ``-m``."""
     home = tmp_path / "home"
     home.mkdir()
     fleet_file = tmp_path / "fleet.yaml"
-    write_fleet(fleet_file, "gptme", {"model": "deep", "mcp": False})
-    seen = run_real_client(fleet_file, home, TEST_KEY,
-                           [GPTME_BIN, "--non-interactive", "Reply with OK."])
+    write_fleet(fleet_file, "gptme", {"model": "deep", "mcp": False}, secrets=secrets)
+    argv = [GPTME_BIN, "--non-interactive", "Reply with OK."]
+    env: dict = {}
+    model = "nvidia/deepseek-r1"
+    if secrets == "reference":
+        argv[1:1] = ["-m", f"taotoken/{MINI}"]
+        env, model = {"TAOTOKEN_API_KEY": TEST_KEY}, MINI
+    seen = run_real_client(fleet_file, home, TEST_KEY, argv, env=env)
     assert seen["apply"] == "ok" and seen["rc"] == 0, seen
     chats = [r for r in seen["requests"] if r["method"] == "POST"]
     assert chats, seen["requests"]
     assert {(r["path"], r["auth"], r["model"], r["status"]) for r in chats} == {
-        ("/v1/chat/completions", "ok", "nvidia/deepseek-r1", 200)}
-    assert "nvidia/deepseek-r1 answered through the taosync stand-in" in seen["out"]
-    # gptme reads the key by name from config.local.toml; config.toml holds no key
+        ("/v1/chat/completions", "ok", model, 200)}
+    assert {r["headers"]["user-agent"] for r in chats} == {
+        gptme.CLIENT_HEADERS["User-Agent"]}
+    assert f"{model} answered through the taosync stand-in" in seen["out"]
     config = home / ".config" / "gptme"
     assert TEST_KEY not in (config / "config.toml").read_text()
-    assert (config / "config.local.toml").stat().st_mode & 0o077 == 0
+    if secrets == "inline":  # gptme reads the key by name from config.local.toml (0600)
+        assert (config / "config.local.toml").stat().st_mode & 0o077 == 0
+    else:
+        assert not (config / "config.local.toml").exists()

@@ -125,21 +125,30 @@ VIBE_BIN = os.environ.get("TAOSYNC_TEST_VIBE_BIN") or shutil.which("vibe")
 @pytest.mark.skipif(not VIBE_BIN or not can_isolate(),
                     reason="vibe (TAOSYNC_TEST_VIBE_BIN) or a loopback-only namespace "
                            "(unshare -n) is not available here")
-def test_real_vibe_reaches_the_stand_in(tmp_path):
+@pytest.mark.parametrize("secrets", ["inline", "reference"])
+def test_real_vibe_reaches_the_stand_in(tmp_path, secrets):
+    """Inline: the key from .env, the slot's model. Reference: the key from the environment
+    only, and another catalogue model picked by Vibe's own switch (VIBE_ACTIVE_MODEL)."""
     home = tmp_path / "home"
     home.mkdir()
     fleet_file = tmp_path / "fleet.yaml"
-    write_fleet(fleet_file, "mistral-vibe", {"model": "deep", "mcp": False})
-    seen = run_real_client(fleet_file, home, TEST_KEY, [VIBE_BIN, "-p", "Reply with OK."])
+    write_fleet(fleet_file, "mistral-vibe", {"model": "deep", "mcp": False}, secrets=secrets)
+    env = {"TAOTOKEN_API_KEY": TEST_KEY, "VIBE_ACTIVE_MODEL": LLAMA} \
+        if secrets == "reference" else {}
+    model = LLAMA if secrets == "reference" else R1
+    seen = run_real_client(fleet_file, home, TEST_KEY, [VIBE_BIN, "-p", "Reply with OK."],
+                           env=env)
     assert seen["apply"] == "ok" and seen["rc"] == 0, seen
     assert [(r["method"], r["path"], r["auth"], r["model"], r["status"])
             for r in seen["requests"]] == [
-        ("POST", "/v1/chat/completions", "ok", "nvidia/deepseek-r1", 200)]
+        ("POST", "/v1/chat/completions", "ok", model, 200)]
     assert seen["requests"][0]["headers"]["user-agent"] == \
         mistral_vibe.CLIENT_HEADERS["User-Agent"]
-    assert "nvidia/deepseek-r1 answered through the taosync stand-in" in seen["out"]
-    # the key is in .env (0600) only; the alias-named active model was found
+    assert f"{model} answered through the taosync stand-in" in seen["out"]
     vibe = home / ".vibe"
     assert TEST_KEY not in (vibe / "config.toml").read_text()
-    assert TEST_KEY in (vibe / ".env").read_text()
-    assert (vibe / ".env").stat().st_mode & 0o077 == 0
+    if secrets == "inline":  # the key is in .env (0600) only
+        assert TEST_KEY in (vibe / ".env").read_text()
+        assert (vibe / ".env").stat().st_mode & 0o077 == 0
+    else:
+        assert not (vibe / ".env").exists()
