@@ -145,3 +145,25 @@ def test_real_gptme_reaches_the_stand_in(tmp_path, secrets):
         assert (config / "config.local.toml").stat().st_mode & 0o077 == 0
     else:
         assert not (config / "config.local.toml").exists()
+
+
+def test_gptme_on_disk_reads_the_key_by_name(taosync, home, fleet_file):
+    """verify probes what gptme resolves: MODEL's provider entry and the key that
+    api_key_env names, from config.local.toml's [env]; with the name unset anywhere, it
+    says so."""
+    from taosync.fleet.load import load_fleet
+
+    write_fleet(fleet_file, "gptme", {"model": "fast"})
+    assert taosync("apply", "--no-verify").rc == 0
+    loaded = load_fleet(fleet_file, home=home)
+    env = ClientEnv(home=home, environ={}, sandboxed=True)
+    disk = gptme.on_disk(loaded.fleet, loaded.key, env)
+    assert disk.problems == [] and disk.drift == []
+    (probe,) = disk.probes
+    assert (probe.model, probe.url) == (MINI, V1 + "/chat/completions")
+    assert probe.secret.reveal() == TEST_KEY
+    assert probe.origins[1].where == "~/.config/gptme/config.local.toml env.TAOTOKEN_API_KEY"
+    (home / ".config/gptme/config.local.toml").unlink()
+    disk = gptme.on_disk(loaded.fleet, loaded.key, env)
+    assert disk.probes == []
+    assert any("TAOTOKEN_API_KEY is set neither" in p for p in disk.problems), disk.problems

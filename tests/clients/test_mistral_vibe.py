@@ -152,3 +152,26 @@ def test_real_vibe_reaches_the_stand_in(tmp_path, secrets):
         assert (vibe / ".env").stat().st_mode & 0o077 == 0
     else:
         assert not (vibe / ".env").exists()
+
+
+def test_vibe_on_disk_follows_the_alias_and_flags_a_missing_one(taosync, home, fleet_file):
+    """verify probes what Vibe resolves: active_model → the [[models]] alias → its name and
+    provider; an active_model no alias matches (Vibe then silently uses Mistral) fails."""
+    from taosync.fleet.load import load_fleet
+
+    write_fleet(fleet_file, "mistral-vibe", {"model": "deep"})
+    assert taosync("apply", "--no-verify").rc == 0
+    loaded = load_fleet(fleet_file, home=home)
+    env = ClientEnv(home=home, environ={"TAOTOKEN_API_KEY": TEST_KEY}, sandboxed=True)
+    disk = mistral_vibe.on_disk(loaded.fleet, loaded.key, env)
+    assert disk.problems == [] and disk.drift == []
+    (probe,) = disk.probes
+    assert (probe.model, probe.url) == (R1, V1 + "/chat/completions")
+    assert probe.secret.reveal() == TEST_KEY
+    config = home / ".vibe" / "config.toml"
+    config.write_text(config.read_text().replace(f'active_model = "{R1}"',
+                                                 'active_model = "devstral"'))
+    disk = mistral_vibe.on_disk(loaded.fleet, loaded.key, env)
+    assert disk.probes == []
+    assert any("active_model" in d for d in disk.drift)
+    assert any("'devstral'" in p and "Mistral" in p for p in disk.problems), disk.problems
