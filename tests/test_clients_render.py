@@ -82,7 +82,8 @@ def test_dot_dirs_same_on_every_platform(tmp_path, platform):
     }
 
 
-APP_DATA = {"linux": ".config", "darwin": "Library/Application Support", "win32": "AppData/Roaming"}
+APP_DATA = {"linux": ".config", "darwin": "Library/Application Support",
+            "win32": "AppData/Local/gptme"}
 
 
 def test_no_key_in_warnings(tmp_path):

@@ -67,6 +67,12 @@ DEFAULT_KEY_VAR = "TAOTOKEN_API_KEY"
 
 
 def gptme_dir(env: ClientEnv) -> Path:
+    """platformdirs' ``user_config_dir("gptme")``: ``$XDG_CONFIG_HOME/gptme`` on Linux,
+    ``~/Library/Application Support/gptme`` on macOS, ``%LOCALAPPDATA%\\gptme\\gptme`` (not
+    roaming; the app name doubles as its author) on Windows."""
+    if env.platform == "win32":
+        local = env.location("LOCALAPPDATA") or env.home / "AppData" / "Local"
+        return local / "gptme" / "gptme"
     return env.app_data() / "gptme"
 
 
