@@ -154,6 +154,28 @@ def test_match_segments():
     assert NEW.get(doc, ("models",)) == [{"name": "b", "provider": "openai"}]
 
 
+@pytest.mark.parametrize("paths", [
+    # a list found by name is an array of tables, first in the file or after a key
+    [("providers", Match("name", "gw"), "api_base"), ("models", Match("alias", "a"), "name"),
+     ("models", Match("alias", "b"), "name"), ("top",)],
+    [("top",), ("models", Match("alias", "a"), "env", "K"), ("models", Match("alias", "b"),
+                                                            "name")],
+    # under a table that exists already (how gptme's [mcp] is set: enabled first; the
+    # other order gives the editor's text no blank line before [[mcp.servers]])
+    [("mcp", "enabled"), ("mcp", "servers", Match("name", "s"), "args"),
+     ("mcp", "servers", Match("name", "t"), "url")],
+])
+def test_named_lists_are_arrays_of_tables_as_the_editor_writes_them(paths):
+    fresh, edited = NEW.parse(""), TOML.parse("")
+    for n, path in enumerate(paths):
+        value = ["x", str(n)] if path[-1] == "args" else f"v{n}"
+        assert NEW.set(fresh, path, value) == TOML.set(edited, path, value)
+    text = NEW.dump(fresh)
+    assert text == TOML.dump(edited)
+    assert "[[" in text and "= [{" not in text
+    assert tomllib.loads(text) == NEW.get(fresh, ())
+
+
 # -- properties ----------------------------------------------------------------------------
 
 keys = st.sampled_from(["a", "b", "model", "x.y", "/p q", "k-1", ""])

@@ -411,7 +411,10 @@ def test_the_view_and_the_pydantic_model_render_mcp_secrets_alike(home, mcp_flee
     loaded = load_fleet(mcp_fleet(mode), home=home)
     model = Fleet.model_validate(loaded.data)
     model.attach_mcp_secrets(loaded.fleet._mcp_secrets)
+    assert set(loaded.fleet.enabled_clients()) >= {"claude-code", "codex", "cline", "continue"}
     for client, module in all_clients().items():
+        if client not in loaded.fleet.enabled_clients():  # render is only asked of these
+            continue
         env_m = ClientEnv(home=tmp_path, environ={}, platform="linux")
         env_v = ClientEnv(home=tmp_path, environ={}, platform="linux")
         got = [(p.path, p.values, p.secret) for p in module.render(loaded.fleet, loaded.key, env_v)]

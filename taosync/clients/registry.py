@@ -16,6 +16,8 @@ CLIENTS: dict[str, str] = {
     "codex": "taosync.clients.codex",
     "cline": "taosync.clients.cline",
     "continue": "taosync.clients.continue_",
+    "mistral-vibe": "taosync.clients.mistral_vibe",
+    "gptme": "taosync.clients.gptme",
 }
 
 #: clients registered at run time (tests' toy clients); never written by shipped code

@@ -119,7 +119,19 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
         patches = [_load_patch(p, key, mcp) for p in entry["patches"]]
     except SecretError:
         return None  # an MCP secret no longer resolves: the full load locates it
+    if any(_holds_null(v) for p in patches for v in p.values.values()):
+        return None  # no client renders a null (TOML cannot hold one): not our render
     return patches, key, list(entry["warnings"]), list(entry["clients"])
+
+
+def _holds_null(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, dict):
+        return any(_holds_null(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_null(v) for v in value)
+    return False
 
 
 class _McpResolver:

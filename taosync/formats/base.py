@@ -28,6 +28,11 @@ class Match:
 
 
 Segment = Union[str, Match]
+
+
+class NamedList(list):
+    """A list created through a :class:`Match` segment: its elements are found by name
+    (TOML writes one as an array of tables, ``[[name]]``, where a table may stand)."""
 KeyPath = tuple[Segment, ...]
 
 
@@ -232,7 +237,7 @@ def build_value(rest: KeyPath, value: Any) -> Any:
         return value
     seg = rest[0]
     if isinstance(seg, Match):
-        return [element_value(seg, rest[1:], value)]
+        return NamedList([element_value(seg, rest[1:], value)])
     return {seg: build_value(rest[1:], value)}
 
 

@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from taosync.formats.base import (MISSING, Editor, FormatError, KeyPath, Match, MatchIndex,
+                                  NamedList,
                                   build_value, element_value, keypath_str, update_mapping,
                                   with_match_field)
 
@@ -152,5 +153,6 @@ def _copy(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _copy(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_copy(v) for v in value]
+        out = [_copy(v) for v in value]
+        return NamedList(out) if isinstance(value, NamedList) else out
     return value

@@ -41,7 +41,7 @@ from tomlkit.exceptions import ParseError
 from tomlkit.items import AoT, Array, Comment, InlineTable, Item, Null, String, StringType, Table, Whitespace
 
 from taosync.formats.base import MISSING, FormatError, KeyPath, Match, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
-from taosync.formats.toml_writer import check as _check
+from taosync.formats.toml_writer import check as _check, is_array_of_tables
 
 __all__ = ["EDITOR", "TomlDocument", "TomlEditor"]
 
@@ -97,14 +97,17 @@ def _parse_inline(text: str) -> InlineTable:
 
 
 def _to_table(value: dict) -> Table:
-    """A dict as a ``[table]``: scalars and lists first, dicts as sub-tables."""
+    """A dict as a ``[table]``: scalars and lists first, dicts as sub-tables, lists made
+    through a Match as ``[[arrays of tables]]``."""
     t = tomlkit.table()
     for k, v in value.items():
-        if not isinstance(v, dict):
+        if not isinstance(v, dict) and not is_array_of_tables(v):
             t.append(str(k), _inline(v))
     for k, v in value.items():
         if isinstance(v, dict):
             t.append(str(k), _to_table(v))
+        elif is_array_of_tables(v):
+            t.append(str(k), _to_aot(v))
     return t
 
 
@@ -202,7 +205,7 @@ def _previous(flat: list, item: Any) -> tuple[int, int] | None:
     if pos is None:
         return None
     k = pos - 1
-    while k >= 0 and isinstance(flat[k][3], Null):
+    while k >= 0 and isinstance(flat[k][3], (Null, AoT)):  # an AoT renders only its tables
         k -= 1
     return pos, k
 
@@ -318,7 +321,7 @@ class TomlEditor:
                 table = _to_table(new)
                 node[seg] = table
                 self._after_new_table(tdoc, table)
-            elif rest and isinstance(rest[0], Match):
+            elif is_array_of_tables(new):
                 aot = _to_aot(new)
                 node[seg] = aot
                 self._after_new_table(tdoc, aot[0])

@@ -9,7 +9,9 @@ together), which is how ``codex mcp add`` writes too:
 * the root's scalars and arrays first, then its tables;
 * in a table: scalars and arrays, then its sub-tables as ``[a.b]`` headers, each after a
   blank line; a table holding only tables gets no header of its own;
-* everything inside an array is inline: ``["-y", "pkg"]``, ``[{ a = 1 }]``.
+* a list created through a Match segment (Vibe's ``[[models]]``) is an array of tables,
+  ``[[a.b]]`` (with the tables, in order), as the editor writes one; every other array,
+  and everything inside one, is inline: ``["-y", "pkg"]``, ``[{ a = 1 }, []]``.
 
 TOML has no null: a ``None`` anywhere is a FormatError, as in the editor.
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from taosync.formats.base import FormatError, KeyPath, keypath_str
+from taosync.formats.base import FormatError, KeyPath, NamedList, keypath_str
 
 _BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 _ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r",
@@ -46,17 +48,28 @@ def write(data: dict) -> str:
     return "".join(out)
 
 
-def _table(table: dict, path: tuple[str, ...], out: list[str]) -> None:
-    scalars = [(k, v) for k, v in table.items() if not isinstance(v, dict)]
-    tables = [(k, v) for k, v in table.items() if isinstance(v, dict)]
-    if path and (scalars or not tables):
-        if out:
+def is_array_of_tables(value: Any) -> bool:
+    """A list created through a Match (its elements found by name), outside any inline
+    value, is written ``[[a.b]]``, as the editor does; any other list stays inline."""
+    return (isinstance(value, NamedList) and bool(value)
+            and all(isinstance(v, dict) and v for v in value))
+
+
+def _table(table: dict, path: tuple[str, ...], out: list[str], element: bool = False) -> None:
+    scalars = [(k, v) for k, v in table.items()
+               if not isinstance(v, dict) and not is_array_of_tables(v)]
+    tables = [(k, v) for k, v in table.items()
+              if isinstance(v, dict) or is_array_of_tables(v)]
+    if element or (path and (scalars or not tables)):
+        if out and not out[-1].startswith("[["):  # tomlkit: no blank line right after [[a]]
             out.append("\n")
-        out.append("[" + ".".join(_key(k) for k in path) + "]\n")
+        name = ".".join(_key(k) for k in path)
+        out.append(f"[[{name}]]\n" if element else f"[{name}]\n")
     for k, v in scalars:
         out.append(f"{_key(k)} = {_value(v)}\n")
     for k, v in tables:
-        _table(v, path + (str(k),), out)
+        for sub in (v if isinstance(v, list) else [v]):
+            _table(sub, path + (str(k),), out, element=isinstance(v, list))
 
 
 def _key(key: Any) -> str:

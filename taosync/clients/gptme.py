@@ -1,0 +1,280 @@
+"""gptme (``gptme`` 0.35.1, PyPI): config.toml and config.local.toml.
+
+Facts (clients.md §13, and gptme/config/user.py, models.py, llm/llm_openai.py at 0.35.1):
+gptme reads ``config.toml`` in its config directory (platformdirs' ``user_config_dir``:
+``$XDG_CONFIG_HOME/gptme``, default ``~/.config/gptme``), then ``config.local.toml`` next to
+it, which overrides it (``[env]`` merged key by key, ``[[providers]]`` by name). A model
+is named ``<provider>/<model id>`` (``[env] MODEL``); a bare id makes no request. A
+``[[providers]]`` entry (``base_url`` = root + ``/v1``; gptme POSTs
+``{base_url}/chat/completions``, Bearer) accepts every ``<provider>/<id>`` and lists its
+models from ``{base_url}/models``, so the one provider entry registers the whole catalogue.
+
+The key: ``api_key_env = NAME`` makes gptme read ``$NAME`` from its environment, then from
+``[env]`` of its config files. So config.toml never holds the key (it can live in
+dotfiles): inline mode writes it to ``config.local.toml`` ``[env]`` (0600, where gptme's own
+``add provider --local`` puts secrets); reference mode with ``gateway.key: ${env:NAME}``
+writes only the name. MCP: ``[mcp] enabled, auto_start`` and ``[[mcp.servers]]`` (name,
+command, args, env; or url, headers). gptme has no setting for extra request headers.
+Note: gptme strips top-level keys it does not know from both files when it loads them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
+                                  disk_key, fleet_mcp, probe_specs, read_plain, shown,
+                                  slot_option, start_on_disk)
+from taosync.fleet.logic import inline_mcp_secrets
+from taosync.fleet.secrets import Secret, parse_reference
+from taosync.formats.base import Match, keypath_str
+
+ID = "gptme"
+TITLE = "gptme"
+SUMMARY = "gptme ([[providers]] + [env] MODEL = <provider>/<id>): model."
+#: its directory moves with XDG_CONFIG_HOME, which app_data() honours (not gptme's own variable)
+LOCATION_VARS = ()
+#: its fleet.yaml options (beyond enabled, secrets, mcp)
+OPTIONS = (
+    slot_option("model", "Route or model id for `MODEL` (default: default_route); any "
+                "catalogue model works as `gptme -m taotoken/<id>`."),
+)
+TARGETS = [
+    "~/.config/gptme/config.toml: [env] MODEL, [[providers]] name=taotoken, [mcp], "
+    "[[mcp.servers]] name=<name>",
+    "~/.config/gptme/config.local.toml: [env] <api_key_env> (inline mode)",
+]
+#: README's "Files taosync owns" rows: (client and version targeted, file, owned keys);
+#: an empty first cell continues the client above (python -m taosync.clients.readme)
+OWNED_FILES = (
+    ('gptme (0.35.1)',
+     '`~/.config/gptme/config.toml` (`$XDG_CONFIG_HOME`)',
+     '`env.MODEL` (`taotoken/<model id>`), `providers[name=taotoken].{base_url,api_key_env}`, '
+     '`mcp.enabled`, `mcp.auto_start`, `mcp.servers[name=<name>].*`'),
+    ('',
+     '`~/.config/gptme/config.local.toml`',
+     '`env.<api_key_env>` (inline mode; mode 0600)'),
+)
+
+#: the ``[[providers]]`` entry taosync owns, and so the prefix of every model name
+PROVIDER = "taotoken"
+#: what gptme 0.35.1 sends (its OpenAI SDK's headers, seen by the stand-in gateway); it
+#: has no setting for more
+CLIENT_HEADERS = {"User-Agent": "OpenAI/Python 2.54.0", "X-Stainless-Lang": "python"}
+#: the variable the key is stored under when the fleet's key is no ${env:NAME}
+DEFAULT_KEY_VAR = "TAOTOKEN_API_KEY"
+
+
+def gptme_dir(env: ClientEnv) -> Path:
+    """platformdirs' ``user_config_dir("gptme")``: ``$XDG_CONFIG_HOME/gptme`` on Linux,
+    ``~/Library/Application Support/gptme`` on macOS, ``%LOCALAPPDATA%\\gptme\\gptme`` (not
+    roaming; the app name doubles as its author) on Windows."""
+    if env.platform == "win32":
+        local = env.location("LOCALAPPDATA") or env.home / "AppData" / "Local"
+        return local / "gptme" / "gptme"
+    return env.app_data() / "gptme"
+
+
+def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
+    """(directories, single files) this client's files may be in (rollback/recovery)."""
+    return [gptme_dir(env)], []
+
+
+def _key_var(fleet) -> str:
+    """The variable gptme reads the key from: the fleet's ``${env:NAME}``, else ours."""
+    ref = parse_reference(fleet.gateway.key)
+    return ref.arg if ref.kind == "env" else DEFAULT_KEY_VAR
+
+
+def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
+    cfg = fleet.clients.gptme
+    home = gptme_dir(env)
+    config_path, local_path = home / "config.toml", home / "config.local.toml"
+    var = _key_var(fleet)
+    ref = parse_reference(fleet.gateway.key)
+    reference = fleet.secrets_for(cfg) == "reference"
+    key_inline = not (reference and ref.kind == "env")
+    if reference and key_inline:
+        env.warnings.append(
+            f"{ID}: secrets: reference needs gateway.key = ${{env:NAME}} (gptme reads the key "
+            f"only from an environment variable or [env]), but it is {ref.describe()}; wrote "
+            f"the key inline into {local_path} (mode 0600)")
+    if fleet.gateway.headers:
+        env.warnings.append(
+            f"{ID}: gptme has no setting for extra request headers; gateway.headers "
+            f"({', '.join(fleet.gateway.headers)}) are not sent by gptme")
+
+    p = ("providers", Match("name", PROVIDER))
+    values: dict = {
+        ("env", "MODEL"): f"{PROVIDER}/{fleet.model_for(cfg.model)}",
+        p + ("base_url",): fleet.openai_url,
+        p + ("api_key_env",): var,
+    }
+    holds_key = False
+    if cfg.mcp and fleet.mcp_servers:
+        values[("mcp", "enabled")] = True
+        values[("mcp", "auto_start")] = True
+        for name, server in fleet.mcp_servers_expanded(key).items():
+            s = ("mcp", "servers", Match("name", name))
+            if server.kind == "stdio":
+                entry: dict = {"command": server.command, "args": list(server.args)}
+                if server.env:
+                    entry["env"] = dict(server.env)
+                if server.cwd:
+                    env.warnings.append(f"{ID}: MCP server {name!r} sets cwd, which gptme has "
+                                        f"no setting for; it starts in gptme's directory")
+            else:
+                entry = {"url": server.url}
+                if server.headers:
+                    entry["headers"] = dict(server.headers)
+            if reference:
+                warning = inline_mcp_secrets(ID, name, entry.get("env") or entry.get("headers")
+                                             or {}, config_path, "gptme does not expand "
+                                             "variables in MCP env or headers")
+                if warning:
+                    env.warnings.append(warning)
+            for field, value in entry.items():
+                values[s + (field,)] = value
+            holds_key = holds_key or key.found_in(entry)
+
+    patches = [Patch(config_path, "toml", values, ID, secret=holds_key)]
+    if key_inline:
+        patches.append(Patch(local_path, "toml", {("env", var): key}, ID, secret=True))
+    return patches
+
+
+def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
+    return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.gptme.model]),
+                       protocol="openai-chat", base_url=fleet.openai_url,
+                       path="/chat/completions", headers=CLIENT_HEADERS)
+
+
+def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
+    """The probe gptme's files make it send: MODEL's provider entry (base_url) and model
+    id, the key from api_key_env (environment, then ``[env]`` of config.local.toml and
+    config.toml) or an inline api_key."""
+    home = gptme_dir(env)
+    config_path = home / "config.toml"
+    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, config_path)
+    if obs is None:
+        return out
+    where = shown(config_path, env)
+    found = obs.slots.get("model")
+    if not found:
+        out.problems.append(f"{where}: MODEL names no <provider>/<id> of a [[providers]] entry")
+        return out
+    if not obs.urls:
+        out.problems.append(f"{where}: the model's provider has no base_url")
+        return out
+    if obs.key_envs and env.getenv(obs.key_envs[0].value):
+        key_seen = obs.key_envs[0]
+        secret, problem = disk_key("env", key_seen.value, f"{where} {key_seen.key} "
+                                   f"(${key_seen.value}, from the environment)", env)
+    elif obs.keys:
+        key_seen = obs.keys[0]
+        secret, problem = disk_key("literal", key_seen.value.reveal(),
+                                   f"{shown(key_seen.file, env)} {key_seen.key}", env)
+    else:
+        what = f"{obs.key_envs[0].value} is set neither in the environment nor in [env]" \
+            if obs.key_envs else "the model's provider has no api_key_env or api_key"
+        out.problems.append(f"{where}: {what}")
+        return out
+    if problem:
+        out.problems.append(problem)
+        return out
+    url = obs.urls[0]
+    out.probes += probe_specs(
+        fleet, ID, [(fleet.clients.gptme.model, found[0].value)], protocol="openai-chat",
+        base_url=url.value, path="/chat/completions", headers=CLIENT_HEADERS, secret=secret,
+        origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
+                 out.origin("model", found[0], env)))
+    return out
+
+
+# -- reading back (taosync import) ---------------------------------------------------
+
+
+def _entries(value) -> list[dict]:
+    return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
+
+
+def _section(config: dict | None, name: str) -> dict:
+    value = (config or {}).get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def observe(env: ClientEnv) -> Observation:
+    """What config.toml (and config.local.toml over it) say: MODEL and its provider, the
+    key variable and its value in ``[env]``, and the MCP servers."""
+    home = gptme_dir(env)
+    config_path, local_path = home / "config.toml", home / "config.local.toml"
+    obs = Observation(ID, protocol="openai")
+    config = read_plain(config_path, "toml", obs)
+    local = read_plain(local_path, "toml", obs)
+    if not isinstance(config, dict):
+        return obs
+
+    def layered(section: str, name: str) -> tuple[object, Path]:
+        """A value of ``[section]``, config.local.toml first (it overrides)."""
+        if name in _section(local, section):
+            return _section(local, section)[name], local_path
+        return _section(config, section).get(name), config_path
+
+    default, default_file = layered("models", "default")
+    model, model_file = layered("env", "MODEL")
+    model_key = "env.MODEL"
+    if isinstance(default, str) and default.strip():
+        model, model_file, model_key = default, default_file, "models.default"
+        obs.notes.append(f"{default_file}: [models] default = {default!r} overrides MODEL; "
+                         f"taosync writes [env] MODEL — remove [models] default after apply")
+    if not isinstance(model, str) or "/" not in model:
+        if model is not None:
+            obs.provider = Seen(f"model {model!r} (gptme needs <provider>/<id>)", model_file,
+                                model_key)
+        return obs
+    provider_name, _, model_id = model.strip().partition("/")
+    providers = {e.get("name"): e for e in _entries(config.get("providers"))}
+    provider = providers.get(provider_name)
+    p = ("providers", Match("name", provider_name))
+    base = provider.get("base_url") if provider else None
+    if provider is None or not (isinstance(base, str) and base.strip()):
+        obs.provider = Seen(f"gptme's built-in provider {provider_name!r}", model_file,
+                            model_key)
+        return obs
+    obs.urls.append(Seen(base.strip(), config_path, keypath_str(p + ("base_url",))))
+    obs.slots["model"] = [Seen(model_id, model_file, model_key)]
+    inline = provider.get("api_key")
+    var = provider.get("api_key_env")
+    if isinstance(inline, str) and inline.strip():
+        k = keypath_str(p + ("api_key",))
+        obs.keys.append(Seen(Secret(inline.strip(), f"{config_path} {k}"), config_path, k))
+        obs.notes.append(f"{config_path}: {k} holds the key in config.toml; taosync keeps it "
+                         f"in config.local.toml (or the environment) instead — remove it after "
+                         f"apply")
+    elif isinstance(var, str) and var.strip():
+        var = var.strip()
+        obs.key_envs.append(Seen(var, config_path, keypath_str(p + ("api_key_env",))))
+        value, value_file = layered("env", var)
+        if isinstance(value, str) and value.strip():
+            obs.keys.append(Seen(Secret(value.strip(), f"{value_file} env.{var}"), value_file,
+                                 keypath_str(("env", var))))
+        else:
+            obs.settings["secrets"] = "reference"
+
+    for server in _entries(_section(config, "mcp").get("servers")):
+        name = server.get("name")
+        if not isinstance(name, str):
+            continue
+        if server.get("command"):
+            value = fleet_mcp(command=server.get("command"), args=server.get("args"),
+                              env=server.get("env"))
+        else:
+            value = fleet_mcp(url=server.get("url"), headers=server.get("headers"))
+        if value is None:
+            obs.notes.append(f"{config_path}: MCP server {name!r} has a shape fleet.yaml "
+                             f"cannot express; not imported")
+            continue
+        obs.mcp_servers[name] = Seen(value, config_path,
+                                     keypath_str(("mcp", "servers", Match("name", name))))
+    return obs

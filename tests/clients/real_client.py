@@ -1,0 +1,82 @@
+"""Run a real client binary against the stand-in gateway, with loopback as the only network.
+
+``run_real_client`` re-runs this file under ``unshare -n`` (a network namespace holding only
+loopback, so the client can reach nothing but the stub): there it starts
+:class:`taosync.stub.Stub`, points the fleet at it, runs ``taosync apply --home``, runs the
+client with ``HOME`` set to that home and returns what the stub saw (method, path, model,
+whether the key matched, headers) and the client's output, as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ruamel.yaml import YAML
+
+#: environment variables kept for the client (everything else is dropped)
+KEEP = ("PATH", "LANG", "LC_ALL", "TERM", "TMPDIR")
+
+
+def can_isolate() -> bool:
+    """Whether this machine lets us make a loopback-only network namespace."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return False
+    r = subprocess.run(["unshare", "-n", "true"], capture_output=True)
+    return r.returncode == 0
+
+
+def run_real_client(fleet_file: Path, home: Path, key: str, argv: list[str], *,
+                    env: dict[str, str] | None = None, timeout: float = 120) -> dict:
+    """What the stub saw while ``argv`` ran against the fleet applied into ``home``."""
+    job = {"fleet": str(fleet_file), "home": str(home), "argv": argv, "env": env or {},
+           "timeout": timeout}
+    r = subprocess.run(["unshare", "-n", sys.executable, __file__, json.dumps(job)],
+                       capture_output=True, text=True, timeout=timeout + 60,
+                       env={**os.environ, "TAOSYNC_STUB_KEY": key})
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+def _main(job: dict) -> dict:
+    from taosync.stub import Stub
+
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    key = os.environ.pop("TAOSYNC_STUB_KEY")
+    yaml = YAML(typ="safe")
+    fleet_path = Path(job["fleet"])
+    data = yaml.load(fleet_path.read_text())
+    with Stub(key=key, models=list(data["models"])) as stub:
+        root = data["gateway"]["base_url"] = stub.root
+        with fleet_path.open("w") as fh:
+            yaml.dump(data, fh)
+        applied = subprocess.run([sys.executable, "-m", "taosync", "apply", "--no-verify",
+                                  "--home", job["home"], "-c", str(fleet_path)],
+                                 capture_output=True, text=True,
+                                 env={**os.environ, "TAOTOKEN_API_KEY": key})
+        if applied.returncode != 0:
+            return {"apply": applied.stdout + applied.stderr}
+        client_env = {name: os.environ[name] for name in KEEP if name in os.environ}
+        client_env.update(HOME=job["home"], **job["env"])
+        try:
+            ran = subprocess.run(job["argv"], capture_output=True, text=True, env=client_env,
+                                 cwd=job["home"], timeout=job["timeout"],
+                                 stdin=subprocess.DEVNULL)
+            rc, out, err = ran.returncode, ran.stdout, ran.stderr
+        except subprocess.TimeoutExpired as exc:
+            rc, out, err = "timeout", str(exc.stdout or ""), str(exc.stderr or "")
+        seen = [{"method": s.method, "path": s.path, "auth": s.auth, "status": s.status,
+                 "model": s.body.get("model") if isinstance(s.body, dict) else None,
+                 "headers": {k.lower(): v for k, v in s.headers.items()
+                             if k.lower() not in ("authorization", "x-api-key")}}
+                for s in stub.requests]
+    return {"apply": "ok", "rc": rc, "out": out, "err": err, "requests": seen,
+            "root": root}
+
+
+if __name__ == "__main__":
+    print(json.dumps(_main(json.loads(sys.argv[1]))))
