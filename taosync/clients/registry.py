@@ -16,6 +16,9 @@ CLIENTS: dict[str, str] = {
     "codex": "taosync.clients.codex",
     "cline": "taosync.clients.cline",
     "continue": "taosync.clients.continue_",
+    "aider": "taosync.clients.aider",
+    "llm": "taosync.clients.llm",
+    "shell-gpt": "taosync.clients.shell_gpt",
 }
 
 #: clients registered at run time (tests' toy clients); never written by shipped code

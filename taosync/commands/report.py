@@ -13,7 +13,7 @@ ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged":
 
 def print_warnings(ctx) -> None:
     for line in ctx.warnings:  # already whole lines, "warning:" included
-        ui.problem(line)
+        (ui.out if line.startswith("info: ") else ui.problem)(line)
 
 
 def warn_dotfiles(plan, ctx) -> None:
