@@ -114,11 +114,11 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     if obs is None:
         return out
     default_path = home / "default_model.txt"
-    default = obs.slots.get("model")
-    if not default:
+    model_id = read_plain(default_path, "text", obs, ("text",))
+    if not (isinstance(model_id, str) and model_id.strip()):
         out.problems.append(f"{shown(default_path, env)} names no model")
         return out
-    model_id = default[0].value
+    model_id = model_id.strip()
     entries = _entries(read_plain(models_path, "yaml", obs))
     entry = entries.get(model_id)
     at = keypath_str((Match("model_id", model_id),))
@@ -151,7 +151,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         headers={**HEADERS, **{str(k): str(v) for k, v in headers.items()}}, secret=secret,
         origins=(out.origin("url", Seen(None, models_path, f"{at}.api_base"), env),
                  out.origin("key", key_seen, env),
-                 out.origin("model", default[0], env)))
+                 out.origin("model", Seen(None, default_path, "text"), env)))
     return out
 
 
@@ -168,43 +168,44 @@ def _entries(doc) -> dict[str, dict]:
 
 
 def observe(env: ClientEnv) -> Observation:
-    """What llm's user directory says: the gateway models, their key, the default."""
+    """What llm's user directory says: the gateway model it uses by default (else the
+    first one), its key, and which other gateway models are registered."""
     home = user_dir(env)
     models_path = home / MODELS_FILE
     obs = Observation(ID, protocol="openai")
-    entries = _entries(read_plain(models_path, "yaml", obs))
-    key_names: list[str] = []
-    for model_id, entry in entries.items():
-        base = entry.get("api_base")
-        if not (isinstance(base, str) and base.strip()):
-            continue
-        at = keypath_str((Match("model_id", model_id),))
-        obs.urls.append(Seen(base.strip(), models_path, f"{at}.api_base"))
-        name = entry.get("api_key_name")
-        if isinstance(name, str) and name not in key_names:
-            key_names.append(name)
-        headers = entry.get("headers")
-        if isinstance(headers, dict) and headers:
-            obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()},
-                                    models_path, f"{at}.headers"))
-        wire = entry.get("model_name")
-        if isinstance(wire, str) and wire != model_id:
-            obs.notes.append(f"{models_path}: {model_id} is sent as {wire}; taosync names "
-                             f"each entry by the gateway's model id")
-    keys_path = home / "keys.json"
-    for name in key_names:
-        value = read_plain(keys_path, "json", obs, (name,))
-        if isinstance(value, str) and value.strip():
-            obs.keys.append(Seen(Secret(value.strip(), f"{keys_path} {name}"), keys_path, name))
+    gateway = {model_id: entry
+               for model_id, entry in _entries(read_plain(models_path, "yaml", obs)).items()
+               if isinstance(entry.get("api_base"), str) and entry["api_base"].strip()}
+    if not gateway:
+        return obs
     default_path = home / "default_model.txt"
     default = read_plain(default_path, "text", obs, ("text",))
-    if isinstance(default, str) and default.strip():
-        model = default.strip()
-        entry = entries.get(model)
-        if entry is not None and isinstance(entry.get("api_base"), str):
-            wire = entry.get("model_name") if isinstance(entry.get("model_name"), str) else model
-            obs.slots["model"] = [Seen(wire, default_path, "text")]
-        elif obs.urls:
-            obs.notes.append(f"{default_path}: the default model {model} is not a gateway "
-                             f"model; not imported")
+    default = default.strip() if isinstance(default, str) else None
+    if default is not None and default not in gateway:
+        obs.notes.append(f"{default_path}: the default model {default} is not a gateway "
+                         f"model; not imported")
+    used = default if default in gateway else next(iter(gateway))
+    entry = gateway[used]
+    at = keypath_str((Match("model_id", used),))
+    obs.urls.append(Seen(entry["api_base"].strip(), models_path, f"{at}.api_base"))
+    wire = entry.get("model_name") if isinstance(entry.get("model_name"), str) else used
+    if wire != used:
+        obs.notes.append(f"{models_path}: {used} is sent as {wire}; taosync names each "
+                         f"entry by the gateway's model id")
+    if used == default:
+        obs.slots["model"] = [Seen(wire, default_path, "text")]
+    others = [m for m in gateway if m != used]
+    if others:
+        obs.notes.append(f"{models_path}: also registers {', '.join(others)}; taosync "
+                         f"registers every model in fleet.yaml's models:, so add them there "
+                         f"to keep them")
+    name = entry.get("api_key_name")
+    keys_path = home / "keys.json"
+    value = read_plain(keys_path, "json", obs, (name,)) if isinstance(name, str) else None
+    if isinstance(value, str) and value.strip():
+        obs.keys.append(Seen(Secret(value.strip(), f"{keys_path} {name}"), keys_path, name))
+    headers = entry.get("headers")
+    if isinstance(headers, dict) and headers:
+        obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()}, models_path,
+                                f"{at}.headers"))
     return obs
