@@ -412,6 +412,8 @@ def test_the_view_and_the_pydantic_model_render_mcp_secrets_alike(home, mcp_flee
     model = Fleet.model_validate(loaded.data)
     model.attach_mcp_secrets(loaded.fleet._mcp_secrets)
     for client, module in all_clients().items():
+        if client not in loaded.fleet.enabled_clients():
+            continue  # rendered only when configured, as apply does
         env_m = ClientEnv(home=tmp_path, environ={}, platform="linux")
         env_v = ClientEnv(home=tmp_path, environ={}, platform="linux")
         got = [(p.path, p.values, p.secret) for p in module.render(loaded.fleet, loaded.key, env_v)]

@@ -1,4 +1,4 @@
-"""llm (Simon Willison's ``llm`` 0.36, PyPI): its user directory.
+"""llm (Simon Willison's ``llm`` 0.36, i.e. 0.36.0; PyPI): its user directory.
 
 Facts (clients.md §10): the directory is ``$LLM_USER_PATH``, else click's app directory
 ``io.datasette.llm`` (``$XDG_CONFIG_HOME`` or ``~/.config`` on Linux, Application Support
