@@ -78,11 +78,13 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         if env.getenv(var):
             env.warnings.append(f"{ID}: {var} is set in this environment and overrides the "
                                 f"value taosync writes to {path}")
-    return [Patch(path, "keyvalue", {
-        ("API_BASE_URL",): fleet.openai_url,
-        ("OPENAI_API_KEY",): key,
-        ("DEFAULT_MODEL",): fleet.model_for(cfg.model),
-    }, ID, secret=True)]
+    values = {("API_BASE_URL",): fleet.openai_url, ("OPENAI_API_KEY",): key,
+              ("DEFAULT_MODEL",): fleet.model_for(cfg.model)}
+    if any(c in key.reveal() for c in "\r\n"):  # sgpt reads one line per key
+        del values[("OPENAI_API_KEY",)]
+        env.warnings.append(f"{ID}: the key holds a line break, which .sgptrc cannot hold; "
+                            f"OPENAI_API_KEY is not written to {path}")
+    return [Patch(path, "keyvalue", values, ID, secret=True)]
 
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:

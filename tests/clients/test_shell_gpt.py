@@ -40,6 +40,14 @@ def test_shell_gpt_warnings(tmp_path):
         f"writes to {tmp_path}/.config/shell_gpt/.sgptrc"]
 
 
+def test_a_key_with_a_line_break_is_not_written(clients_env):
+    (rc,) = shell_gpt.render(fleet(), Secret("sk-a\nsk-b"), clients_env)
+    assert ("OPENAI_API_KEY",) not in rc.values and ("DEFAULT_MODEL",) in rc.values
+    assert clients_env.warnings == [
+        "shell-gpt: the key holds a line break, which .sgptrc cannot hold; OPENAI_API_KEY is "
+        f"not written to {clients_env.home}/.config/shell_gpt/.sgptrc"]
+
+
 def test_shell_gpt_probes(clients_env):
     assert shell_gpt.probes(fleet(), KEY, clients_env) == [
         ProbeSpec("shell-gpt", "fast", MINI, "openai-chat", V1, V1 + "/chat/completions",
