@@ -38,8 +38,11 @@ def test_example_fleet_groups_one_probe_per_distinct_request(env):
     keys = [g.key for g in groups]
     assert len(keys) == len(set(keys))
     by = {(g.protocol, g.model): g for g in groups}
-    chat = by[("openai-chat", "claude-sonnet-4-20250514")]
-    assert chat.clients == ["cline", "continue"]
+    # aider sends its own User-Agent, so its request is not Cline's and Continue's
+    chats = {tuple(g.clients): g for g in groups
+             if (g.protocol, g.model) == ("openai-chat", "claude-sonnet-4-20250514")}
+    assert sorted(chats) == [("aider",), ("cline", "continue")]
+    chat = chats[("cline", "continue")]
     assert chat.url == ROOT + "/v1/chat/completions"
     assert by[("anthropic-messages", "nvidia/deepseek-r1")].url == ROOT + "/v1/messages?beta=true"
     assert by[("anthropic-messages", "nvidia/deepseek-r1")].backend == "cuda"
