@@ -151,3 +151,20 @@ def test_real_aider_inline_and_reference(taosync, home, fleet_file):
         proc = run_client([exe, *AIDER_QUIET, "--message", "Reply with OK."], home, cwd=work,
                           env={**env, "OPENAI_API_KEY": TEST_KEY})
         assert_answered(proc, stub, MINI)
+
+
+# -- no MCP: said once, as information
+
+def test_clients_without_mcp_are_named_once_as_info(taosync, fleet_file):
+    r = taosync("plan")
+    note = "info: aider, llm, shell-gpt have no MCP support; mcp_servers are not written for them"
+    assert r.out.count(note) == 1 and "MCP" not in r.err, r.both
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "llm: {model: fast}", "llm: {model: fast, mcp: false}").replace(
+        "shell-gpt: {model: fast}", "shell-gpt: {model: fast, enabled: false}"))
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0 and "info: aider has no MCP support; mcp_servers are not written for it" \
+        in r.out, r.both
+    assert "warning" not in r.err
+    again = taosync("apply", "--no-verify")  # from the render cache: still said once
+    assert again.out.count("info: aider has no MCP support") == 1, again.both
