@@ -330,7 +330,8 @@ def _decide(command: str, flags: set[str], options: dict, environ):
         raise _Unsure  # a file to create, or one owned no more: the full path plans it
     for path, (clients, values, volatile) in files.items():
         _untouched(path, state["files"][path], values, volatile, hmac_key)
-    warnings = list(entry["warnings"])
+    # an "info:" note is printed with -v only (report.print_warnings), which falls through
+    warnings = [line for line in entry["warnings"] if not line.startswith("info: ")]
     out = _report(command, flags, files, home, state, sandboxed, options)
     if any(s in line for s in decode.secrets for line in warnings + out):
         raise _Unsure  # the full path's redactor would rewrite that line

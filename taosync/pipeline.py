@@ -148,6 +148,7 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in env.warnings]
     unmanaged = fleet.unmanaged_clients()
+    warnings += no_mcp_note(fleet, registry)
     if no_key:
         return Context(settings, loaded, env, store, key, warnings, patches, {}, no_key=True,
                        routes=routes, unmanaged=unmanaged)
@@ -167,6 +168,19 @@ def cache_routes(fleet, choices: dict) -> dict | None:
     from, and the models chosen."""
     spec = fleet.routing_spec()
     return {"spec": spec, "choice": {n: c.model for n, c in choices.items()}} if spec else None
+
+
+def no_mcp_note(fleet, registry) -> list[str]:
+    """One "info:" line naming the enabled clients that would take the fleet's MCP servers
+    but have no MCP at all (a module declaring ``MCP = False``)."""
+    if not fleet.mcp_servers:
+        return []
+    names = [name for name, cfg in fleet.enabled_clients().items()
+             if cfg.mcp and not getattr(registry[name], "MCP", True)]
+    if not names:
+        return []
+    return [f"info: {', '.join(names)} {'has' if len(names) == 1 else 'have'} no MCP "
+            f"support; mcp_servers are not written for {'it' if len(names) == 1 else 'them'}"]
 
 
 def loaded_fleet(ctx: Context):

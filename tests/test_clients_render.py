@@ -18,7 +18,8 @@ from clients.helpers import KEY, RAW, ROOT, SONNET, V1, by_path, fleet
 
 def test_registry_and_interface():
     mods = all_clients()
-    assert set(mods) == {"claude-code", "codex", "cline", "continue", "mistral-vibe", "gptme"}
+    assert set(mods) == {"claude-code", "codex", "cline", "continue", "mistral-vibe", "gptme",
+                         "aider", "llm", "shell-gpt"}
     for mod in mods.values():
         assert mod.TARGETS and all(isinstance(t, str) for t in mod.TARGETS)
         assert re.search(r"\d+\.\d+\.\d+", mod.__doc__), "docstring names the client version"
@@ -79,11 +80,19 @@ def test_dot_dirs_same_on_every_platform(tmp_path, platform):
         ".vibe/config.toml", ".vibe/.env",
         # gptme follows platformdirs' config directory, not a dot dir
         f"{APP_DATA[platform]}/gptme/config.toml", f"{APP_DATA[platform]}/gptme/config.local.toml",
+        ".aider.conf.yml", ".config/shell_gpt/.sgptrc",
+        # llm's directory is the platform's app-data one, not a dot dir
+        *(f"{LLM_DIRS[platform]}/io.datasette.llm/{name}"
+          for name in ("extra-openai-models.yaml", "keys.json", "default_model.txt")),
     }
 
 
 APP_DATA = {"linux": ".config", "darwin": "Library/Application Support",
             "win32": "AppData/Local/gptme"}
+
+
+LLM_DIRS = {"linux": ".config", "darwin": "Library/Application Support",
+            "win32": "AppData/Roaming"}
 
 
 def test_no_key_in_warnings(tmp_path):

@@ -111,7 +111,7 @@ def failed(data: dict) -> list[dict]:
 def test_a_healthy_home_passes_with_the_values_on_disk(taosync, home, gateway):
     r = taosync("verify")
     assert r.rc == 0, r.both
-    assert "10/10 backends pass" in r.out and "differs from fleet.yaml" not in r.err
+    assert "14/14 backends pass" in r.out and "differs from fleet.yaml" not in r.err
     data = json.loads(taosync("verify", "--json").out)
     assert data["ok"] and data["drift"] == [] and data["problems"] == []
     sources = {r["clients"][0]: r["key_source"] for r in data["results"]}
@@ -190,9 +190,10 @@ def test_a_home_never_applied_says_so_and_fails(taosync, home, fleet_file):
     assert "pass" not in r.out
     problems = json.loads(as_json.out)["problems"]
     assert {p["client"] for p in problems} == {"claude-code", "codex", "cline", "continue",
-                                               "mistral-vibe", "gptme"}
-    assert desired.rc == 0 and "10/10 backends pass" in desired.out
-    assert len(sent) == 10  # only --desired sent anything
+                                               "mistral-vibe", "gptme", "aider", "llm",
+                                               "shell-gpt"}
+    assert desired.rc == 0 and "14/14 backends pass" in desired.out
+    assert len(sent) == 14  # only --desired sent anything
     assert not (home / ".claude").exists()
 
 
@@ -203,13 +204,16 @@ def test_one_client_applied_the_others_not(taosync, home, gateway):
     data = json.loads(r.out)
     assert r.rc == 1 and not data["ok"]
     assert [p["client"] for p in data["problems"]] == ["codex"]
-    assert data["failed"] == 0 and data["passed"] == 7
+    assert data["failed"] == 0 and data["passed"] == 11
     assert "codex" not in {c for x in data["results"] for c in x["clients"]}
 
 
-def test_secrets_reference_keys_resolve_as_the_client_would(taosync, home, fleet_file):
+def test_secrets_reference_keys_resolve_as_the_client_would(taosync, home, fleet_file,
+                                                            monkeypatch):
     """apiKeyHelper runs (it prints the variable); Codex reads env_key's variable;
-    Continue reads secrets.NAME from its .env. A stale .env fails naming it."""
+    Continue reads secrets.NAME from its .env; aider reads $OPENAI_API_KEY. A stale .env
+    fails naming it."""
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)  # exported for aider, as apply asks
     with Stub(key=TEST_KEY, models=MODELS) as stub:
         fleet_file.write_text(fleet_file.read_text().replace(EXAMPLE_ROOT, stub.root)
                               .replace("secrets: inline", "secrets: reference"))
@@ -222,6 +226,7 @@ def test_secrets_reference_keys_resolve_as_the_client_would(taosync, home, fleet
         sources = {x["clients"][0]: x["key_source"] for x in data["results"]}
         assert sources["claude-code"] == "~/.claude/settings.json apiKeyHelper"
         assert sources["codex"] == "~/.codex/config.toml model_providers.taotoken.env_key"
+        assert "aider reads OPENAI_API_KEY" in sources["aider"]
         assert {x["key_source"] for x in data["results"] if x["clients"] == ["continue"]} \
             == {"~/.continue/.env TAOTOKEN_API_KEY"}
         assert {p.auth for p in stub.posts()} == {"ok"}

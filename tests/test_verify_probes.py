@@ -38,11 +38,11 @@ def test_example_fleet_groups_one_probe_per_distinct_request(env):
     keys = [g.key for g in groups]
     assert len(keys) == len(set(keys))
     by = {(g.protocol, g.model): g for g in groups}
-    chats = [g for g in groups if (g.protocol, g.model) == ("openai-chat",
-                                                          "claude-sonnet-4-20250514")]
-    # Vibe and gptme send their own User-Agent, so each is a request of its own
-    assert [g.clients for g in chats] == [["cline", "continue"], ["mistral-vibe"], ["gptme"]]
-    chat = chats[0]
+    # aider, Vibe and gptme send their own User-Agent: each is a request of its own
+    chats = {tuple(g.clients): g for g in groups
+             if (g.protocol, g.model) == ("openai-chat", "claude-sonnet-4-20250514")}
+    assert sorted(chats) == [("aider",), ("cline", "continue"), ("gptme",), ("mistral-vibe",)]
+    chat = chats[("cline", "continue")]
     assert chat.url == ROOT + "/v1/chat/completions"
     assert by[("anthropic-messages", "nvidia/deepseek-r1")].url == ROOT + "/v1/messages?beta=true"
     assert by[("anthropic-messages", "nvidia/deepseek-r1")].backend == "cuda"

@@ -78,11 +78,12 @@ def small_state_fs(home, monkeypatch):
             monkeypatch.setattr(apply, "write_private", full)
             monkeypatch.setattr(state, "write_private", full)
             return
-        with open(root / "filler", "wb") as fh:
+        # unbuffered: a buffered file would raise ENOSPC once more when closed, with what
+        # it still held (how much depends on where the free space ends)
+        with open(root / "filler", "wb", buffering=0) as fh:
             try:
                 while True:
                     fh.write(b"\0" * 65536)
-                    fh.flush()
             except OSError as exc:
                 assert exc.errno == errno.ENOSPC
 

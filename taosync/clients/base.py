@@ -14,6 +14,8 @@ A client module (``claude_code.py``, ``codex.py``, …) is listed once, in
   values are its own cross-checks (Codex's ``provider_id`` is not ``openai``);
 * ``LOCATION_VARS``: environment variables that move its directories (``CODEX_HOME``);
   ``LOCATION_FILES`` (optional): ones that name a single file;
+* ``MCP`` (optional, default True): False for a client with no MCP at all (aider), so
+  plan and apply say once that the fleet's servers are not written there;
 * ``render(fleet, key, env) -> list[Patch]``: the files and owned keys it wants;
 * ``probes(fleet, key, env) -> list[ProbeSpec]``: the request(s) the client will send;
 * ``on_disk(fleet, key, env) -> OnDisk``: the same requests built from the values in the

@@ -18,6 +18,9 @@ CLIENTS: dict[str, str] = {
     "continue": "taosync.clients.continue_",
     "mistral-vibe": "taosync.clients.mistral_vibe",
     "gptme": "taosync.clients.gptme",
+    "aider": "taosync.clients.aider",
+    "llm": "taosync.clients.llm",
+    "shell-gpt": "taosync.clients.shell_gpt",
 }
 
 #: clients registered at run time (tests' toy clients); never written by shipped code

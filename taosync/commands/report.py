@@ -13,8 +13,11 @@ ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged":
 
 
 def print_warnings(ctx) -> None:
-    for line in ctx.warnings:  # already whole lines, "warning:" included
-        ui.problem(line)
+    for line in ctx.warnings:  # already whole lines, "warning:" or "info:" included
+        if line.startswith("info: "):
+            ui.detail(line)  # a note (e.g. clients without MCP): with -v only
+        else:
+            ui.problem(line)
 
 
 def warn_dotfiles(plan, ctx) -> None:

@@ -124,7 +124,7 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
     return patches, key, list(entry["warnings"]), list(entry["clients"])
 
 
-def _holds_null(value: Any) -> bool:
+def _holds_null(value) -> bool:
     if value is None:
         return True
     if isinstance(value, dict):

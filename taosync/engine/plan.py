@@ -359,7 +359,7 @@ def _prune(editor, doc, created: list[str], keep: dict[str, OwnedKey]) -> list[s
 
 
 def _is_empty(editor, doc) -> bool:
-    return editor.get(doc, ()) in ({}, None, MISSING)
+    return editor.get(doc, ()) in ({}, [], None, MISSING)
 
 
 def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,

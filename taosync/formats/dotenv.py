@@ -18,6 +18,10 @@ python-dotenv then read it literally), else single-quoted when it holds no ``'``
 break, else double-quoted with escapes. A replaced value keeps its line's quotes when
 they can hold it. A new key is appended at the end; a missing final newline stays
 missing. Line endings follow the file (LF or CRLF).
+
+The ``literal`` dialect (format ``keyvalue``: shell-gpt's ``.sgptrc``) reads as
+shell-gpt does: a value is the rest of its line after the first ``=``, trailing space
+trimmed, quotes and ``#`` included; a value is written as is (a line break refused).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 
 from taosync.formats.base import MISSING, FormatError, KeyPath
 
-__all__ = ["EDITOR", "DotenvDocument", "DotenvEditor"]
+__all__ = ["EDITOR", "LITERAL_EDITOR", "DotenvDocument", "DotenvEditor"]
 
 _ASSIGN = re.compile(r"[ \t]*(?:export[ \t]+)?([A-Za-z0-9_.-]+)[ \t]*=[ \t]*")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
@@ -95,16 +99,45 @@ def _line_col(text: str, pos: int) -> tuple[int, int]:
 
 
 class DotenvEditor:
-    """Format-preserving ``.env`` editor (see the module docstring)."""
+    """Format-preserving ``.env`` editor (see the module docstring); ``literal``: values
+    are taken and written verbatim, no quoting and no inline comments."""
+
+    def __init__(self, literal: bool = False):
+        self.literal = literal
+
+    def _decode(self, raw: str) -> str:
+        return raw if self.literal else _unquote(raw)
+
+    def _encode(self, text: str, old_raw: str | None = None) -> str:
+        if not self.literal:
+            return _quote(text, old_raw)
+        if "\n" in text or "\r" in text:
+            raise FormatError("a value of this file cannot hold a line break")
+        return text
 
     def parse(self, text: str) -> DotenvDocument:
         nl = text.find("\n")
         doc = DotenvDocument(newline="\r\n" if nl > 0 and text[nl - 1] == "\r" else "\n")
         pos, n = 0, len(text)
         while pos < n:
-            rec, pos = self._record(text, pos)
+            rec, pos = (self._literal_record if self.literal else self._record)(text, pos)
             doc.records.append(rec)
         return doc
+
+    @staticmethod
+    def _literal_record(text: str, pos: int) -> tuple[_Record, int]:
+        """One line; its value is the rest of it after ``=``, as it is."""
+        eol = text.find("\n", pos)
+        line_end = len(text) if eol == -1 else eol
+        body, ending = _split_ending(text, pos, line_end)
+        if not body.strip() or body.startswith("#"):
+            return _Record(body, ending), _next(text, line_end)
+        m = _ASSIGN.match(body)
+        if not m:
+            line_no, col = _line_col(text, pos)
+            raise FormatError("expected KEY=VALUE, a comment or a blank line", line_no, col)
+        vend = max(m.end(), len(body.rstrip(" \t")))
+        return _Record(body, ending, m.group(1), m.end(), vend), _next(text, line_end)
 
     @staticmethod
     def _record(text: str, pos: int) -> tuple[_Record, int]:
@@ -151,11 +184,11 @@ class DotenvEditor:
 
     def get(self, doc: DotenvDocument, path: KeyPath) -> Any:
         if tuple(path) == ():  # the whole file, as the other editors give it
-            return {rec.key: _unquote(rec.raw) for rec in doc.records if rec.key is not None}
+            return {rec.key: self._decode(rec.raw) for rec in doc.records if rec.key is not None}
         key = self._key(path)
         for rec in reversed(doc.records):
             if rec.key == key:
-                return _unquote(rec.raw)
+                return self._decode(rec.raw)
         return MISSING
 
     def set(self, doc: DotenvDocument, path: KeyPath, value: Any) -> list[KeyPath]:
@@ -165,13 +198,13 @@ class DotenvEditor:
         text = _text_value(value, (key,))
         for rec in reversed(doc.records):
             if rec.key == key:
-                if _unquote(rec.raw) != text:
-                    new = _quote(text, rec.raw)
+                if self._decode(rec.raw) != text:
+                    new = self._encode(text, rec.raw)
                     rec.text = rec.text[: rec.vstart] + new + rec.text[rec.vend:]
                     rec.vend = rec.vstart + len(new)
                 return []
         line = f"{key}="
-        new_rec = _Record(line + _quote(text), doc.newline, key, len(line), 0)
+        new_rec = _Record(line + self._encode(text), doc.newline, key, len(line), 0)
         new_rec.vend = len(new_rec.text)
         if doc.records and not doc.records[-1].ending:
             doc.records[-1].ending = doc.newline
@@ -223,3 +256,4 @@ def _closing(text: str, open_at: int) -> int:
 
 
 EDITOR = DotenvEditor()
+LITERAL_EDITOR = DotenvEditor(literal=True)

@@ -19,13 +19,16 @@ from taosync.formats.base import (MISSING, Editor, FormatError, KeyPath, Match, 
 
 
 class NewDocument:
-    """The plain mapping a new file will hold, and where its list elements are by name."""
+    """The plain mapping a new file will hold (or a list, when the first key path starts
+    with a :class:`Match`), and where its list elements are by name."""
 
-    __slots__ = ("data", "matches")
+    __slots__ = ("data", "matches", "list_field")
 
     def __init__(self) -> None:
-        self.data: dict = {}
+        self.data: dict | list = {}
         self.matches = MatchIndex(_name_of)
+        #: the field naming the elements of a top-level list
+        self.list_field: str | None = None
 
 
 class NewFileEditor:
@@ -53,7 +56,11 @@ class NewFileEditor:
                                   "editor was given to fall back on")
             editor = self.full_editor()
             edited = editor.parse("")
-            for key, value in doc.data.items():
+            if isinstance(doc.data, list):
+                for element in doc.data:
+                    field = doc.list_field
+                    editor.set(edited, (Match(field, element[field]),), element)
+            for key, value in doc.data.items() if isinstance(doc.data, dict) else ():
                 editor.set(edited, (key,), value)
             text = editor.dump(edited)
         return text
@@ -78,6 +85,8 @@ class NewFileEditor:
             doc.matches.edited(path)
 
     def _set(self, doc: NewDocument, path: KeyPath, value: Any) -> list[KeyPath]:
+        if doc.data == {} and isinstance(path[0], Match):
+            doc.data, doc.list_field = [], path[0].field  # a top-level list
         node: Any = doc.data
         for i, seg in enumerate(path[:-1]):
             child = _child(doc, node, seg, where=path[:i])

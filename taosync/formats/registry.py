@@ -13,6 +13,8 @@ EDITORS = {
     "toml": "taosync.formats.toml",
     "yaml": "taosync.formats.yaml",
     "dotenv": "taosync.formats.dotenv",
+    "text": "taosync.formats.text",
+    "keyvalue": "taosync.formats.keyvalue",
 }
 #: format name → the module that writes a new file of it from plain data
 WRITERS = {

@@ -30,8 +30,10 @@ comment block includes lines less indented than the new entry, those lines move 
 the new entry; when an entry is deleted, the blank lines and comments after it that are
 not indented deeper than it stay in place (they belong to what follows).
 
-Errors carry 1-based line/column; duplicate keys are errors; the top level must be a
-mapping (an empty or comment-only file is an empty mapping). An aliased node is shared:
+Errors carry 1-based line/column; duplicate keys are errors; the top level is a mapping
+or a list of mappings (``llm``'s ``extra-openai-models.yaml``), addressed by a ``Match``
+first segment; an empty or comment-only file is an empty mapping until a ``Match`` makes
+it a list, written as ``- key: value`` at column 0. An aliased node is shared:
 editing it through one path changes it everywhere it is used. A key inherited through a
 merge key (``<<: *base``) can be read and overridden but not deleted.
 """
@@ -67,7 +69,7 @@ _ITEM = re.compile(r"^(?P<ind> *)-(?P<gap> +)\S")
 
 @dataclass
 class YamlDocument:
-    data: CommentedMap
+    data: CommentedMap | CommentedSeq
     original: str
     yaml: YAML = field(repr=False)
     newline: str = "\n"
@@ -92,6 +94,19 @@ def _make_yaml(mapping: int = 2, sequence: int = 4, offset: int = 2) -> YAML:
     y.allow_duplicate_keys = False
     y.indent(mapping=mapping, sequence=sequence, offset=offset)
     return y
+
+
+def _top_list_indent(text: str, indent: tuple[int, int, int]) -> tuple[int, int, int]:
+    """A top-level list's dashes stand at their own column (usually 0), whatever the
+    nested lists do: the offset and sequence indent come from its first item."""
+    for line in text.split("\n"):
+        item = _ITEM.match(line.rstrip("\r"))
+        if item:
+            offset = len(item.group("ind"))
+            return indent[0], offset + 1 + len(item.group("gap")), offset
+        if line.strip() and not line.lstrip().startswith("#"):
+            break
+    return indent
 
 
 def _detect_indent(text: str) -> tuple[int, int, int]:
@@ -288,10 +303,17 @@ class YamlEditor:
             raise FormatError(f"invalid YAML: {exc}") from None
         if data is None:
             return YamlDocument(CommentedMap(), text, y, newline, indent, bare=True)
-        if not isinstance(data, CommentedMap):
+        if isinstance(data, CommentedSeq):
+            for i, element in enumerate(data):
+                if not isinstance(element, CommentedMap):  # at the element's dash
+                    raise FormatError("the top level must be a mapping or a list of mappings",
+                                      data.lc.item(i)[0] + 1, (data.lc.col or 0) + 1)
+            indent = _top_list_indent(text, indent)
+            y = _make_yaml(*indent)
+        elif not isinstance(data, CommentedMap):
             lc = getattr(data, "lc", None)
             line, col = (lc.line + 1, lc.col + 1) if lc is not None and lc.line is not None else (1, 1)
-            raise FormatError("the top level must be a mapping", line, col)
+            raise FormatError("the top level must be a mapping or a list of mappings", line, col)
         _keep_anchors(data)
         return YamlDocument(data, text, y, newline, indent)
 
@@ -396,6 +418,11 @@ class YamlEditor:
             ydoc.matches.edited(path)
 
     def _set(self, ydoc: YamlDocument, path: KeyPath, value: Any) -> list[KeyPath]:
+        if ydoc.bare and not len(ydoc.data) and isinstance(path[0], Match):
+            # an empty file whose first edit names a list element: a top-level list
+            ydoc.indent = (ydoc.indent[0], 2, 0)
+            ydoc.yaml = _make_yaml(*ydoc.indent)
+            ydoc.data = CommentedSeq()
         nodes = self._walk(ydoc, path)
         if len(nodes) == len(path) + 1:
             self._replace(ydoc, path, nodes, value)

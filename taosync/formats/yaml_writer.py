@@ -48,11 +48,15 @@ def check(value: Any, where: KeyPath) -> None:
     """YAML holds every plain value."""
 
 
-def write(data: dict) -> str | None:
-    """The text of a new YAML document holding ``data``, or None (see the module doc)."""
+def write(data: dict | list) -> str | None:
+    """The text of a new YAML document holding ``data`` (a mapping, or a list of
+    mappings with its dashes at column 0), or None (see the module doc)."""
     out: list[str] = []
     try:
-        _mapping(data, 0, "", out)
+        if isinstance(data, list):
+            _sequence(data, 0, out)
+        else:
+            _mapping(data, 0, "", out)
     except _Unsure:
         return None
     return "".join(out)

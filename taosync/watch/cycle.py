@@ -172,7 +172,8 @@ class Cycle:
         for text in ctx.warnings:
             if text not in self._warned:
                 self._warned.add(text)
-                self._emit("warning", text, level="problem")
+                self._emit("warning", text,
+                           level="info" if text.startswith("info: ") else "problem")
         state = state if state is not None else ctx.store.load()
         self._know(ctx, state)
         paths = {str(p.path) for p in ctx.patches} | set(state.files)

@@ -37,7 +37,12 @@ SEEDS = {
     "toml": (f"# {COMMENT}\ncontract_user_key = \"{USER_VALUE}\"\n", True),
     "yaml": (f"# {COMMENT}\ncontract_user_key: {USER_VALUE}\n", True),
     "dotenv": (f"# {COMMENT}\nCONTRACT_USER_KEY={USER_VALUE}\n", True),
+    "keyvalue": (f"# {COMMENT}\nCONTRACT_USER_KEY={USER_VALUE}\n", True),
+    "text": (f"{USER_VALUE}\n", False),
 }
+#: formats whose whole file is one owned value: the user's own value is given back on
+#: removal (it cannot sit next to taosync's)
+WHOLE_FILE = {"text"}
 
 
 def write_fleet(fleet_file: Path, client_id: str, entry: dict, *,
@@ -81,8 +86,11 @@ def client_files(home: Path) -> dict[str, bytes]:
 
 def check_contract(taosync, home: Path, fleet_file: Path, client_id: str, entry: dict, *,
                    reference_off_disk: bool, gateway: str = "https://taotoken.net/api",
-                   round_trip: bool = True) -> None:
-    """Hold ``client_id`` (configured with ``entry``) to every promise above."""
+                   round_trip: bool = True,
+                   seeds: dict[str, tuple[str, bool]] | None = None) -> None:
+    """Hold ``client_id`` (configured with ``entry``) to every promise above. ``seeds``:
+    file name → (the user's own content, whether it has a comment), for a file whose
+    syntax the format's seed does not fit (a YAML file that is a list)."""
     write_fleet(fleet_file, client_id, entry)
     files = planned_files(taosync)
     assert files and all(client_id in f["clients"] for f in files), files
@@ -91,7 +99,7 @@ def check_contract(taosync, home: Path, fleet_file: Path, client_id: str, entry:
     seeded = {}
     for f in files:
         path = Path(f["path"])
-        text, has_comment = SEEDS[f["format"]]
+        text, has_comment = (seeds or {}).get(path.name) or SEEDS[f["format"]]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         path.chmod(0o644)
@@ -100,6 +108,9 @@ def check_contract(taosync, home: Path, fleet_file: Path, client_id: str, entry:
     assert r.rc == 0, r.both
     for path, has_comment in seeded.items():
         text = path.read_text()
+        if path.name in {Path(f["path"]).name for f in files if f["format"] in WHOLE_FILE}:
+            assert USER_VALUE not in text, f"{path} still holds the user's value"
+            continue
         assert USER_VALUE in text, f"{path} lost the user's key"
         if has_comment:
             assert COMMENT in text, f"{path} lost the user's comment"

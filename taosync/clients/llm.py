@@ -1,0 +1,211 @@
+"""llm (Simon Willison's ``llm`` 0.36, i.e. 0.36.0; PyPI): its user directory.
+
+Facts (clients.md §10): the directory is ``$LLM_USER_PATH``, else click's app directory
+``io.datasette.llm`` (``$XDG_CONFIG_HOME`` or ``~/.config`` on Linux, Application Support
+on macOS, ``%APPDATA%`` on Windows). ``extra-openai-models.yaml`` is a list of models:
+``model_id`` (the local name, ``llm -m``), ``model_name`` (sent on the wire), ``api_base``
+(root + ``/v1``; llm POSTs ``{api_base}/chat/completions``, streamed, Bearer),
+``api_key_name`` (the entry of ``keys.json`` holding the key) and optional ``headers``.
+``default_model.txt`` holds the default model id, as ``llm models default`` writes it.
+
+taosync registers the whole catalogue (one entry per model id, so ``llm -m <id>`` works
+for every model) and the ``model`` slot picks the default. The key is always written into
+``keys.json`` (mode 0600): with ``secrets: reference`` too, as for Cline. llm has no MCP.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
+                                  disk_key, probe_specs, read_plain, shown, slot_option,
+                                  start_on_disk)
+from taosync.fleet.secrets import Secret, parse_reference
+from taosync.formats.base import Match, keypath_str
+
+ID = "llm"
+TITLE = "llm"
+SUMMARY = "llm (extra-openai-models.yaml, the whole catalogue): model (the default)."
+LOCATION_VARS = ("LLM_USER_PATH",)
+#: llm has no MCP client: the fleet's mcp_servers are not written for it
+MCP = False
+TARGETS = [
+    "~/.config/io.datasette.llm/extra-openai-models.yaml ($LLM_USER_PATH): one entry per "
+    "catalogue model ([model_id=<id>])",
+    "~/.config/io.datasette.llm/keys.json: the key under the name taotoken",
+    "~/.config/io.datasette.llm/default_model.txt: the default model id",
+]
+#: README's "Files taosync owns" rows: (client and version targeted, file, owned keys);
+#: an empty first cell continues the client above (python -m taosync.clients.readme)
+OWNED_FILES = (
+    ('llm (0.36)',
+     '`~/.config/io.datasette.llm/extra-openai-models.yaml` (`$LLM_USER_PATH`)',
+     '`[model_id=<id>].{model_name,api_base,api_key_name,headers}` for every catalogue '
+     'model'),
+    ('',
+     '`~/.config/io.datasette.llm/keys.json`',
+     '`taotoken` (always inline: llm reads no key reference)'),
+    ('',
+     '`~/.config/io.datasette.llm/default_model.txt`',
+     'the whole file: the `model` slot\'s model id'),
+)
+
+#: the name of the gateway key in keys.json (``api_key_name`` of every entry)
+KEY_NAME = "taotoken"
+MODELS_FILE = "extra-openai-models.yaml"
+#: what llm 0.36 sends besides auth (the openai SDK it installs with)
+HEADERS = {"User-Agent": "OpenAI/Python 3.57.0"}
+
+#: its fleet.yaml options (beyond enabled, secrets, mcp)
+OPTIONS = (
+    slot_option("model", "Route or model id of the default model (default: default_route); "
+                "every catalogue model is registered for `llm -m <id>`."),
+)
+
+
+def user_dir(env: ClientEnv) -> Path:
+    return env.location("LLM_USER_PATH") or env.app_data() / "io.datasette.llm"
+
+
+def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
+    """(directories, single files) this client's files may be in (rollback/recovery)."""
+    return [user_dir(env)], []
+
+
+def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
+    cfg = fleet.clients.llm
+    home = user_dir(env)
+    keys_path = home / "keys.json"
+    if fleet.secrets_for(cfg) == "reference":
+        ref = parse_reference(fleet.gateway.key)
+        env.warnings.append(
+            f"{ID}: secrets: reference cannot keep the key off disk for llm (its gateway "
+            f"models read the key from keys.json); wrote the key from {ref.describe()} "
+            f"inline into {keys_path} (mode 0600)")
+    models: dict = {}
+    for model in fleet.models:
+        entry = (Match("model_id", model),)
+        models[entry + ("model_name",)] = model
+        models[entry + ("api_base",)] = fleet.openai_url
+        models[entry + ("api_key_name",)] = KEY_NAME
+        if fleet.gateway.headers:
+            models[entry + ("headers",)] = dict(fleet.gateway.headers)
+    return [
+        Patch(home / MODELS_FILE, "yaml", models, ID),
+        Patch(keys_path, "json", {(KEY_NAME,): key}, ID, secret=True),
+        Patch(home / "default_model.txt", "text", {("text",): fleet.model_for(cfg.model)}, ID),
+    ]
+
+
+def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
+    return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.llm.model]),
+                       protocol="openai-chat", base_url=fleet.openai_url,
+                       path="/chat/completions", headers={**HEADERS, **fleet.gateway.headers})
+
+
+def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
+    """The probe ``llm "prompt"`` sends: default_model.txt's model, its entry in
+    extra-openai-models.yaml (api_base, model_name, headers) and the key its
+    api_key_name names in keys.json (else $OPENAI_API_KEY, as llm falls back)."""
+    home = user_dir(env)
+    models_path = home / MODELS_FILE
+    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, models_path)
+    if obs is None:
+        return out
+    default_path = home / "default_model.txt"
+    model_id = read_plain(default_path, "text", obs, ("text",))
+    if not (isinstance(model_id, str) and model_id.strip()):
+        out.problems.append(f"{shown(default_path, env)} names no model")
+        return out
+    model_id = model_id.strip()
+    entries = _entries(read_plain(models_path, "yaml", obs))
+    entry = entries.get(model_id)
+    at = keypath_str((Match("model_id", model_id),))
+    where = f"{shown(models_path, env)} {at}"
+    if entry is None or not isinstance(entry.get("api_base"), str):
+        out.problems.append(f"{shown(default_path, env)} names {model_id}, which "
+                            f"{shown(models_path, env)} does not send to a gateway (no "
+                            f"api_base)")
+        return out
+    name = entry.get("api_key_name")
+    keys_path = home / "keys.json"
+    stored = read_plain(keys_path, "json", obs, (name,)) if isinstance(name, str) else None
+    if isinstance(stored, str) and stored.strip():
+        key_seen = Seen(None, keys_path, name)
+        secret, problem = disk_key("literal", stored, f"{shown(keys_path, env)} {name}", env)
+    elif isinstance(name, str):
+        key_seen = Seen(None, keys_path, name)
+        secret, problem = disk_key("env", "OPENAI_API_KEY", f"{shown(keys_path, env)} has no "
+                                   f"{name}, so llm reads OPENAI_API_KEY", env)
+    else:
+        secret, problem = None, (f"{where} has no api_key_name: llm sends Bearer DUMMY_KEY")
+    if problem:
+        out.problems.append(problem)
+        return out
+    headers = entry.get("headers") if isinstance(entry.get("headers"), dict) else {}
+    wire = entry.get("model_name") if isinstance(entry.get("model_name"), str) else model_id
+    out.probes = probe_specs(
+        fleet, ID, [(fleet.clients.llm.model, wire)], protocol="openai-chat",
+        base_url=entry["api_base"], path="/chat/completions",
+        headers={**HEADERS, **{str(k): str(v) for k, v in headers.items()}}, secret=secret,
+        origins=(out.origin("url", Seen(None, models_path, f"{at}.api_base"), env),
+                 out.origin("key", key_seen, env),
+                 out.origin("model", Seen(None, default_path, "text"), env)))
+    return out
+
+
+# -- reading back (taosync import) ---------------------------------------------------
+
+
+def _entries(doc) -> dict[str, dict]:
+    """extra-openai-models.yaml's entries by model_id (the first of each)."""
+    out: dict[str, dict] = {}
+    for entry in doc if isinstance(doc, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("model_id"), str):
+            out.setdefault(entry["model_id"], entry)
+    return out
+
+
+def observe(env: ClientEnv) -> Observation:
+    """What llm's user directory says: the gateway model it uses by default (else the
+    first one), its key, and which other gateway models are registered."""
+    home = user_dir(env)
+    models_path = home / MODELS_FILE
+    obs = Observation(ID, protocol="openai")
+    gateway = {model_id: entry
+               for model_id, entry in _entries(read_plain(models_path, "yaml", obs)).items()
+               if isinstance(entry.get("api_base"), str) and entry["api_base"].strip()}
+    if not gateway:
+        return obs
+    default_path = home / "default_model.txt"
+    default = read_plain(default_path, "text", obs, ("text",))
+    default = default.strip() if isinstance(default, str) else None
+    if default is not None and default not in gateway:
+        obs.notes.append(f"{default_path}: the default model {default} is not a gateway "
+                         f"model; not imported")
+    used = default if default in gateway else next(iter(gateway))
+    entry = gateway[used]
+    at = keypath_str((Match("model_id", used),))
+    obs.urls.append(Seen(entry["api_base"].strip(), models_path, f"{at}.api_base"))
+    wire = entry.get("model_name") if isinstance(entry.get("model_name"), str) else used
+    if wire != used:
+        obs.notes.append(f"{models_path}: {used} is sent as {wire}; taosync names each "
+                         f"entry by the gateway's model id")
+    if used == default:
+        obs.slots["model"] = [Seen(wire, default_path, "text")]
+    others = [m for m in gateway if m != used]
+    if others:
+        obs.notes.append(f"{models_path}: also registers {', '.join(others)}; taosync "
+                         f"registers every model in fleet.yaml's models:, so add them there "
+                         f"to keep them")
+    name = entry.get("api_key_name")
+    keys_path = home / "keys.json"
+    value = read_plain(keys_path, "json", obs, (name,)) if isinstance(name, str) else None
+    if isinstance(value, str) and value.strip():
+        obs.keys.append(Seen(Secret(value.strip(), f"{keys_path} {name}"), keys_path, name))
+    headers = entry.get("headers")
+    if isinstance(headers, dict) and headers:
+        obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()}, models_path,
+                                f"{at}.headers"))
+    return obs
