@@ -13,6 +13,7 @@ MODULES = {
     "anthropic-messages": "taosync.protocols.anthropic_messages",
     "openai-responses": "taosync.protocols.openai_responses",
     "openai-chat": "taosync.protocols.openai_chat",
+    "gemini": "taosync.protocols.gemini",
 }
 
 
