@@ -195,8 +195,8 @@ class Observation:
     """
 
     client: str
-    #: how its base URLs relate to the gateway root: "anthropic" (the root itself) or
-    #: "openai" (root + /v1)
+    #: how its base URLs relate to the gateway root: "anthropic" (the root itself),
+    #: "openai" (root + /v1) or "gemini" (gateway.gemini_base_url)
     protocol: str = "openai"
     files: list[Path] = field(default_factory=list)  # files that exist and were read
     urls: list[Seen] = field(default_factory=list)  # gateway base URLs, as written

@@ -16,6 +16,8 @@ CLIENTS: dict[str, str] = {
     "codex": "taosync.clients.codex",
     "cline": "taosync.clients.cline",
     "continue": "taosync.clients.continue_",
+    "qwen-code": "taosync.clients.qwen_code",
+    "gemini-cli": "taosync.clients.gemini_cli",
 }
 
 #: clients registered at run time (tests' toy clients); never written by shipped code

@@ -72,7 +72,24 @@ class _Builder:
     # ---- 2. the gateway
 
     def gateway(self, clients: list[Observation]) -> tuple[dict, set[str]]:
-        """gateway mapping (base_url + overrides) and the clients on the chosen gateway."""
+        """gateway mapping (base_url + overrides) and the clients on the chosen gateway.
+
+        A Gemini-shaped client's URL is ``gemini_base_url`` (its own root, beside the
+        others); alone, it also stands for ``base_url``."""
+        gemini = [(o, seen) for o in clients if o.protocol == "gemini" for seen in o.urls]
+        rest = [o for o in clients if o.protocol != "gemini"]
+        if not gemini:
+            return self._gateway(rest)
+        for o, seen in gemini:
+            self.read.append({**self.item(o.client, seen), "what": "url"})
+        first = gemini[0][1].value.strip().rstrip("/")
+        gw, chosen = self._gateway(rest) if any(o.urls for o in rest) else (
+            {"base_url": first}, set())
+        gw["gemini_base_url"] = first
+        return gw, chosen | {o.client for o, seen in gemini
+                             if seen.value.strip().rstrip("/") == first}
+
+    def _gateway(self, clients: list[Observation]) -> tuple[dict, set[str]]:
         entries = []  # (client, protocol, seen, root, clean)
         for o in clients:
             for seen in o.urls:
