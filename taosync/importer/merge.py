@@ -470,7 +470,7 @@ class _Builder:
             client_cfg[o.client] = cfg
 
         data: dict = {"version": 1, "gateway": {"base_url": gw["base_url"], "key": gw["key"]}}
-        for extra in ("anthropic_base_url", "openai_base_url", "headers"):
+        for extra in ("anthropic_base_url", "openai_base_url", "gemini_base_url", "headers"):
             if extra in gw:
                 data["gateway"][extra] = gw[extra]
         data["models"] = {m: {} for m in model_ids}
