@@ -10,17 +10,19 @@ import pytest
 from conftest import TEST_KEY
 from contract import write_fleet
 from contract import check_contract
-from helpers import (KEY, KEY_ONE, MINI, ROOT, ROUTER_ARGS, ROUTER_ENV, by_path, fleet,
+from helpers import (KEY, KEY_ONE, MINI, ROUTER_ARGS, ROUTER_ENV, by_path, fleet,
                      imported, real_binary, round_trip, run_real_client, write)
 from taosync.clients import gemini_cli
 from taosync.clients.base import ClientEnv, ProbeSpec
 
-GEMINI_URL = ROOT + "/v1beta/models/gpt-4o-mini:streamGenerateContent?alt=sse"
+GEMINI_ROOT = "https://taotoken.net/gemini"  # the example fleet's gemini_base_url
+GEMINI_URL = GEMINI_ROOT + "/v1beta/models/gpt-4o-mini:streamGenerateContent?alt=sse"
 
 
 def test_contract(taosync, home, fleet_file):
+    # alone, its Gemini root is what import proposes as the gateway
     check_contract(taosync, home, fleet_file, "gemini-cli", {"model": "fast"},
-                   reference_off_disk=False)
+                   reference_off_disk=False, gateway=GEMINI_ROOT)
 
 
 # -- render and probes
@@ -37,7 +39,8 @@ def test_gemini_inline(clients_env, tmp_path):
     }
     dotenv = patches[tmp_path / ".gemini" / ".env"]
     assert dotenv.format == "dotenv" and dotenv.secret
-    assert dotenv.values == {("GOOGLE_GEMINI_BASE_URL",): ROOT, ("GEMINI_API_KEY",): KEY}
+    assert dotenv.values == {("GOOGLE_GEMINI_BASE_URL",): GEMINI_ROOT,
+                             ("GEMINI_API_KEY",): KEY}
     assert clients_env.warnings == []
 
 
@@ -46,7 +49,7 @@ def test_gemini_reference_leaves_its_own_variable_to_the_environment(clients_env
               gateway__headers={"X-Team": "core", "X-Env": "dev"})
     settings, dotenv = gemini_cli.render(f, KEY, clients_env)
     assert not settings.secret
-    assert dotenv.values == {("GOOGLE_GEMINI_BASE_URL",): ROOT,
+    assert dotenv.values == {("GOOGLE_GEMINI_BASE_URL",): GEMINI_ROOT,
                              ("GEMINI_CLI_CUSTOM_HEADERS",): "X-Team: core, X-Env: dev"}
     assert clients_env.warnings == []
 
@@ -85,7 +88,8 @@ def test_gemini_cli_home(tmp_path):
 
 def test_gemini_probes(clients_env):
     assert gemini_cli.probes(fleet(), KEY, clients_env) == [
-        ProbeSpec("gemini-cli", "fast", MINI, "gemini", ROOT, GEMINI_URL, "x-goog-api-key")]
+        ProbeSpec("gemini-cli", "fast", MINI, "gemini", GEMINI_ROOT, GEMINI_URL,
+                  "x-goog-api-key")]
 
 
 # -- the fleet check
@@ -119,7 +123,8 @@ def test_gemini_keeps_folder_trust_and_the_users_env_lines(taosync, home, fleet_
                                     "auth": {"selectedType": "gemini-api-key"}}
     dotenv = (home / ".gemini/.env").read_text()
     assert dotenv.startswith("# mine\nGOOGLE_CLOUD_PROJECT=p1\n")
-    assert f"GEMINI_API_KEY={TEST_KEY}" in dotenv and f"GOOGLE_GEMINI_BASE_URL={ROOT}" in dotenv
+    assert f"GEMINI_API_KEY={TEST_KEY}" in dotenv
+    assert f"GOOGLE_GEMINI_BASE_URL={GEMINI_ROOT}" in dotenv
     assert (home / ".gemini/.env").stat().st_mode & 0o077 == 0
 
 
@@ -129,7 +134,7 @@ def test_verify_probes_what_the_files_say(taosync, home, fleet_file):
     with Stub(key=TEST_KEY, models=["gpt-4o-mini"]) as stub:
         write_fleet(fleet_file, "gemini-cli", {"model": "fast"})
         fleet_file.write_text(fleet_file.read_text().replace(
-            "https://taotoken.net/api", stub.root))
+            GEMINI_ROOT, stub.root))
         assert taosync("apply", "--no-verify").rc == 0
         ok = taosync("verify", "--only", "gemini-cli")
         assert ok.rc == 0, ok.both
