@@ -87,9 +87,9 @@ BAD_INPUT = {
                             "cannot resolve ${cmd:false}: key command exited 1"),
     "unknown-key-command": (edit(KEY_LINE, "key: ${cmd:no-such-program-xyz}"), "8:8",
                             "key command not found: no-such-program-xyz"),
-    "non-http-base-url": (edit("https://taotoken.net/api", "ftp://taotoken.net/api"), "7:13",
+    "non-http-base-url": (edit("  base_url: https://", "  base_url: ftp://"), "7:13",
                           "gateway.base_url: must be an http:// or https:// URL"),
-    "base-url-no-scheme": (edit("https://taotoken.net/api", "taotoken.net/api"), "7:13",
+    "base-url-no-scheme": (edit("  base_url: https://", "  base_url: "), "7:13",
                            "no scheme: add https://"),
     "not-utf8": (edit("Reply with OK.", "Reply with OK\u00e9.").encode("utf-8")
                  .replace(b"\xc3\xa9", b"\xe9"), "43:32", "not valid UTF-8 (byte 0xe9)"),
@@ -243,7 +243,7 @@ def test_json_lists_problems_with_positions(sandbox, capsys):
 
 def test_warning_goes_to_stderr_before_ok(sandbox, capsys):
     home, fleet = sandbox
-    write(fleet, edit("https://taotoken.net/api", "https://taotoken.net/api/v1/"))
+    write(fleet, edit("  base_url: https://taotoken.net/api", "  base_url: https://taotoken.net/api/v1/"))
     rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet))
     assert rc == 0
     assert out.startswith("OK: ")

@@ -10,12 +10,12 @@ import pytest
 from conftest import TEST_KEY
 from contract import write_fleet
 from contract import check_contract
-from helpers import (KEY, KEY_ONE, MINI, ROUTER_ARGS, ROUTER_ENV, by_path, fleet,
+from helpers import (KEY, KEY_ONE, MINI, ROOT, ROUTER_ARGS, ROUTER_ENV, by_path, fleet,
                      imported, real_binary, round_trip, run_real_client, write)
 from taosync.clients import gemini_cli
 from taosync.clients.base import ClientEnv, ProbeSpec
 
-GEMINI_ROOT = "https://taotoken.net/gemini"  # the example fleet's gemini_base_url
+GEMINI_ROOT = ROOT  # the example fleet's gemini_base_url: the root (Gemini's paths are /v1beta/…)
 GEMINI_URL = GEMINI_ROOT + "/v1beta/models/gpt-4o-mini:streamGenerateContent?alt=sse"
 
 
