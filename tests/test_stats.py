@@ -26,8 +26,8 @@ def test_stats_per_model_from_two_real_runs(taosync, fleet_file):
     llama = rows["intel/llama-7b"]
     assert (llama["runs"], llama["failures"], llama["backend"]) == (2, 2, "oneapi")
     assert llama["median_latency_ms"] is None and llama["last_code"] == "server_error"
-    mini = rows["gpt-4o-mini"]  # claude-code, codex, continue probe it; codex twice
-    assert (mini["runs"], mini["failures"]) == (4, 0)
+    mini = rows["gpt-4o-mini"]  # claude-code, codex, continue, gemini-cli probe it; codex twice
+    assert (mini["runs"], mini["failures"]) == (5, 0)
     assert mini["median_latency_ms"] is not None and mini["tokens_out"] > 0
     human = taosync("stats")
     assert "intel/llama-7b" in human.out and "2 (100%)" in human.out

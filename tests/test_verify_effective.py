@@ -111,7 +111,7 @@ def failed(data: dict) -> list[dict]:
 def test_a_healthy_home_passes_with_the_values_on_disk(taosync, home, gateway):
     r = taosync("verify")
     assert r.rc == 0, r.both
-    assert "8/8 backends pass" in r.out and "differs from fleet.yaml" not in r.err
+    assert "9/9 backends pass" in r.out and "differs from fleet.yaml" not in r.err
     data = json.loads(taosync("verify", "--json").out)
     assert data["ok"] and data["drift"] == [] and data["problems"] == []
     sources = {r["clients"][0]: r["key_source"] for r in data["results"]}
@@ -189,9 +189,10 @@ def test_a_home_never_applied_says_so_and_fails(taosync, home, fleet_file):
         assert f"{shown} does not exist" in r.err
     assert "pass" not in r.out
     problems = json.loads(as_json.out)["problems"]
-    assert {p["client"] for p in problems} == {"claude-code", "codex", "cline", "continue"}
-    assert desired.rc == 0 and "8/8 backends pass" in desired.out
-    assert len(sent) == 8  # only --desired sent anything
+    assert {p["client"] for p in problems} == {"claude-code", "codex", "cline", "continue",
+                                               "qwen-code", "gemini-cli"}
+    assert desired.rc == 0 and "9/9 backends pass" in desired.out
+    assert len(sent) == 9  # only --desired sent anything
     assert not (home / ".claude").exists()
 
 
@@ -202,7 +203,7 @@ def test_one_client_applied_the_others_not(taosync, home, gateway):
     data = json.loads(r.out)
     assert r.rc == 1 and not data["ok"]
     assert [p["client"] for p in data["problems"]] == ["codex"]
-    assert data["failed"] == 0 and data["passed"] == 5
+    assert data["failed"] == 0 and data["passed"] == 6
     assert "codex" not in {c for x in data["results"] for c in x["clients"]}
 
 
