@@ -195,3 +195,12 @@ def test_real_gemini_cli_answers_through_the_stand_in(taosync, home, fleet_file)
     assert calls and all(r.auth == "ok" for r in calls)
     assert "/api/v1beta/models/gw-fast:streamGenerateContent" in [r.path for r in calls]
     assert not (home / ".gemini/settings.json").read_text().count("folderTrust")
+
+
+def test_env_gives_the_exports_a_headless_gemini_needs(taosync):
+    """Outside a trusted folder Gemini CLI ignores ~/.gemini/.env's URL: ``taosync env``
+    exports its own variables instead (the key only with --with-key)."""
+    plain = taosync("env").out
+    assert f"export GOOGLE_GEMINI_BASE_URL='{GEMINI_ROOT}'" in plain
+    assert "GEMINI_API_KEY" not in plain
+    assert f"export GEMINI_API_KEY='{TEST_KEY}'" in taosync("env", "--with-key").out
