@@ -185,7 +185,9 @@ GEMINI = real_binary("TAOSYNC_TEST_GEMINI_BIN", "gemini")
                     "installed; set TAOSYNC_TEST_GEMINI_BIN")
 def test_real_gemini_cli_answers_through_the_stand_in(taosync, home, fleet_file):
     """In a folder the user trusts (``--skip-trust`` stands for that here) Gemini CLI reads
-    ~/.gemini/.env: only taosync's two files, no key or URL in the environment."""
+    ~/.gemini/.env: only taosync's two files, no key or URL in the environment. The user's
+    own privacy setting (no usage statistics: no lookup beyond the stand-in) is kept."""
+    write(home / ".gemini/settings.json", '{"privacy": {"usageStatisticsEnabled": false}}')
     done, seen = run_real_client(taosync, fleet_file, home, GEMINI,
                                  ["--skip-trust", "-p", "Reply with OK"], "gemini-cli",
                                  {"model": "fast"})
@@ -194,7 +196,9 @@ def test_real_gemini_cli_answers_through_the_stand_in(taosync, home, fleet_file)
     calls = [r for r in seen if r.method == "POST"]
     assert calls and all(r.auth == "ok" for r in calls)
     assert "/api/v1beta/models/gw-fast:streamGenerateContent" in [r.path for r in calls]
-    assert not (home / ".gemini/settings.json").read_text().count("folderTrust")
+    settings = json.loads((home / ".gemini/settings.json").read_text())
+    assert "folderTrust" not in settings.get("security", {})
+    assert settings["privacy"] == {"usageStatisticsEnabled": False}
 
 
 def test_env_gives_the_exports_a_headless_gemini_needs(taosync):

@@ -159,6 +159,8 @@ QWEN = real_binary("TAOSYNC_TEST_QWEN_BIN", "qwen")
                     "set TAOSYNC_TEST_QWEN_BIN")
 @pytest.mark.parametrize("secrets", ["inline", "reference"])
 def test_real_qwen_code_answers_through_the_stand_in(taosync, home, fleet_file, secrets):
+    # the user's own privacy setting: no usage statistics, so no lookup beyond the stand-in
+    write(home / ".qwen/settings.json", '{"privacy": {"usageStatisticsEnabled": false}}')
     done, seen = run_real_client(taosync, fleet_file, home, QWEN, ["Reply with OK"],
                                  "qwen-code", {"model": "main"}, secrets=secrets,
                                  env={"TAOTOKEN_API_KEY": TEST_KEY} if secrets == "reference"
@@ -169,3 +171,5 @@ def test_real_qwen_code_answers_through_the_stand_in(taosync, home, fleet_file, 
     assert chats and all(r.auth == "ok" and r.body["model"] == "gw-main" for r in chats)
     settings = json.loads((home / ".qwen/settings.json").read_text())
     assert (TEST_KEY in json.dumps(settings)) == (secrets == "inline")
+    assert settings["$version"] == 4  # Qwen's own key, written by Qwen, left alone
+    assert settings["privacy"] == {"usageStatisticsEnabled": False}
