@@ -212,13 +212,13 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     if url is None:
         out.problems.append(f"{where} sets no {URL_VAR} (nor does the environment)")
         return out
-    if obs.keys:
+    if env.getenv(KEY_VAR):  # the real environment beats .env, as in Gemini
+        key_seen = Seen(None, dotenv_path, KEY_VAR)
+        secret, problem = disk_key("env", KEY_VAR, f"{KEY_VAR} (from the environment)", env)
+    elif obs.keys:
         key_seen = obs.keys[0]
         secret, problem = disk_key("literal", key_seen.value.reveal(),
                                    f"{shown(key_seen.file, env)} {key_seen.key}", env)
-    elif env.getenv(KEY_VAR):
-        key_seen = Seen(None, dotenv_path, KEY_VAR)
-        secret, problem = disk_key("env", KEY_VAR, f"{KEY_VAR} (from the environment)", env)
     else:
         key_seen, secret = None, None
         problem = f"{where} sets no {KEY_VAR} (nor does the environment)"

@@ -118,7 +118,8 @@ def real_binary(var: str, name: str) -> str | None:
 
 def run_real_client(taosync, fleet_file: Path, home: Path, binary: str, args: list[str],
                     client_id: str, entry: dict, *, secrets: str = "inline",
-                    env: dict | None = None, timeout: float = 180):
+                    env: dict | None = None, headers: dict | None = None,
+                    timeout: float = 180):
     """Apply a fleet pointing ``client_id`` at a stand-in gateway (root under /api, also the
     Gemini root), then run the real client in its one-shot mode with only the sandbox home
     (no location variables, no proxy, no key in the environment unless ``env`` says so).
@@ -129,7 +130,8 @@ def run_real_client(taosync, fleet_file: Path, home: Path, binary: str, args: li
 
     with Stub(key=TEST_KEY, models=["gw-main", "gw-fast"], prefix="/api") as stub:
         data = copy.deepcopy(EXAMPLE)
-        data["gateway"].update(base_url=stub.root, gemini_base_url=stub.root)
+        data["gateway"].update(base_url=stub.root, gemini_base_url=stub.root,
+                               headers=headers or {})
         data["models"] = {"gw-main": {}, "gw-fast": {}}
         data["routes"] = {"main": "gw-main", "fast": "gw-fast"}
         data["default_route"] = "main"

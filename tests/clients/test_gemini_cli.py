@@ -190,11 +190,14 @@ def test_real_gemini_cli_answers_through_the_stand_in(taosync, home, fleet_file)
     write(home / ".gemini/settings.json", '{"privacy": {"usageStatisticsEnabled": false}}')
     done, seen = run_real_client(taosync, fleet_file, home, GEMINI,
                                  ["--skip-trust", "-p", "Reply with OK"], "gemini-cli",
-                                 {"model": "fast"})
+                                 {"model": "fast"}, headers={"X-Team": "core", "X-Env": "dev"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert "gw-fast answered through the taosync stand-in" in done.stdout
     calls = [r for r in seen if r.method == "POST"]
     assert calls and all(r.auth == "ok" for r in calls)
+    # gateway.headers, through GEMINI_CLI_CUSTOM_HEADERS in .env
+    assert all((r.headers.get("x-team"), r.headers.get("x-env")) == ("core", "dev")
+               for r in calls)
     assert "/api/v1beta/models/gw-fast:streamGenerateContent" in [r.path for r in calls]
     settings = json.loads((home / ".gemini/settings.json").read_text())
     assert "folderTrust" not in settings.get("security", {})

@@ -164,11 +164,12 @@ def test_real_qwen_code_answers_through_the_stand_in(taosync, home, fleet_file, 
     done, seen = run_real_client(taosync, fleet_file, home, QWEN, ["Reply with OK"],
                                  "qwen-code", {"model": "main"}, secrets=secrets,
                                  env={"TAOTOKEN_API_KEY": TEST_KEY} if secrets == "reference"
-                                 else None)
+                                 else None, headers={"X-Team": "core"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert "gw-main answered through the taosync stand-in" in done.stdout
     chats = [r for r in seen if r.path == "/api/v1/chat/completions"]
     assert chats and all(r.auth == "ok" and r.body["model"] == "gw-main" for r in chats)
+    assert all(r.headers.get("x-team") == "core" for r in chats)  # generationConfig.customHeaders
     settings = json.loads((home / ".qwen/settings.json").read_text())
     assert (TEST_KEY in json.dumps(settings)) == (secrets == "inline")
     assert settings["$version"] == 4  # Qwen's own key, written by Qwen, left alone
