@@ -37,6 +37,10 @@ class CrossChecks:
                 self.error(path, problem)
                 self._reported.add(path)
                 continue
+            if name == "gemini_base_url" and url.rstrip("/").endswith("/v1"):
+                self.warn(path, f"{_safe_url(url)} ends in /v1, but Gemini CLI appends "
+                          f"/v1beta/models/… itself (…/v1/v1beta/…): give the root where "
+                          f"the gateway serves Gemini's protocol, without /v1")
             if name != "base_url":
                 continue  # overrides are exact URLs, taken as written
             root = url

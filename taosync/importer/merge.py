@@ -82,6 +82,10 @@ class _Builder:
             return self._gateway(rest)
         for o, seen in gemini:
             self.read.append({**self.item(o.client, seen), "what": "url"})
+            if seen.value.strip().rstrip("/").endswith("/v1"):
+                self.add("note", "gateway", f"{o.client}: {seen.value} ends in /v1, so "
+                         f"Gemini CLI calls …/v1/v1beta/models/…; check gemini_base_url in "
+                         f"the proposal (the root, without /v1)", [self.item(o.client, seen)])
         first = gemini[0][1].value.strip().rstrip("/")
         gw, chosen = self._gateway(rest) if any(o.urls for o in rest) else (
             {"base_url": first}, set())

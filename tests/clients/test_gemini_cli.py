@@ -211,3 +211,16 @@ def test_env_gives_the_exports_a_headless_gemini_needs(taosync):
     assert f"export GOOGLE_GEMINI_BASE_URL='{GEMINI_ROOT}'" in plain
     assert "GEMINI_API_KEY" not in plain
     assert f"export GEMINI_API_KEY='{TEST_KEY}'" in taosync("env", "--with-key").out
+
+
+def test_a_gemini_root_ending_in_v1_is_warned_about(taosync, fleet_file, run, home):
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "gemini_base_url: https://taotoken.net/api", "gemini_base_url: https://taotoken.net/api/v1"))
+    r = taosync("validate")
+    assert r.rc == 0 and "gateway.gemini_base_url: warning:" in r.err
+    assert "(…/v1/v1beta/…)" in r.err
+    write(home / ".gemini/settings.json", json.dumps({"model": {"name": "m"}}))
+    write(home / ".gemini/.env", f"GEMINI_API_KEY={KEY_ONE}\n"
+                                 "GOOGLE_GEMINI_BASE_URL=https://gw.example.com/v1\n")
+    _, data = imported(run)
+    assert any("ends in /v1" in f["message"] for f in data["findings"])
