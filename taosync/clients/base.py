@@ -79,10 +79,10 @@ class ProbeSpec:
     client: str
     route: str | None  # route name, or None when the slot named a model id directly
     model: str
-    protocol: str  # anthropic-messages | openai-responses | openai-chat
+    protocol: str  # anthropic-messages | openai-responses | openai-chat | gemini
     base_url: str  # exactly as written into the client's config
     url: str  # the full URL the client will POST to
-    auth: str  # bearer | x-api-key | both
+    auth: str  # bearer | x-api-key | both | x-goog-api-key
     stream: bool = True
     headers: tuple[tuple[str, str], ...] = ()
     #: on-disk probes only: the key the client's files resolve to (None: the fleet's key)

@@ -215,7 +215,8 @@ def test_env_gives_the_exports_a_headless_gemini_needs(taosync):
 
 def test_a_gemini_root_ending_in_v1_is_warned_about(taosync, fleet_file, run, home):
     fleet_file.write_text(fleet_file.read_text().replace(
-        "gemini_base_url: https://taotoken.net/api", "gemini_base_url: https://taotoken.net/api/v1"))
+        "gemini_base_url: https://taotoken.net/api",
+        "gemini_base_url: https://taotoken.net/api/v1"))
     r = taosync("validate")
     assert r.rc == 0 and "gateway.gemini_base_url: warning:" in r.err
     assert "(…/v1/v1beta/…)" in r.err
