@@ -243,7 +243,8 @@ def test_json_lists_problems_with_positions(sandbox, capsys):
 
 def test_warning_goes_to_stderr_before_ok(sandbox, capsys):
     home, fleet = sandbox
-    write(fleet, edit("  base_url: https://taotoken.net/api", "  base_url: https://taotoken.net/api/v1/"))
+    write(fleet, edit("  base_url: https://taotoken.net/api",
+                      "  base_url: https://taotoken.net/api/v1/"))
     rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet))
     assert rc == 0
     assert out.startswith("OK: ")
