@@ -185,7 +185,10 @@ def test_the_stand_in_serves_gemini_and_verify_diagnoses_its_failures():
                             json={"contents": [{"parts": [{"text": "hi"}]}]})
         assert answer.status_code == 200 and s.requests[-1].query == ""
         assert answer.json()["candidates"][0]["finishReason"] == "STOP"
+        listed = httpx.get(s.root + "/v1beta/models", headers={"x-goog-api-key": RAW})
+        assert listed.json()["models"][0]["name"] == "models/m"
     assert gone.diagnosis.code == "model_not_found" and "gw-gone" in gone.diagnosis.cause
+    assert "(m)" in gone.diagnosis.fix  # from the gateway's own Gemini model list
     assert doubled.diagnosis.code == "path"
     assert "/v1 is doubled" in doubled.diagnosis.cause
     assert f"gateway.gemini_base_url: {root}`" in doubled.diagnosis.fix

@@ -110,6 +110,24 @@ class Reader(base.Reader):
 
 # -- the stand-in's side -------------------------------------------------------------------
 
+#: where the stand-in (and Google's API) lists the models, in Gemini's shape
+MODELS_PATH = "/v1beta/models"
+
+
+def models_body(ids: list[str]) -> dict:
+    return {"models": [{"name": f"models/{m}", "displayName": m,
+                        "supportedGenerationMethods": ["generateContent", "countTokens"]}
+                       for m in ids]}
+
+
+def model_ids(data: object) -> list[str] | None:
+    """The ids in a Gemini model list (``models/`` dropped), None when it is not one."""
+    if not isinstance(data, dict) or not isinstance(data.get("models"), list):
+        return None
+    return [m["name"].removeprefix("models/") for m in data["models"]
+            if isinstance(m, dict) and isinstance(m.get("name"), str)]
+
+
 def _count_tokens(body: dict) -> dict:
     return {"totalTokens": base.tokens(json.dumps(body.get("contents") or ""))}
 

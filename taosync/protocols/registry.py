@@ -26,6 +26,16 @@ def get(name: str) -> ModuleType:
     return importlib.import_module(MODULES[name])
 
 
+def for_models(path: str) -> ModuleType | None:
+    """The protocol whose own model list is served at ``path`` (``MODELS_PATH``, e.g.
+    Gemini's ``/v1beta/models``), else None (``/v1/models`` is every OpenAI-shaped one's)."""
+    for name in MODULES:
+        module = get(name)
+        if getattr(module, "MODELS_PATH", None) == path:
+            return module
+    return None
+
+
 def for_endpoint(path: str) -> tuple[ModuleType, str] | None:
     """(protocol module, operation) serving gateway path ``path`` (e.g. ``/v1/messages``),
     operation being ``"answer"`` or a key of the module's ``SIDE_ENDPOINTS``; else None."""

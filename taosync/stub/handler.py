@@ -148,10 +148,11 @@ class Handler(BaseHTTPRequestHandler):
         path = path.rstrip("/") or "/"
         if path == "/":
             return self._send(200, b"taosync stand-in gateway\n", "text/plain")
-        if path == "/v1/models":
+        listing = registry.for_models(path)  # /v1/models, or a protocol's own list
+        if path == "/v1/models" or listing is not None:
             if method != "GET":
                 return self._send(405, b"", "text/plain", {"Allow": "GET"})
-            return self._models(registry.get(MODELS_PROTOCOL), received)
+            return self._models(listing or registry.get(MODELS_PROTOCOL), received)
         found = registry.for_endpoint(path)
         if found is None:
             return self._send(404, NOT_FOUND_PAGE, "text/html")
@@ -238,6 +239,8 @@ class Handler(BaseHTTPRequestHandler):
     def _models(self, protocol: ModuleType, received: list[str]) -> None:
         if self._seen.auth != "ok":
             return self._unauthorized(protocol, received)
+        if hasattr(protocol, "models_body"):  # a list in the protocol's own shape
+            return self._json(200, protocol.models_body(self.stub.models or []))
         now = int(time.time())
         data = [{"id": m, "object": "model", "type": "model", "display_name": m,
                  "created": now, "created_at": "2026-01-01T00:00:00Z",

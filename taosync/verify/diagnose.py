@@ -307,11 +307,15 @@ async def _model_ids(client: Any, request: Any, url: str, protocol: str,
     origin, prefix, _ = split
     headers = {k: v for k, v in request.headers.items() if k.lower() != "content-type"}
     headers["Accept"] = "application/json"
+    module = registry.get(protocol)
     try:
-        resp = await client.get(origin + prefix + "/models", headers=headers, timeout=timeout)
+        resp = await client.get(origin + prefix + getattr(module, "MODELS_PATH", "/models"),
+                                headers=headers, timeout=timeout)
         data = resp.json() if resp.status_code == 200 else None
     except Exception:  # noqa: BLE001 - no list: no suggestion
         return None
+    if hasattr(module, "model_ids"):  # the protocol's own list shape (Gemini)
+        return module.model_ids(data)
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         return None
     return [m["id"] for m in data["data"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
