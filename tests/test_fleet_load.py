@@ -131,7 +131,7 @@ def test_crlf_and_bom_are_fine(home, write):
     ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080"),
 ])
 def test_base_url_is_normalised_with_a_located_warning(given, root, home, write):
-    path = write(EXAMPLE_TEXT.replace("https://taotoken.net/api", given))
+    path = write(EXAMPLE_TEXT.replace("  base_url: https://taotoken.net/api", "  base_url: " + given))
     loaded = load_fleet(path, home=home, environ=ENV)
     assert loaded.fleet.gateway.base_url == root
     assert loaded.data["gateway"]["base_url"] == root

@@ -223,8 +223,8 @@ def test_global_options_before_or_after_the_command(order, sandbox, capsys):
 
 def test_json_lists_problems_with_positions(sandbox, capsys):
     home, fleet = sandbox
-    write(fleet, edit("haiku: fast", "haiku: fsat").replace("https://taotoken.net/api",
-                                                            "https://taotoken.net/api/v1"))
+    write(fleet, edit("haiku: fast", "haiku: fsat").replace(
+        "  base_url: https://taotoken.net/api", "  base_url: https://taotoken.net/api/v1"))
     rc, out, err = cli(capsys, "validate", "--json", "--home", str(home), "-c", str(fleet))
     assert rc == 2
     data = json.loads(out)
