@@ -19,7 +19,7 @@ from clients.helpers import KEY, RAW, ROOT, SONNET, V1, by_path, fleet
 def test_registry_and_interface():
     mods = all_clients()
     assert set(mods) == {"claude-code", "codex", "cline", "continue", "mistral-vibe", "gptme",
-                         "aider", "llm", "shell-gpt"}
+                         "aider", "llm", "shell-gpt", "qwen-code", "gemini-cli"}
     for mod in mods.values():
         assert mod.TARGETS and all(isinstance(t, str) for t in mod.TARGETS)
         assert re.search(r"\d+\.\d+\.\d+", mod.__doc__), "docstring names the client version"
@@ -84,6 +84,8 @@ def test_dot_dirs_same_on_every_platform(tmp_path, platform):
         # llm's directory is the platform's app-data one, not a dot dir
         *(f"{LLM_DIRS[platform]}/io.datasette.llm/{name}"
           for name in ("extra-openai-models.yaml", "keys.json", "default_model.txt")),
+        ".qwen/settings.json",
+        ".gemini/settings.json", ".gemini/.env",
     }
 
 

@@ -131,7 +131,7 @@ def test_crlf_and_bom_are_fine(home, write):
     ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080"),
 ])
 def test_base_url_is_normalised_with_a_located_warning(given, root, home, write):
-    path = write(EXAMPLE_TEXT.replace("https://taotoken.net/api", given))
+    path = write(EXAMPLE_TEXT.replace("  base_url: https://taotoken.net/api", "  base_url: " + given))
     loaded = load_fleet(path, home=home, environ=ENV)
     assert loaded.fleet.gateway.base_url == root
     assert loaded.data["gateway"]["base_url"] == root
@@ -157,8 +157,8 @@ def test_url_overrides_are_checked_but_kept_as_written(home, write):
 
 
 def test_credentials_in_a_url_are_not_echoed(home, write):
-    path = write(EXAMPLE_TEXT.replace("https://taotoken.net/api",
-                                      "ftp://user:hunter2@taotoken.net/api"))
+    path = write(EXAMPLE_TEXT.replace("  base_url: https://taotoken.net/api",
+                                      "  base_url: ftp://user:hunter2@taotoken.net/api"))
     (msg,) = messages(path, home)
     assert "hunter2" not in msg and "ftp://…@taotoken.net/api" in msg
 
@@ -171,10 +171,10 @@ def test_all_duplicate_keys_in_one_run(home, write):
     text = text.replace("secrets: inline ", "secrets: inline\nsecrets: reference ")
     text = text.replace("{model: balanced, haiku: fast,", "{model: balanced, model: fast,")
     found = problems(write(text), home)
-    assert [(p.line, p.column) for p in found] == [(18, 3), (25, 1), (28, 34)]
+    assert [(p.line, p.column) for p in found] == [(19, 3), (26, 1), (29, 34)]
     assert [p.message.split(";")[0] for p in found] == [
-        "duplicate key 'fast' (first at line 17)", "duplicate key 'secrets' (first at line 24)",
-        "duplicate key 'model' (first at line 28)"]
+        "duplicate key 'fast' (first at line 18)", "duplicate key 'secrets' (first at line 25)",
+        "duplicate key 'model' (first at line 29)"]
 
 
 def test_syntax_error_mentions_the_opening(home, write):
@@ -217,7 +217,7 @@ def test_timestamps_read_as_the_round_trip_loader_writes_them(home, write):
 def test_non_string_keys(home, write):
     text = EXAMPLE_TEXT.replace("  gpt-4o-mini: {}", "  gpt-4o-mini: {}\n  3.5: {}")
     (msg,) = messages(write(text), home)
-    assert ":12:3: models: the key 3.5 is not a string; quote it" in msg
+    assert ":13:3: models: the key 3.5 is not a string; quote it" in msg
 
 
 def test_alias_bomb_stops(home, write):
@@ -243,24 +243,24 @@ def test_directory_and_missing_file(home, tmp_path):
 @pytest.mark.parametrize("old, new, where, message", [
     ("version: 1", "version: \"1\"", "4:10",
      "version: unsupported version '1': this taosync reads version 1"),
-    ("cline: {model: balanced}", "cline: {model: balanced, editors: vscode}", "28:37",
+    ("cline: {model: balanced}", "cline: {model: balanced, editors: vscode}", "29:37",
      "clients.cline.editors: must be 'auto', got the string 'vscode'"),
-    ("cline: {model: balanced}", "cline: {model: balanced, editors: [vscode]}", "28:38",
+    ("cline: {model: balanced}", "cline: {model: balanced, editors: [vscode]}", "29:38",
      "clients.cline.editors[0]: the string 'vscode' is not allowed here; did you mean "
      "'code'?"),
-    ("cline: {model: balanced}", "cline: {model: balanced, editors: 3}", "28:37",
+    ("cline: {model: balanced}", "cline: {model: balanced, editors: 3}", "29:37",
      "clients.cline.editors: expected a list or 'auto', got the number 3"),
-    ("  gpt-4o-mini: {}", "  gpt-4o-mini:", "11:3",
+    ("  gpt-4o-mini: {}", "  gpt-4o-mini:", "12:3",
      "models.gpt-4o-mini: expected a mapping, got nothing (an empty value); write {} "
      "for an empty mapping"),
-    ("timeout: 20", "timeout: 1e3", "45:61", "verify.timeout: must be at most 600, got 1000.0"),
-    ("    command: npx\n", "    command: ''\n", "38:14",
+    ("timeout: 20", "timeout: 1e3", "48:61", "verify.timeout: must be at most 600, got 1000.0"),
+    ("    command: npx\n", "    command: ''\n", "41:14",
      "mcp_servers.taotoken-router.command: must not be empty"),
-    ("    command: npx\n", "    command: npx\n    transport: sse\n", "39:5",
+    ("    command: npx\n", "    command: npx\n    transport: sse\n", "42:5",
      "mcp_servers.taotoken-router.transport: unknown key 'transport'"),
     ("profiles: [deep, batch]}", "profiles: [deep, batch], provider_id: 'my provider'}",
-     "27:62", "clients.codex.provider_id: may only hold letters, digits, _ and -"),
-    ("  fast: gpt-4o-mini\n", "", "11:3",
+     "28:62", "clients.codex.provider_id: may only hold letters, digits, _ and -"),
+    ("  fast: gpt-4o-mini\n", "", "12:3",
      "clients.claude-code.haiku: 'fast' is neither"),
 ])
 def test_schema_messages(old, new, where, message, home, write):
@@ -284,7 +284,7 @@ def test_empty_client_is_a_warning_not_an_error(home, write):
     loaded = load_fleet(write(EXAMPLE_TEXT.replace("  cline: {model: balanced}", "  cline:")),
                         home=home, environ=ENV)
     (w,) = loaded.warnings
-    assert (w.line, w.column, w.yaml_path) == (28, 3, "clients.cline")
+    assert (w.line, w.column, w.yaml_path) == (29, 3, "clients.cline")
     assert "write `cline: {}`" in w.message
     assert "cline" not in loaded.fleet.enabled_clients()
 
@@ -352,7 +352,7 @@ def test_key_problems_come_with_the_other_problems(home, write):
     path = write(EXAMPLE_TEXT.replace("haiku: fast", "haiku: fsat"))
     found = problems(path, home, environ={})
     assert [(p.line, p.yaml_path) for p in found] == [(8, "gateway.key"),
-                                                      (26, "clients.claude-code.haiku")]
+                                                      (27, "clients.claude-code.haiku")]
 
 
 # -- shapes and helpers --------------------------------------------------------------

@@ -23,6 +23,7 @@ version: 1
 gateway:
   base_url: https://gw.example
   key: ${env:TAOTOKEN_API_KEY}
+  gemini_base_url: https://gw.example
 models:
   m1: {}
 routes:
@@ -34,6 +35,8 @@ clients:
   codex: {}
   cline: {}
   continue: {}
+  qwen-code: {}
+  gemini-cli: {}
 mcp_servers:
   github:
     command: npx
@@ -48,7 +51,7 @@ mcp_servers:
       X-Team: platform
 """
 #: 1-based line and column of the value of mcp_servers.github.env.GITHUB_TOKEN
-VALUE_AT = "21:21"
+VALUE_AT = "24:21"
 
 
 @pytest.fixture
@@ -284,7 +287,7 @@ def test_a_reference_outside_env_and_headers_is_refused(taosync, home, mcp_fleet
                                                'args: [-y, "--token=${env:GITHUB_TOKEN}"]'))
     r = taosync("validate", config=fleet)
     assert r.rc == 2
-    assert f"{fleet}:19:16: mcp_servers.github.args[1]: a key reference works only in env " \
+    assert f"{fleet}:22:16: mcp_servers.github.args[1]: a key reference works only in env " \
            "and headers values" in r.err, r.err
 
 

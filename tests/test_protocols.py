@@ -25,13 +25,14 @@ INTERFACE = ("NAME", "TITLE", "ENDPOINT", "SUFFIX", "BASE_SUFFIX", "SIDE_ENDPOIN
 RAW = "sk-test-PROTOCOLS-0123456789"
 
 
-def test_registry_lists_the_three_protocols_each_with_the_whole_interface():
-    assert NAMES == ["anthropic-messages", "openai-responses", "openai-chat"]
+def test_registry_lists_the_protocols_each_with_the_whole_interface():
+    assert NAMES == ["anthropic-messages", "openai-responses", "openai-chat", "gemini"]
     for name in NAMES:
         module = registry.get(name)
         assert module.NAME == name
         assert [a for a in INTERFACE if not hasattr(module, a)] == []
-        assert module.ENDPOINT == "/v1" + module.SUFFIX
+        if name != "gemini":  # Gemini's endpoint names the model: its own test below
+            assert module.ENDPOINT == "/v1" + module.SUFFIX
     with pytest.raises(KeyError):
         registry.get("gemini-generate")
 
@@ -131,3 +132,65 @@ def test_a_new_protocol_is_probed_served_and_diagnosed_without_other_changes(ech
         missing, no_v1 = run([gone, wrong], key, Verify(retries=0))
     assert missing.diagnosis.code == "model_not_found" and "(m)" in missing.diagnosis.fix
     assert no_v1.diagnosis.code == "path" and "/v1 is missing" in no_v1.diagnosis.cause
+
+
+# -- Gemini: the model in the path, Google's error shapes --------------------------------------
+
+GEMINI_PATH = "/v1beta/models/gw-x:streamGenerateContent"
+
+
+def test_gemini_routes_by_the_model_in_its_path():
+    gemini = registry.get("gemini")
+    assert registry.for_endpoint(GEMINI_PATH) == (gemini, "answer")
+    assert gemini.requested({}, GEMINI_PATH) == ("gw-x", True)
+    assert gemini.requested({}, "/v1beta/models/gw-x:generateContent") == ("gw-x", False)
+    assert registry.for_endpoint("/v1beta/models/gw-x:countTokens") == (gemini, "countTokens")
+    assert registry.for_endpoint("/v1/v1beta/models/gw-x:generateContent") is None
+    assert gemini.url("https://gw/", "gw-x") == "https://gw" + GEMINI_PATH + "?alt=sse"
+    headers, body = gemini.probe("gw-x", "hi", 4, True)
+    assert body == {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                    "generationConfig": {"maxOutputTokens": 4}}
+
+
+def test_gemini_key_refusal_is_an_auth_diagnosis_whatever_the_status():
+    body, _ = registry.get("gemini").unauthorized(RAW)
+    assert body["error"]["status"] == "INVALID_ARGUMENT"
+    assert dx.key_refused(body, "")
+    assert not dx.key_refused(registry.get("gemini").unknown_model("m"), "")
+
+
+def test_the_stand_in_serves_gemini_and_verify_diagnoses_its_failures():
+    from taosync.protocols.gemini import url
+
+    key = Secret(RAW)
+    with Stub(key=RAW, models=["m"], prefix="/api") as s:
+        root = s.root
+
+        def spec(model, base=root):
+            return ProbeSpec("gemini-cli", "main", model, "gemini", base, url(base, model),
+                             "x-goog-api-key")
+
+        (good,) = run([spec("m")], key, Verify(prompt="Say OK", max_tokens=3))
+        assert good.ok and good.answer == "OK — m" and good.tokens_out == 3
+        seen = s.posts(":streamGenerateContent")[-1]
+        assert (seen.auth, seen.query) == ("ok", "alt=sse")
+        assert "x-goog-api-key" not in seen.headers
+        gone, doubled = run([spec("gw-gone"), spec("m", s.root + "/v1")], key,
+                            Verify(retries=0))
+        (bad_key,) = run([spec("m")], Secret("sk-wrong-0123456789abc"), Verify(retries=0))
+        # Google's ?key= query parameter is accepted and kept out of the record
+        import httpx
+
+        answer = httpx.post(s.root + "/v1beta/models/m:generateContent?key=" + RAW,
+                            json={"contents": [{"parts": [{"text": "hi"}]}]})
+        assert answer.status_code == 200 and s.requests[-1].query == ""
+        assert answer.json()["candidates"][0]["finishReason"] == "STOP"
+        listed = httpx.get(s.root + "/v1beta/models", headers={"x-goog-api-key": RAW})
+        assert listed.json()["models"][0]["name"] == "models/m"
+    assert gone.diagnosis.code == "model_not_found" and "gw-gone" in gone.diagnosis.cause
+    assert "(m)" in gone.diagnosis.fix  # from the gateway's own Gemini model list
+    assert doubled.diagnosis.code == "path"
+    assert "/v1 is doubled" in doubled.diagnosis.cause
+    assert f"gateway.gemini_base_url: {root}`" in doubled.diagnosis.fix
+    assert bad_key.diagnosis.code == "auth" and "HTTP 400" in bad_key.diagnosis.cause
+    assert "sk-wrong" not in bad_key.diagnosis.cause

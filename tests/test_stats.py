@@ -26,9 +26,9 @@ def test_stats_per_model_from_two_real_runs(taosync, fleet_file):
     llama = rows["intel/llama-7b"]
     assert (llama["runs"], llama["failures"], llama["backend"]) == (2, 2, "oneapi")
     assert llama["median_latency_ms"] is None and llama["last_code"] == "server_error"
-    # claude-code, codex, continue, aider, llm, shell-gpt probe it; codex twice
+    # claude-code, codex, continue, aider, llm, shell-gpt, gemini-cli probe it; codex twice
     mini = rows["gpt-4o-mini"]
-    assert (mini["runs"], mini["failures"]) == (7, 0)
+    assert (mini["runs"], mini["failures"]) == (8, 0)
     assert mini["median_latency_ms"] is not None and mini["tokens_out"] > 0
     human = taosync("stats")
     assert "intel/llama-7b" in human.out and "2 (100%)" in human.out

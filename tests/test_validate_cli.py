@@ -47,20 +47,20 @@ KEY_LINE = "key: ${env:TAOTOKEN_API_KEY}"
 
 # id → (file content: str or bytes, "LINE:COL", a fragment of the message)
 BAD_INPUT = {
-    "yaml-syntax-error": (edit("  fast: gpt-4o-mini", "  fast: [gpt-4o-mini"), "18:11",
+    "yaml-syntax-error": (edit("  fast: gpt-4o-mini", "  fast: [gpt-4o-mini"), "19:11",
                           "YAML syntax error"),
-    "tab-indent": (edit("  fast: gpt-4o-mini", "\tfast: gpt-4o-mini"), "17:1",
+    "tab-indent": (edit("  fast: gpt-4o-mini", "\tfast: gpt-4o-mini"), "18:1",
                    "YAML indents with spaces"),
     "duplicate-keys": (edit("  deep: nvidia/deepseek-r1\n",
                             "  deep: nvidia/deepseek-r1\n  fast: intel/llama-7b\n"),
-                       "20:3", "duplicate key 'fast' (first at line 17)"),
-    "wrong-type": (edit("max_tokens: 16", "max_tokens: many"), "45:48",
+                       "21:3", "duplicate key 'fast' (first at line 18)"),
+    "wrong-type": (edit("max_tokens: 16", "max_tokens: many"), "48:48",
                    "verify.max_tokens: expected an integer, got the string 'many'"),
-    "wrong-type-list": (edit("profiles: [deep, batch]", "profiles: deep"), "27:34",
+    "wrong-type-list": (edit("profiles: [deep, batch]", "profiles: deep"), "28:34",
                         "clients.codex.profiles: expected a list"),
     "unknown-key": (edit("  base_url:", "  bse_url:"), "7:3",
                     "gateway.bse_url: unknown key 'bse_url'; did you mean 'base_url'?"),
-    "unknown-top-level-key": (edit("default_route:", "default_rout:"), "21:1",
+    "unknown-top-level-key": (edit("default_route:", "default_rout:"), "22:1",
                               "did you mean 'default_route'?"),
     "empty-file": ("", "1:1", "the file is empty"),
     "comments-only": ("# nothing yet\n", "1:1", "the file is empty"),
@@ -69,40 +69,40 @@ BAD_INPUT = {
     "version-missing": (edit("version: 1\n", ""), "5:1", "version is missing"),
     "version-unsupported": (edit("version: 1", "version: 2"), "4:10",
                             "unsupported version 2: this taosync reads version 1"),
-    "route-unknown-model": (edit("fast: gpt-4o-mini", "fast: gpt-4o-mni"), "17:9",
+    "route-unknown-model": (edit("fast: gpt-4o-mini", "fast: gpt-4o-mni"), "18:9",
                             "routes.fast: route 'fast' names 'gpt-4o-mni', which is not in "
                             "models; did you mean 'gpt-4o-mini'?"),
-    "slot-unknown-route": (edit("haiku: fast", "haiku: fsat"), "26:41",
+    "slot-unknown-route": (edit("haiku: fast", "haiku: fsat"), "27:41",
                            "clients.claude-code.haiku: 'fsat' is neither a route nor a "
                            "catalogue model; did you mean 'fast'?"),
     "slot-unknown-model": (edit("profiles: [deep, batch]", "profiles: [deep, intel/llama-8b]"),
-                           "27:41", "clients.codex.profiles[1]: 'intel/llama-8b' is neither"),
-    "unknown-client": (edit("  cline: {model", "  clin: {model"), "28:3",
+                           "28:41", "clients.codex.profiles[1]: 'intel/llama-8b' is neither"),
+    "unknown-client": (edit("  cline: {model", "  clin: {model"), "29:3",
                        "clients.clin: unknown client 'clin'; did you mean 'cline'?"),
     "default-route-unknown": (edit("default_route: balanced", "default_route: balancd"),
-                              "21:16", "'balancd' is not a route; did you mean 'balanced'?"),
+                              "22:16", "'balancd' is not a route; did you mean 'balanced'?"),
     "missing-key-file": (edit(KEY_LINE, "key: ${file:~/.config/taotoken/key}"), "8:8",
                          "cannot resolve ${file:~/.config/taotoken/key}: key file"),
     "failing-key-command": (edit(KEY_LINE, "key: ${cmd:false}"), "8:8",
                             "cannot resolve ${cmd:false}: key command exited 1"),
     "unknown-key-command": (edit(KEY_LINE, "key: ${cmd:no-such-program-xyz}"), "8:8",
                             "key command not found: no-such-program-xyz"),
-    "non-http-base-url": (edit("https://taotoken.net/api", "ftp://taotoken.net/api"), "7:13",
+    "non-http-base-url": (edit("  base_url: https://", "  base_url: ftp://"), "7:13",
                           "gateway.base_url: must be an http:// or https:// URL"),
-    "base-url-no-scheme": (edit("https://taotoken.net/api", "taotoken.net/api"), "7:13",
+    "base-url-no-scheme": (edit("  base_url: https://", "  base_url: "), "7:13",
                            "no scheme: add https://"),
     "not-utf8": (edit("Reply with OK.", "Reply with OK\u00e9.").encode("utf-8")
-                 .replace(b"\xc3\xa9", b"\xe9"), "45:32", "not valid UTF-8 (byte 0xe9)"),
+                 .replace(b"\xc3\xa9", b"\xe9"), "48:32", "not valid UTF-8 (byte 0xe9)"),
     "utf16": (EXAMPLE_TEXT.encode("utf-16"), "1:1", "UTF-16"),
-    "mcp-unknown-reference": (edit("${routes.balanced}", "${routes.balancd}"), "43:23",
+    "mcp-unknown-reference": (edit("${routes.balanced}", "${routes.balancd}"), "46:23",
                               "unknown reference ${routes.balancd}; did you mean "
                               "${routes.balanced}?"),
-    "mcp-neither-stdio-nor-http": (edit("    command: npx\n", "    cmd: npx\n"), "37:3",
+    "mcp-neither-stdio-nor-http": (edit("    command: npx\n", "    cmd: npx\n"), "40:3",
                                    "needs 'command' (a stdio server) or 'url' (an http server)"),
     "codex-provider-openai": (edit("profiles: [deep, batch]}",
                                    "profiles: [deep, batch], provider_id: openai}"),
-                              "27:62", "Codex reserves it"),
-    "control-character": (edit("Reply with OK.", "Reply \x01 OK."), "45:25",
+                              "28:62", "Codex reserves it"),
+    "control-character": (edit("Reply with OK.", "Reply \x1 OK."), "48:25",
                           "character 0x01 is not allowed"),
 }
 
@@ -183,7 +183,7 @@ def test_every_problem_in_one_run_sorted_by_line(sandbox, capsys):
     lines = [ln for ln in err.splitlines() if ln.startswith(str(fleet) + ":")]
     located = [tuple(int(x) for x in ln[len(str(fleet)) + 1:].split(":")[:2]) for ln in lines]
     assert located == sorted(located)
-    assert [ln for ln, _ in located] == [4, 6, 7, 17, 26, 45]
+    assert [ln for ln, _ in located] == [4, 6, 7, 18, 27, 48]
     assert "must be greater than 0, got -1" in err
     assert err.rstrip().endswith("6 problems")
 
@@ -193,7 +193,7 @@ def test_example_is_ok_one_line(sandbox, capsys):
     write(fleet, EXAMPLE_TEXT)
     rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet))
     assert rc == 0
-    assert out == f"OK: {fleet} — 4 models, 4 routes, 9 clients, 1 MCP server\n"
+    assert out == f"OK: {fleet} — 4 models, 4 routes, 11 clients, 1 MCP server\n"
     assert err == ""
     assert list(home.iterdir()) == []
 
@@ -223,8 +223,8 @@ def test_global_options_before_or_after_the_command(order, sandbox, capsys):
 
 def test_json_lists_problems_with_positions(sandbox, capsys):
     home, fleet = sandbox
-    write(fleet, edit("haiku: fast", "haiku: fsat").replace("https://taotoken.net/api",
-                                                            "https://taotoken.net/api/v1"))
+    write(fleet, edit("haiku: fast", "haiku: fsat").replace(
+        "  base_url: https://taotoken.net/api", "  base_url: https://taotoken.net/api/v1"))
     rc, out, err = cli(capsys, "validate", "--json", "--home", str(home), "-c", str(fleet))
     assert rc == 2
     data = json.loads(out)
@@ -233,7 +233,7 @@ def test_json_lists_problems_with_positions(sandbox, capsys):
     assert data["problems"] == [
         {"file": str(fleet), "line": 7, "column": 13, "path": "gateway.base_url",
          "message": data["problems"][0]["message"], "severity": "warning"},
-        {"file": str(fleet), "line": 26, "column": 41, "path": "clients.claude-code.haiku",
+        {"file": str(fleet), "line": 27, "column": 41, "path": "clients.claude-code.haiku",
          "message": "'fsat' is neither a route nor a catalogue model; did you mean 'fast'?",
          "severity": "error"},
     ]
@@ -243,7 +243,8 @@ def test_json_lists_problems_with_positions(sandbox, capsys):
 
 def test_warning_goes_to_stderr_before_ok(sandbox, capsys):
     home, fleet = sandbox
-    write(fleet, edit("https://taotoken.net/api", "https://taotoken.net/api/v1/"))
+    write(fleet, edit("  base_url: https://taotoken.net/api",
+                      "  base_url: https://taotoken.net/api/v1/"))
     rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet))
     assert rc == 0
     assert out.startswith("OK: ")
@@ -328,7 +329,7 @@ def test_console_script_on_the_example(tmp_path):
                            str(tmp_path)], capture_output=True, text=True, env=_env(tmp_path),
                           timeout=120)
     assert proc.returncode == 0
-    assert proc.stdout == f"OK: {EXAMPLE} — 4 models, 4 routes, 9 clients, 1 MCP server\n"
+    assert proc.stdout == f"OK: {EXAMPLE} — 4 models, 4 routes, 11 clients, 1 MCP server\n"
     assert proc.stderr == ""
     assert list(tmp_path.iterdir()) == []
 
@@ -341,7 +342,7 @@ def test_console_script_bad_input_no_traceback(tmp_path):
     proc = subprocess.run([str(TAOSYNC), "--home", str(home), "validate", "-c", "fleet.yaml"],
                           capture_output=True, text=True, env=_env(home), cwd=tmp_path, timeout=120)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("fleet.yaml:17:1: ")  # the path as the user gave it
+    assert proc.stderr.startswith("fleet.yaml:18:1: ")  # the path as the user gave it
     assert "Traceback" not in proc.stderr
     assert list(home.iterdir()) == []
 

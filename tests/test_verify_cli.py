@@ -30,7 +30,7 @@ def test_stub_mode_proves_every_backend_of_the_example_fleet(taosync, home):
     rows = [ln for ln in r.out.splitlines() if "✓" in ln]
     assert len(rows) == 14  # Vibe, gptme, aider, llm and shell-gpt send their own User-Agent
     assert "cline, continue" in r.out and "cuda" in r.out and "oneapi" in r.out
-    assert "14/14 backends pass" in r.out
+    assert "15/15 backends pass" in r.out
     assert "✗" not in r.out
     assert not (home / ".claude").exists()  # verify changes no client file
     assert TEST_KEY not in r.both
@@ -40,7 +40,7 @@ def test_stub_mode_json(taosync):
     r = taosync("verify", "--stub", "--json")
     assert r.rc == 0
     data = json.loads(r.out)
-    assert data["ok"] and data["stub"] and data["passed"] == 14 and data["failed"] == 0
+    assert data["ok"] and data["stub"] and data["passed"] == 15 and data["failed"] == 0
     first = data["results"][0]
     assert first["configured_url"] == EXAMPLE_ROOT + "/v1/messages?beta=true"
     assert first["url"].startswith("http://127.0.0.1:")
@@ -118,7 +118,7 @@ def test_history_is_appended_per_run(taosync, home):
     taosync("verify", "--stub")
     taosync("verify", "--stub", "--only", "codex")
     records = [json.loads(ln) for ln in history_text(home).splitlines()]
-    assert len(records) == 14 + 3
+    assert len(records) == 15 + 3
     assert len({r["run"] for r in records}) == 2
     assert all(r["stub"] for r in records)
     assert {"model", "backend", "ok", "latency_ms", "tokens_in", "tokens_out"} <= set(records[0])

@@ -111,7 +111,7 @@ def failed(data: dict) -> list[dict]:
 def test_a_healthy_home_passes_with_the_values_on_disk(taosync, home, gateway):
     r = taosync("verify")
     assert r.rc == 0, r.both
-    assert "14/14 backends pass" in r.out and "differs from fleet.yaml" not in r.err
+    assert "15/15 backends pass" in r.out and "differs from fleet.yaml" not in r.err
     data = json.loads(taosync("verify", "--json").out)
     assert data["ok"] and data["drift"] == [] and data["problems"] == []
     sources = {r["clients"][0]: r["key_source"] for r in data["results"]}
@@ -204,7 +204,7 @@ def test_one_client_applied_the_others_not(taosync, home, gateway):
     data = json.loads(r.out)
     assert r.rc == 1 and not data["ok"]
     assert [p["client"] for p in data["problems"]] == ["codex"]
-    assert data["failed"] == 0 and data["passed"] == 11
+    assert data["failed"] == 0 and data["passed"] == 12
     assert "codex" not in {c for x in data["results"] for c in x["clients"]}
 
 

@@ -41,8 +41,12 @@ def test_example_fleet_groups_one_probe_per_distinct_request(env):
     # aider, Vibe and gptme send their own User-Agent: each is a request of its own
     chats = {tuple(g.clients): g for g in groups
              if (g.protocol, g.model) == ("openai-chat", "claude-sonnet-4-20250514")}
-    assert sorted(chats) == [("aider",), ("cline", "continue"), ("gptme",), ("mistral-vibe",)]
-    chat = chats[("cline", "continue")]
+    assert sorted(chats) == [("aider",), ("cline", "continue", "qwen-code"), ("gptme",),
+                             ("mistral-vibe",)]
+    chat = chats[("cline", "continue", "qwen-code")]
+    gemini = by[("gemini", "gpt-4o-mini")]
+    assert (gemini.clients, gemini.auth) == (["gemini-cli"], "x-goog-api-key")
+    assert gemini.url == ROOT + "/v1beta/models/gpt-4o-mini:streamGenerateContent?alt=sse"
     assert chat.url == ROOT + "/v1/chat/completions"
     assert by[("anthropic-messages", "nvidia/deepseek-r1")].url == ROOT + "/v1/messages?beta=true"
     assert by[("anthropic-messages", "nvidia/deepseek-r1")].backend == "cuda"

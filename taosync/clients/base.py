@@ -84,10 +84,10 @@ class ProbeSpec:
     client: str
     route: str | None  # route name, or None when the slot named a model id directly
     model: str
-    protocol: str  # anthropic-messages | openai-responses | openai-chat
+    protocol: str  # anthropic-messages | openai-responses | openai-chat | gemini
     base_url: str  # exactly as written into the client's config
     url: str  # the full URL the client will POST to
-    auth: str  # bearer | x-api-key | both
+    auth: str  # bearer | x-api-key | both | x-goog-api-key
     stream: bool = True
     headers: tuple[tuple[str, str], ...] = ()
     #: on-disk probes only: the key the client's files resolve to (None: the fleet's key)
@@ -200,8 +200,8 @@ class Observation:
     """
 
     client: str
-    #: how its base URLs relate to the gateway root: "anthropic" (the root itself) or
-    #: "openai" (root + /v1)
+    #: how its base URLs relate to the gateway root: "anthropic" (the root itself),
+    #: "openai" (root + /v1) or "gemini" (gateway.gemini_base_url)
     protocol: str = "openai"
     files: list[Path] = field(default_factory=list)  # files that exist and were read
     urls: list[Seen] = field(default_factory=list)  # gateway base URLs, as written

@@ -21,6 +21,8 @@ CLIENTS: dict[str, str] = {
     "aider": "taosync.clients.aider",
     "llm": "taosync.clients.llm",
     "shell-gpt": "taosync.clients.shell_gpt",
+    "qwen-code": "taosync.clients.qwen_code",
+    "gemini-cli": "taosync.clients.gemini_cli",
 }
 
 #: clients registered at run time (tests' toy clients); never written by shipped code

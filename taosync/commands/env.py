@@ -5,8 +5,11 @@
 root), TAOTOKEN_OPENAI_BASE_URL, TAOTOKEN_ANTHROPIC_BASE_URL, one TAOTOKEN_MODEL_<ROUTE>
 per route (upper-cased, anything but A-Z0-9 → _), TAOTOKEN_MODEL (the default route's
 model) and, only with --with-key, TAOTOKEN_API_KEY (the resolved key). A route with
-candidates exports the candidate chosen from the verify history. Values are
-single-quoted for the shell, so nothing in them is expanded.
+candidates exports the candidate chosen from the verify history. With
+``gateway.gemini_base_url`` also Gemini CLI's own GOOGLE_GEMINI_BASE_URL (and GEMINI_API_KEY
+with --with-key): what a headless run in a folder Gemini does not trust needs, since it
+reads ``~/.gemini/.env`` only in trusted folders. Values are single-quoted for the shell,
+so nothing in them is expanded.
 """
 
 from __future__ import annotations
@@ -65,6 +68,10 @@ def variables(view: dict, key=None, warn=None) -> dict[str, str]:
     out["TAOTOKEN_MODEL"] = view["default_model"]
     if key is not None:
         out[KEY_VAR] = key.reveal()
+    if view.get("gemini"):
+        out["GOOGLE_GEMINI_BASE_URL"] = view["gemini"]
+        if key is not None:
+            out["GEMINI_API_KEY"] = key.reveal()
     return out
 
 

@@ -37,6 +37,7 @@ def fleet_view(fleet) -> dict:
         "base_url": fleet.gateway.base_url,
         "anthropic": fleet.anthropic_url,
         "openai": fleet.openai_url,
+        "gemini": fleet.gateway.gemini_base_url,
         "routes": {name: fleet.route_model(name) for name in fleet.routes},
         "default_route": fleet.route_for(None),
         "default_model": fleet.model_for(None),

@@ -33,7 +33,8 @@ def stub(port: int, key_value: str | None, key_env: str | None, models: tuple[st
     """Serve a stand-in gateway on loopback (for demos and tests).
 
     Anthropic Messages (/v1/messages, /v1/messages/count_tokens), OpenAI Responses
-    (/v1/responses) and Chat Completions (/v1/chat/completions), streaming and not, and
+    (/v1/responses), Chat Completions (/v1/chat/completions) and Gemini
+    (/v1beta/models/MODEL:generateContent, :streamGenerateContent), streaming and not, and
     /v1/models; it checks the key. Key: --key, --key-env, else the fleet's key when
     fleet.yaml resolves one, else any key is accepted. Prints the root URL to put in
     gateway.base_url, then serves until Ctrl-C.

@@ -37,6 +37,10 @@ class CrossChecks:
                 self.error(path, problem)
                 self._reported.add(path)
                 continue
+            if name == "gemini_base_url" and url.rstrip("/").endswith("/v1"):
+                self.warn(path, f"{_safe_url(url)} ends in /v1, but Gemini CLI appends "
+                          f"/v1beta/models/… itself (…/v1/v1beta/…): give the root where "
+                          f"the gateway serves Gemini's protocol, without /v1")
             if name != "base_url":
                 continue  # overrides are exact URLs, taken as written
             root = url
@@ -102,6 +106,8 @@ class CrossChecks:
                         self.error(path, f"'{slot}' is neither a route nor a catalogue model"
                                    f"{did_you_mean(slot, route_names + model_ids)}")
             for path, why in _reserved(clients):
+                self.error(path, why)
+            for path, why in _unmet_requirements(clients, data):
                 self.error(path, why)
 
         servers = data.get("mcp_servers")
@@ -273,6 +279,22 @@ def _reserved(clients: dict):
             cfg.get(option), str) else None
         if why:
             yield ("clients", name, option), why
+
+
+def _unmet_requirements(clients: dict, data: dict):
+    """(path, why) of every enabled client whose fleet key it requires is missing
+    (``x-requires`` in the schema: dotted fleet path → why, e.g. Gemini CLI's
+    ``gateway.gemini_base_url``)."""
+    for name, entry in client_entries().items():
+        cfg = clients.get(name)
+        if not isinstance(cfg, dict) or cfg.get("enabled") is False:
+            continue
+        for dotted, why in entry.get("x-requires", {}).items():
+            value = data
+            for part in dotted.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if value in (None, ""):
+                yield ("clients", name), f"needs {dotted}: {why}"
 
 
 def _url_problem(url: str) -> str | None:

@@ -52,6 +52,13 @@ class Gateway(_Strict):
         "Continue), for gateways whose OpenAI surface is not root + /v1.",
         pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://",
     )
+    gemini_base_url: str | None = Field(
+        None,
+        description="The root Gemini-shaped clients (Gemini CLI) append "
+        "/v1beta/models/{model}:streamGenerateContent to, when the gateway serves Gemini's "
+        "protocol; without /v1. Gemini CLI needs it.",
+        pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://",
+    )
     headers: dict[str, str] = Field(
         default_factory=dict,
         description="Extra HTTP headers every client sends to the gateway.",
@@ -104,7 +111,12 @@ def _client_model(module) -> type[_Client]:
         pattern = {"pattern": option.pattern} if option.pattern else {}
         fields[option.name] = (option.type, Field(**default, description=option.description,
                                                   json_schema_extra=extra or None, **pattern))
-    return create_model(module.TITLE.replace(" ", ""), __base__=_Client, **fields)
+    model = create_model(module.TITLE.replace(" ", ""), __base__=_Client, **fields)
+    requires = getattr(module, "REQUIRES", None)
+    if requires:  # fleet keys the client cannot work without: checked where enabled
+        model.model_config = {**model.model_config,
+                              "json_schema_extra": {"x-requires": dict(requires)}}
+    return model
 
 
 def _clients_model() -> type[_Strict]:

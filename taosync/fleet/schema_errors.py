@@ -10,7 +10,7 @@ from taosync.fleet.fast_schema import Unsupported, _is_type, _num, fast_valid
 from taosync.fleet.problems import PathT, did_you_mean
 
 
-_URL_FIELDS = ("base_url", "anthropic_base_url", "openai_base_url")
+_URL_FIELDS = ("base_url", "anthropic_base_url", "openai_base_url", "gemini_base_url")
 _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string",
                "integer": "an integer", "number": "a number", "boolean": "true or false",
                "null": "nothing"}

@@ -72,7 +72,28 @@ class _Builder:
     # ---- 2. the gateway
 
     def gateway(self, clients: list[Observation]) -> tuple[dict, set[str]]:
-        """gateway mapping (base_url + overrides) and the clients on the chosen gateway."""
+        """gateway mapping (base_url + overrides) and the clients on the chosen gateway.
+
+        A Gemini-shaped client's URL is ``gemini_base_url`` (its own root, beside the
+        others); alone, it also stands for ``base_url``."""
+        gemini = [(o, seen) for o in clients if o.protocol == "gemini" for seen in o.urls]
+        rest = [o for o in clients if o.protocol != "gemini"]
+        if not gemini:
+            return self._gateway(rest)
+        for o, seen in gemini:
+            self.read.append({**self.item(o.client, seen), "what": "url"})
+            if seen.value.strip().rstrip("/").endswith("/v1"):
+                self.add("note", "gateway", f"{o.client}: {seen.value} ends in /v1, so "
+                         f"Gemini CLI calls …/v1/v1beta/models/…; check gemini_base_url in "
+                         f"the proposal (the root, without /v1)", [self.item(o.client, seen)])
+        first = gemini[0][1].value.strip().rstrip("/")
+        gw, chosen = self._gateway(rest) if any(o.urls for o in rest) else (
+            {"base_url": first}, set())
+        gw["gemini_base_url"] = first
+        return gw, chosen | {o.client for o, seen in gemini
+                             if seen.value.strip().rstrip("/") == first}
+
+    def _gateway(self, clients: list[Observation]) -> tuple[dict, set[str]]:
         entries = []  # (client, protocol, seen, root, clean)
         for o in clients:
             for seen in o.urls:
@@ -453,7 +474,7 @@ class _Builder:
             client_cfg[o.client] = cfg
 
         data: dict = {"version": 1, "gateway": {"base_url": gw["base_url"], "key": gw["key"]}}
-        for extra in ("anthropic_base_url", "openai_base_url", "headers"):
+        for extra in ("anthropic_base_url", "openai_base_url", "gemini_base_url", "headers"):
             if extra in gw:
                 data["gateway"][extra] = gw[extra]
         data["models"] = {m: {} for m in model_ids}

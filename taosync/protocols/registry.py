@@ -13,6 +13,7 @@ MODULES = {
     "anthropic-messages": "taosync.protocols.anthropic_messages",
     "openai-responses": "taosync.protocols.openai_responses",
     "openai-chat": "taosync.protocols.openai_chat",
+    "gemini": "taosync.protocols.gemini",
 }
 
 
@@ -23,6 +24,16 @@ def names() -> list[str]:
 def get(name: str) -> ModuleType:
     """The module of protocol ``name``; KeyError for an unknown one."""
     return importlib.import_module(MODULES[name])
+
+
+def for_models(path: str) -> ModuleType | None:
+    """The protocol whose own model list is served at ``path`` (``MODELS_PATH``, e.g.
+    Gemini's ``/v1beta/models``), else None (``/v1/models`` is every OpenAI-shaped one's)."""
+    for name in MODULES:
+        module = get(name)
+        if getattr(module, "MODELS_PATH", None) == path:
+            return module
+    return None
 
 
 def for_endpoint(path: str) -> tuple[ModuleType, str] | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from types import ModuleType
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from taosync.protocols import base, registry
 
@@ -19,6 +19,8 @@ NOT_FOUND_PAGE = (b"<html>\r\n<head><title>404 Not Found</title></head>\r\n<body
                   b"</body>\r\n</html>\r\n")
 #: the protocol whose error shape /v1/models answers in
 MODELS_PROTOCOL = "openai-chat"
+#: headers a key arrives in besides ``Authorization: Bearer`` (Anthropic's, Google's)
+KEY_HEADERS = ("x-api-key", "x-goog-api-key")
 
 
 @dataclass
@@ -119,11 +121,15 @@ class Handler(BaseHTTPRequestHandler):
         auth_header = self.headers.get("Authorization")
         if auth_header is not None:
             received.append(auth_header[7:] if auth_header[:7].lower() == "bearer " else "")
-        if self.headers.get("x-api-key") is not None:
-            received.append(self.headers["x-api-key"])
+        for name in KEY_HEADERS:
+            if self.headers.get(name) is not None:
+                received.append(self.headers[name])
+        query = parse_qs(parts.query)
+        received.extend(query.pop("key", []))  # Google's ?key=, kept out of the record
         headers = {k.lower(): v for k, v in self.headers.items()
-                   if k.lower() not in ("authorization", "x-api-key")}
-        self._seen = Seen(method, parts.path, parts.query, headers, body,
+                   if k.lower() not in ("authorization", *KEY_HEADERS)}
+        shown_query = "&".join(f"{k}={v}" for k, values in query.items() for v in values)
+        self._seen = Seen(method, parts.path, shown_query, headers, body,
                           stub.check_key(received))
         stub.record(self._seen)  # before answering: a client may look right after it
         try:
@@ -142,10 +148,11 @@ class Handler(BaseHTTPRequestHandler):
         path = path.rstrip("/") or "/"
         if path == "/":
             return self._send(200, b"taosync stand-in gateway\n", "text/plain")
-        if path == "/v1/models":
+        listing = registry.for_models(path)  # /v1/models, or a protocol's own list
+        if path == "/v1/models" or listing is not None:
             if method != "GET":
                 return self._send(405, b"", "text/plain", {"Allow": "GET"})
-            return self._models(registry.get(MODELS_PROTOCOL), received)
+            return self._models(listing or registry.get(MODELS_PROTOCOL), received)
         found = registry.for_endpoint(path)
         if found is None:
             return self._send(404, NOT_FOUND_PAGE, "text/html")
@@ -205,10 +212,15 @@ class Handler(BaseHTTPRequestHandler):
         for fault in faults:
             if fault.kind == "answer_as":
                 model = str(fault.arg)
-        limit = body.get("max_tokens") or body.get("max_output_tokens") or 0
+        # a protocol may say where its body keeps the limit and the prompt (Gemini's
+        # generationConfig.maxOutputTokens, contents)
+        limit = (protocol.max_tokens(body) if hasattr(protocol, "max_tokens") else
+                 body.get("max_tokens") or body.get("max_output_tokens")) or 0
         if isinstance(limit, int) and limit > 0:
             text = " ".join(base.words(text)[:limit])
-        prompt_tokens = base.tokens(json.dumps(body.get("messages") or body.get("input") or ""))
+        prompt = (protocol.prompt_text(body) if hasattr(protocol, "prompt_text") else
+                  body.get("messages") or body.get("input") or "")
+        prompt_tokens = base.tokens(json.dumps(prompt))
         if stream:
             return self._stream(protocol.stream(model, text, prompt_tokens, mode, body))
         return self._json(200, protocol.answer(model, text, prompt_tokens, mode, body))
@@ -221,11 +233,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def _unauthorized(self, protocol: ModuleType, received: list[str]) -> None:
         """401, echoing the key received (as some gateways do: taosync must scrub it)."""
-        self._json(401, *protocol.unauthorized(received[0] if received else ""))
+        status = getattr(protocol, "UNAUTHORIZED_STATUS", 401)
+        self._json(status, *protocol.unauthorized(received[0] if received else ""))
 
     def _models(self, protocol: ModuleType, received: list[str]) -> None:
         if self._seen.auth != "ok":
             return self._unauthorized(protocol, received)
+        if hasattr(protocol, "models_body"):  # a list in the protocol's own shape
+            return self._json(200, protocol.models_body(self.stub.models or []))
         now = int(time.time())
         data = [{"id": m, "object": "model", "type": "model", "display_name": m,
                  "created": now, "created_at": "2026-01-01T00:00:00Z",

@@ -171,6 +171,14 @@ def is_oauth(data: Any, body: str, headers: dict[str, str] | None = None) -> boo
             or ("oauth" in blob and "expired" in blob))
 
 
+def key_refused(data: Any, body: str) -> bool:
+    """A Gemini-shaped refusal of the key itself (reason ``API_KEY_INVALID``, "API key not
+    valid", or no key: "unregistered callers"), whatever the HTTP status."""
+    blob = _blob(data, body)
+    return ("api_key_invalid" in blob or "api key not valid" in blob
+            or "unregistered callers" in blob)
+
+
 def names_model(data: Any, body: str, model: str) -> bool:
     blob = _blob(data, body)
     if model.lower() in blob:
@@ -234,13 +242,17 @@ def _endpoint_split(url: str, protocol: str) -> tuple[str, str, str] | None:
     """(origin, prefix before the endpoint, endpoint + query) — None if the URL has no
     recognisable endpoint."""
     parts = urlsplit(url)
-    suffix = registry.get(protocol).SUFFIX
+    module = registry.get(protocol)
     path = parts.path.rstrip("/")
-    if not path.endswith(suffix):
+    if hasattr(module, "endpoint_at"):  # the model is in the path (Gemini)
+        start = module.endpoint_at(path)
+    else:
+        start = len(path) - len(module.SUFFIX) if path.endswith(module.SUFFIX) else None
+    if start is None:
         return None
     origin = f"{parts.scheme}://{parts.netloc}"
-    tail = suffix + (f"?{parts.query}" if parts.query else "")
-    return origin, path[: -len(suffix)], tail
+    tail = path[start:] + (f"?{parts.query}" if parts.query else "")
+    return origin, path[:start], tail
 
 
 async def _answers(client: Any, request: Any, url: str, timeout: float) -> bool:
@@ -280,6 +292,8 @@ async def _path(failure: Failure, client: Any, request: Any, timeout: float,
                          f"gateway's API root, and that the gateway supports {name}")
     what = {"doubled": "/v1 is doubled", "missing": "/v1 is missing",
             "extra": "this gateway serves the endpoint without /v1"}[label]
+    if label == "extra" and not protocol.ENDPOINT.startswith("/v1/"):
+        what = f"/v1 is doubled (the client adds its own /{protocol.ENDPOINT.split('/')[1]})"
     cause += f"; {alternative} answers: {what}"
     fix = protocol.path_fix(origin, other, alternative)
     return Diagnosis("path", cause, fix + "; then `taosync apply`")
@@ -293,11 +307,15 @@ async def _model_ids(client: Any, request: Any, url: str, protocol: str,
     origin, prefix, _ = split
     headers = {k: v for k, v in request.headers.items() if k.lower() != "content-type"}
     headers["Accept"] = "application/json"
+    module = registry.get(protocol)
     try:
-        resp = await client.get(origin + prefix + "/models", headers=headers, timeout=timeout)
+        resp = await client.get(origin + prefix + getattr(module, "MODELS_PATH", "/models"),
+                                headers=headers, timeout=timeout)
         data = resp.json() if resp.status_code == 200 else None
     except Exception:  # noqa: BLE001 - no list: no suggestion
         return None
+    if hasattr(module, "model_ids"):  # the protocol's own list shape (Gemini)
+        return module.model_ids(data)
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         return None
     return [m["id"] for m in data["data"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
@@ -422,9 +440,11 @@ def _classify_error(failure: Failure, status: int, data: Any, body: str, key: An
                          "gateway.key at the gateway's API key (not a `claude login`/ChatGPT "
                          "token), then `taosync apply`; if the gateway really uses OAuth, log "
                          "in again")
-    if status in (401, 403):
+    # Google's API refuses a key with 400 INVALID_ARGUMENT (or 403): the body says so
+    refused = key_refused(data, body)
+    if status in (401, 403) or refused:
         problem = key_problem(key)
-        if status == 403 and not problem:
+        if status == 403 and not problem and not refused:
             return Diagnosis("auth", f"the key is refused for `{failure.model}` (HTTP 403"
                              f"{where}: {msg})",
                              "allow this model (or endpoint) for the key in the gateway's "

@@ -188,6 +188,8 @@ def auth_headers(auth: str, key: str) -> dict[str, str]:
         out["Authorization"] = f"Bearer {key}"
     if auth in ("x-api-key", "both"):
         out["x-api-key"] = key
+    if auth == "x-goog-api-key":
+        out["x-goog-api-key"] = key
     return out
 
 

@@ -103,3 +103,50 @@ def round_trip(run, tmp_path, monkeypatch, key_value: str, *, allow: set = froze
 
 
 # -------------------------------------------------------------------- per client
+
+
+# -------------------------------------------------------------------- real clients
+
+def real_binary(var: str, name: str) -> str | None:
+    """A real client's executable: ``$var`` (e.g. TAOSYNC_TEST_GEMINI_BIN), else ``name``
+    on PATH; None when neither (the test then skips)."""
+    import os
+
+    path = os.environ.get(var) or shutil.which(name)
+    return path if path and Path(path).exists() else None
+
+
+def run_real_client(taosync, fleet_file: Path, home: Path, binary: str, args: list[str],
+                    client_id: str, entry: dict, *, secrets: str = "inline",
+                    env: dict | None = None, headers: dict | None = None,
+                    timeout: float = 180):
+    """Apply a fleet pointing ``client_id`` at a stand-in gateway (root under /api, also the
+    Gemini root), then run the real client in its one-shot mode with only the sandbox home
+    (no location variables, no proxy, no key in the environment unless ``env`` says so).
+    Returns (completed process, the stand-in's recorded requests)."""
+    import subprocess
+
+    from taosync.stub import Stub
+
+    with Stub(key=TEST_KEY, models=["gw-main", "gw-fast"], prefix="/api") as stub:
+        data = copy.deepcopy(EXAMPLE)
+        data["gateway"].update(base_url=stub.root, gemini_base_url=stub.root,
+                               headers=headers or {})
+        data["models"] = {"gw-main": {}, "gw-fast": {}}
+        data["routes"] = {"main": "gw-main", "fast": "gw-fast"}
+        data["default_route"] = "main"
+        data["clients"] = {client_id: entry}
+        data["secrets"] = secrets
+        data["mcp_servers"] = {}  # the example's server would make the client start npx
+        with fleet_file.open("w") as fh:
+            YAML(typ="safe").dump(data, fh)
+        applied = taosync("apply", "--no-verify")
+        assert applied.rc == 0, applied.both
+        work = home / "work"
+        work.mkdir(exist_ok=True)
+        base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "TERM": "dumb",
+                    "NO_COLOR": "1"}
+        done = subprocess.run([binary, *args], cwd=work, env={**base_env, **(env or {})},
+                              capture_output=True, text=True, timeout=timeout)
+        return done, list(stub.requests)
+
