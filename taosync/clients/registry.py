@@ -16,6 +16,8 @@ CLIENTS: dict[str, str] = {
     "codex": "taosync.clients.codex",
     "cline": "taosync.clients.cline",
     "continue": "taosync.clients.continue_",
+    "opencode": "taosync.clients.opencode",
+    "kilo": "taosync.clients.kilo",
 }
 
 #: clients registered at run time (tests' toy clients); never written by shipped code
