@@ -62,12 +62,12 @@ def _objects(node, where="#"):
 def test_every_mapping_forbids_unknown_keys_and_says_what_it_is():
     data = schema.load()
     objects = list(_objects(data))
-    assert len(objects) == 11  # Fleet + 10 $defs
+    assert len(objects) == 13  # Fleet + 12 $defs
     for where, obj in objects:
         assert obj.get("additionalProperties") is False, where
     for name, prop in data["properties"].items():
         assert prop.get("description"), f"top-level key {name} has no description"
-    for name in ("claude-code", "codex", "cline", "continue"):
+    for name in ("claude-code", "codex", "cline", "continue", "opencode", "kilo"):
         assert name in data["$defs"]["Clients"]["properties"]
 
 

@@ -189,7 +189,8 @@ def test_a_home_never_applied_says_so_and_fails(taosync, home, fleet_file):
         assert f"{shown} does not exist" in r.err
     assert "pass" not in r.out
     problems = json.loads(as_json.out)["problems"]
-    assert {p["client"] for p in problems} == {"claude-code", "codex", "cline", "continue"}
+    assert {p["client"] for p in problems} == {"claude-code", "codex", "cline", "continue",
+                                               "opencode", "kilo"}
     assert desired.rc == 0 and "8/8 backends pass" in desired.out
     assert len(sent) == 8  # only --desired sent anything
     assert not (home / ".claude").exists()
@@ -221,7 +222,7 @@ def test_secrets_reference_keys_resolve_as_the_client_would(taosync, home, fleet
         sources = {x["clients"][0]: x["key_source"] for x in data["results"]}
         assert sources["claude-code"] == "~/.claude/settings.json apiKeyHelper"
         assert sources["codex"] == "~/.codex/config.toml model_providers.taotoken.env_key"
-        assert {x["key_source"] for x in data["results"] if x["clients"] == ["continue"]} \
+        assert {x["key_source"] for x in data["results"] if x["clients"][0] == "continue"} \
             == {"~/.continue/.env TAOTOKEN_API_KEY"}
         assert {p.auth for p in stub.posts()} == {"ok"}
 
