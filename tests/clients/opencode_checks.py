@@ -288,8 +288,11 @@ def check_import_builtin_provider(module, run, home) -> None:
     path.parent.mkdir(parents=True)
     path.write_text('{"model": "anthropic/claude-sonnet-4"}\n')
     r, data = imported(run, "--from", module.ID)
-    assert "not the gateway" in json.dumps(data) or data["fleet"] is None or \
-        module.ID not in (data["fleet"] or {}).get("clients", {})
+    assert data["fleet"] is None
+    (finding,) = [f for f in data["findings"] if f["topic"] == "provider"]
+    assert finding["message"].startswith(f"{module.ID} uses provider 'anthropic' (no "
+                                         f"options.baseURL")
+    assert finding["items"][0]["key"] == "model"
 
 
 def check_verify_on_disk(module, taosync, home, fleet_file) -> None:

@@ -71,3 +71,7 @@ def test_real_kilo_answers_through_the_stand_in(taosync, home, fleet_file):
     seen = checks.check_real_client(kilo, BIN, taosync, home, fleet_file, "reference")
     # Kilo 7.7.7 sends the answer only (no title request with small_model)
     assert [q.body["model"] for q in seen if q.method == "POST"] == [checks.SONNET]
+
+
+def test_kilo_import_names_a_built_in_provider(run, home):
+    checks.check_import_builtin_provider(kilo, run, home)
