@@ -21,6 +21,8 @@ A client module (``claude_code.py``, ``codex.py``, …) is listed once, in
 * ``observe(env) -> Observation``: what its files say today (``taosync import``);
 * ``locations(env) -> (dirs, files)``: where its files may be (rollback and recovery
   act only there);
+* ``VERSION_ARGV`` (optional): the command printing its binary's version, which
+  ``taosync doctor`` shows when the client is enabled;
 
 A client module knows its client and nothing else: no file I/O, no format syntax. The
 engine turns patches into edits and writes. This module holds the contract and shared

@@ -373,3 +373,28 @@ def check_real_client(module, exe: str, taosync, home, fleet_file, secrets: str)
     check = taosync("plan", "--check")
     assert check.rc == 0, check.both
     return seen
+
+
+def check_doctor_version(module, taosync, fleet_file, tmp_path, monkeypatch) -> None:
+    """doctor shows the binary's version when installed, and says when it is not."""
+    write_fleet(fleet_file, module.ID, {"model": "fast"},
+                gateway={"base_url": "http://127.0.0.1:9", "key": "${env:TAOTOKEN_API_KEY}"})
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    for var in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(var, raising=False)
+
+    def client_check():
+        r = taosync("doctor", "--json")
+        found = [c for c in json.loads(r.out)["checks"] if c["section"] == "client"]
+        assert [c["name"] for c in found] == [module.TITLE], r.both
+        return found[0]
+
+    missing = client_check()
+    assert missing["status"] == "missing" and missing["detail"].startswith("not installed")
+    exe = bin_dir / module.VERSION_ARGV[0]
+    exe.write_text("#!/bin/sh\necho 9.9.9-fake\n")
+    exe.chmod(0o755)
+    installed = client_check()
+    assert installed["status"] == "ok" and installed["detail"] == "9.9.9-fake"

@@ -75,3 +75,7 @@ def test_real_kilo_answers_through_the_stand_in(taosync, home, fleet_file):
 
 def test_kilo_import_names_a_built_in_provider(run, home):
     checks.check_import_builtin_provider(kilo, run, home)
+
+
+def test_kilo_doctor_shows_the_version(taosync, fleet_file, tmp_path, monkeypatch):
+    checks.check_doctor_version(kilo, taosync, fleet_file, tmp_path, monkeypatch)

@@ -69,3 +69,7 @@ def test_real_opencode_answers_through_the_stand_in(taosync, home, fleet_file, s
     # opencode titles the session with small_model, then answers with model
     assert [q.body["model"] for q in seen if q.method == "POST"] == [
         checks.MINI, checks.SONNET]
+
+
+def test_opencode_doctor_shows_the_version(taosync, fleet_file, tmp_path, monkeypatch):
+    checks.check_doctor_version(opencode, taosync, fleet_file, tmp_path, monkeypatch)
