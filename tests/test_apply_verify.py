@@ -23,7 +23,7 @@ def test_apply_verifies_the_clients_whose_files_it_wrote(taosync, home, fleet_fi
         report = json.loads(r.out)
         assert report["apply_id"] == 1
         clients = {c for res in report["verify"]["results"] for c in res["clients"]}
-        assert clients == {"claude-code", "codex", "cline", "continue"}
+        assert clients == {"claude-code", "codex", "cline", "continue", "opencode", "kilo"}
         assert report["verify"]["failed"] == 0
 
         # only Codex's files move: only Codex is verified again

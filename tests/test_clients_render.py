@@ -18,7 +18,7 @@ from clients.helpers import KEY, RAW, ROOT, SONNET, V1, by_path, fleet
 
 def test_registry_and_interface():
     mods = all_clients()
-    assert set(mods) == {"claude-code", "codex", "cline", "continue"}
+    assert set(mods) == {"claude-code", "codex", "cline", "continue", "opencode", "kilo"}
     for mod in mods.values():
         assert mod.TARGETS and all(isinstance(t, str) for t in mod.TARGETS)
         assert re.search(r"\d+\.\d+\.\d+", mod.__doc__), "docstring names the client version"
@@ -76,6 +76,7 @@ def test_dot_dirs_same_on_every_platform(tmp_path, platform):
         ".cline/data/settings/providers.json", ".cline/data/settings/cline_mcp_settings.json",
         ".cline/data/globalState.json", ".cline/data/secrets.json",
         ".continue/config.yaml",
+        ".config/opencode/opencode.json", ".config/kilo/kilo.json",  # xdg-basedir everywhere
     }
 
 

@@ -39,7 +39,7 @@ def test_example_fleet_groups_one_probe_per_distinct_request(env):
     assert len(keys) == len(set(keys))
     by = {(g.protocol, g.model): g for g in groups}
     chat = by[("openai-chat", "claude-sonnet-4-20250514")]
-    assert chat.clients == ["cline", "continue"]
+    assert chat.clients == ["cline", "continue", "opencode", "kilo"]
     assert chat.url == ROOT + "/v1/chat/completions"
     assert by[("anthropic-messages", "nvidia/deepseek-r1")].url == ROOT + "/v1/messages?beta=true"
     assert by[("anthropic-messages", "nvidia/deepseek-r1")].backend == "cuda"
