@@ -228,7 +228,25 @@ def check_reference_mcp_secret(module, taosync, home, fleet_file, monkeypatch) -
     data = read_jsonc(path)
     assert data["mcp"]["gh"]["headers"] == {"Authorization": "Bearer {env:GH_TOKEN}"}
     assert data["mcp"]["tool"]["environment"] == {"TOKEN": f"{{file:{home / 'tok'}}}"}
-    assert "reference" not in r.err  # nothing had to go inline
+    assert "reference" not in r.err and path.stat().st_mode & 0o077 != 0  # nothing inline
+
+    # a ${cmd:} secret has no {…} form: written inline, 0600, with a warning naming it
+    write_fleet(fleet_file, module.ID, {"model": "fast"}, secrets="reference", mcp_servers={
+        "tool": {"command": "tool", "env": {"TOKEN": "${cmd:echo cmd-secret-0123456789}"}}})
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0, r.both
+    assert read_jsonc(path)["mcp"]["tool"]["environment"] == {"TOKEN": "cmd-secret-0123456789"}
+    assert path.stat().st_mode & 0o077 == 0
+    assert "cannot keep the MCP secret TOKEN of server 'tool' off disk" in r.err
+    assert "cmd-secret-0123456789" not in r.both
+
+
+def check_reserved_provider_id(module, taosync, fleet_file, home) -> None:
+    write_fleet(fleet_file, module.ID, {"model": "fast", "provider_id": "openai"})
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 2
+    assert f"clients.{module.ID}.provider_id: 'openai' is a provider built into" in r.err
+    assert "Traceback" not in r.both and not (home / ".config").exists()
 
 
 # -- import and verify ------------------------------------------------------------------------

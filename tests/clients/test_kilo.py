@@ -79,3 +79,7 @@ def test_kilo_import_names_a_built_in_provider(run, home):
 
 def test_kilo_doctor_shows_the_version(taosync, fleet_file, tmp_path, monkeypatch):
     checks.check_doctor_version(kilo, taosync, fleet_file, tmp_path, monkeypatch)
+
+
+def test_kilo_provider_id_built_in_is_refused(taosync, fleet_file, home):
+    checks.check_reserved_provider_id(kilo, taosync, fleet_file, home)

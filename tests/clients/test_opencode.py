@@ -73,3 +73,7 @@ def test_real_opencode_answers_through_the_stand_in(taosync, home, fleet_file, s
 
 def test_opencode_doctor_shows_the_version(taosync, fleet_file, tmp_path, monkeypatch):
     checks.check_doctor_version(opencode, taosync, fleet_file, tmp_path, monkeypatch)
+
+
+def test_opencode_provider_id_built_in_is_refused(taosync, fleet_file, home):
+    checks.check_reserved_provider_id(opencode, taosync, fleet_file, home)
