@@ -117,17 +117,25 @@ def key_token(fleet, env: ClientEnv) -> str | None:
     if ref.kind == "env":
         return f"{{env:{ref.arg}}}"
     if ref.kind == "file":
-        return f"{{file:{expand_path(ref.arg, env.home).absolute()}}}"
+        return f"{{file:{_absolute(ref.arg, env)}}}"
     return None
 
 
-def _substituted(value, token_of):
-    """An MCP env/header value as the file holds it: a key reference the client can
-    substitute itself becomes its ``{env:}``/``{file:}`` text; None when it cannot."""
+def _absolute(path: str, env: ClientEnv) -> str:
+    """A ``${file:PATH}`` as the client must read it (``~`` is the taosync home)."""
+    return str(expand_path(path, env.home).absolute())
+
+
+def _as_written(value, token: str | None, key: Secret, env: ClientEnv):
+    """An MCP string as the file holds it with ``secrets: reference``: a secret the
+    client can substitute itself becomes its ``{env:}``/``{file:}`` text, and the
+    gateway key (``${gateway.key}``) its reference; anything else as it is."""
     if isinstance(value, McpSecret) and value.ref.kind in ("env", "file"):
-        arg = value.ref.arg if value.ref.kind == "env" else token_of(value.ref.arg)
+        arg = value.ref.arg if value.ref.kind == "env" else _absolute(value.ref.arg, env)
         return f"{value.prefix}{{{value.ref.kind}:{arg}}}{value.suffix}"
-    return None
+    if token is not None and isinstance(value, str) and key.found_in(value):
+        return value.replace(key.reveal(), token)
+    return value
 
 
 def render(f: Flavor, fleet, key: Secret, env: ClientEnv) -> list[Patch]:
@@ -163,38 +171,33 @@ def render(f: Flavor, fleet, key: Secret, env: ClientEnv) -> list[Patch]:
 
     holds_key = False
     if cfg.mcp and fleet.mcp_servers:
-        def file_token(arg: str) -> str:
-            return str(expand_path(arg, env.home).absolute())
+        def written(value):
+            return _as_written(value, token, key, env) if reference else value
 
         for name, server in fleet.mcp_servers_expanded(key).items():
             m = ("mcp", name)
             secrets = server.env if server.kind == "stdio" else server.headers
-            written: dict = {}
-            for var, value in secrets.items():
-                sub = _substituted(value, file_token) if reference else None
-                if sub is None and token is not None and key.found_in(value):
-                    sub = value.replace(key.reveal(), token)
-                written[var] = sub if sub is not None else value
+            secrets = {var: written(value) for var, value in secrets.items()}
             if server.kind == "stdio":
-                values[m + ("type",)] = "local"
-                values[m + ("command",)] = [server.command, *server.args]
-                if written:
-                    values[m + ("environment",)] = written
+                entry: dict = {"type": "local",
+                               "command": [written(v) for v in (server.command, *server.args)]}
+                if secrets:
+                    entry["environment"] = secrets
                 if server.cwd:
-                    values[m + ("cwd",)] = server.cwd
-            else:
-                values[m + ("type",)] = "remote"  # tries streamable HTTP, then SSE
-                values[m + ("url",)] = server.url
-                if written:
-                    values[m + ("headers",)] = written
+                    entry["cwd"] = server.cwd
+            else:  # type remote tries streamable HTTP, then SSE
+                entry = {"type": "remote", "url": written(server.url)}
+                if secrets:
+                    entry["headers"] = secrets
+            values.update({m + (k,): v for k, v in entry.items()})
             if reference:
                 warning = inline_mcp_secrets(
-                    f.id, name, written, path, f"{f.title} substitutes only {{env:NAME}} and "
+                    f.id, name, secrets, path, f"{f.title} substitutes only {{env:NAME}} and "
                     f"{{file:PATH}}, so ${{cmd:…}} and ${{shell:…}} values are written")
                 if warning:
                     env.warnings.append(warning)
-            holds_key = holds_key or key.found_in(written) or any(
-                isinstance(v, McpSecret) for v in written.values())
+            holds_key = holds_key or key.found_in(entry) or any(
+                isinstance(v, McpSecret) for v in secrets.values())
 
     for var in f.overrides:
         if env.getenv(var):
