@@ -2,7 +2,9 @@
 
 Facts (clients.md §6, §8; proven with ``opencode-ai`` 1.18.33 and ``@kilocode/cli`` 7.7.7):
 the global file is ``$XDG_CONFIG_HOME/<dir>/<name>.json`` (default ``~/.config``, on every
-OS: both use ``xdg-basedir``), JSONC, merged with project files. A custom provider entry
+OS: both use ``xdg-basedir``), JSONC, merged with project files; a ``<name>.jsonc`` next
+to it is read after it and wins (proven with both binaries), so taosync writes that one
+when it exists. A custom provider entry
 ``provider.<id>`` with ``npm: @ai-sdk/openai-compatible``, ``options.baseURL`` = root +
 ``/v1`` (the client appends ``/chat/completions``), ``options.apiKey`` and a **required**
 ``models`` map; ``model`` / ``small_model`` are ``<provider id>/<models key>``. A model's
