@@ -24,7 +24,7 @@ def test_apply_verifies_the_clients_whose_files_it_wrote(taosync, home, fleet_fi
         assert report["apply_id"] == 1
         clients = {c for res in report["verify"]["results"] for c in res["clients"]}
         assert clients == {"claude-code", "codex", "cline", "continue", "mistral-vibe", "gptme",
-                           "aider", "llm", "shell-gpt", "qwen-code", "gemini-cli"}
+                           "aider", "llm", "shell-gpt", "qwen-code", "gemini-cli", "opencode", "kilo"}
         assert report["verify"]["failed"] == 0
 
         # only Codex's files move: only Codex is verified again

@@ -19,7 +19,7 @@ from clients.helpers import KEY, RAW, ROOT, SONNET, V1, by_path, fleet
 def test_registry_and_interface():
     mods = all_clients()
     assert set(mods) == {"claude-code", "codex", "cline", "continue", "mistral-vibe", "gptme",
-                         "aider", "llm", "shell-gpt", "qwen-code", "gemini-cli"}
+                         "aider", "llm", "shell-gpt", "qwen-code", "gemini-cli", "opencode", "kilo"}
     for mod in mods.values():
         assert mod.TARGETS and all(isinstance(t, str) for t in mod.TARGETS)
         assert re.search(r"\d+\.\d+\.\d+", mod.__doc__), "docstring names the client version"
@@ -86,6 +86,7 @@ def test_dot_dirs_same_on_every_platform(tmp_path, platform):
           for name in ("extra-openai-models.yaml", "keys.json", "default_model.txt")),
         ".qwen/settings.json",
         ".gemini/settings.json", ".gemini/.env",
+        ".config/opencode/opencode.json", ".config/kilo/kilo.json",  # xdg-basedir everywhere
     }
 
 

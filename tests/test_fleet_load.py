@@ -253,10 +253,10 @@ def test_directory_and_missing_file(home, tmp_path):
     ("  gpt-4o-mini: {}", "  gpt-4o-mini:", "12:3",
      "models.gpt-4o-mini: expected a mapping, got nothing (an empty value); write {} "
      "for an empty mapping"),
-    ("timeout: 20", "timeout: 1e3", "48:61", "verify.timeout: must be at most 600, got 1000.0"),
-    ("    command: npx\n", "    command: ''\n", "41:14",
+    ("timeout: 20", "timeout: 1e3", "50:61", "verify.timeout: must be at most 600, got 1000.0"),
+    ("    command: npx\n", "    command: ''\n", "43:14",
      "mcp_servers.taotoken-router.command: must not be empty"),
-    ("    command: npx\n", "    command: npx\n    transport: sse\n", "42:5",
+    ("    command: npx\n", "    command: npx\n    transport: sse\n", "44:5",
      "mcp_servers.taotoken-router.transport: unknown key 'transport'"),
     ("profiles: [deep, batch]}", "profiles: [deep, batch], provider_id: 'my provider'}",
      "28:62", "clients.codex.provider_id: may only hold letters, digits, _ and -"),

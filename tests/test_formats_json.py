@@ -611,3 +611,91 @@ def test_a_run_of_inserts_scans_the_object_once(monkeypatch):
     assert len(out["mcpServers"]) == 750 and out["mcpServers"]["srv-007"]["env"] == {"I": "changed"}
     assert scanned.count(servers_at) == 1
     assert len(scanned) <= 2 + 2 * 500  # root, mcpServers, each server and its env once
+
+
+# -- JSONC (opencode, Kilo): the same editor on a shadow with comments blanked ---------------
+
+from taosync.formats.jsonc import EDITOR as JC  # noqa: E402
+from taosync.formats.jsonc import blank  # noqa: E402
+
+OPENCODE = """{
+  // my providers
+  "provider": {
+    "local": {"options": {"baseURL": "http://127.0.0.1:11434/v1",},}, /* "quoted" */
+  },
+  "url": "http://a//b /* not a comment */",
+  "theme": "x", // trailing comment
+}
+"""
+
+
+def test_jsonc_blank_keeps_offsets_and_strings():
+    shadow = blank(OPENCODE)
+    assert len(shadow) == len(OPENCODE) and shadow.count("\n") == OPENCODE.count("\n")
+    assert json.loads(shadow)["url"] == "http://a//b /* not a comment */"
+    assert "//" not in shadow.replace("http://", "").replace("a//b", "")
+
+
+def test_jsonc_edits_keep_comments_and_trailing_commas():
+    doc = JC.parse(OPENCODE)
+    assert JC.get(doc, ("provider", "local", "options")) == {
+        "baseURL": "http://127.0.0.1:11434/v1"}
+    JC.set(doc, ("provider", "gw", "options", "baseURL"), "https://gw/v1")
+    JC.set(doc, ("model",), "gw/m")
+    JC.set(doc, ("theme",), "y")
+    out = JC.dump(doc)
+    for kept in ("// my providers", '/* "quoted" */', "// trailing comment",
+                 '"url": "http://a//b /* not a comment */"', '{"baseURL": "http://127.0.0.1:11434/v1",},}'):
+        assert kept in out
+    assert json.loads(blank(out)) == {
+        "provider": {"local": {"options": {"baseURL": "http://127.0.0.1:11434/v1"}},
+                     "gw": {"options": {"baseURL": "https://gw/v1"}}},
+        "url": "http://a//b /* not a comment */", "theme": "y", "model": "gw/m"}
+    doc = JC.parse(out)
+    assert JC.delete(doc, ("provider", "gw")) and JC.delete(doc, ("model",))
+    JC.set(doc, ("theme",), "x")
+    assert JC.dump(doc) == OPENCODE  # set, then delete: the user's bytes come back
+
+
+def test_jsonc_untouched_text_is_byte_for_byte():
+    doc = JC.parse(OPENCODE)
+    JC.set(doc, ("theme",), "x")  # the same value: no edit
+    assert JC.dump(doc) == OPENCODE
+
+
+def test_jsonc_comment_only_file_keeps_its_comment():
+    doc = JC.parse("// written by hand\n")
+    JC.set(doc, ("model",), "gw/m")
+    out = JC.dump(doc)
+    assert out.startswith("// written by hand\n{") and json.loads(blank(out)) == {"model": "gw/m"}
+
+
+def test_jsonc_errors_are_located():
+    with pytest.raises(FormatError) as exc:
+        JC.parse('{\n  "a": 1 /* open\n}')
+    assert "never closed" in exc.value.message and (exc.value.line, exc.value.column) == (2, 10)
+    with pytest.raises(FormatError) as exc:
+        JC.parse('{\n  "a": 1\n  "b": 2\n}')
+    assert exc.value.line == 3
+    assert editor_for("jsonc") is JC
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(x=documents, indent=indents, ops=ops)
+def test_property_jsonc_edits_match_the_model_and_keep_outer_comments(x, indent, ops):
+    """Comments around the document survive any edits; without comments, JSONC edits are
+    exactly the strict editor's."""
+    body = json.dumps(x, indent=indent, ensure_ascii=False)
+    text = f"// head\n/* block\n   comment */\n{body}\n// tail\n"
+    doc, plain_doc = JC.parse(text), E.parse(body)
+    model = json.loads(body)
+    for kind, path, value in ops:
+        created = play(JC, doc, model, kind, path, value)
+        plain_model = json.loads(E.dump(plain_doc))
+        play(E, plain_doc, plain_model, kind, path, value)
+        if created is not None:
+            assert created[1] == created[0]
+    out = JC.dump(doc)
+    assert json.loads(blank(out)) == model
+    assert out.startswith("// head\n/* block\n   comment */\n") and out.endswith("\n// tail\n")
+    assert out[len("// head\n/* block\n   comment */\n"):-len("\n// tail\n")] == E.dump(plain_doc)

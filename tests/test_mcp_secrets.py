@@ -411,7 +411,11 @@ def test_the_view_and_the_pydantic_model_render_mcp_secrets_alike(home, mcp_flee
     from taosync.fleet.load import load_fleet
     from taosync.fleet.model import Fleet
 
-    loaded = load_fleet(mcp_fleet(mode), home=home)
+    path = mcp_fleet(mode)
+    text = path.read_text()  # every registered client, not only the ones FLEET names
+    path.write_text(text.replace("clients:\n", "clients:\n" + "".join(
+        f"  {c}: {{}}\n" for c in all_clients() if f"\n  {c}: " not in text)))
+    loaded = load_fleet(path, home=home)
     model = Fleet.model_validate(loaded.data)
     model.attach_mcp_secrets(loaded.fleet._mcp_secrets)
     assert set(loaded.fleet.enabled_clients()) >= {"claude-code", "codex", "cline", "continue"}

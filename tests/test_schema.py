@@ -67,7 +67,8 @@ def test_every_mapping_forbids_unknown_keys_and_says_what_it_is():
         assert obj.get("additionalProperties") is False, where
     for name, prop in data["properties"].items():
         assert prop.get("description"), f"top-level key {name} has no description"
-    for name in ("claude-code", "codex", "cline", "continue", "mistral-vibe", "gptme"):
+    for name in ("claude-code", "codex", "cline", "continue", "mistral-vibe", "gptme",
+                 "opencode", "kilo"):
         assert name in data["$defs"]["Clients"]["properties"]
 
 

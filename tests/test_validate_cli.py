@@ -54,7 +54,7 @@ BAD_INPUT = {
     "duplicate-keys": (edit("  deep: nvidia/deepseek-r1\n",
                             "  deep: nvidia/deepseek-r1\n  fast: intel/llama-7b\n"),
                        "21:3", "duplicate key 'fast' (first at line 18)"),
-    "wrong-type": (edit("max_tokens: 16", "max_tokens: many"), "48:48",
+    "wrong-type": (edit("max_tokens: 16", "max_tokens: many"), "50:48",
                    "verify.max_tokens: expected an integer, got the string 'many'"),
     "wrong-type-list": (edit("profiles: [deep, batch]", "profiles: deep"), "28:34",
                         "clients.codex.profiles: expected a list"),
@@ -92,17 +92,17 @@ BAD_INPUT = {
     "base-url-no-scheme": (edit("  base_url: https://", "  base_url: "), "7:13",
                            "no scheme: add https://"),
     "not-utf8": (edit("Reply with OK.", "Reply with OK\u00e9.").encode("utf-8")
-                 .replace(b"\xc3\xa9", b"\xe9"), "48:32", "not valid UTF-8 (byte 0xe9)"),
+                 .replace(b"\xc3\xa9", b"\xe9"), "50:32", "not valid UTF-8 (byte 0xe9)"),
     "utf16": (EXAMPLE_TEXT.encode("utf-16"), "1:1", "UTF-16"),
-    "mcp-unknown-reference": (edit("${routes.balanced}", "${routes.balancd}"), "46:23",
+    "mcp-unknown-reference": (edit("${routes.balanced}", "${routes.balancd}"), "48:23",
                               "unknown reference ${routes.balancd}; did you mean "
                               "${routes.balanced}?"),
-    "mcp-neither-stdio-nor-http": (edit("    command: npx\n", "    cmd: npx\n"), "40:3",
+    "mcp-neither-stdio-nor-http": (edit("    command: npx\n", "    cmd: npx\n"), "42:3",
                                    "needs 'command' (a stdio server) or 'url' (an http server)"),
     "codex-provider-openai": (edit("profiles: [deep, batch]}",
                                    "profiles: [deep, batch], provider_id: openai}"),
                               "28:62", "Codex reserves it"),
-    "control-character": (edit("Reply with OK.", "Reply \x1 OK."), "48:25",
+    "control-character": (edit("Reply with OK.", "Reply \x1 OK."), "50:25",
                           "character 0x01 is not allowed"),
 }
 
@@ -183,7 +183,7 @@ def test_every_problem_in_one_run_sorted_by_line(sandbox, capsys):
     lines = [ln for ln in err.splitlines() if ln.startswith(str(fleet) + ":")]
     located = [tuple(int(x) for x in ln[len(str(fleet)) + 1:].split(":")[:2]) for ln in lines]
     assert located == sorted(located)
-    assert [ln for ln, _ in located] == [4, 6, 7, 18, 27, 48]
+    assert [ln for ln, _ in located] == [4, 6, 7, 18, 27, 50]
     assert "must be greater than 0, got -1" in err
     assert err.rstrip().endswith("6 problems")
 
@@ -193,7 +193,7 @@ def test_example_is_ok_one_line(sandbox, capsys):
     write(fleet, EXAMPLE_TEXT)
     rc, out, err = cli(capsys, "validate", "--home", str(home), "-c", str(fleet))
     assert rc == 0
-    assert out == f"OK: {fleet} — 4 models, 4 routes, 11 clients, 1 MCP server\n"
+    assert out == f"OK: {fleet} — 4 models, 4 routes, 13 clients, 1 MCP server\n"
     assert err == ""
     assert list(home.iterdir()) == []
 
@@ -329,7 +329,7 @@ def test_console_script_on_the_example(tmp_path):
                            str(tmp_path)], capture_output=True, text=True, env=_env(tmp_path),
                           timeout=120)
     assert proc.returncode == 0
-    assert proc.stdout == f"OK: {EXAMPLE} — 4 models, 4 routes, 11 clients, 1 MCP server\n"
+    assert proc.stdout == f"OK: {EXAMPLE} — 4 models, 4 routes, 13 clients, 1 MCP server\n"
     assert proc.stderr == ""
     assert list(tmp_path.iterdir()) == []
 

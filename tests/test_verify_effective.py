@@ -191,7 +191,8 @@ def test_a_home_never_applied_says_so_and_fails(taosync, home, fleet_file):
     problems = json.loads(as_json.out)["problems"]
     assert {p["client"] for p in problems} == {"claude-code", "codex", "cline", "continue",
                                                "mistral-vibe", "gptme", "aider", "llm",
-                                               "shell-gpt"}
+                                               "shell-gpt", "qwen-code", "gemini-cli",
+                                               "opencode", "kilo"}
     assert desired.rc == 0 and "14/14 backends pass" in desired.out
     assert len(sent) == 14  # only --desired sent anything
     assert not (home / ".claude").exists()
@@ -227,7 +228,7 @@ def test_secrets_reference_keys_resolve_as_the_client_would(taosync, home, fleet
         assert sources["claude-code"] == "~/.claude/settings.json apiKeyHelper"
         assert sources["codex"] == "~/.codex/config.toml model_providers.taotoken.env_key"
         assert "aider reads OPENAI_API_KEY" in sources["aider"]
-        assert {x["key_source"] for x in data["results"] if x["clients"] == ["continue"]} \
+        assert {x["key_source"] for x in data["results"] if x["clients"][0] == "continue"} \
             == {"~/.continue/.env TAOTOKEN_API_KEY"}
         assert {p.auth for p in stub.posts()} == {"ok"}
 

@@ -41,9 +41,9 @@ def test_example_fleet_groups_one_probe_per_distinct_request(env):
     # aider, Vibe and gptme send their own User-Agent: each is a request of its own
     chats = {tuple(g.clients): g for g in groups
              if (g.protocol, g.model) == ("openai-chat", "claude-sonnet-4-20250514")}
-    assert sorted(chats) == [("aider",), ("cline", "continue", "qwen-code"), ("gptme",),
+    assert sorted(chats) == [("aider",), ("cline", "continue", "qwen-code", "opencode", "kilo"), ("gptme",),
                              ("mistral-vibe",)]
-    chat = chats[("cline", "continue", "qwen-code")]
+    chat = chats[("cline", "continue", "qwen-code", "opencode", "kilo")]
     gemini = by[("gemini", "gpt-4o-mini")]
     assert (gemini.clients, gemini.auth) == (["gemini-cli"], "x-goog-api-key")
     assert gemini.url == ROOT + "/v1beta/models/gpt-4o-mini:streamGenerateContent?alt=sse"

@@ -434,9 +434,9 @@ def test_verification_is_one_at_a_time_and_coalesced(watch, home, fleet_file, mo
     h.settle()
     assert peak[0] == 1
     assert len(calls) == 2, calls  # 5 applies: the run in flight and one merged follow-up
-    # only the clients whose files changed (routes.fast feeds these seven)
-    assert calls[-1] == ["aider", "claude-code", "codex", "continue", "gemini-cli", "llm",
-                         "shell-gpt"]
+    # only the clients whose files changed (routes.fast feeds these)
+    assert calls[-1] == ["aider", "claude-code", "codex", "continue", "gemini-cli", "kilo", "llm",
+                         "opencode", "shell-gpt"]
 
 
 def test_sigterm_stops_a_real_watch_within_a_second(home, fleet_file, tmp_path):

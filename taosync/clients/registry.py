@@ -23,6 +23,8 @@ CLIENTS: dict[str, str] = {
     "shell-gpt": "taosync.clients.shell_gpt",
     "qwen-code": "taosync.clients.qwen_code",
     "gemini-cli": "taosync.clients.gemini_cli",
+    "opencode": "taosync.clients.opencode",
+    "kilo": "taosync.clients.kilo",
 }
 
 #: clients registered at run time (tests' toy clients); never written by shipped code

@@ -107,6 +107,18 @@ def runtime_checks(fleet: Any, environ: Mapping[str, str]) -> list[Check]:
     return out
 
 
+def client_checks(fleet: Any, environ: Mapping[str, str]) -> list[Check]:
+    """Each enabled client's own binary and its version, for clients whose module names
+    the command (``VERSION_ARGV``); not installed is information, not a failure."""
+    from taosync.clients.registry import get
+
+    modules = [get(client_id) for client_id in fleet.enabled_clients()]
+    wanted = [(m.TITLE, list(m.VERSION_ARGV)) for m in modules if getattr(m, "VERSION_ARGV", None)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        jobs = [(title, pool.submit(_run, argv, environ.get("PATH"))) for title, argv in wanted]
+        return [Check("client", title, *job.result()) for title, job in jobs]
+
+
 # -- environment ----------------------------------------------------------------------------
 
 def env_checks(fleet: Any, key: Any, environ: Mapping[str, str]) -> list[Check]:
@@ -318,6 +330,7 @@ def doctor() -> int:
     key = loaded.key if loaded is not None else None
     if fleet is not None:
         checks += runtime_checks(fleet, environ)
+        checks += client_checks(fleet, environ)
     checks += env_checks(fleet, key, environ)
     proxy, proxied = proxy_checks(fleet, environ)
     checks += proxy

@@ -99,6 +99,10 @@ class JsonDocument:
     _keys: dict[int, tuple[list[_Item], dict[str, list[_Item]]]] = field(
         default_factory=dict, repr=False)
 
+    def _spliced(self, a: int, b: int, new: str) -> None:
+        """Hook after each splice of ``text`` (JSONC mirrors it in its text with
+        comments, formats/jsonc.py)."""
+
 
 def _ws(text: str, i: int) -> int:
     return _WS.match(text, i).end()  # type: ignore[union-attr]
@@ -150,6 +154,7 @@ def _splice(doc: JsonDocument, a: int, b: int, new: str, restructured: int | Non
     """Replace ``text[a:b]`` with ``new`` and bring the layout cache up to date. The
     container starting at ``restructured`` gained or lost items: its entry is dropped."""
     doc.text = doc.text[:a] + new + doc.text[b:]
+    doc._spliced(a, b, new)
     doc._edited = True
     d = len(new) - (b - a)
     layout: dict[int, tuple[int, list[_Item]]] = {}

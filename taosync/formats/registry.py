@@ -10,6 +10,7 @@ from taosync.formats.base import Editor
 #: format name → the module whose ``EDITOR`` edits it (round trip, keeps every byte)
 EDITORS = {
     "json": "taosync.formats.json_",
+    "jsonc": "taosync.formats.jsonc",
     "toml": "taosync.formats.toml",
     "yaml": "taosync.formats.yaml",
     "dotenv": "taosync.formats.dotenv",

@@ -34,6 +34,8 @@ COMMENT = "contract: the user's own comment"
 #: a user's own content, per syntax: (text, whether a comment must survive)
 SEEDS = {
     "json": (json.dumps({"contractUserKey": USER_VALUE}, indent=2) + "\n", False),
+    "jsonc": (f"// {COMMENT}\n" + json.dumps({"contractUserKey": USER_VALUE}, indent=2)
+              + "\n", True),
     "toml": (f"# {COMMENT}\ncontract_user_key = \"{USER_VALUE}\"\n", True),
     "yaml": (f"# {COMMENT}\ncontract_user_key: {USER_VALUE}\n", True),
     "dotenv": (f"# {COMMENT}\nCONTRACT_USER_KEY={USER_VALUE}\n", True),

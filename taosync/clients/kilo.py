@@ -1,0 +1,55 @@
+"""Kilo CLI (``@kilocode/cli`` 7.7.7, an opencode fork): ``~/.config/kilo/kilo.json`` (JSONC).
+
+Facts (clients.md §8): opencode's schema, ``{env:}``/``{file:}``, ``<provider>/<id>``
+naming and ``mcp`` block (:mod:`opencode_family`), but its own directory: Kilo does not
+read ``~/.config/opencode/opencode.json`` (alone, it uses Kilo's own gateway and hangs).
+On its first run it adds ``$schema`` and ``permission`` ("migrated bash permission"):
+neither is owned. ``$KILO_CONFIG`` and ``$KILO_CONFIG_CONTENT`` are merged over the
+global file, so taosync warns when either is set.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from taosync.clients import opencode_family as family
+from taosync.clients.base import ClientEnv, Observation, OnDisk, Patch, ProbeSpec
+from taosync.fleet.secrets import Secret
+
+FLAVOR = family.Flavor(
+    id="kilo", title="Kilo CLI", version="`@kilocode/cli` 7.7.7", dirname="kilo",
+    filename="kilo", schema_url="https://app.kilo.ai/config.json",
+    overrides=("KILO_CONFIG", "KILO_CONFIG_CONTENT"))
+
+ID = FLAVOR.id
+TITLE = FLAVOR.title
+SUMMARY = "Kilo CLI (opencode fork; OpenAI chat): model, small_model, provider_id."
+LOCATION_VARS = ("XDG_CONFIG_HOME",)
+#: what ``taosync doctor`` runs to show the installed version
+VERSION_ARGV = ("kilo", "--version")
+OPTIONS = family.options()
+TARGETS = family.targets(FLAVOR)
+#: README's "Files taosync owns" rows (python -m taosync.clients.readme)
+OWNED_FILES = family.owned_files(FLAVOR)
+
+
+def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
+    """(directories, single files) this client's files may be in (rollback/recovery)."""
+    return family.locations(FLAVOR, env)
+
+
+def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
+    return family.render(FLAVOR, fleet, key, env)
+
+
+def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
+    return family.probes(FLAVOR, fleet, key, env)
+
+
+def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
+    return family.on_disk(FLAVOR, sys.modules[__name__], fleet, key, env)
+
+
+def observe(env: ClientEnv) -> Observation:
+    return family.observe(FLAVOR, env)
