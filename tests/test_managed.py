@@ -30,7 +30,9 @@ def test_managed_lists_the_render_before_any_apply(taosync, home, fleet_file):
     assert r.rc == 0, r.both
     js = json.loads(r.out)
     assert files_of(js) == rendered(home, fleet_file)
-    assert set(js["clients"]) == {"claude-code", "codex", "cline", "continue"}
+    from taosync.clients.registry import ids
+
+    assert set(js["clients"]) == set(ids())  # the example fleet enables every client
     codex = {f["path"]: f for f in js["clients"]["codex"]}
     cfg = codex[str(home / ".codex/config.toml")]
     assert cfg["present"] and not cfg["owned"] and cfg["rendered"]

@@ -128,9 +128,9 @@ def test_noop_plan_is_one_line(taosync, home):
     assert taosync("apply", "--no-verify").rc == 0
     r = taosync("plan")
     header = f"home: {home}  (--home; ~/ below means this directory)\n"
-    assert r.rc == 0 and r.out == header + "No changes: 11 files match fleet.yaml\n", r.out
+    assert r.rc == 0 and r.out == header + "No changes: 25 files match fleet.yaml\n", r.out
     r = taosync("plan", "-v")
-    assert "~/.codex/config.toml" in r.out and r.out.endswith("No changes: 11 files match fleet.yaml\n")
+    assert "~/.codex/config.toml" in r.out and r.out.endswith("No changes: 25 files match fleet.yaml\n")
 
 
 def test_home_header_relative_to_the_current_directory(taosync, home, monkeypatch):
@@ -195,8 +195,8 @@ def test_color_switches(taosync, monkeypatch):
 def test_verify_shows_live_progress_on_a_terminal_only(taosync, home, fleet_file):
     rc, out = run_in_pty(cli_args(home, fleet_file, "verify", "--stub"), [])
     assert rc == 0, out
-    assert "probing 8 backends…" in out and "\x1b[K" in out  # drawn, then erased
-    assert "8/8 backends pass" in out
+    assert "probing 15 backends…" in out and "\x1b[K" in out  # drawn, then erased
+    assert "15/15 backends pass" in out
     r = taosync("verify", "--stub")
     assert r.rc == 0 and "backends…" not in r.both and "\x1b[" not in r.both
 

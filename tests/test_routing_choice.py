@@ -137,7 +137,7 @@ def test_route_candidates_are_checked_with_located_errors(taosync, fleet_file):
         "  balanced:\n    candidates: [claude-sonnet-4-2025051, gpt-4o-mini]\n"))
     r = taosync("validate")
     assert r.rc == 2
-    assert ":19:18: routes.balanced.candidates[0]: " in r.err, r.err
+    assert ":20:18: routes.balanced.candidates[0]: " in r.err, r.err
     assert "did you mean 'claude-sonnet-4-20250514'?" in r.err
     for bad, words in (("candidates: []", "candidates"), ("{candidates: [gpt-4o-mini], policy: fastest}",
                                                            "policy")):

@@ -62,7 +62,7 @@ def _objects(node, where="#"):
 def test_every_mapping_forbids_unknown_keys_and_says_what_it_is():
     data = schema.load()
     objects = list(_objects(data))
-    assert len(objects) == 16  # Fleet + 15 $defs (Route, Routing: issue 15; aider, llm, shell-gpt)
+    assert len(objects) == 22  # Fleet + 21 $defs (one options object per client with options)
     for where, obj in objects:
         assert obj.get("additionalProperties") is False, where
     for name, prop in data["properties"].items():

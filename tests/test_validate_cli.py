@@ -102,7 +102,7 @@ BAD_INPUT = {
     "codex-provider-openai": (edit("profiles: [deep, batch]}",
                                    "profiles: [deep, batch], provider_id: openai}"),
                               "28:62", "Codex reserves it"),
-    "control-character": (edit("Reply with OK.", "Reply \x1 OK."), "50:25",
+    "control-character": (edit("Reply with OK.", "Reply \x01 OK."), "50:25",
                           "character 0x01 is not allowed"),
 }
 

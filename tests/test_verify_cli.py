@@ -28,7 +28,7 @@ def test_stub_mode_proves_every_backend_of_the_example_fleet(taosync, home):
     assert r.rc == 0, r.both
     assert "stand-in gateway at http://127.0.0.1:" in r.out
     rows = [ln for ln in r.out.splitlines() if "✓" in ln]
-    assert len(rows) == 14  # Vibe, gptme, aider, llm and shell-gpt send their own User-Agent
+    assert len(rows) == 15  # Vibe, gptme, aider, llm and shell-gpt send their own User-Agent; Gemini its own protocol
     assert "cline, continue" in r.out and "cuda" in r.out and "oneapi" in r.out
     assert "15/15 backends pass" in r.out
     assert "✗" not in r.out

@@ -193,8 +193,8 @@ def test_a_home_never_applied_says_so_and_fails(taosync, home, fleet_file):
                                                "mistral-vibe", "gptme", "aider", "llm",
                                                "shell-gpt", "qwen-code", "gemini-cli",
                                                "opencode", "kilo"}
-    assert desired.rc == 0 and "14/14 backends pass" in desired.out
-    assert len(sent) == 14  # only --desired sent anything
+    assert desired.rc == 0 and "15/15 backends pass" in desired.out
+    assert len(sent) == 15  # only --desired sent anything
     assert not (home / ".claude").exists()
 
 

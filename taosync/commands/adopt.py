@@ -103,14 +103,14 @@ def adopt(client, dry_run, yes):
     ctx = pipeline.prepare(s, use_cache=False)
     state = ctx.store.load()
     the_plan = pipeline.make_plan(ctx, state, only)
-    if the_plan.changed:  # the adopted fleet renders more than the files hold: let the user see
+    pending = {str(fp.path) for fp in the_plan.changed}
+    if pending:  # the adopted fleet renders more than the files hold (a new catalogue entry)
         ui.warn("fleet.yaml now differs from the client files elsewhere too; "
                 "run taosync plan to see what apply would change")
-    else:
-        try:
-            pipeline.commit(ctx, the_plan, state, only)  # the state takes the files as they are
-        except WriteFailed as exc:
-            ui.warn(f"fleet.yaml was updated, but {exc.message}")
+    try:  # the state takes every file that matches the adopted fleet as it is; none is written
+        pipeline.commit(ctx, the_plan, state, only, skip=pending)
+    except WriteFailed as exc:
+        ui.warn(f"fleet.yaml was updated, but {exc.message}")
     if s.json:
         ui.emit_json({"adopted": [{"fleet_key": ".".join(a.fleet_path), "value": a.value,
                                    "from": a.where} for a in adoptions if a.where],
