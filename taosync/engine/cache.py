@@ -33,7 +33,8 @@ CACHE_VERSION = 3  # 2: warnings stored as whole lines; 3: MCP secrets as refere
 
 
 def fingerprint(*, fleet_sha: str, key: Secret, hmac_key: bytes, home: Path, sandboxed: bool,
-                consulted: dict, probed: dict) -> dict:
+                consulted: dict, probed: dict, includes: dict | None = None) -> dict:
+    """``includes``: path → sha256 of each base fleet fleet.yaml ``include:``s."""
     return {
         "cache": CACHE_VERSION,
         "taosync": __version__,
@@ -44,6 +45,7 @@ def fingerprint(*, fleet_sha: str, key: Secret, hmac_key: bytes, home: Path, san
         "key": value_hash(hmac_key, key.reveal()),
         "env": dict(sorted(consulted.items())),
         "paths": dict(sorted(probed.items())),
+        "includes": dict(includes or {}),
     }
 
 
@@ -83,6 +85,8 @@ def lookup(entry: dict, *, fleet_path: Path, home: Path, sandboxed: bool, enviro
         return None
     if sha256_bytes(data) != fp["fleet"]:
         return None
+    if not _same_includes(system, fp.get("includes", {})):
+        return None
     if (fp["taosync"], fp["platform"], fp["home"], fp["sandboxed"]) != \
             (__version__, sys.platform, str(home), sandboxed):
         return None
@@ -102,6 +106,17 @@ def lookup(entry: dict, *, fleet_path: Path, home: Path, sandboxed: bool, enviro
     except SecretError:
         return None  # an MCP secret no longer resolves: the full load locates it
     return patches, key, list(entry["warnings"]), list(entry["clients"])
+
+
+def _same_includes(system, includes: dict) -> bool:
+    """Every included base fleet still has the bytes the cached render read."""
+    for path, digest in includes.items():
+        try:
+            if sha256_bytes(system.read_bytes(Path(path))) != digest:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 class _McpResolver:
