@@ -171,3 +171,19 @@ def test_changing_an_included_file_misses_the_render_cache(taosync, tmp_path, ho
                     .replace("codex: {model: fast}", "codex: {model: gpt-4o-mini}"))
     r = taosync("plan", "--check", config=local)
     assert r.rc == 1, r.both
+
+
+def test_validate_explain_names_the_file_of_each_value(taosync, tmp_path, home):
+    base = write(tmp_path / "team" / "base.yaml", TEAM)
+    local = write(tmp_path / "fleet.yaml", LOCAL)
+    r = taosync("validate", "--explain", config=local)
+    assert r.rc == 0, r.both
+    lines = r.out.splitlines()
+    assert any("gateway.base_url = 'https://mine.example/api'" in ln and f"({local})" in ln
+               for ln in lines), r.out
+    assert any("routes.balanced" in ln and f"({base.resolve()})" in ln for ln in lines), r.out
+    assert any("gateway.key = 'environment variable TAOTOKEN_API_KEY'" in ln or
+               "gateway.key = " in ln and "TAOTOKEN_API_KEY" in ln for ln in lines), r.out
+    values = json.loads(taosync("validate", "--json", "--explain", config=local).out)["values"]
+    assert {"path": "routes.fast", "value": "claude-sonnet-4-20250514",
+            "file": str(local)} in values

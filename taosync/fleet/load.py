@@ -95,6 +95,23 @@ class Loaded:
         """The file the value at ``path`` came from (the longest prefix one file set)."""
         return owner_of(self.origins, path, str(self.path))
 
+    def explain(self) -> list[tuple[str, Any, str]]:
+        """(YAML path, value, file it came from) of every leaf value, in document order:
+        what ``validate --explain`` prints for a fleet built from ``include:``s. The key is
+        shown as its reference, never its value."""
+        out: list[tuple[str, Any, str]] = []
+
+        def walk(node, path):
+            if isinstance(node, dict) and node:
+                for k, v in node.items():
+                    walk(v, (*path, k))
+                return
+            shown = self.key_ref.describe() if path == ("gateway", "key") else node
+            out.append((format_path(path), shown, self.origin_of(path)))
+
+        walk(self.data, ())
+        return out
+
 
 def load_fleet(path: Path, *, home: Path, environ: Mapping[str, str] | None = None,
                resolve_key: bool = True, model: bool = True,
