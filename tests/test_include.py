@@ -187,3 +187,75 @@ def test_validate_explain_names_the_file_of_each_value(taosync, tmp_path, home):
     values = json.loads(taosync("validate", "--json", "--explain", config=local).out)["values"]
     assert {"path": "routes.fast", "value": "claude-sonnet-4-20250514",
             "file": str(local)} in values
+
+
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c",
+       "commit.gpgsign=false"]
+
+
+def _hooks_repo(dst):
+    """This checkout's tracked files (edits included) as a one-commit repo, and its rev:
+    what a team's .pre-commit-config.yaml names (one install for every run below)."""
+    import shutil
+    import subprocess
+
+    from conftest import ROOT
+
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (dst / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dst / name)
+    subprocess.run([*GIT, "init", "-q"], cwd=dst, check=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=dst, check=True)
+    subprocess.run([*GIT, "commit", "-qm", "hooks"], cwd=dst, check=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=dst, capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def _pre_commit(repo, hook, env):
+    import subprocess
+
+    subprocess.run([*GIT, "add", "-A"], cwd=repo, check=True)
+    return subprocess.run(["pre-commit", "run", hook, "--all-files"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_pre_commit_hooks_run_in_a_team_repo(tmp_path, home):
+    """The shipped .pre-commit-hooks.yaml, run by pre-commit itself in a temporary git repo
+    (installs taosync into pre-commit's own environment: ~20 s)."""
+    import os
+    import shutil
+    import subprocess
+
+    import pytest
+
+    if shutil.which("pre-commit") is None:
+        pytest.skip("pre-commit is not installed (pip install pre-commit)")
+    repo = tmp_path / "team-repo"
+    write(repo / "team" / "base.yaml", TEAM.replace("  balanced: claude-sonnet-4-20250514",
+                                                    "  balanced: claude-sonet"))
+    write(repo / "fleet.yaml", LOCAL)
+    hooks = tmp_path / "taosync-src"
+    rev = _hooks_repo(hooks)
+    write(repo / ".pre-commit-config.yaml",
+          f"repos:\n  - repo: {hooks}\n    rev: {rev}\n"
+          "    hooks: [{id: taosync-validate}, {id: taosync-plan-check}]\n")
+    subprocess.run([*GIT, "init", "-q"], cwd=repo, check=True)
+    env = {k: v for k, v in os.environ.items() if k != "TAOTOKEN_API_KEY"}  # CI: no secret
+    env.update(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), HOME=str(home))
+    bad = _pre_commit(repo, "taosync-validate", env)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "team/base.yaml:11:13: routes.balanced" in bad.stdout and "Failed" in bad.stdout
+    write(repo / "team" / "base.yaml", TEAM)
+    good = _pre_commit(repo, "taosync-validate", env)
+    assert good.returncode == 0 and "Passed" in good.stdout, good.stdout + good.stderr
+    stale = _pre_commit(repo, "taosync-plan-check", env)
+    assert stale.returncode == 1 and "Failed" in stale.stdout, stale.stdout + stale.stderr
+    from taosync.cli import run as cli_run
+
+    assert cli_run(["--home", str(home), "-c", str(repo / "fleet.yaml"), "apply",
+                    "--no-verify"]) == 0
+    synced = _pre_commit(repo, "taosync-plan-check", env)
+    assert synced.returncode == 0 and "Passed" in synced.stdout, synced.stdout + synced.stderr
