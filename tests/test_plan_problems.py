@@ -61,3 +61,59 @@ def test_warnings_have_one_prefix_and_are_printed_once(taosync, home, fleet_file
             "base_url: warning:", ""), (args, r.err)
         warned = [ln for ln in r.err.splitlines() if "/v1" in ln and "warning" in ln]
         assert len(warned) == 1, (args, r.err)
+
+
+# -- diagnoses name what failed, and never suggest it back ----------------------------------
+
+def _probe(root, protocol, base, model="gw-main", fault=None):
+    from taosync.clients.base import ProbeSpec
+    from taosync.fleet.model import Verify
+    from taosync.fleet.secrets import Secret
+    from taosync.stub import Stub
+    from taosync.verify.runner import run
+
+    raw = "sk-test-PLANPROBLEMS-0123456789"
+    tail = {"anthropic-messages": "/v1/messages?beta=true", "openai-chat": "/chat/completions",
+            "openai-responses": "/responses"}[protocol]
+    with Stub(key=raw, models=["gw-main", "gw-small"]) as stub:
+        if fault:
+            stub.add_fault(fault)
+        base = base.replace("ROOT", stub.root)
+        spec = ProbeSpec("test-client", "main", model, protocol, base, base + tail, "bearer")
+        (result,) = run([spec], Secret(raw), Verify(timeout=2, retries=0), backoff=0.01)
+        return result, stub.root
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("protocol", ["openai-chat", "openai-responses"])
+def test_doubled_v1_names_openai_base_url(protocol):
+    r, root = _probe(None, protocol, "ROOT/v1/v1")
+    fix = r.diagnosis.fix
+    assert r.diagnosis.code == "path" and "/v1 is doubled" in r.diagnosis.cause
+    assert fix.startswith("the URL comes from `gateway.openai_base_url`"), fix
+    assert f"write `gateway.openai_base_url: {root}/v1`" in fix
+
+
+def test_doubled_v1_names_anthropic_base_url():
+    r, root = _probe(None, "anthropic-messages", "ROOT/v1")
+    fix = r.diagnosis.fix
+    assert "the URL comes from `gateway.anthropic_base_url`" in fix
+    assert f"write `gateway.anthropic_base_url: {root}`" in fix
+
+
+def test_listed_model_refused_is_not_a_typo():
+    r, _ = _probe(None, "openai-chat", "ROOT/v1", model="gw-small",
+                  fault="unknown_model@gw-small")
+    d = r.diagnosis
+    assert d.code == "model_not_found"
+    assert "listed but refused: access or deployment" in d.cause
+    assert "did you mean" not in d.fix and "`gw-small`" not in d.fix
+
+
+def test_suggestions_never_hold_the_failing_id():
+    from taosync.verify.diagnose import suggest
+
+    assert suggest("gw-small", ["gw-small", "gw-smal", "x/gw-small"]) == ["gw-smal", "x/gw-small"]
+    assert "GW-small" not in suggest("gw-small", ["GW-small", "gw-smalls"])
