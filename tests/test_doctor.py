@@ -199,6 +199,17 @@ def test_healthy_home_is_quiet_in_every_section(taosync, applied):
     assert any(line.startswith("ok      targets") for line in human.out.splitlines())
 
 
+def test_doctor_writes_nothing(taosync, applied):
+    from conftest import snapshot
+
+    (applied / ".codex" / "auth.json").chmod(0o644)
+    before = snapshot(applied)
+    modes = {p: p.stat().st_mode for p in applied.rglob("*")}
+    assert taosync("doctor").rc == 0
+    assert snapshot(applied) == before
+    assert {p: p.stat().st_mode for p in applied.rglob("*")} == modes
+
+
 def test_state_drift_and_stale_journal(taosync, applied):
     settings = applied / ".claude" / "settings.json"
     data = json.loads(settings.read_text())

@@ -171,6 +171,11 @@ def test_changing_an_included_file_misses_the_render_cache(taosync, tmp_path, ho
                     .replace("codex: {model: fast}", "codex: {model: gpt-4o-mini}"))
     r = taosync("plan", "--check", config=local)
     assert r.rc == 1, r.both
+    assert taosync("apply", "--no-verify", config=local).rc == 0
+    import tomllib
+
+    assert tomllib.loads((home / ".codex/config.toml").read_text())["model"] == "gpt-4o-mini"
+    assert taosync("plan", "--check", config=local).rc == 0
 
 
 def test_validate_explain_names_the_file_of_each_value(taosync, tmp_path, home):
