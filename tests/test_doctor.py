@@ -371,3 +371,16 @@ def test_private_hosts():
         assert is_private_host(host), host
     for host in ("8.8.8.8", "gateway.example.com", ""):
         assert not is_private_host(host), host
+
+
+def test_fleet_editor_schema_missing_stale_and_current(taosync, clean):
+    clean.write_text("# yaml-language-server: $schema=./fleet.schema.json\n" + clean.read_text())
+    r = taosync("doctor", "--json")
+    assert r.rc == 0  # a warning, not an error
+    assert checks(r)["editor schema"]["status"] == "warn"
+    assert "cannot be read" in checks(r)["editor schema"]["detail"]
+    (clean.parent / "fleet.schema.json").write_text("{}\n")
+    assert "not this taosync's schema" in checks(taosync("doctor", "--json"))[
+        "editor schema"]["detail"]
+    assert taosync("schema", "--write").rc == 0
+    assert checks(taosync("doctor", "--json"))["editor schema"]["status"] == "ok"

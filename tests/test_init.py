@@ -94,14 +94,17 @@ def test_init_json(cli, tmp_path):
     assert json.loads(cli("init", "--json").out)["ok"] is False
 
 
-def test_init_writes_the_editor_modeline_and_its_schema_beside(cli, tmp_path):
+def test_init_writes_the_editor_modeline_and_schema_write_provides_its_schema(cli, tmp_path):
     from taosync.commands.schema import MODELINE
     from taosync.fleet import schema as fleet_schema
 
-    assert cli("init").rc == 0
+    r = cli("init")
+    assert r.rc == 0 and "taosync schema --write" in r.out
     work = tmp_path / "work"
     first = (work / "fleet.yaml").read_text().splitlines()[0]
     assert first == MODELINE == "# yaml-language-server: $schema=./fleet.schema.json"
+    assert not (work / "fleet.schema.json").exists()  # init writes only fleet.yaml
+    assert cli("schema", "--write").rc == 0
     schema_file = work / "fleet.schema.json"
     assert schema_file.read_text() == fleet_schema.text()
     assert json.loads(schema_file.read_text())["type"] == "object"

@@ -599,6 +599,32 @@ def is_private_host(host: str) -> bool:
 
 # -- the command ----------------------------------------------------------------------------
 
+_MODELINE = re.compile(r"^#\s*yaml-language-server:\s*\$schema=(\S+)", re.M)
+
+
+def modeline_checks(path: Path, text: str) -> list[Check]:
+    """The schema fleet.yaml's editor modeline points at (a local file): there, and the one
+    this taosync checks with."""
+    from taosync.fleet import schema as fleet_schema
+
+    found = _MODELINE.search(text[:2000])
+    if found is None or "://" in found.group(1):
+        return []
+    target = Path(os.path.expanduser(found.group(1)))
+    target = target if target.is_absolute() else path.parent / target
+    fix = f"`taosync -c {path} schema --write` writes it"
+    try:
+        current = target.read_text(encoding="utf-8")
+    except OSError:
+        return [Check("fleet", "editor schema", "warn",
+                      f"the modeline points at {target}, which cannot be read: editors give "
+                      f"no completion; {fix}")]
+    if current != fleet_schema.text():
+        return [Check("fleet", "editor schema", "warn",
+                      f"{target} is not this taosync's schema (an older copy?); {fix}")]
+    return [Check("fleet", "editor schema", "ok", f"{target} is current")]
+
+
 def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int]:
     """(loaded or None, checks, exit code floor)."""
     from taosync.errors import TaosyncError
@@ -620,6 +646,7 @@ def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int]:
     checks = [Check("fleet", str(path), "ok",
                     f"{len(loaded.fleet.models)} model(s), "
                     f"{len(loaded.fleet.enabled_clients())} client(s)")]
+    checks += modeline_checks(Path(path), loaded.text)
     if key is not None:
         from taosync.verify.diagnose import key_problem
 

@@ -6,9 +6,9 @@ with the shared atomic write (engine/system.py: temp file in the same directory,
 rename; through a symlink to the real file; a new file 0644 whatever the umask, an
 existing one keeps its mode) and passes ``taosync validate --no-key`` as written.
 
-Its first line is the editor modeline ``# yaml-language-server: $schema=./fleet.schema.json``
-and init writes that schema beside it (``taosync schema --write`` refreshes it after an
-upgrade): editors complete and check fleet.yaml offline, and the relative path survives a
+Its first line is the editor modeline ``# yaml-language-server: $schema=./fleet.schema.json``;
+``taosync schema --write`` puts that schema beside it (init writes only fleet.yaml and says
+so): editors then complete and check fleet.yaml offline, and the relative path survives a
 clone on another machine (see commands/schema.py).
 """
 
@@ -74,14 +74,12 @@ def init(force: bool, path: Path | None) -> int:
         raise WriteFailed(f"{target}: cannot be written ({exc.strerror}); nothing was "
                           f"changed") from None
 
-    from taosync.commands.schema import write_schema
-
-    schema_path, _ = write_schema(real.parent)
     if s.json:
         ui.emit_json({"ok": True, "path": str(target), "replaced": existed})
         return 0
     ui.out(f"{'replaced' if existed else 'wrote'} {target}")
-    ui.detail(f"wrote {schema_path} (the editor modeline's schema)")
     ui.out("next: edit gateway.base_url and models, export TAOTOKEN_API_KEY=<your key>, "
            "then `taosync validate` and `taosync plan`")
+    ui.out("editor completion: `taosync schema --write` puts fleet.schema.json beside it "
+           "(the file's first line points there)")
     return 0
