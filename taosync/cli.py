@@ -48,7 +48,7 @@ HELP = {
     "managed": "List every file and owned key per client, and whether it is on disk.",
     "verify": "Send one real request per backend, shaped as each client sends it.",
     "stats": "Per model: runs, failures, median latency, tokens (from verify history).",
-    "doctor": "Check local runtimes and environment overrides before blaming the gateway.",
+    "doctor": "Check state, client files and binaries, overrides, proxies, runtimes: ok/warning/error.",
     "stub": "Serve a stand-in gateway on loopback (for demos and tests).",
     "watch": "Re-apply after every save of fleet.yaml; keep owned keys asserted.",
     "init": "Write a commented starter fleet.yaml (PATH, else -c, $TAOSYNC_CONFIG, ./fleet.yaml).",

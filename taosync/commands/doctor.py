@@ -679,8 +679,9 @@ def _store_and_state(s: Any) -> tuple[Any, Any, list[Check]]:
               help="Check the local GPU runtimes (nvidia-smi, nvcc, sycl-ls) even when the "
                    "gateway is remote (by default only for a local or private one).")
 def doctor(local: bool = False) -> int:
-    """Check the state, client files and binaries, overrides, proxies and runtimes before
-    blaming the gateway: one line per check, ok / warning / error."""
+    """Check state, client files and binaries, overrides, proxies, runtimes: ok/warning/error.
+
+    Run it before blaming the gateway: one line per check, exit 1 on any error."""
     from taosync import ui
     from taosync.fleet.secrets import Redactor
 

@@ -45,7 +45,9 @@ def write_schema(directory: Path) -> tuple[Path, bool]:
               help=f"Write {SCHEMA_NAME} beside fleet.yaml (for the editor modeline "
                    "`taosync init` writes) instead of printing it.")
 def schema(write: bool = False) -> int:
-    """Print the JSON schema of fleet.yaml (--write: save it beside fleet.yaml)."""
+    """Print the JSON schema of fleet.yaml.
+
+    With --write, save it as fleet.schema.json beside fleet.yaml instead."""
     from taosync import ui
     from taosync.fleet import schema as fleet_schema
 
