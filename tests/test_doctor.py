@@ -279,19 +279,6 @@ def test_targets_symlink_into_a_git_work_tree(taosync, clean, home, tmp_path):
     assert TEST_KEY not in r.out
 
 
-def toy_with_binary(tmp_path, version: str):
-    """A client module naming a binary and its proven version, registered for one test."""
-    import types
-
-    from taosync.clients import registry
-
-    module = types.ModuleType("doctor_toy")
-    module.ID, module.TITLE, module.BINARY, module.VERSION = ("doctor-toy", "Doctor Toy",
-                                                              "doctortoy", version)
-    module.LOCATION_VARS, module.OWNED_FILES = (), ()
-    return module, registry
-
-
 def test_clients_binary_version_against_the_proven_one(taosync, clean, tmp_path, monkeypatch):
     from taosync.clients import codex
     from taosync.commands.doctor import proven_version
