@@ -51,7 +51,7 @@ HELP = {
     "managed": "List every file and owned key per client, and whether it is on disk.",
     "verify": "Send one real request per backend, shaped as each client sends it.",
     "stats": "Per model (or route): runs, failures, median/p95 latency, TTFB, tokens in/out.",
-    "doctor": "Check local runtimes and environment overrides before blaming the gateway.",
+    "doctor": "Check state, client files and binaries, overrides, proxies, runtimes: ok/warning/error.",
     "stub": "Serve a stand-in gateway on loopback (for demos and tests).",
     "watch": "Re-apply after every save of fleet.yaml; keep owned keys asserted.",
     "init": "Write a commented starter fleet.yaml (PATH, else -c, $TAOSYNC_CONFIG, ./fleet.yaml).",

@@ -156,7 +156,8 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
         fingerprint=cache.fingerprint(
             fleet_sha=loaded.sha256, key=key, hmac_key=store.hmac_key(create=False),
             home=env.home, sandboxed=env.sandboxed, consulted=env.consulted,
-            probed=env.probed, routes=cache_routes(fleet, routes)),
+            probed=env.probed, routes=cache_routes(fleet, routes),
+            includes=dict(loaded.sources[1:])),
         key_ref=loaded.key_ref, patches=patches, key=key, warnings=warnings,
         clients=list(fleet.enabled_clients()))
     return Context(settings, loaded, env, store, key, warnings, patches, entry, routes=routes,

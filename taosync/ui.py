@@ -66,7 +66,11 @@ def detail(text: str) -> None:
 
 
 def warn(text: str) -> None:
-    """Warnings go to stderr in every mode, so JSON on stdout stays parseable."""
+    """Warnings go to stderr in every mode, so JSON on stdout stays parseable. A line that
+    already says so (a located ``file:line:col: path: warning: …``) gets no second prefix."""
+    if text.startswith("warning: ") or ": warning: " in text:
+        click.echo(clean(text), err=True, color=current().color)
+        return
     click.echo(style("warning: ", "warn") + clean(text), err=True, color=current().color)
 
 

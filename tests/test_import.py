@@ -201,3 +201,86 @@ def test_values_with_line_breaks_cannot_escape_their_comment(run, home, tmp_path
     assert not any(line.startswith(("version: 2", "x: 1")) for line in r.out.splitlines())
     v = run("validate", "--no-key", config=proposal)
     assert v.rc == 0, v.both
+
+
+# ---------------------------------------------------------------- edge cases (issue 18)
+
+
+def test_unparsable_file_is_counted_as_a_problem_not_a_conflict(run, home):
+    populate(home, "codex")
+    write(home / ".claude/settings.json", '{\n  // comments\n  "env": {}\n}\n')
+    r = run("import")
+    assert r.rc == 1
+    summary = [ln for ln in r.err.splitlines() if ln.startswith("proposal:")][0]
+    assert "1 problem" in summary and "conflict" not in summary, summary
+    head = r.out.split("version: 1")[0]
+    assert "# PROBLEMS" in head and "# CONFLICTS" not in head
+    r, data = imported(run)
+    kinds = {f["kind"] for f in data["findings"] if f["topic"] == "file"}
+    assert kinds == {"problem"}
+
+
+def test_legacy_codex_profile_table_becomes_a_profile_and_a_route(run, home, tmp_path,
+                                                                   monkeypatch):
+    populate(home, "codex")
+    (home / ".codex/deep.config.toml").unlink()
+    (home / ".codex/local.config.toml").unlink()
+    cfg = home / ".codex/config.toml"
+    cfg.write_text(cfg.read_text() + '\n[profiles.review]\nmodel = "claude-sonnet-4-20250514"\n'
+                   '\n[profiles.offline]\nmodel = "llama3"\nmodel_provider = "ollama-local"\n')
+    r, data = imported(run)
+    fleet = data["fleet"]
+    assert fleet["clients"]["codex"]["profiles"] == ["review"]
+    assert fleet["routes"]["review"] == "claude-sonnet-4-20250514"
+    assert "llama3" not in fleet["models"]  # another provider's profile stays as it is
+    notes = [f["message"] for f in data["findings"] if f["kind"] == "note"]
+    assert any("migrated the legacy [profiles.review]" in n for n in notes), notes
+    assert not any("[profiles.*] tables are not read" in n for n in notes), notes
+    assert data["exit_code"] == 0, data["findings"]
+    proposal = tmp_path / "proposed.yaml"
+    proposal.write_text(data["yaml"])
+    monkeypatch.setenv(data["key"]["env"], KEY_ONE)
+    assert run("apply", "--no-verify", config=proposal).rc == 0
+    written = (home / ".codex/review.config.toml").read_text()
+    assert 'model = "claude-sonnet-4-20250514"' in written
+
+
+def test_a_profile_file_wins_over_the_legacy_table_of_the_same_name(run, home):
+    populate(home, "codex")
+    cfg = home / ".codex/config.toml"
+    cfg.write_text(cfg.read_text() + '\n[profiles.deep]\nmodel = "gpt-4o-mini"\n')
+    r, data = imported(run)
+    assert data["fleet"]["routes"]["deep"] == "nvidia/deepseek-r1"
+
+
+def test_continue_duplicated_display_name_is_a_conflict(run, home):
+    populate(home, "continue")
+    path = home / ".continue/config.yaml"
+    # the Sonnet entry is displayed as "gpt-4o-mini", another entry's model id
+    path.write_text(path.read_text().replace("  - name: claude-sonnet-4-20250514   # via",
+                                             "  - name: gpt-4o-mini   # via"))
+    r = run("import")
+    assert r.rc == 1, r.err
+    assert "conflict: continue: the display name 'gpt-4o-mini' would stand for 2 models" in r.err
+    r, data = imported(run)
+    (conflict,) = [f for f in data["findings"] if f["topic"] == "models"
+                   and f["kind"] == "conflict"]
+    assert {i["value"] for i in conflict["items"]} == {"gpt-4o-mini",
+                                                       "claude-sonnet-4-20250514"}
+
+
+def test_continue_two_entries_with_one_name_is_a_conflict(run, home):
+    populate(home, "continue")
+    path = home / ".continue/config.yaml"
+    path.write_text(path.read_text().replace("  - name: gpt-4o-mini\n",
+                                             "  - name: claude-sonnet-4-20250514\n"))
+    r, data = imported(run)
+    assert data["exit_code"] == 1
+    assert any(f["kind"] == "conflict" and "'claude-sonnet-4-20250514' would stand for 2"
+               in f["message"] for f in data["findings"])
+
+
+def test_continue_distinct_names_are_no_conflict(run, home):
+    populate(home, "continue")
+    r, data = imported(run)
+    assert not any(f["topic"] == "models" for f in data["findings"])

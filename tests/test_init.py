@@ -92,3 +92,36 @@ def test_init_json(cli, tmp_path):
     data = json.loads(r.out)
     assert data == {"ok": True, "path": "fleet.yaml", "replaced": False}
     assert json.loads(cli("init", "--json").out)["ok"] is False
+
+
+def test_init_writes_the_editor_modeline_and_schema_write_provides_its_schema(cli, tmp_path):
+    from taosync.commands.schema import MODELINE
+    from taosync.fleet import schema as fleet_schema
+
+    r = cli("init")
+    assert r.rc == 0 and "taosync schema --write" in r.out
+    work = tmp_path / "work"
+    first = (work / "fleet.yaml").read_text().splitlines()[0]
+    assert first == MODELINE == "# yaml-language-server: $schema=./fleet.schema.json"
+    assert not (work / "fleet.schema.json").exists()  # init writes only fleet.yaml
+    assert cli("schema", "--write").rc == 0
+    schema_file = work / "fleet.schema.json"
+    assert schema_file.read_text() == fleet_schema.text()
+    assert json.loads(schema_file.read_text())["type"] == "object"
+    assert schema_file.stat().st_mode & 0o777 == 0o644
+
+
+def test_schema_write_refreshes_the_copy_beside_fleet_yaml(cli, tmp_path):
+    from taosync.fleet import schema as fleet_schema
+
+    fleet = tmp_path / "team" / "fleet.yaml"
+    assert cli("init", str(fleet)).rc == 0
+    stale = fleet.parent / "fleet.schema.json"
+    stale.write_text("{}\n")
+    r = cli("-c", str(fleet), "schema", "--write")
+    assert r.rc == 0 and f"wrote {stale}" in r.out
+    assert stale.read_text() == fleet_schema.text()
+    again = cli("-c", str(fleet), "schema", "--write")
+    assert "up to date" in again.out
+    printed = cli("schema")
+    assert printed.out == fleet_schema.text()

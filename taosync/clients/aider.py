@@ -24,6 +24,7 @@ from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSp
 from taosync.fleet.secrets import Secret, parse_reference
 
 ID = "aider"
+BINARY = "aider"  # taosync doctor shows its --version
 TITLE = "aider"
 SUMMARY = "aider (.aider.conf.yml, openai/<id>): model, weak_model, editor_model."
 LOCATION_VARS: tuple[str, ...] = ()

@@ -26,8 +26,8 @@ A client module (``claude_code.py``, ``codex.py``, …) is listed once, in
 * ``doctor(fleet, key, environ) -> list[Finding]`` (optional): what ``taosync doctor``
   should say about this client's own pitfalls (environment variables that beat or are
   ignored by its files);
-* ``VERSION_ARGV`` (optional): the command printing its binary's version, which
-  ``taosync doctor`` shows when the client is enabled;
+* ``BINARY`` (optional): the client's command; ``taosync doctor`` runs ``BINARY --version``
+  when the client is enabled and compares it with the version the module was proven with;
 
 A client module knows its client and nothing else: no file I/O, no format syntax. The
 engine turns patches into edits and writes. This module holds the contract and shared

@@ -29,6 +29,7 @@ from taosync.fleet.secrets import Secret, expand_path, parse_reference
 from taosync.formats.base import keypath_str
 
 ID = "claude-code"
+BINARY = "claude"  # taosync doctor shows its --version
 TITLE = "Claude Code"
 SUMMARY = "Claude Code (Anthropic Messages): model, haiku, sonnet, opus slots."
 LOCATION_VARS = ("CLAUDE_CONFIG_DIR",)

@@ -36,6 +36,7 @@ from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
 ID = "cline"
+BINARY = "cline"  # taosync doctor shows its --version
 TITLE = "Cline"
 SUMMARY = "Cline (OpenAI-compatible provider): model, editors, legacy."
 #: environment variables naming a directory (LOCATION_VARS) or one file it reads

@@ -27,6 +27,7 @@ from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
 ID = "codex"
+BINARY = "codex"  # taosync doctor shows its --version
 TITLE = "Codex"
 SUMMARY = "Codex CLI (OpenAI Responses): model, profiles, provider_id."
 LOCATION_VARS = ("CODEX_HOME",)

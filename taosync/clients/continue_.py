@@ -27,6 +27,7 @@ from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret
 
 ID = "continue"
+BINARY = "cn"  # taosync doctor shows its --version
 TITLE = "Continue"
 SUMMARY = "Continue (config.yaml models): roles → route or model id."
 LOCATION_VARS = ("CONTINUE_GLOBAL_DIR",)

@@ -30,6 +30,7 @@ from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
 ID = "gemini-cli"
+BINARY = "gemini"  # taosync doctor shows its --version
 TITLE = "Gemini CLI"
 SUMMARY = "Gemini CLI (Gemini generateContent; needs gateway.gemini_base_url): model."
 LOCATION_VARS = ("GEMINI_CLI_HOME",)

@@ -31,6 +31,7 @@ from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import Match, keypath_str
 
 ID = "gptme"
+BINARY = "gptme"  # taosync doctor shows its --version
 TITLE = "gptme"
 SUMMARY = "gptme ([[providers]] + [env] MODEL = <provider>/<id>): model."
 #: its directory moves with XDG_CONFIG_HOME, which app_data() honours (not gptme's own variable)

@@ -27,7 +27,7 @@ TITLE = FLAVOR.title
 SUMMARY = "Kilo CLI (opencode fork; OpenAI chat): model, small_model, provider_id."
 LOCATION_VARS = ("XDG_CONFIG_HOME",)
 #: what ``taosync doctor`` runs to show the installed version
-VERSION_ARGV = ("kilo", "--version")
+BINARY = "kilo"  # taosync doctor shows its --version
 OPTIONS = family.options()
 TARGETS = family.targets(FLAVOR)
 #: README's "Files taosync owns" rows (python -m taosync.clients.readme)

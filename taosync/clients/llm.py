@@ -25,6 +25,7 @@ from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import Match, keypath_str
 
 ID = "llm"
+BINARY = "llm"  # taosync doctor shows its --version
 TITLE = "llm"
 SUMMARY = "llm (extra-openai-models.yaml, the whole catalogue): model (the default)."
 LOCATION_VARS = ("LLM_USER_PATH",)

@@ -30,6 +30,7 @@ from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import Match, keypath_str
 
 ID = "mistral-vibe"
+BINARY = "vibe"  # taosync doctor shows its --version
 TITLE = "Mistral Vibe"
 SUMMARY = "Mistral Vibe (config.toml [[models]] + .env key): model."
 LOCATION_VARS = ("VIBE_HOME",)

@@ -24,7 +24,7 @@ TITLE = FLAVOR.title
 SUMMARY = "opencode (OpenAI chat, provider entry): model, small_model, provider_id."
 LOCATION_VARS = ("XDG_CONFIG_HOME",)
 #: what ``taosync doctor`` runs to show the installed version
-VERSION_ARGV = ("opencode", "--version")
+BINARY = "opencode"  # taosync doctor shows its --version
 OPTIONS = family.options()
 TARGETS = family.targets(FLAVOR)
 #: README's "Files taosync owns" rows (python -m taosync.clients.readme)

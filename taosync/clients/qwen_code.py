@@ -27,6 +27,7 @@ from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import Match, keypath_str
 
 ID = "qwen-code"
+BINARY = "qwen"  # taosync doctor shows its --version
 TITLE = "Qwen Code"
 SUMMARY = "Qwen Code (OpenAI Chat Completions): model."
 LOCATION_VARS = ("QWEN_HOME",)

@@ -25,6 +25,7 @@ from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSp
 from taosync.fleet.secrets import Secret, parse_reference
 
 ID = "shell-gpt"
+BINARY = "sgpt"  # taosync doctor shows its --version
 TITLE = "shell-gpt"
 SUMMARY = "shell-gpt (sgpt, .sgptrc): model."
 LOCATION_VARS: tuple[str, ...] = ()

@@ -119,8 +119,14 @@ def _report(proposal, s) -> None:
             say(f"    ${found['env']} is already set in this shell.")
         else:
             say(f"    next: {found['export_hint']}")
-    n = len(proposal.conflicts)
-    tail = (f"{n} conflict{'s' if n != 1 else ''} — resolved as shown above and in the "
-            f"comments at the top; check them before `taosync apply`" if n else
-            "no conflicts")
+    n = sum(f.kind == "conflict" for f in proposal.findings)
+    bad = sum(f.kind == "problem" for f in proposal.findings)
+    parts = []
+    if n:
+        parts.append(f"{n} conflict{'s' if n != 1 else ''} — resolved as shown above and in "
+                     "the comments at the top; check them before `taosync apply`")
+    if bad:
+        parts.append(f"{bad} problem{'s' if bad != 1 else ''} — a file that could not be "
+                     "read was skipped; fix it and import again")
+    tail = "; ".join(parts) or "no conflicts"
     say(f"proposal: {tail}. Next: `taosync import > fleet.yaml && taosync plan`.")

@@ -5,6 +5,11 @@ An existing file is never replaced without ``--force`` (exit 2). The file is wri
 with the shared atomic write (engine/system.py: temp file in the same directory, then
 rename; through a symlink to the real file; a new file 0644 whatever the umask, an
 existing one keeps its mode) and passes ``taosync validate --no-key`` as written.
+
+Its first line is the editor modeline ``# yaml-language-server: $schema=./fleet.schema.json``;
+``taosync schema --write`` puts that schema beside it (init writes only fleet.yaml and says
+so): editors then complete and check fleet.yaml offline, and the relative path survives a
+clone on another machine (see commands/schema.py).
 """
 
 from __future__ import annotations
@@ -75,4 +80,6 @@ def init(force: bool, path: Path | None) -> int:
     ui.out(f"{'replaced' if existed else 'wrote'} {target}")
     ui.out("next: edit gateway.base_url and models, export TAOTOKEN_API_KEY=<your key>, "
            "then `taosync validate` and `taosync plan`")
+    ui.out("editor completion: `taosync schema --write` puts fleet.schema.json beside it "
+           "(the file's first line points there)")
     return 0

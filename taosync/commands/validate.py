@@ -17,7 +17,10 @@ from taosync.settings import common_options, current
 @click.option("--no-key", is_flag=True,
               help="Do not resolve the key reference (CI without secrets); its form is "
                    "still checked.")
-def validate(no_key: bool) -> int:
+@click.option("--explain", is_flag=True,
+              help="Also list every value with the file it came from (fleet.yaml or a "
+                   "base fleet it includes).")
+def validate(no_key: bool, explain: bool = False) -> int:
     """Check fleet.yaml; print every problem with its line and column."""
     from taosync import ui
     from taosync.fleet.load import FleetInvalid, load_fleet
@@ -53,7 +56,9 @@ def validate(no_key: bool) -> int:
         ui.emit_json({"ok": True, "file": str(path), "sha256": loaded.sha256,
                       "problems": [p.to_json() for p in loaded.warnings],
                       "errors": 0, "warnings": len(loaded.warnings), **counts,
-                      "enabled_clients": clients, "key": key})
+                      "enabled_clients": clients, "key": key,
+                      **({"values": [{"path": p, "value": v, "file": f}
+                                     for p, v, f in loaded.explain()]} if explain else {})})
         return 0
     for p in loaded.warnings:
         ui.problem(p.format())
@@ -62,6 +67,9 @@ def validate(no_key: bool) -> int:
     if counts["mcp_servers"]:
         line += f", {_count(counts['mcp_servers'], 'MCP server')}"
     ui.out(f"{ui.style('OK', 'ok')}: {path} — {line}")
+    if explain:
+        for where, value, origin in loaded.explain():
+            ui.out(f"  {where} = {value!r}  ({origin})")
     ui.detail(f"clients: {', '.join(clients) or 'none'}")
     if loaded.key is not None:
         ui.detail(f"key: {key['reference']} → {key['redacted']}")

@@ -29,8 +29,11 @@ CACHE_VERSION = 3  # 2: warnings stored as whole lines; 3: MCP secrets as refere
 
 
 def fingerprint(*, fleet_sha: str, key, hmac_key: bytes, home, sandboxed: bool,
-                consulted: dict, probed: dict, routes: dict | None = None) -> dict:
-    # routes: a route choice is a render input too ({"spec", "choice"}, pipeline.cache_routes)
+                consulted: dict, probed: dict, routes: dict | None = None,
+                includes: dict | None = None) -> dict:
+    """``routes``: a route choice is a render input too ({"spec", "choice"},
+    pipeline.cache_routes); ``includes``: path → sha256 of each base fleet fleet.yaml
+    ``include:``s."""
     from taosync.fleet.secrets import value_hash
 
     return {**({"routes": routes} if routes else {}),
@@ -43,6 +46,7 @@ def fingerprint(*, fleet_sha: str, key, hmac_key: bytes, home, sandboxed: bool,
         "key": value_hash(hmac_key, key.reveal()),
         "env": dict(sorted(consulted.items())),
         "paths": dict(sorted(probed.items())),
+        **({"includes": dict(includes)} if includes else {}),
     }
 
 
@@ -72,12 +76,17 @@ def rekey(entry: dict, key, hmac_key: bytes) -> dict:
 
 
 def fingerprint_holds(fp: dict, *, fleet_sha: str | None, home: str, sandboxed: bool,
-                      environ, is_dir) -> bool:
+                      environ, is_dir, sha_of=None) -> bool:
     """Every input of the cached render but the key is as it was: fleet.yaml's sha256
-    (None: unreadable), taosync's version, the platform, home, the environment variables
-    and the paths (``is_dir(str)``) the clients consulted. Shared by :func:`lookup` and the
-    fast path, so both decide alike; the key's hash is each caller's to compare."""
+    (None: unreadable), every included base fleet's (``sha_of(path)``; without it a fleet
+    with includes never holds), taosync's version, the platform, home, the environment
+    variables and the paths (``is_dir(str)``) the clients consulted. Shared by
+    :func:`lookup` and the fast path, so both decide alike; the key's hash is each
+    caller's to compare."""
+    includes = fp.get("includes", {})
     return (fp.get("cache") == CACHE_VERSION and fleet_sha is not None
+            and (not includes or sha_of is not None
+                 and all(sha_of(path) == sha for path, sha in includes.items()))
             and fp["fleet"] == fleet_sha
             and (fp["taosync"], fp["platform"], fp["home"], fp["sandboxed"])
             == (__version__, sys.platform, home, sandboxed)
@@ -102,7 +111,8 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
     except OSError:
         fleet_sha = None
     if not fingerprint_holds(fp, fleet_sha=fleet_sha, home=str(home), sandboxed=sandboxed,
-                             environ=environ, is_dir=system.is_dir):
+                             environ=environ, is_dir=system.is_dir,
+                             sha_of=lambda path: _sha_or_none(system, path)):
         return None
     # -- route choices (issue 15): chosen again from the history, must match
     if fp.get("routes") and (choose is None or
@@ -132,6 +142,18 @@ def _holds_null(value) -> bool:
     if isinstance(value, list):
         return any(_holds_null(v) for v in value)
     return False
+
+
+def _sha_or_none(system, path: str) -> str | None:
+    """sha256 of an included base fleet's bytes now (None when it cannot be read)."""
+    from pathlib import Path
+
+    from taosync.engine.state import sha256_bytes
+
+    try:
+        return sha256_bytes(system.read_bytes(Path(path)))
+    except OSError:
+        return None
 
 
 class _McpResolver:

@@ -374,14 +374,24 @@ def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,
     for p, fs in state.files.items():
         if p not in desired and (only is None or set(fs.clients) & only):
             paths.append(p)
+    unusable: list[BadInput] = []
     for p in paths:
         previous = state.files.get(p)
         forget = previous is not None and bool(set(previous.clients) & released)
         if forget and p not in desired:
             plan.files.append(released_file(previous))
             continue
-        plan.files.append(plan_file(desired.get(p), previous, Path(p), key, hmac_key,
-                                    no_key, forget))
+        try:
+            plan.files.append(plan_file(desired.get(p), previous, Path(p), key, hmac_key,
+                                        no_key, forget))
+        except BadInput as exc:  # plan the others too: every broken file in one run
+            unusable.append(exc)
+    if len(unusable) == 1:
+        raise unusable[0]
+    if unusable:
+        raise BadInput(f"{len(unusable)} target files cannot be used; fix them (or move them "
+                       "aside) and run again; taosync changed nothing",
+                       details=[_located(exc.message) for exc in unusable])
     return plan
 
 
@@ -390,6 +400,15 @@ def released_file(previous: FileState) -> FilePlan:
     path = Path(previous.path)
     return FilePlan(path, path, previous.format, previous.clients, None, None, [], None,
                     previous.secret, None, released=True)
+
+
+def _located(message: str) -> str:
+    """One target's problem as a line of a list: without the advice the summary gives."""
+    for tail in (" — fix the file (or move it aside) and run again; taosync changed nothing",
+                 "; taosync changed nothing"):
+        if message.endswith(tail):
+            return message[:-len(tail)]
+    return message
 
 
 def _newline_safe(lines):

@@ -44,7 +44,7 @@ from taosync.fleet.logic import McpSecret
 from taosync.fleet.checks import CrossChecks
 from taosync.fleet.problems import FleetInvalid, PathT, Problem, _Stop, _order, format_path
 from taosync.fleet.schema_errors import SchemaErrors
-from taosync.fleet.yaml_source import YamlSource, _NotFast
+from taosync.fleet.yaml_source import Includes, YamlSource, _NotFast, owner_of
 
 # what callers and tests read from this module, wherever it now lives
 from taosync.fleet.checks import fleet_reference_names  # noqa: F401,E402
@@ -86,6 +86,31 @@ class Loaded:
     key_ref: Reference
     warnings: list[Problem] = field(default_factory=list)
     data: dict = field(default_factory=dict, repr=False)
+    #: (path, sha256) of every file read: fleet.yaml first, then each ``include:``d one
+    sources: list[tuple[str, str]] = field(default_factory=list)
+    #: YAML path (a tuple) → the file its value came from, when fleet.yaml includes others
+    origins: dict[tuple, str] = field(default_factory=dict, repr=False)
+
+    def origin_of(self, path: tuple) -> str:
+        """The file the value at ``path`` came from (the longest prefix one file set)."""
+        return owner_of(self.origins, path, str(self.path))
+
+    def explain(self) -> list[tuple[str, Any, str]]:
+        """(YAML path, value, file it came from) of every leaf value, in document order:
+        what ``validate --explain`` prints for a fleet built from ``include:``s. The key is
+        shown as its reference, never its value."""
+        out: list[tuple[str, Any, str]] = []
+
+        def walk(node, path):
+            if isinstance(node, dict) and node:
+                for k, v in node.items():
+                    walk(v, (*path, k))
+                return
+            shown = self.key_ref.describe() if path == ("gateway", "key") else node
+            out.append((format_path(path), shown, self.origin_of(path)))
+
+        walk(self.data, ())
+        return out
 
 
 def load_fleet(path: Path, *, home: Path, environ: Mapping[str, str] | None = None,
@@ -103,7 +128,7 @@ def load_fleet(path: Path, *, home: Path, environ: Mapping[str, str] | None = No
 # -- the pipeline -------------------------------------------------------------------
 
 
-class _Loader(YamlSource, SchemaErrors, CrossChecks):
+class _Loader(Includes, YamlSource, SchemaErrors, CrossChecks):
     """One load of one fleet.yaml: the steps in order, and what they found."""
 
     def __init__(self, path: Path, *, home: Path, environ, resolve_key: bool,
@@ -136,12 +161,15 @@ class _Loader(YamlSource, SchemaErrors, CrossChecks):
     # ---- reporting
 
     def at(self, line: int, column: int, message: str, path: PathT = (),
-           severity: str = "error") -> None:
-        marker = (line, column, path, message, severity)
+           severity: str = "error", file: str | None = None) -> None:
+        """Report a problem at ``line``:``column`` of ``file`` (default: the file the value
+        at ``path`` came from — fleet.yaml, or the base fleet it includes)."""
+        file = file or self.origin_file(path)
+        marker = (file, line, column, path, message, severity)
         if marker in self._seen:
             return
         self._seen.add(marker)
-        problem = Problem(self.file, line, column, format_path(path), message, severity)
+        problem = Problem(file, line, column, format_path(path), message, severity)
         (self.errors if severity == "error" else self.warnings).append(problem)
 
     def error(self, path: PathT, message: str, at: str = "value") -> None:
@@ -151,6 +179,13 @@ class _Loader(YamlSource, SchemaErrors, CrossChecks):
     def warn(self, path: PathT, message: str, at: str = "value") -> None:
         line, col = self.position(path, at)
         self.at(line, col, message, path, severity="warning")
+
+    def position(self, path: PathT, at: str = "value") -> tuple[int, int]:
+        """Line and column in the file the value at ``path`` came from."""
+        owner = self.origin(path)
+        if owner is self:
+            return YamlSource.position(self, path, at)
+        return owner.position(path, at)
 
     def fail(self) -> FleetInvalid:
         self.scrub()
@@ -178,12 +213,15 @@ class _Loader(YamlSource, SchemaErrors, CrossChecks):
         assert self.key_ref is not None
         return Loaded(path=self.path, text=self.text, sha256=self.digest, fleet=fleet,
                       key=self.key, key_ref=self.key_ref,
-                      warnings=sorted(self.warnings, key=_order), data=data)
+                      warnings=sorted(self.warnings, key=_order), data=data,
+                      sources=list(self.sources),
+                      origins={p: src.file for p, src in self.origins.items()})
 
     def checked(self, fast: bool) -> dict:
         """Steps 2–6 (the ones that need no key) on the safe loader's tree when ``fast``
         (and it can be used), else on the round-trip tree."""
         data = None
+        self.origins = {}
         if fast:
             try:
                 data = self.parse(fast=True)
@@ -191,6 +229,7 @@ class _Loader(YamlSource, SchemaErrors, CrossChecks):
                 pass
         if data is None:
             data = self.parse(fast=False)
+        data = self.merge_includes(data, fast)
         self.normalise_urls(data)
         self.check_schema(data)
         self.cross_check(data)

@@ -442,3 +442,150 @@ def _line_col(text: str, index: int) -> tuple[int, int]:
 
 def _only_comments(text: str) -> bool:
     return all(not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines())
+
+
+# -- team fleets: ``include: [PATH, …]`` ------------------------------------------------
+
+
+class IncludedFile(YamlSource):
+    """One base fleet named by ``include:``: read and parsed as fleet.yaml is (steps 1–3),
+    its problems reported through the including load, located in this file."""
+
+    def __init__(self, path, loader) -> None:
+        self.path = path
+        self.file = str(path)
+        self.loader = loader
+        self.root = None
+        self.fast = False
+        self.text = ""
+        self.digest = ""
+        self._nodes = 0
+
+    @property
+    def _reported(self):
+        return self.loader._reported
+
+    def at(self, line: int, column: int, message: str, path: PathT = (),
+           severity: str = "error") -> None:
+        self.loader.at(line, column, message, path, severity, file=self.file)
+
+    def error(self, path: PathT, message: str, at: str = "value") -> None:
+        line, col = self.position(path, at)
+        self.at(line, col, message, path)
+
+
+class Includes:
+    """Merging the base fleets of ``include:`` under the including file (the local file wins
+    per key: mappings merge deeply, anything else — lists too — is replaced), and knowing
+    which file each value came from (``origins``), so a problem is located where it is."""
+
+    def merge_includes(self, data: dict, fast: bool) -> dict:
+        """``data`` (the local file's) with its includes merged under it; ``self.sources``
+        lists every file read, ``self.origins`` the file each overriding value came from."""
+        self.origins = {}
+        self.sources = [(str(self.path), self.digest)]
+        if "include" not in data:
+            return data
+        merged: dict = {}
+        self._merge_from(self, data, fast, merged, [self._resolved(self.path)])
+        return merged
+
+    def _merge_from(self, source, data: dict, fast: bool, merged: dict, stack: list) -> None:
+        entries = data.pop("include", None)
+        for index, target in self._include_paths(source, entries):
+            resolved = self._resolved(target)
+            where = ("include", index)
+            if resolved in stack:
+                chain = " → ".join(str(p) for p in [*stack[stack.index(resolved):], resolved])
+                source.error(where, f"include cycle: {chain}")
+                continue
+            if not resolved.is_file():
+                what = "is a directory" if resolved.is_dir() else "does not exist"
+                source.error(where, f"cannot include {target}: {what}")
+                continue
+            included = self._included(resolved)
+            try:
+                included.read()
+                try:
+                    child = included.parse(fast=fast)
+                except _NotFast:
+                    child = included.parse(fast=False)
+            except _Stop:
+                continue
+            self.sources.append((str(resolved), included.digest))
+            self._merge_from(included, child, fast, merged, [*stack, resolved])
+        _deep_merge(merged, data, source, (), self.origins)
+
+    def _include_paths(self, source, entries):
+        """(index, path) of each well-formed entry; the others are located errors."""
+        import os
+        from pathlib import Path
+
+        if entries is None:
+            return []
+        if isinstance(entries, str):
+            entries = [entries]
+            where_one = True
+        else:
+            where_one = False
+        if not isinstance(entries, list):
+            source.error(("include",), "include: is a list of fleet files (paths)")
+            return []
+        out = []
+        for index, entry in enumerate(entries):
+            where = ("include",) if where_one else ("include", index)
+            if not isinstance(entry, str) or not entry.strip():
+                source.error(where, "an include is the path of a fleet file")
+                continue
+            text = entry.strip()
+            if text == "~" or text.startswith("~/"):
+                path = Path(self.home) / text[2:]
+            else:
+                path = Path(os.path.expandvars(text)) if "$" in text else Path(text)
+                if not path.is_absolute():
+                    path = Path(source.path).parent / path
+            out.append((index, path))
+        return out
+
+    def _resolved(self, path):
+        from pathlib import Path
+
+        return Path(path).resolve()
+
+    def _included(self, path) -> IncludedFile:
+        """One parse per file per load (the positions pass asks again)."""
+        cache = self.__dict__.setdefault("_included_files", {})
+        if path not in cache:
+            cache[path] = IncludedFile(path, self)
+        return cache[path]
+
+    def origin(self, path: PathT):
+        """The source (this load, or an :class:`IncludedFile`) the value at ``path`` came
+        from: the longest prefix of ``path`` one file set."""
+        return owner_of(getattr(self, "origins", None) or {}, path, self)
+
+    def origin_file(self, path: PathT) -> str:
+        return self.origin(path).file
+
+
+def owner_of(origins: dict, path: PathT, default):
+    """What ``origins`` holds for the longest prefix of ``path`` (``default`` if none)."""
+    for end in range(len(path), 0, -1):
+        owner = origins.get(tuple(path[:end]))
+        if owner is not None:
+            return owner
+    return default
+
+
+def _deep_merge(merged: dict, data: dict, source, path: PathT, origins: dict) -> None:
+    """``data`` over ``merged`` in place: mappings merge, every other value replaces."""
+    for key, value in data.items():
+        here = (*path, key)
+        if isinstance(merged.get(key), dict) and isinstance(value, dict):
+            _deep_merge(merged[key], value, source, here, origins)
+            continue
+        if key in merged:
+            for stale in [p for p in origins if p[:len(here)] == here]:
+                del origins[stale]
+        merged[key] = value
+        origins[here] = source

@@ -19,6 +19,10 @@ from taosync.importer.findings import (DEFAULT_KEY_ENV, _AUTH_SCHEME, _CREDENTIA
 from taosync.importer.yaml_out import emit
 
 
+#: what a migrated profile may be named (it becomes a route and a file name)
+_ROUTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+
+
 class _Builder:
     def __init__(self, observations: list[Observation], *, home: Path,
                  environ: Mapping[str, str]) -> None:
@@ -438,9 +442,84 @@ class _Builder:
 
     # ---- all of it
 
+    # ---- 0. what the client modules leave to the merge
+
+    def migrate_legacy_profiles(self, o: Observation) -> None:
+        """A ``[profiles.NAME]`` table in a TOML file the client read (the form Codex stopped
+        reading in 0.134) becomes the slot ``profiles[NAME]`` — so ``profiles: [NAME]`` and
+        a route — unless a profile file of that name was found (it is what the client
+        reads). Only profiles on the file's own provider (or none) are taken."""
+        from taosync.clients.base import read_plain
+
+        for path in [p for p in o.files if p.suffix == ".toml"]:
+            config = read_plain(path, "toml", Observation(o.client))
+            tables = config.get("profiles") if isinstance(config, dict) else None
+            if not isinstance(tables, dict) or not tables:
+                continue
+            provider = config.get("model_provider")
+            migrated = []
+            for name, table in tables.items():
+                if not isinstance(table, dict):
+                    continue
+                model = table.get("model")
+                if f"profiles[{name}]" in o.slots or not (isinstance(model, str) and model.strip()):
+                    continue
+                if not _ROUTE_NAME.fullmatch(str(name)):
+                    self.add("note", "client", f"{o.client}: {self.tilde(str(path))}: legacy "
+                             f"profile {name!r} cannot be a route name; not imported")
+                    continue
+                if table.get("model_provider") not in (None, provider):
+                    continue
+                o.slots[f"profiles[{name}]"] = [Seen(model.strip(), path,
+                                                     f"profiles.{name}.model")]
+                migrated.append(str(name))
+            if migrated:
+                o.notes = [n for n in o.notes if not (n.startswith(f"{path}: [profiles.")
+                                                      and "not imported" in n)]
+                self.add("note", "client",
+                         f"{o.client}: {self.tilde(str(path))}: migrated the legacy "
+                         f"[profiles.{', '.join(migrated)}] table(s), which the client no longer "
+                         f"reads, to profiles: [{', '.join(migrated)}] and a route each; apply "
+                         "writes each as its own profile file")
+
+    def duplicate_names(self, clients: list[Observation]) -> None:
+        """List entries found by a display name (``models[name=…]``, Continue's) where one
+        name would stand for two models: two entries with one name, or an entry named after
+        another entry's model id — taosync names its entries by model id, so apply would
+        rewrite the first one. A conflict: the user renames one first."""
+        from taosync.formats.base import Match, keypath_parse
+
+        for o in clients:
+            by_name: dict[str, dict[str, Seen]] = {}
+            for seen in (s for found in o.slots.values() for s in found):
+                try:
+                    path = keypath_parse(seen.key)
+                except ValueError:
+                    continue
+                for seg in path:
+                    if isinstance(seg, Match) and seg.field == "name":
+                        by_name.setdefault(seg.value, {})[str(seen.value)] = seen
+            models = {m: seen for found in by_name.values() for m, seen in found.items()}
+            for name, found in by_name.items():
+                clash = dict(found)
+                if name in models and name not in found:
+                    clash[name] = models[name]
+                if len(clash) < 2:
+                    continue
+                self.add("conflict", "models",
+                         f"{o.client}: the display name {name!r} would stand for "
+                         f"{len(clash)} models ({', '.join(sorted(clash))}); taosync names its "
+                         "entries by model id, so apply would rewrite the wrong one — rename "
+                         "the entry first",
+                         [self.item(o.client, seen, model) for model, seen in clash.items()],
+                         "the routes below still name each model id")
+
     def build(self) -> Proposal:
         sources = {o.client: [display_path(p, self.home) for p in o.files] for o in self.obs if o.files}
+        for o in self.obs:
+            self.migrate_legacy_profiles(o)
         clients = self.partition()
+        self.duplicate_names(clients)
         if not clients:
             self.add("problem", "gateway",
                      "no client is configured for a gateway (no base URL found); nothing to "

@@ -111,19 +111,10 @@ def emit(data: dict, builder: Any, key: dict, gateway: dict,
     head += _comment_block(f"Proposed by `taosync import` from: {read_from}.")
     head += _comment_block("Review it, export the key, then run `taosync plan` to see what "
                            "apply would change (nothing, for the values read here).")
-    conflicts = [f for f in findings if f.kind in ("conflict", "problem")]
-    if conflicts:
-        head.append("#")
-        head.append("# CONFLICTS — resolved by picking one side; check each before applying:")
-        for f in conflicts:
-            head += ["#   " + line[2:] if line.startswith("# ") else "#"
-                     for line in _comment_block(f"{f.topic}: {f.message}", 84)]
-            for it in f.items:
-                which = f" [{it['which']}]" if "which" in it else ""
-                head.append(_one_line(f"#     {it['client']:<12} {it['value']}{which}  "
-                                      f"({it['file']} {it['key']})"))
-            if f.chosen:
-                head += ["#     " + line[2:] for line in _comment_block(f"→ {f.chosen}", 82)]
+    for kind, title in (("problem", "PROBLEMS — files that could not be read (skipped):"),
+                        ("conflict", "CONFLICTS — resolved by picking one side; check each "
+                                     "before applying:")):
+        head += _findings_block([f for f in findings if f.kind == kind], title)
     lines = head + ["version: 1", ""]
     for section in ("gateway", "models", "routes"):
         lines += _block({section: data[section]}, 0, comments, ()) + [""]
@@ -135,3 +126,20 @@ def emit(data: dict, builder: Any, key: dict, gateway: dict,
         lines += ["mcp_servers:             # shared by every client above"]
         lines += _block(data["mcp_servers"], 2, comments, ("mcp_servers",)) + [""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _findings_block(findings: list, title: str) -> list[str]:
+    """One titled comment block of findings, each with its items side by side."""
+    if not findings:
+        return []
+    head = ["#", f"# {title}"]
+    for f in findings:
+        head += ["#   " + line[2:] if line.startswith("# ") else "#"
+                 for line in _comment_block(f"{f.topic}: {f.message}", 84)]
+        for it in f.items:
+            which = f" [{it['which']}]" if "which" in it else ""
+            head.append(_one_line(f"#     {it['client']:<12} {it['value']}{which}  "
+                                  f"({it['file']} {it['key']})"))
+        if f.chosen:
+            head += ["#     " + line[2:] for line in _comment_block(f"→ {f.chosen}", 82)]
+    return head

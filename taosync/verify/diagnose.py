@@ -295,8 +295,26 @@ async def _path(failure: Failure, client: Any, request: Any, timeout: float,
     if label == "extra" and not protocol.ENDPOINT.startswith("/v1/"):
         what = f"/v1 is doubled (the client adds its own /{protocol.ENDPOINT.split('/')[1]})"
     cause += f"; {alternative} answers: {what}"
-    fix = protocol.path_fix(origin, other, alternative)
+    if label == "doubled":
+        fix = _doubled_fix(protocol, origin + other)
+    else:
+        fix = protocol.path_fix(origin, other, alternative)
     return Diagnosis("path", cause, fix + "; then `taosync apply`")
+
+
+def _doubled_fix(protocol: Any, right_base: str) -> str:
+    """The fix for a doubled /v1, naming the field that produced it: loading drops a /v1
+    from ``gateway.base_url``, so only the protocol's override can double it."""
+    if protocol.BASE_SUFFIX:  # OpenAI-shaped: clients append to root + /v1
+        field, root, right = "gateway.openai_base_url", right_base[:-3], right_base
+        how = "taosync then gives OpenAI-shaped clients gateway.base_url + /v1"
+    else:  # clients append /v1/… to the root themselves
+        field, root = "gateway.anthropic_base_url", right_base[:-3]
+        right = root
+        how = "Claude Code appends /v1/messages itself"
+    return (f"the URL comes from `{field}` (taosync drops a /v1 from gateway.base_url, so "
+            f"only the override can double it): write `{field}: {right}` in fleet.yaml, or "
+            f"remove it when `gateway.base_url: {root}` is the same gateway ({how})")
 
 
 async def _model_ids(client: Any, request: Any, url: str, protocol: str,
@@ -322,10 +340,11 @@ async def _model_ids(client: Any, request: Any, url: str, protocol: str,
 
 
 def suggest(model: str, ids: list[str], n: int = 3) -> list[str]:
-    lowered = {i.lower(): i for i in ids}
+    """Up to ``n`` listed ids close to ``model`` — never ``model`` itself."""
+    lowered = {i.lower(): i for i in ids if i.lower() != model.lower()}
     close = difflib.get_close_matches(model.lower(), list(lowered), n=n, cutoff=0.5)
     tail = model.lower().rsplit("/", 1)[-1]
-    for i in ids:
+    for i in lowered.values():
         if len(close) >= n:
             break
         if i.lower() not in close and (tail in i.lower() or i.lower().rsplit("/", 1)[-1] in tail):
@@ -340,6 +359,13 @@ async def _model_not_found(failure: Failure, client: Any, request: Any,
     cause = f"the gateway does not know model `{model}` (HTTP {failure.status}: {msg})"
     ids = await _model_ids(client, request, failure.url, failure.protocol, timeout)
     where = "in fleet.yaml's models: (and the routes that name it)"
+    if ids is not None and model.casefold() in {i.casefold() for i in ids}:
+        return Diagnosis("model_not_found",
+                         f"`{model}` is listed but refused: access or deployment (the gateway "
+                         f"lists it, yet answered HTTP {failure.status}: {msg})",
+                         "the id is right: check that this key may use it (plan, organisation, "
+                         "region) and that the deployment behind the gateway is up, or route "
+                         "these tasks to another model in fleet.yaml's routes:")
     if ids is None:
         fix = (f"use the id exactly as the gateway names it {where}; compare with the "
                f"gateway's model list (GET …/v1/models)")

@@ -405,14 +405,19 @@ def check_doctor_version(module, taosync, fleet_file, tmp_path, monkeypatch) -> 
 
     def client_check():
         r = taosync("doctor", "--json")
-        found = [c for c in json.loads(r.out)["checks"] if c["section"] == "client"]
-        assert [c["name"] for c in found] == [module.TITLE], r.both
+        found = [c for c in json.loads(r.out)["checks"] if c["section"] == "clients"]
+        assert [c["name"] for c in found] == [f"{module.TITLE} ({module.BINARY})"], r.both
         return found[0]
+
+    from taosync.commands.doctor import proven_version
 
     missing = client_check()
     assert missing["status"] == "missing" and missing["detail"].startswith("not installed")
-    exe = bin_dir / module.VERSION_ARGV[0]
+    exe = bin_dir / module.BINARY
     exe.write_text("#!/bin/sh\necho 9.9.9-fake\n")
     exe.chmod(0o755)
+    other = client_check()
+    assert other["status"] == "warn" and "9.9.9 installed" in other["detail"]
+    exe.write_text(f"#!/bin/sh\necho {proven_version(module)}\n")
     installed = client_check()
-    assert installed["status"] == "ok" and installed["detail"] == "9.9.9-fake"
+    assert installed["status"] == "ok" and installed["detail"].startswith(proven_version(module))
