@@ -26,7 +26,6 @@ ID = FLAVOR.id
 TITLE = FLAVOR.title
 SUMMARY = "Kilo CLI (opencode fork; OpenAI chat): model, small_model, provider_id."
 LOCATION_VARS = ("XDG_CONFIG_HOME",)
-#: what ``taosync doctor`` runs to show the installed version
 BINARY = "kilo"  # taosync doctor shows its --version
 OPTIONS = family.options()
 TARGETS = family.targets(FLAVOR)

@@ -23,7 +23,6 @@ ID = FLAVOR.id
 TITLE = FLAVOR.title
 SUMMARY = "opencode (OpenAI chat, provider entry): model, small_model, provider_id."
 LOCATION_VARS = ("XDG_CONFIG_HOME",)
-#: what ``taosync doctor`` runs to show the installed version
 BINARY = "opencode"  # taosync doctor shows its --version
 OPTIONS = family.options()
 TARGETS = family.targets(FLAVOR)
