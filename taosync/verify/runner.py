@@ -1,8 +1,9 @@
 """Send the probes: concurrently, on one shared httpx client, each with its own timeout and
 bounded retries; read each answer as its client would; diagnose what failed.
 
-``run(groups, key, fleet.verify)`` → one :class:`ProbeResult` per group, in order. The total
-time stays close to the slowest probe. httpx is imported here (and only when called).
+``run(groups, key, fleet.verify)`` → one :class:`ProbeResult` per group, in order
+(``on_result`` is also handed each one the moment its probe finishes, for a live table).
+The total time stays close to the slowest probe. httpx is imported here (and only when called).
 """
 
 from __future__ import annotations
@@ -314,7 +315,7 @@ def max_in_flight(verify: Any = None, environ=None) -> int:
 
 async def run_async(specs: Iterable[Any], key: Any, verify: Any, *,
                     base_override: str | None = None,
-                    backoff: float = BACKOFF) -> list[ProbeResult]:
+                    backoff: float = BACKOFF, on_result: Any = None) -> list[ProbeResult]:
     groups = group_specs(specs)
     if not groups:
         return []
@@ -325,7 +326,10 @@ async def run_async(specs: Iterable[Any], key: Any, verify: Any, *,
 
     async def probe(client: Any, group: ProbeGroup) -> ProbeResult:
         async with limit:
-            return await _probe(client, group, key, verify, base_override, backoff)
+            result = await _probe(client, group, key, verify, base_override, backoff)
+        if on_result is not None:
+            on_result(result)
+        return result
 
     async def probe_pool(pool: list[ProbeGroup]) -> list[ProbeResult]:
         async with _client(len(pool), timeout) as client:
@@ -336,7 +340,9 @@ async def run_async(specs: Iterable[Any], key: Any, verify: Any, *,
 
 
 def run(specs: Iterable[Any], key: Any, verify: Any, *, base_override: str | None = None,
+        on_result: Any = None,
         backoff: float = BACKOFF) -> list[ProbeResult]:
-    """Probe every group (ProbeSpecs are grouped first); results in the same order."""
+    """Probe every group (ProbeSpecs are grouped first); results in the same order.
+    ``on_result(result)`` is called as each probe finishes (in finishing order)."""
     return asyncio.run(run_async(specs, key, verify, base_override=base_override,
-                                 backoff=backoff))
+                                 backoff=backoff, on_result=on_result))

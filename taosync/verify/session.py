@@ -70,7 +70,8 @@ def stand_in_key() -> Any:
 def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
                  only: Iterable[str] | None = None, route: str | None = None,
                  stub: Any = None, strict: bool = True, on_disk: bool = False,
-                 on_start: Any = None) -> Report:
+                 on_start: Any = None, on_groups: Any = None,
+                 on_result: Any = None) -> Report:
     """Collect, probe (against a stand-in gateway when ``stub``), record history.
 
     ``stub``: the stand-in gateway to start for this run (``taosync.stub.Stub``, passed in
@@ -78,7 +79,12 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
 
     ``on_disk``: build each probe from the values in the client's files (and report their
     drift from fleet.yaml) rather than from what fleet.yaml would write; apply and watch,
-    which verify right after writing those files, need not read them back."""
+    which verify right after writing those files, need not read them back.
+
+    ``on_groups(groups, report)``: called once right before the probes are sent (the
+    stand-in already started, so ``report.stub_root`` is known); ``on_result(result)``:
+    each ProbeResult the moment its probe finishes. Together they print a live table;
+    ``report.results`` keeps the probe order either way."""
     from taosync.verify import diagnose, history
     from taosync.verify.probes import collect_on_disk, collect_specs
     from taosync.verify.runner import run
@@ -109,9 +115,14 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     if stub:
         with stub(key=key, models=list(fleet.models)) as server:
             report.stub_root = server.root
-            report.results = run(groups, key, fleet.verify, base_override=server.root)
+            if on_groups is not None:
+                on_groups(groups, report)
+            report.results = run(groups, key, fleet.verify, base_override=server.root,
+                                 on_result=on_result)
     else:
-        report.results = run(groups, key, fleet.verify)
+        if on_groups is not None:
+            on_groups(groups, report)
+        report.results = run(groups, key, fleet.verify, on_result=on_result)
     if state_dir is not None:
         try:
             report.history = str(history.append(state_dir, report.results,
@@ -183,32 +194,63 @@ def _tokens(r: Any) -> str:
            f"{r.tokens_out if r.tokens_out is not None else '?'}"
 
 
-def table_lines(report: Report, *, color: Any = None, verbose: bool = False) -> list[tuple[bool, str]]:
-    """(is_problem, line) pairs: the header, one row per probe, cause/fix under failures."""
-    style = color or (lambda text, kind: text)
-    head = ["CLIENT", "ROUTE", "MODEL", "BACKEND", "", "LATENCY", "TTFB", "TOKENS", "ANSWER"]
-    rows = []
-    for r in report.results:
-        rows.append([r.client, r.route, r.model, r.backend or "—", "✓" if r.ok else "✗",
-                     _ms(r.latency), _ms(r.ttfb), _tokens(r),
-                     r.answer if r.ok else (f"HTTP {r.status}" if r.status else "no answer")])
-    widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
+HEAD = ["CLIENT", "ROUTE", "MODEL", "BACKEND", "", "LATENCY", "TTFB", "TOKENS", "ANSWER"]
+#: the widths a live table gives the columns known only once a probe answered (a wider
+#: cell just pushes the rest of its row right)
+LIVE_WIDTHS = [1, len("999 ms"), len("999 ms"), len("999/999")]
 
-    def fmt(cells: list[str]) -> str:
-        parts = []
-        for i, cell in enumerate(cells):
-            text = str(cell) if i == len(cells) - 1 else str(cell).ljust(widths[i])
-            parts.append(text)
+
+def known_cells(item: Any) -> list[str]:
+    """The cells known before a probe is sent (client, route, model, backend), from a
+    ProbeGroup or a ProbeResult alike."""
+    routes = [r for r in item.routes if r]
+    return [", ".join(item.clients), ", ".join(routes) if routes else "—", item.model,
+            item.backend or "—"]
+
+
+def _cells(r: Any) -> list[str]:
+    return [*known_cells(r), "✓" if r.ok else "✗", _ms(r.latency), _ms(r.ttfb), _tokens(r),
+            r.answer if r.ok else (f"HTTP {r.status}" if r.status else "no answer")]
+
+
+class Table:
+    """The verify table's layout: fixed column widths, a header, each result's lines."""
+
+    def __init__(self, widths: list[int], *, color: Any = None, verbose: bool = False):
+        self.widths = widths
+        self.style = color or (lambda text, kind: text)
+        self.verbose = verbose
+
+    @classmethod
+    def for_results(cls, results: list[Any], **kw: Any) -> "Table":
+        """Widths that fit every finished result (the table printed at the end)."""
+        rows = [HEAD, *(_cells(r) for r in results)]
+        return cls([max(len(str(x[i])) for x in rows) for i in range(len(HEAD))], **kw)
+
+    @classmethod
+    def for_groups(cls, groups: list[Any], **kw: Any) -> "Table":
+        """Widths fixed before any probe answered (the live table): the known columns fit
+        every group, the others get :data:`LIVE_WIDTHS`."""
+        rows = [HEAD[:4], *(known_cells(g) for g in groups)]
+        known = [max(len(x[i]) for x in rows) for i in range(4)]
+        rest = [max(len(h), w) for h, w in zip(HEAD[4:8], LIVE_WIDTHS)]
+        return cls(known + rest + [len(HEAD[-1])], **kw)
+
+    def fmt(self, cells: list[str]) -> str:
+        parts = [str(cell) if i == len(cells) - 1 else str(cell).ljust(self.widths[i])
+                 for i, cell in enumerate(cells)]
         return "  ".join(parts).rstrip()
 
-    out = [(False, style(fmt(head), "bold"))]
-    for r, cells in zip(report.results, rows):
-        line = fmt(cells)
-        mark = "✓" if r.ok else "✗"
-        col = sum(widths[:4]) + 2 * 4
-        line = line[:col] + style(mark, "ok" if r.ok else "fail") + line[col + 1:]
-        out.append((not r.ok, line))
-        if verbose:
+    def header(self) -> tuple[bool, str]:
+        return (False, self.style(self.fmt(HEAD), "bold"))
+
+    def rows(self, r: Any) -> list[tuple[bool, str]]:
+        """(is_problem, line) pairs for one result: its row, then cause/fix on failure."""
+        style, line = self.style, self.fmt(_cells(r))
+        col = sum(self.widths[:4]) + 2 * 4
+        line = line[:col] + style("✓" if r.ok else "✗", "ok" if r.ok else "fail") + line[col + 1:]
+        out = [(not r.ok, line)]
+        if self.verbose:
             out.append((not r.ok, style(f"    {r.protocol} → {r.url} "
                                         f"({r.attempts} attempt{'s' if r.attempts != 1 else ''})",
                                         "dim")))
@@ -216,7 +258,13 @@ def table_lines(report: Report, *, color: Any = None, verbose: bool = False) -> 
             d = r.diagnosis
             out.append((True, f"    {style(d.code, 'fail')}: {d.cause}"))
             out.append((True, f"    fix: {d.fix}"))
-    return out
+        return out
+
+
+def table_lines(report: Report, *, color: Any = None, verbose: bool = False) -> list[tuple[bool, str]]:
+    """(is_problem, line) pairs: the header, one row per probe, cause/fix under failures."""
+    table = Table.for_results(report.results, color=color, verbose=verbose)
+    return [table.header(), *(line for r in report.results for line in table.rows(r))]
 
 
 def _relative_to_gateway(group: Any, fleet: Any) -> Any:
