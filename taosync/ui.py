@@ -93,36 +93,55 @@ def home_header() -> None:
 class Progress:
     """A live line on a terminal's stderr while something slow runs: ``probing 5
     backends… 3 s`` (a spinner and the elapsed seconds, redrawn by a daemon thread), erased
-    when done. Nothing at all without a terminal, with --json or -q: logs stay clean."""
+    when done. Nothing at all without a terminal, with --json or -q: logs stay clean.
+    :meth:`above` prints a line of output over it (a live table's row as it arrives)."""
 
     FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
     def __init__(self):
+        import threading
+
         s = current()
         self.live = sys.stderr.isatty() and not s.json and s.verbosity >= 0
         self._text = ""
         self._thread = None
         self._done = None
+        self._lock = threading.Lock()  # one writer at a time: the spinner or a row
 
-    def start(self, text: str) -> None:
+    def start(self, text) -> None:
+        """Show ``text`` (or what ``text()`` returns at each redraw, for a count that
+        changes) with a spinner and the seconds since now."""
         if not self.live or self._thread is not None:
             return
         import threading
         import time
 
-        self._text, self._done, began = clean(text), threading.Event(), time.monotonic()
+        self._text, self._done, began = text, threading.Event(), time.monotonic()
 
         def spin() -> None:
             n = 0
             while not self._done.wait(0.1 if n else 0):
-                elapsed = time.monotonic() - began
-                sys.stderr.write(f"\r\x1b[K{self.FRAMES[n % len(self.FRAMES)]} {self._text}"
-                                 f" {elapsed:.0f} s")
-                sys.stderr.flush()
+                text = self._text() if callable(self._text) else self._text
+                with self._lock:
+                    if self._done.is_set():
+                        return
+                    sys.stderr.write(f"\r\x1b[K{self.FRAMES[n % len(self.FRAMES)]} "
+                                     f"{clean(text)} {time.monotonic() - began:.0f} s")
+                    sys.stderr.flush()
                 n += 1
 
         self._thread = threading.Thread(target=spin, name="taosync-progress", daemon=True)
         self._thread.start()
+
+    def above(self, text: str) -> None:
+        """Print ``text`` as a line of output, the live line erased first (the spinner
+        draws it again below on its next turn)."""
+        with self._lock:
+            if self._thread is not None:
+                sys.stderr.write("\r\x1b[K")
+                sys.stderr.flush()
+            echo(text)
+            sys.stdout.flush()
 
     def __enter__(self) -> "Progress":
         return self

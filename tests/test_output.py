@@ -30,9 +30,11 @@ def child_env(**extra) -> dict:
     return env
 
 
-def run_in_pty(args: list[str], answers: list[tuple[str, str]], timeout: float = 60):
+def run_in_pty(args: list[str], answers: list[tuple[str, str]], timeout: float = 60,
+               arrivals: list | None = None):
     """Run ``python -m taosync ARGS`` on a pseudo-terminal; each time the output shows
-    ``wait_for`` (in order), type ``send``. Returns (exit code, everything printed)."""
+    ``wait_for`` (in order), type ``send``. Returns (exit code, everything printed).
+    ``arrivals`` gets (monotonic time, bytes printed so far) at each read."""
     master, slave = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "taosync", *args], stdin=slave,
                             stdout=slave, stderr=slave, env=child_env(), close_fds=True)
@@ -50,6 +52,8 @@ def run_in_pty(args: list[str], answers: list[tuple[str, str]], timeout: float =
                 if not data:
                     break
                 output += data
+                if arrivals is not None:
+                    arrivals.append((time.monotonic(), len(output)))
             if pending and pending[0][0].encode() in output[seen_up_to:]:
                 seen_up_to = len(output)
                 os.write(master, pending.pop(0)[1].encode() + b"\n")
@@ -218,3 +222,51 @@ def test_dry_run_names_the_edits_apply_would_overwrite(drifted, taosync):
     assert ("warning: apply would overwrite your edit of ~/.claude/settings.json "
             "env.ANTHROPIC_MODEL: you set 'my-own-model'") in r.err
     assert drifted.read_bytes() == before
+
+
+SLOW = "intel/llama-7b"
+
+
+def test_verify_prints_each_row_as_its_probe_finishes_on_a_terminal(taosync, home,
+                                                                      fleet_file):
+    from taosync.stub import Stub
+
+    models = ["gpt-4o-mini", "claude-sonnet-4-20250514", "nvidia/deepseek-r1", SLOW]
+    with Stub(key=TEST_KEY, models=models, faults=[f"delay=2.5@{SLOW}"]) as stub:
+        fleet_file.write_text(fleet_file.read_text().replace("https://taotoken.net/api",
+                                                             stub.root))
+        arrivals: list = []
+        rc, out = run_in_pty(cli_args(home, fleet_file, "verify", "--desired"), [],
+                             arrivals=arrivals)
+        assert rc == 0, out
+        raw = out.encode()
+
+        def printed_at(text: str) -> float:
+            """When the first line holding ``text`` had been printed whole."""
+            start = raw.index(text.encode())
+            end = raw.index(b"\n", start)
+            return next(t for t, size in arrivals if size > end)
+
+        lines = [line.rsplit("\r", 1)[-1].replace("\x1b[K", "") for line in out.splitlines()]
+        rows = [line for line in lines if "✓" in line]
+        header = next(i for i, line in enumerate(lines) if line.startswith("CLIENT"))
+        assert len(rows) == 15 and SLOW in rows[-1]  # the slow probe's rows come last
+        fast = rows[0]
+        assert SLOW not in fast and lines.index(fast) > header
+        # the fast row was on the screen well before the slow probe answered
+        assert printed_at(SLOW + " ") - printed_at(fast) > 1.5, out
+        assert "probing 15 backends… 1 still running, 2 s" in out  # the live line …
+        assert out.rstrip().endswith("15/15 backends pass")  # … erased before the summary
+        # every column lines up under the header fixed before the first probe was sent
+        col = lines[header].index("LATENCY")
+        assert all(row[col - 3] == "✓" for row in rows), rows
+
+        # without a terminal: the table at the end, in probe order, nothing live
+        r = taosync("verify", "--desired")
+        assert r.rc == 0 and "\x1b[" not in r.both and "still running" not in r.both
+        table = r.out.splitlines()
+        assert table[0].startswith("CLIENT") and len(table) == 1 + 15 + 1
+        order = [res["model"]
+                 for res in json.loads(taosync("verify", "--desired", "--json").out)["results"]]
+        assert order == [next(m for m in models if f" {m} " in row)
+                                         for row in table[1:16]]

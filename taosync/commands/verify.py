@@ -24,14 +24,42 @@ from taosync.commands.route import complete_route
 
 # -- printing ------------------------------------------------------------------------------
 
-def print_report(report: Any, s: Any, key: Any = None) -> None:
+def print_report(report: Any, s: Any, key: Any = None, live: "LiveTable | None" = None) -> None:
     """The table (or JSON), every line through the run's redactor: it knows the fleet's
     key, every key a probe sent (a stale one read from a client file too) and the keyed
-    hashes of every key taosync wrote, so a gateway echoing any of them prints none."""
+    hashes of every key taosync wrote, so a gateway echoing any of them prints none.
+    ``live``: the table already printed row by row; only what came after is left."""
+    from taosync import ui
+    from taosync.verify.session import table_lines
+
+    if live is None or not live.begun:
+        redactor = use_redactor(s, key)
+        for used in report.keys():
+            redactor.add(used)
+        print_preamble(report, s)
+        if s.json or not report.results:
+            if not s.json and not report.problems:
+                ui.out("nothing to verify: no enabled client in fleet.yaml")
+            return
+        for problem, line in table_lines(report, color=ui.style, verbose=s.verbosity > 0):
+            line = ui.clean(line)
+            if s.verbosity < 0:
+                if problem:
+                    ui.problem(line)
+            else:
+                ui.echo(line)
+    else:
+        for text in report.warnings[live.warned:]:  # found after the probes (history)
+            ui.warn(ui.clean(text))
+    print_summary(report, s)
+
+
+def use_redactor(s: Any, key: Any) -> Any:
+    """Install (and return) the run's redactor: the fleet's key and the keyed hashes of
+    every key taosync wrote; the caller adds each key a probe sent."""
     from taosync import ui
     from taosync.engine.state import StateStore
     from taosync.fleet.secrets import Redactor
-    from taosync.verify.session import table_lines
 
     store = StateStore(s.state_dir())
     try:
@@ -39,11 +67,16 @@ def print_report(report: Any, s: Any, key: Any = None) -> None:
     except TaosyncError:  # a damaged state must not stop a verify from reporting
         known = []
     redactor = Redactor(key, hmac_key=store.hmac_key(create=False), known_hashes=known)
-    for used in report.keys():
-        redactor.add(used)
     ui.use_redactor(redactor)
-    scrub, echo = ui.clean, ui.echo
+    return redactor
 
+
+def print_preamble(report: Any, s: Any) -> None:
+    """What precedes the table: warnings, drift, the stand-in's address, unprobed
+    clients (or the JSON, which is all there is with --json)."""
+    from taosync import ui
+
+    scrub = ui.clean
     for text in report.warnings:
         ui.warn(scrub(text))
     for client, line in report.drift:
@@ -56,19 +89,16 @@ def print_report(report: Any, s: Any, key: Any = None) -> None:
                         "key and catalogue (no file is changed)", "dim"))
     for client, text in report.problems:
         ui.problem(scrub(f"{ui.style('✗', 'fail')} {client}: {text}"))
-    if not report.results:
-        if not report.problems:
-            ui.out("nothing to verify: no enabled client in fleet.yaml")
-        return
-    for problem, line in table_lines(report, color=ui.style, verbose=s.verbosity > 0):
-        line = scrub(line)
-        if s.verbosity < 0:
-            if problem:
-                ui.problem(line)
-        else:
-            echo(line)
+
+
+def print_summary(report: Any, s: Any) -> None:
+    """After the table: the route choices and the pass/fail count."""
+    from taosync import ui
     from taosync.commands.report import route_lines
 
+    if s.json or not report.results:
+        return
+    scrub, echo = ui.clean, ui.echo
     for line in route_lines(report.routes):
         (echo if s.verbosity >= 0 else ui.problem)(scrub(line))
     passed = sum(1 for r in report.results if r.ok)
@@ -87,6 +117,41 @@ def print_report(report: Any, s: Any, key: Any = None) -> None:
             echo(line)
 
 
+class LiveTable:
+    """On a terminal (stdout and stderr), the table row by row as each probe finishes,
+    under a header printed before any is sent (widths fixed from the probe groups), with
+    the live line below counting the probes still running."""
+
+    def __init__(self, progress: Any, s: Any, key: Any):
+        import sys
+
+        self.progress, self.s, self.key = progress, s, key
+        self.wanted = progress.live and sys.stdout.isatty()
+        self.begun, self.warned, self.pending, self.total = False, 0, 0, 0
+        self.table = self.redactor = None
+
+    def begin(self, groups: list[Any], report: Any) -> None:
+        """Called once before the probes are sent: what precedes the table, its header."""
+        from taosync import ui
+        from taosync.verify.session import Table
+
+        self.begun, self.pending, self.total = True, len(groups), len(groups)
+        self.redactor = use_redactor(self.s, self.key)
+        self.warned = len(report.warnings)
+        print_preamble(report, self.s)
+        self.table = Table.for_groups(groups, color=ui.style, verbose=self.s.verbosity > 0)
+        self.progress.above(self.table.header()[1])
+        self.progress.start(lambda: f"{ui.probing(self.total)} {self.pending} still running,")
+
+    def result(self, r: Any) -> None:
+        """One finished probe: its row (and cause/fix) above the live line."""
+        if r.key is not None:
+            self.redactor.add(r.key)
+        self.pending -= 1
+        for _, line in self.table.rows(r):
+            self.progress.above(line)
+
+
 def verify_after_apply(loaded: Any, env: Any, settings: Any, only: Iterable[str] | None = None,
                        stub: bool = False, *, route: str | None = None,
                        strict: bool = False, on_disk: bool = False) -> int:
@@ -95,7 +160,8 @@ def verify_after_apply(loaded: Any, env: Any, settings: Any, only: Iterable[str]
     stand-in gateway started in-process with the fleet's key and catalogue. A client in
     ``only`` that is not enabled is skipped (``strict=True``: bad input, as for verify).
     ``on_disk``: probe the values in the client files (right after an apply they are the
-    desired ones, so the default reads nothing back)."""
+    desired ones, so the default reads nothing back). On a terminal the rows appear as
+    their probes finish (:class:`LiveTable`); elsewhere the table is printed at the end."""
     from taosync.verify.session import verify_fleet
     from taosync.pipeline import stand_in
 
@@ -103,10 +169,14 @@ def verify_after_apply(loaded: Any, env: Any, settings: Any, only: Iterable[str]
 
     key = getattr(loaded, "key", None)
     with ui.Progress() as progress:
+        live = LiveTable(progress, settings, key)
         report = verify_fleet(loaded.fleet, key, env, state_dir=settings.state_dir(), only=only,
                               route=route, stub=stand_in(stub), strict=strict, on_disk=on_disk,
-                              on_start=lambda n: progress.start(ui.probing(n)))
-    print_report(report, settings, key)
+                              on_start=None if live.wanted else
+                              lambda n: progress.start(ui.probing(n)),
+                              on_groups=live.begin if live.wanted else None,
+                              on_result=live.result if live.wanted else None)
+    print_report(report, settings, key, live=live)
     return report.exit_code
 
 
