@@ -140,7 +140,7 @@ class LiveTable:
         self.warned = len(report.warnings)
         print_preamble(report, self.s)
         self.table = Table.for_groups(groups, color=ui.style, verbose=self.s.verbosity > 0)
-        self.progress.above(self.table.header()[1])
+        self.progress.above(self.table.header())
         self.progress.start(lambda: f"{ui.probing(self.total)} {self.pending} still running,")
 
     def result(self, r: Any) -> None:

@@ -241,8 +241,8 @@ class Table:
                  for i, cell in enumerate(cells)]
         return "  ".join(parts).rstrip()
 
-    def header(self) -> tuple[bool, str]:
-        return (False, self.style(self.fmt(HEAD), "bold"))
+    def header(self) -> str:
+        return self.style(self.fmt(HEAD), "bold")
 
     def rows(self, r: Any) -> list[tuple[bool, str]]:
         """(is_problem, line) pairs for one result: its row, then cause/fix on failure."""
@@ -264,7 +264,7 @@ class Table:
 def table_lines(report: Report, *, color: Any = None, verbose: bool = False) -> list[tuple[bool, str]]:
     """(is_problem, line) pairs: the header, one row per probe, cause/fix under failures."""
     table = Table.for_results(report.results, color=color, verbose=verbose)
-    return [table.header(), *(line for r in report.results for line in table.rows(r))]
+    return [(False, table.header()), *(line for r in report.results for line in table.rows(r))]
 
 
 def _relative_to_gateway(group: Any, fleet: Any) -> Any:
