@@ -256,7 +256,7 @@ def test_verify_prints_each_row_as_its_probe_finishes_on_a_terminal(taosync, hom
         # the fast row was on the screen well before the slow probe answered
         assert printed_at(SLOW + " ") - printed_at(fast) > 1.5, out
         assert "probing 15 backends… 1 still running, 2 s" in out  # the live line …
-        assert out.rstrip().endswith("15/15 backends pass")  # … erased before the summary
+        assert out.endswith("\r\x1b[K15/15 backends pass\n")  # … erased before the summary
         # every column lines up under the header fixed before the first probe was sent
         col = lines[header].index("LATENCY")
         assert all(row[col - 3] == "✓" for row in rows), rows
@@ -268,5 +268,4 @@ def test_verify_prints_each_row_as_its_probe_finishes_on_a_terminal(taosync, hom
         assert table[0].startswith("CLIENT") and len(table) == 1 + 15 + 1
         order = [res["model"]
                  for res in json.loads(taosync("verify", "--desired", "--json").out)["results"]]
-        assert order == [next(m for m in models if f" {m} " in row)
-                                         for row in table[1:16]]
+        assert order == [next(m for m in models if f" {m} " in row) for row in table[1:16]]
