@@ -474,7 +474,7 @@ def doctor(local: bool = False) -> int:
     if any(c.status == "fail" for c in checks):
         rc = max(rc, 1)
     if s.json:
-        ui.emit_json({"ok": rc == 0, "exit_code": rc, "checks": [asdict(c) for c in checks]})
+        ui.emit_json({"checks": [asdict(c) for c in checks]}, exit_code=rc)
         return rc
     _print(checks, s.verbosity)
     errors = sum(c.status == "fail" for c in checks)

@@ -49,7 +49,7 @@ def print_report(report: Any, s: Any, key: Any = None) -> None:
     for client, line in report.drift:
         ui.warn(scrub(f"{client}: {line}"))
     if s.json:
-        ui.emit_json(report.to_dict())
+        ui.emit_json(report.to_dict(), exit_code=report.exit_code)
         return
     if report.stub_root:
         ui.out(ui.style(f"probing a stand-in gateway at {report.stub_root} with the fleet's "
