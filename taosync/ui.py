@@ -167,9 +167,10 @@ def located_problems(exc) -> list[dict]:
              "message": exc.message, "severity": "error"}]
 
 
-def fail(exc) -> None:
-    """Print a TaosyncError: JSON on stdout with --json, else a message on stderr."""
-    if current().json:
+def fail(exc, force_json: bool = False) -> None:
+    """Print a TaosyncError: JSON on stdout with --json (``force_json``: a usage error
+    that stopped before the options were read), else a message on stderr."""
+    if current().json or force_json:
         emit_json({"ok": False, "error": exc.message, "problems": located_problems(exc),
                    "details": exc.details}, exit_code=exc.exit_code)
         return

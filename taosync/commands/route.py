@@ -79,16 +79,6 @@ def route(task: str | None, explain: bool, use_default: bool = False) -> int:
 
     An unknown TASK exits 1 with "did you mean" on stderr; --default gives it the
     default route's model instead.
-
-    \b
-    Exit codes:
-      0  the model id (or the table) was printed
-      1  no route TASK (without --default)
-      2  bad input: fleet.yaml is invalid
-
-    \b
-    Example:
-      model=$(taosync route fast)
     """
     from taosync import ui
 
