@@ -115,7 +115,7 @@ EXAMPLES = {
     "env": "eval \"$(taosync env)\"",
     "forget": "taosync forget aider",
     "adopt": "taosync adopt --dry-run",
-    "completion": "taosync completion bash > ~/.local/share/bash-completion/completions/taosync",
+    "completion": "eval \"$(taosync completion bash)\"",
 }
 
 
@@ -138,7 +138,9 @@ class LazyGroup(click.Group):
         import importlib
 
         command = getattr(importlib.import_module(module_name), attr)
-        command.epilog = help_epilog(name)
+        if not getattr(command, "exit_codes_shown", False):  # once, after its own epilog
+            command.epilog = "\n\n".join(filter(None, [command.epilog, help_epilog(name)]))
+            command.exit_codes_shown = True
         return command
 
     def resolve_command(self, ctx, args):
