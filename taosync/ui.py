@@ -145,13 +145,13 @@ JSON_FORMAT_VERSION = 1
 
 def emit_json(data, exit_code: int = 0) -> None:
     """Print one command's JSON object under the shared contract: ``ok``, ``exit_code`` and
-    ``format_version`` first (a key the command set itself wins), then its own keys.
+    ``format_version`` first, then its own keys (``ok`` always means "exit code 0").
 
     The data is scrubbed value by value (so an escaped secret is found decoded), then the
     JSON text once more (so one escaped twice is found too)."""
     if isinstance(data, dict):
-        data = {"ok": exit_code == 0, "exit_code": exit_code,
-                "format_version": JSON_FORMAT_VERSION, **data}
+        data = {**{"ok": None, "exit_code": None, "format_version": JSON_FORMAT_VERSION},
+                **data, "ok": exit_code == 0, "exit_code": exit_code}
     r = redactor()
     if r is not None:
         data = r.scrub_data(json.loads(json.dumps(data, ensure_ascii=False, default=str)))
