@@ -98,7 +98,7 @@ EXAMPLES = {
     "validate": "taosync validate --json",
     "schema": "taosync schema > fleet.schema.json",
     "plan": "taosync plan --check",
-    "apply": "taosync apply --yes",
+    "apply": "taosync apply --only codex --dry-run",
     "status": "taosync status --json",
     "rollback": "taosync rollback",
     "log": "taosync log",

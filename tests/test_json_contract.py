@@ -212,4 +212,8 @@ def test_every_help_lists_exit_codes_and_an_example(taosync, name):
     codes = r.out.split("Exit codes:")[1].split("Example:")[0]
     assert "  0  " in codes and "  2  " in codes
     example = r.out.split("Example:")[1].strip().splitlines()[0]
-    assert "taosync" in example
+    assert f"taosync {'plan' if name == 'diff' else name}" in example
+    options = r.out.split("Exit codes:")[0]
+    for word in example.split():  # the example uses only options the command has
+        if word.startswith("--"):
+            assert word in options, (name, word)
