@@ -63,6 +63,68 @@ HELP = {
     "completion": "Print the shell completion script (bash, zsh, fish, powershell).",
 }
 
+#: what each exit code means per command (DESIGN.md: 0 ok · 1 the job found a problem ·
+#: 2 bad input · 3 could not write), and one example; shown at the end of every --help
+OK, BAD, WRITE = "done", "bad input (an invalid fleet.yaml, a wrong option)", \
+    "could not write; nothing was left half-written"
+EXIT_CODES = {
+    "validate": {0: "the fleet is usable (warnings on stderr)", 2: "fleet.yaml is invalid"},
+    "schema": {0: OK, 2: BAD, 3: WRITE},
+    "plan": {0: "the plan was printed", 1: "with --check: apply would change something",
+             2: BAD},
+    "apply": {0: "written (and verified)", 1: "a verify probe failed, or you quit at a prompt",
+              2: BAD, 3: WRITE},
+    "status": {0: "in sync", 1: "drift or pending changes", 2: BAD},
+    "rollback": {0: OK, 2: BAD + " or nothing to step back", 3: WRITE},
+    "log": {0: OK, 2: BAD},
+    "destroy": {0: OK, 1: "you answered no", 2: BAD, 3: WRITE},
+    "managed": {0: OK, 2: BAD},
+    "verify": {0: "every backend answered", 1: "a probe failed or a client has no files",
+               2: BAD},
+    "stats": {0: OK, 2: BAD},
+    "doctor": {0: "nothing is broken (warnings allowed)", 1: "an error line", 2: BAD},
+    "stub": {0: "stopped cleanly", 2: BAD + " or the port is taken"},
+    "watch": {0: "stopped cleanly (Ctrl-C, SIGTERM)", 2: BAD, 3: WRITE},
+    "init": {0: OK, 2: BAD + " or the file exists (--force)", 3: WRITE},
+    "import": {0: "a clean proposal", 1: "a proposal with conflicts, or none", 2: BAD},
+    "route": {0: "the model id (or the table) was printed",
+              1: "no route TASK (without --default)", 2: BAD},
+    "env": {0: OK, 2: BAD},
+    "forget": {0: OK, 2: BAD, 3: WRITE},
+    "adopt": {0: OK, 1: "you answered no", 2: BAD, 3: WRITE},
+    "completion": {0: OK, 2: BAD},
+}
+EXAMPLES = {
+    "validate": "taosync validate --json",
+    "schema": "taosync schema > fleet.schema.json",
+    "plan": "taosync plan --check",
+    "apply": "taosync apply --only codex --dry-run",
+    "status": "taosync status --json",
+    "rollback": "taosync rollback",
+    "log": "taosync log",
+    "destroy": "taosync destroy --yes",
+    "managed": "taosync managed --json",
+    "verify": "taosync verify --only claude-code",
+    "stats": "taosync stats --by route --since 1d",
+    "doctor": "taosync doctor",
+    "stub": "taosync stub --port 8787",
+    "watch": "taosync watch",
+    "init": "taosync init ~/fleet.yaml",
+    "import": "taosync import > fleet.yaml",
+    "route": "model=$(taosync route fast)",
+    "env": "eval \"$(taosync env)\"",
+    "forget": "taosync forget aider",
+    "adopt": "taosync adopt --dry-run",
+    "completion": "eval \"$(taosync completion bash)\"",
+}
+
+
+def help_epilog(name: str) -> str:
+    """The "Exit codes" and "Example" sections of ``taosync NAME --help``."""
+    name = "plan" if name == "diff" else name
+    codes = "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_CODES[name].items())
+    return f"\b\nExit codes:\n{codes}\n\n\b\nExample:\n  {EXAMPLES[name]}"
+
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
@@ -75,7 +137,11 @@ class LazyGroup(click.Group):
         module_name, attr = target.split(":")
         import importlib
 
-        return getattr(importlib.import_module(module_name), attr)
+        command = getattr(importlib.import_module(module_name), attr)
+        if not getattr(command, "exit_codes_shown", False):  # once, after its own epilog
+            command.epilog = "\n\n".join(filter(None, [command.epilog, help_epilog(name)]))
+            command.exit_codes_shown = True
+        return command
 
     def resolve_command(self, ctx, args):
         """A mistyped command gets "did you mean" (click only says it does not exist)."""
@@ -121,7 +187,13 @@ def run(argv: list[str]) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
-        exc.show()
+        if "--json" in argv and exc.exit_code == 2:  # a usage error keeps the JSON contract
+            from taosync import ui
+            from taosync.errors import BadInput
+
+            ui.fail(BadInput(exc.format_message()), force_json=True)
+        else:
+            exc.show()
         return exc.exit_code
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)

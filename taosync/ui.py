@@ -158,20 +158,40 @@ def probing(n: int) -> str:
     return f"probing {n} backend{'s' if n != 1 else ''}…"
 
 
-def emit_json(data) -> None:
-    """The data scrubbed value by value (so an escaped secret is found decoded), then
-    the JSON text once more (so one escaped twice is found too)."""
+#: the version of the --json contract every command's object carries (README: JSON output)
+JSON_FORMAT_VERSION = 1
+
+
+def emit_json(data, exit_code: int = 0) -> None:
+    """Print one command's JSON object under the shared contract: ``ok``, ``exit_code`` and
+    ``format_version`` first, then its own keys (``ok`` always means "exit code 0").
+
+    The data is scrubbed value by value (so an escaped secret is found decoded), then the
+    JSON text once more (so one escaped twice is found too)."""
+    if isinstance(data, dict):
+        data = {**{"ok": None, "exit_code": None, "format_version": JSON_FORMAT_VERSION},
+                **data, "ok": exit_code == 0, "exit_code": exit_code}
     r = redactor()
     if r is not None:
         data = r.scrub_data(json.loads(json.dumps(data, ensure_ascii=False, default=str)))
     click.echo(clean(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
-def fail(exc) -> None:
-    """Print a TaosyncError: JSON on stdout with --json, else a message on stderr."""
-    if current().json:
-        emit_json({"ok": False, "error": exc.message, "details": exc.details,
-                   "exit_code": exc.exit_code})
+def located_problems(exc) -> list[dict]:
+    """The problems of a failed run in ``validate --json``'s located shape: every problem
+    of an invalid fleet, else one unlocated entry holding the error's message."""
+    if hasattr(exc, "all"):
+        return [p.to_json() for p in exc.all()]
+    return [{"file": None, "line": None, "column": None, "path": None,
+             "message": exc.message, "severity": "error"}]
+
+
+def fail(exc, force_json: bool = False) -> None:
+    """Print a TaosyncError: JSON on stdout with --json (``force_json``: a usage error
+    that stopped before the options were read), else a message on stderr."""
+    if current().json or force_json:
+        emit_json({"ok": False, "error": exc.message, "problems": located_problems(exc),
+                   "details": exc.details}, exit_code=exc.exit_code)
         return
     for line in exc.details:
         click.echo(clean(line), err=True)

@@ -90,7 +90,8 @@ def test_init_json(cli, tmp_path):
     r = cli("init", "--json")
     assert r.rc == 0
     data = json.loads(r.out)
-    assert data == {"ok": True, "path": "fleet.yaml", "replaced": False}
+    assert data == {"ok": True, "exit_code": 0, "format_version": 1, "path": "fleet.yaml",
+                    "replaced": False}
     assert json.loads(cli("init", "--json").out)["ok"] is False
 
 

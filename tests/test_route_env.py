@@ -49,8 +49,8 @@ def test_route_known_task_prints_only_the_model(taosync):
     assert (r.rc, r.out, r.err) == (0, "gpt-4o-mini\n", "")
 
 
-def test_route_unknown_task_falls_back_to_the_default_with_a_warning(taosync):
-    r = taosync("route", "fas")
+def test_route_unknown_task_with_default_falls_back_to_the_default_with_a_warning(taosync):
+    r = taosync("route", "fas", "--default")
     assert r.rc == 0
     assert r.out == "claude-sonnet-4-20250514\n"
     assert "no route 'fas'" in r.err and "did you mean fast" in r.err and "balanced" in r.err
@@ -58,11 +58,11 @@ def test_route_unknown_task_falls_back_to_the_default_with_a_warning(taosync):
 
 def test_route_json(taosync):
     data = json.loads(taosync("route", "--json", "deep").out)
-    assert data == {"task": "deep", "route": "deep", "known": True,
+    assert data == {"ok": True, "exit_code": 0, "format_version": 1, "task": "deep", "route": "deep", "known": True,
                     "model": "nvidia/deepseek-r1", "backend": "cuda",
                     "urls": {"anthropic": "https://taotoken.net/api",
                              "openai": "https://taotoken.net/api/v1"}}
-    unknown = json.loads(taosync("route", "--json", "nope").out)
+    unknown = json.loads(taosync("route", "--json", "--default", "nope").out)
     assert unknown["route"] == "balanced" and unknown["known"] is False
 
 

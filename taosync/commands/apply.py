@@ -98,7 +98,7 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
             if rerouted is not None:
                 report["rerouted"] = rerouted
     if s.json:
-        ui.emit_json(report)
+        ui.emit_json(report, exit_code=rc)
     return rc
 
 

@@ -14,7 +14,7 @@ import click
 from click.shell_completion import (CompletionItem, ShellComplete, add_completion_class,
                                     get_completion_class, split_arg_string)
 
-from taosync.settings import common_options
+from taosync.settings import common_options, current
 
 SHELLS = ("bash", "zsh", "fish", "powershell")
 PROG = "taosync"
@@ -78,7 +78,12 @@ route TASK), catalogue model ids (--model) and choices (--shell, --drift)."""
 @click.argument("shell", type=click.Choice(SHELLS))
 def completion(shell: str) -> int:
     """Print the shell completion script (bash, zsh, fish, powershell)."""
+    from taosync import ui
+
     root = click.get_current_context().find_root().command
     complete = get_completion_class(shell)(root, {}, PROG, COMPLETE_VAR)
-    click.echo(complete.source())
+    if current().json:
+        ui.emit_json({"shell": shell, "script": complete.source()})
+    else:
+        click.echo(complete.source())
     return 0

@@ -383,8 +383,9 @@ def modeline_checks(path: Path, text: str) -> list[Check]:
     return [Check("fleet", "editor schema", "ok", f"{target} is current")]
 
 
-def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int]:
-    """(loaded or None, checks, exit code floor)."""
+def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int, Any]:
+    """(loaded or None, checks, exit code floor, the error that made the fleet unusable
+    or None: --json reports it as the run's error)."""
     from taosync.errors import TaosyncError
     from taosync.fleet.load import load_fleet
 
@@ -397,9 +398,10 @@ def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int]:
         except TaosyncError as exc:
             details = [p.message for p in getattr(exc, "problems", [])][:3] or [exc.message]
             return None, [Check("fleet", str(path), "fail",
-                                f"cannot be used: {'; '.join(details)} (`taosync validate`)")], 2
+                                f"cannot be used: {'; '.join(details)} (`taosync validate`)")], \
+                2, exc
         why = "; ".join(p.message for p in getattr(first, "problems", [])) or first.message
-        return loaded, [Check("fleet", "gateway.key", "fail", why)], 1
+        return loaded, [Check("fleet", "gateway.key", "fail", why)], 1, None
     key = loaded.key
     checks = [Check("fleet", str(path), "ok",
                     f"{len(loaded.fleet.models)} model(s), "
@@ -412,7 +414,7 @@ def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int]:
         checks.append(Check("fleet", "gateway.key", "warn" if problem else "ok",
                             f"{key.redacted()} from {loaded.key_ref.describe()}"
                             + (f": the key {problem}" if problem else "")))
-    return loaded, checks, 0
+    return loaded, checks, 0, None
 
 
 def gateway_is_private(fleet: Any) -> bool:
@@ -446,7 +448,7 @@ def doctor(local: bool = False) -> int:
     s = current()
     env = s.client_env()
     environ = env.environ
-    loaded, checks, rc = _load(s, environ)
+    loaded, checks, rc, unusable = _load(s, environ)
     fleet = loaded.fleet if loaded is not None else None
     key = loaded.key if loaded is not None else None
     store, state, state_problems = _store_and_state(s)
@@ -474,7 +476,9 @@ def doctor(local: bool = False) -> int:
     if any(c.status == "fail" for c in checks):
         rc = max(rc, 1)
     if s.json:
-        ui.emit_json({"ok": rc == 0, "exit_code": rc, "checks": [asdict(c) for c in checks]})
+        ui.emit_json({"checks": [asdict(c) for c in checks],
+                      **({"error": unusable.message, "problems": ui.located_problems(unusable)}
+                         if unusable is not None else {})}, exit_code=rc)
         return rc
     _print(checks, s.verbosity)
     errors = sum(c.status == "fail" for c in checks)

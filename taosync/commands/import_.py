@@ -47,6 +47,7 @@ def import_(from_):
         click.echo(proposal.scrub(json.dumps({
             "ok": proposal.exit_code == 0,
             "exit_code": proposal.exit_code,
+            "format_version": ui.JSON_FORMAT_VERSION,
             "fleet": proposal.data,
             "yaml": proposal.text or None,
             "gateway": proposal.gateway,

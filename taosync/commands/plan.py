@@ -37,8 +37,9 @@ def plan(only, check, no_key):
     protect(ctx, state, the_plan)
     print_warnings(ctx)
     warn_dotfiles(the_plan, ctx)
+    rc = 1 if check and the_plan.changed else 0
     if s.json:
-        ui.emit_json(plan_json(the_plan, ctx))
+        ui.emit_json(plan_json(the_plan, ctx), exit_code=rc)
     else:
         print_plan(the_plan, ctx, diffs=True)
-    return 1 if check and the_plan.changed else 0
+    return rc

@@ -6,8 +6,10 @@ latency, tokens, cost, score and the reason for the choice.
 
 For scripts (``model=$(taosync route fast)``), so it stays on the fast path: the fleet is
 read through the pydantic-free run-time view (FleetView) and the key is never resolved.
-An unknown task gets the default route's model, with a warning on stderr. Without TASK,
-the whole table is printed. Exit 0, or 2 for an invalid fleet.
+An unknown task is an error (exit 1, "did you mean" on stderr), so a script never runs
+on a model it did not ask for; ``--default`` opts into the default route's model instead
+(with a warning). Without TASK, the whole table is printed. Exit 0, 1 for an unknown
+task, or 2 for an invalid fleet.
 """
 
 from __future__ import annotations
@@ -69,8 +71,15 @@ def complete_model(ctx, param, incomplete: str):
 @click.option("--explain", is_flag=True,
               help="Show each candidate: health, median and p95 latency, tokens, cost, score, "
                    "and why the route chose as it did.")
-def route(task: str | None, explain: bool) -> int:
-    """Print the model id the routing table gives TASK (no TASK: the whole table)."""
+@click.option("--default", "use_default", is_flag=True,
+              help="An unknown TASK gets the default route's model (with a warning) "
+                   "instead of exit 1.")
+def route(task: str | None, explain: bool, use_default: bool = False) -> int:
+    """Print the model id the routing table gives TASK (no TASK: the whole table).
+
+    An unknown TASK exits 1 with "did you mean" on stderr; --default gives it the
+    default route's model instead.
+    """
     from taosync import ui
 
     s = current()
@@ -106,6 +115,19 @@ def route(task: str | None, explain: bool) -> int:
 
         name, model = view["default_route"], view["default_model"]
         hint = closest(task, view["routes"])
+        if not use_default:
+            message = (f"no route {task!r}" + (f" (did you mean {hint}?)" if hint else "")
+                       + "; routes: " + (", ".join(view["routes"]) or "none")
+                       + " (--default takes the default route's model)")
+            if s.json:
+                ui.emit_json({"task": task, "known": False, "error": message,
+                              "problems": [{"file": str(loaded.path), "line": None,
+                                            "column": None, "path": "routes",
+                                            "message": message, "severity": "error"}]},
+                             exit_code=1)
+            else:
+                ui.problem(ui.style("error: ", "fail") + message)
+            return 1
         if s.verbosity >= 0:
             ui.warn(f"no route {task!r}"
                     + (f" (did you mean {hint}?)" if hint else "")

@@ -47,14 +47,21 @@ def write_schema(directory: Path) -> tuple[Path, bool]:
 def schema(write: bool = False) -> int:
     """Print the JSON schema of fleet.yaml.
 
-    With --write, save it as fleet.schema.json beside fleet.yaml instead."""
+    With --write, save it as fleet.schema.json beside fleet.yaml instead. With --json
+    (no --write) the schema comes under "schema" in the one JSON object every command
+    prints."""
+    import json
+
     from taosync import ui
     from taosync.fleet import schema as fleet_schema
 
-    if not write:
-        click.echo(fleet_schema.text(), nl=False)
-        return 0
     s = current()
+    if not write:
+        if s.json:
+            ui.emit_json({"schema": json.loads(fleet_schema.text())})
+        else:
+            click.echo(fleet_schema.text(), nl=False)
+        return 0
     target, changed = write_schema(s.config_path().expanduser().resolve().parent)
     if s.json:
         ui.emit_json({"ok": True, "path": str(target), "changed": changed})

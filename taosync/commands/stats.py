@@ -4,8 +4,6 @@ per route by the score routes use, with advice (never an edit of fleet.yaml)."""
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from taosync.settings import common_options, current
@@ -61,9 +59,8 @@ def stats(models: tuple[str, ...], by: str, since: float | None, recommend: bool
         return _recommend(s, records, include_stub)
     rows = history.summarize(records, include_stub=include_stub, by=by)
     if s.json:
-        click.echo(json.dumps({"history": str(history.path(s.state_dir())),
-                               ("routes" if by == "route" else "models"): rows},
-                              indent=2, ensure_ascii=False))
+        ui.emit_json({"history": str(history.path(s.state_dir())),
+                      ("routes" if by == "route" else "models"): rows})
         return 0
     if not rows:
         skipped = sum(1 for r in records if r.get("stub"))

@@ -32,19 +32,22 @@ def status(only, no_key):
     drifted_files = {d.path for d in drift}
     pending = [fp for fp in the_plan.changed]
     home = s.home_dir
+    rc = 1 if drift or pending else 0
     if s.json:
         ui.emit_json({
             "applied": bool(state.applies),
             "last_apply": state.applies[-1].id if state.applies else None,
-            "drift": [{"path": d.path, "key": d.key, "kind": d.kind,
+            "drift": [{"path": d.path, "display": pipeline.display_path(d.path, home),
+                       "key": d.key, "kind": d.kind,
                        "old": shown(d.old, d.secret, ctx.key),
                        "new": shown(d.new, d.secret, ctx.key)} for d in drift],
-            "pending": [{"path": str(fp.path), "action": fp.action, "clients": fp.clients,
+            "pending": [{"path": str(fp.path), "display": pipeline.display_path(fp.path, home),
+                         "action": fp.action, "clients": fp.clients,
                          "keys": [c.path for c in fp.changes]} for fp in pending],
             **({"sensitive": {str(fp.path): fp.sensitive for fp in the_plan.files
                               if fp.sensitive}} if no_key else {}),
             **({"routes": state.routes} if state.routes else {}),
-        })
+        }, exit_code=rc)
     else:
         if not state.applies:
             ui.out("never applied here (taosync apply writes the fleet)")
@@ -74,7 +77,7 @@ def status(only, no_key):
                        f"preferred {rec['preferred']} since {rec['since']} ({rec['reason']})")
         if not drift and not pending:
             ui.out(f"in sync: {len(the_plan.files)} file(s), no drift, nothing pending")
-    return 1 if drift or pending else 0
+    return rc
 
 
 def _fmt(value) -> str:

@@ -79,7 +79,8 @@ def stub(port: int, key_value: str | None, key_env: str | None, models: tuple[st
         if s.verbosity > 0:
             server.log = lambda line: click.echo(line, err=True)
         if s.json:
-            click.echo(json.dumps({"root": server.root, "openai_base_url": server.root + "/v1",
+            click.echo(json.dumps({"ok": True, "exit_code": 0,
+                                   "format_version": ui.JSON_FORMAT_VERSION, "root": server.root, "openai_base_url": server.root + "/v1",
                                    "models": catalogue, "faults": [str(f) for f in parsed]}))
         else:
             click.echo(server.root)

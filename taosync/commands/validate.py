@@ -33,7 +33,8 @@ def validate(no_key: bool, explain: bool = False) -> int:
         if s.json:
             ui.emit_json({"ok": False, "file": exc.file,
                           "problems": [p.to_json() for p in exc.all()],
-                          "errors": len(exc.problems), "warnings": len(exc.warnings)})
+                          "errors": len(exc.problems), "warnings": len(exc.warnings),
+                          "error": exc.message}, exit_code=exc.exit_code)
             return exc.exit_code
         for p in exc.all():
             ui.problem(p.format())

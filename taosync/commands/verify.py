@@ -82,7 +82,7 @@ def print_preamble(report: Any, s: Any) -> None:
     for client, line in report.drift:
         ui.warn(scrub(f"{client}: {line}"))
     if s.json:
-        ui.emit_json(report.to_dict())
+        ui.emit_json(report.to_dict(), exit_code=report.exit_code)
         return
     if report.stub_root:
         ui.out(ui.style(f"probing a stand-in gateway at {report.stub_root} with the fleet's "

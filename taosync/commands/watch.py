@@ -15,6 +15,7 @@ import threading
 import click
 
 from taosync.settings import common_options, current
+from taosync.ui import JSON_FORMAT_VERSION
 
 
 @click.command("watch")
@@ -95,7 +96,8 @@ class _Printer:
         if event.level != "problem" and self.verbosity < 0:
             return
         if self.json:
-            line = json.dumps(event.to_dict(), ensure_ascii=False, default=str)
+            line = json.dumps({"format_version": JSON_FORMAT_VERSION, **event.to_dict()},
+                              ensure_ascii=False, default=str)
         else:
             text = event.message
             if self.color and event.level == "problem":

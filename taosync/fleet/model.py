@@ -231,6 +231,12 @@ class Fleet(FleetLogic, _Strict):
     )
 
     version: Literal[1] = Field(description="Format version of this file.")
+    include: list[str] = Field(
+        default_factory=list,
+        description="Base fleets merged under this file, in order (a later one wins, this "
+        "file wins over all): paths relative to this file, or ~/…. Mappings merge key by "
+        "key; lists and scalars are replaced. `taosync watch` re-applies when one changes.",
+    )
     gateway: Gateway = Field(description="The LLM gateway every client talks to.")
     models: dict[str, Model] = Field(
         min_length=1, description="The catalogue: model id (as the gateway names it) → details."

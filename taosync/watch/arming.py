@@ -82,12 +82,23 @@ class Arming:
         if not os.path.exists(path):
             return False
         if source == FLEET and self._ctx is not None and self._ctx.loaded is not None:
+            known = self._included().get(path, self._ctx.loaded.sha256)
             try:
                 with open(path, "rb") as fh:
-                    return digest(fh.read()) != self._ctx.loaded.sha256
+                    return digest(fh.read()) != known
             except OSError:
                 return False
         return True
+
+    def _included(self) -> dict[str, str]:
+        """Path → sha256 of every base fleet the last good fleet.yaml ``include:``s: an
+        edit of one re-applies exactly as an edit of fleet.yaml does."""
+        loaded = self._ctx.loaded if self._ctx is not None else None
+        included = {}
+        for path, sha in getattr(loaded, "sources", [])[1:]:
+            included[os.path.abspath(path)] = sha
+            included[os.path.realpath(path)] = sha
+        return included
 
     def _rearm(self) -> None:
         """Watch the directory of every path of interest (or its nearest existing
@@ -98,6 +109,8 @@ class Arming:
             interest[self._key_file] = KEY
             interest[os.path.realpath(self._key_file)] = KEY
         interest[os.path.realpath(self.fleet_path)] = FLEET
+        for path in self._included():
+            interest[path] = FLEET
         for path in self._targets:
             interest[path] = TARGET
         ancestors = set()

@@ -85,11 +85,14 @@ class Cycle:
             return
         self._failed_read = None
         before = self._ctx.routes if self._ctx is not None else {}
+        included = set(self._included())
         self._adopt(ctx, spec.state if spec is not None else None)
         self._route_switches(before, ctx.routes)
         if self._first_cycle:
             self._rearm()
             self._watching()
+        elif set(self._included()) != included:
+            self._rearm()  # a base fleet included now (or no more) is watched at once
         try:
             if spec is not None and spec.plan is not None:
                 the_plan, state = spec.plan, spec.state
