@@ -20,7 +20,7 @@ from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
                                   disk_key, probe_specs, read_plain, shown, slot_option,
-                                  start_on_disk)
+                                  start_on_disk, stored_key)
 from taosync.fleet.secrets import Secret, parse_reference
 
 ID = "aider"
@@ -129,8 +129,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         return out
     if obs.keys:
         key_seen = obs.keys[0]
-        secret, problem = disk_key("literal", key_seen.value.reveal(),
-                                   f"{where} {key_seen.key}", env)
+        secret, problem = stored_key(key_seen, env, where)
     else:
         key_seen = Seen(KEY_ENV, path, "openai-api-key")
         secret, problem = disk_key("env", KEY_ENV, f"{where} has no openai-api-key, so "

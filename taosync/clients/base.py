@@ -401,6 +401,13 @@ def disk_key(kind: str, arg: str, where: str, env: ClientEnv) -> tuple[Any, str 
     return Secret(secret.reveal(), where), None
 
 
+def stored_key(seen: "Seen", env: ClientEnv, label: str | None = None) -> tuple[Any, str | None]:
+    """:func:`disk_key` for a key a client file holds itself (``seen``), named as
+    ``<label> <key path>``; the label defaults to the file it was read from."""
+    where = f"{label if label is not None else shown(seen.file, env)} {seen.key}"
+    return disk_key("literal", seen.value.reveal(), where, env)
+
+
 # -- what a client tells taosync doctor ----------------------------------------------------
 
 @dataclass(frozen=True)

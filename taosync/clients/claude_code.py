@@ -23,7 +23,7 @@ from pathlib import Path
 
 from taosync.clients.base import (Finding, safe_url, same_key, ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
                                   fleet_mcp, probe_specs, read_plain, shown, slot_option,
-                                  start_on_disk)
+                                  start_on_disk, stored_key)
 from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, expand_path, parse_reference
 from taosync.formats.base import keypath_str
@@ -208,8 +208,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     if obs.keys:  # AUTH_TOKEN first: Claude sends it as Bearer
         key_seen = obs.keys[0]
         auth = "bearer" if key_seen.key == "env.ANTHROPIC_AUTH_TOKEN" else "x-api-key"
-        secret, problem = disk_key("literal", key_seen.value.reveal(),
-                                   f"{where} {key_seen.key}", env)
+        secret, problem = stored_key(key_seen, env, where)
     elif obs.key_envs or obs.key_helper:
         key_seen = obs.key_envs[0] if obs.key_envs else obs.key_helper
         kind = "env" if obs.key_envs else "shell"

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Literal
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec, Seen,
-                                  disk_key, fleet_mcp, probe_specs, read_plain, shown, slot_option,
-                                  start_on_disk)
+                                  fleet_mcp, probe_specs, read_plain, shown, slot_option,
+                                  start_on_disk, stored_key)
 from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
@@ -258,8 +258,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     if model is None:
         out.problems.append(f"{shown(url.file, env)}: Cline has no model next to {url.key}")
         return out
-    secret, problem = disk_key("literal", key_seen.value.reveal(),
-                               f"{shown(key_seen.file, env)} {key_seen.key}", env)
+    secret, problem = stored_key(key_seen, env)
     if problem:
         out.problems.append(problem)
         return out

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
                                   disk_key, fleet_mcp, probe_specs, read_plain, shown,
-                                  slot_option, start_on_disk)
+                                  slot_option, start_on_disk, stored_key)
 from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
@@ -218,8 +218,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         secret, problem = disk_key("env", KEY_VAR, f"{KEY_VAR} (from the environment)", env)
     elif obs.keys:
         key_seen = obs.keys[0]
-        secret, problem = disk_key("literal", key_seen.value.reveal(),
-                                   f"{shown(key_seen.file, env)} {key_seen.key}", env)
+        secret, problem = stored_key(key_seen, env)
     else:
         key_seen, secret = None, None
         problem = f"{where} sets no {KEY_VAR} (nor does the environment)"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
                                   disk_key, fleet_mcp, probe_specs, read_plain, shown,
-                                  slot_option, start_on_disk)
+                                  slot_option, start_on_disk, stored_key)
 from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import Match, keypath_str
@@ -174,8 +174,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
                                    f"(${key_seen.value}, from the environment)", env)
     elif obs.keys:
         key_seen = obs.keys[0]
-        secret, problem = disk_key("literal", key_seen.value.reveal(),
-                                   f"{shown(key_seen.file, env)} {key_seen.key}", env)
+        secret, problem = stored_key(key_seen, env)
     else:
         what = f"{obs.key_envs[0].value} is set neither in the environment nor in [env]" \
             if obs.key_envs else "the model's provider has no api_key_env or api_key"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
                                   disk_key, fleet_mcp, probe_specs, read_plain, shown,
-                                  slot_option, start_on_disk)
+                                  slot_option, start_on_disk, stored_key)
 from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import Match, keypath_str
@@ -194,8 +194,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
                                 f"environment nor in {shown(home / '.env', env)}")
             return out
         key_seen = stored[0]
-        secret, problem = disk_key("literal", key_seen.value.reveal(),
-                                   f"{shown(key_seen.file, env)} {key_seen.key}", env)
+        secret, problem = stored_key(key_seen, env)
     if problem:
         out.problems.append(problem)
         return out

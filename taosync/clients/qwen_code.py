@@ -21,7 +21,7 @@ from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
                                   disk_key, probe_specs, read_plain, shown, slot_option,
-                                  start_on_disk)
+                                  start_on_disk, stored_key)
 from taosync.clients.gemini_cli import mcp_servers, observe_mcp
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import Match, keypath_str
@@ -137,8 +137,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         secret, problem = disk_key("env", key_seen.value, f"{where} {key_seen.key}", env)
     elif obs.keys:
         key_seen = obs.keys[0]
-        secret, problem = disk_key("literal", key_seen.value.reveal(),
-                                   f"{where} {key_seen.key}", env)
+        secret, problem = stored_key(key_seen, env, where)
     else:
         key_seen, secret = None, None
         problem = f"{where} holds no key (security.auth.apiKey or modelProviders envKey)"

@@ -30,9 +30,9 @@ def plan(only, check, no_key):
     s = current()
     with read_only():
         ctx = pipeline.prepare(s, no_key=no_key)
-        protect(ctx)
-        only_set = pipeline.check_only(only)
         state = ctx.store.load()
+        protect(ctx, state)
+        only_set = pipeline.check_only(only)
         the_plan = pipeline.make_plan(ctx, state, only_set)
     protect(ctx, state, the_plan)
     print_warnings(ctx)

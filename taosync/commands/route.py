@@ -47,22 +47,22 @@ def fleet_view(fleet) -> dict:
     }
 
 
-def complete_route(ctx, param, incomplete: str):
-    """Shell completion: the route names of the configured fleet (none if it does not load)."""
-    try:
-        _, view = load_view()
-    except Exception:
-        return []
-    return [name for name in view["routes"] if name.startswith(incomplete)]
+def _completer(field: str, doc: str):
+    """A shell completer offering the names in ``fleet_view()[field]`` (none if the fleet
+    does not load)."""
+    def complete(ctx, param, incomplete: str):
+        try:
+            _, view = load_view()
+        except Exception:
+            return []
+        return [name for name in view[field] if name.startswith(incomplete)]
+
+    complete.__doc__ = doc
+    return complete
 
 
-def complete_model(ctx, param, incomplete: str):
-    """Shell completion: the catalogue's model ids (none if the fleet does not load)."""
-    try:
-        _, view = load_view()
-    except Exception:
-        return []
-    return [model for model in view["backends"] if model.startswith(incomplete)]
+complete_route = _completer("routes", "Shell completion: the route names of the configured fleet.")
+complete_model = _completer("backends", "Shell completion: the catalogue's model ids.")
 
 
 @click.command("route")

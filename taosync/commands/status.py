@@ -22,10 +22,10 @@ def status(only, no_key):
     s = current()
     with read_only():
         ctx = pipeline.prepare(s, no_key=no_key)
-        protect(ctx)
+        state = ctx.store.load()
+        protect(ctx, state)
         only_set = pipeline.check_only(only)
         print_warnings(ctx)
-        state = ctx.store.load()
         drift = find_drift(state, ctx.store.hmac_key(create=False), only_set)
         the_plan = pipeline.make_plan(ctx, state, only_set)
     protect(ctx, state, the_plan, drift)
