@@ -23,8 +23,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from validate_bench import timed  # bench/ is on sys.path when a script here runs
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_MODELS = 4  # in the shipped fleet.yaml
@@ -63,16 +64,6 @@ def env_for_children() -> dict:
                 "CLAUDE_CONFIG_DIR", "CLINE_DIR", "CLINE_DATA_DIR", "CONTINUE_GLOBAL_DIR"):
         env.pop(var, None)
     return env
-
-
-def timed(argv: list[str], env: dict, cwd: Path) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr}")
-    return elapsed
 
 
 def growth_steps(axis: tuple[int, ...]) -> list[tuple[int, int]]:
