@@ -74,9 +74,12 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False) -> Contex
 def resolve_routes(fleet, store) -> dict:
     """Choose every candidate route of ``fleet`` and make the fleet answer with the
     choices, before any client renders from it (the clients read ``model_for``)."""
+    spec = fleet.routing_spec()
+    if not spec:  # no route with candidates: nothing to read (or import)
+        return {}
     from taosync.verify.history import route_choices
 
-    choices = route_choices(fleet.routing_spec(), store)
+    choices = route_choices(spec, store)
     fleet.choose_routes({name: c.model for name, c in choices.items()})
     return choices
 
