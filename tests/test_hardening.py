@@ -38,8 +38,8 @@ def test_timed_out_key_command_takes_its_children_with_it(tmp_path):
     ref = Reference("shell", f"sleep 30 & echo $! > {pidfile}; sleep 30")
     started = time.monotonic()
     try:
-        with pytest.raises(SecretError, match=r"did not finish within 1\.5 s"):
-            resolve(ref, environ={"PATH": os.environ["PATH"]}, timeout=1.5)
+        with pytest.raises(SecretError, match=r"did not finish within 0\.8 s"):
+            resolve(ref, environ={"PATH": os.environ["PATH"]}, timeout=0.8)
         assert time.monotonic() - started < 5
         child = int(pidfile.read_text())
         assert wait_until_gone(child), f"the key command's child {child} is still running"
@@ -56,7 +56,7 @@ def test_cmd_key_command_that_forks_is_killed_as_a_group(tmp_path):
     try:
         with pytest.raises(SecretError, match="did not finish"):
             resolve(Reference("cmd", str(script)), environ={"PATH": os.environ["PATH"]},
-                    timeout=1.5)
+                    timeout=0.8)
         assert wait_until_gone(int(pidfile.read_text()))
     finally:
         if pidfile.exists() and is_running(int(pidfile.read_text())):

@@ -164,11 +164,12 @@ def hold_lock(lock: Path, seconds: float) -> subprocess.Popen:
     return proc
 
 
-def test_held_lock_names_its_holder(taosync, home, fleet_file):
+def test_held_lock_names_its_holder(taosync, home, fleet_file, monkeypatch):
+    monkeypatch.setattr("taosync.engine.system.LOCK_NOTICE_AFTER", 0.05)  # 0.5 s for users
     assert taosync("apply", "--no-verify").rc == 0
     fleet_file.write_text(fleet_file.read_text().replace("fast: gpt-4o-mini",
                                                          "fast: intel/llama-7b"))
-    holder = hold_lock(home / ".local/state/taosync/lock", 1.5)
+    holder = hold_lock(home / ".local/state/taosync/lock", 0.5)
     try:
         r = taosync("apply", "--no-verify")
     finally:
@@ -232,36 +233,40 @@ def test_verify_prints_each_row_as_its_probe_finishes_on_a_terminal(taosync, hom
     from taosync.stub import Stub
 
     models = ["gpt-4o-mini", "claude-sonnet-4-20250514", "nvidia/deepseek-r1", SLOW]
-    with Stub(key=TEST_KEY, models=models, faults=[f"delay=2.5@{SLOW}"]) as stub:
-        fleet_file.write_text(fleet_file.read_text().replace("https://taotoken.net/api",
-                                                             stub.root))
+    example = fleet_file.read_text()
+    # 1.8 s: long enough for the live line to count "2 s" (it rounds from 1.5 s)
+    with Stub(key=TEST_KEY, models=models, faults=[f"delay=1.8@{SLOW}"]) as stub:
+        fleet_file.write_text(example.replace("https://taotoken.net/api", stub.root))
         arrivals: list = []
         rc, out = run_in_pty(cli_args(home, fleet_file, "verify", "--desired"), [],
                              arrivals=arrivals)
-        assert rc == 0, out
-        raw = out.encode()
+    assert rc == 0, out
+    raw = out.encode()
 
-        def printed_at(text: str) -> float:
-            """When the first line holding ``text`` had been printed whole."""
-            start = raw.index(text.encode())
-            end = raw.index(b"\n", start)
-            return next(t for t, size in arrivals if size > end)
+    def printed_at(text: str) -> float:
+        """When the first line holding ``text`` had been printed whole."""
+        start = raw.index(text.encode())
+        end = raw.index(b"\n", start)
+        return next(t for t, size in arrivals if size > end)
 
-        lines = [line.rsplit("\r", 1)[-1].replace("\x1b[K", "") for line in out.splitlines()]
-        rows = [line for line in lines if "✓" in line]
-        header = next(i for i, line in enumerate(lines) if line.startswith("CLIENT"))
-        assert len(rows) == 15 and SLOW in rows[-1]  # the slow probe's rows come last
-        fast = rows[0]
-        assert SLOW not in fast and lines.index(fast) > header
-        # the fast row was on the screen well before the slow probe answered
-        assert printed_at(SLOW + " ") - printed_at(fast) > 1.5, out
-        assert "probing 15 backends… 1 still running, 2 s" in out  # the live line …
-        assert out.endswith("\r\x1b[K15/15 backends pass\n")  # … erased before the summary
-        # every column lines up under the header fixed before the first probe was sent
-        col = lines[header].index("LATENCY")
-        assert all(row[col - 3] == "✓" for row in rows), rows
+    lines = [line.rsplit("\r", 1)[-1].replace("\x1b[K", "") for line in out.splitlines()]
+    rows = [line for line in lines if "✓" in line]
+    header = next(i for i, line in enumerate(lines) if line.startswith("CLIENT"))
+    assert len(rows) == 15 and SLOW in rows[-1]  # the slow probe's rows come last
+    fast = rows[0]
+    assert SLOW not in fast and lines.index(fast) > header
+    # the fast row was on the screen well before the slow probe answered
+    assert printed_at(SLOW + " ") - printed_at(fast) > 1.2, out
+    assert "probing 15 backends… 1 still running, 2 s" in out  # the live line …
+    assert out.endswith("\r\x1b[K15/15 backends pass\n")  # … erased before the summary
+    # every column lines up under the header fixed before the first probe was sent
+    col = lines[header].index("LATENCY")
+    assert all(row[col - 3] == "✓" for row in rows), rows
 
-        # without a terminal: the table at the end, in probe order, nothing live
+    # without a terminal: the table at the end, in probe order, nothing live (the slow
+    # probe still answers last; a shorter delay proves that as well)
+    with Stub(key=TEST_KEY, models=models, faults=[f"delay=0.3@{SLOW}"]) as stub:
+        fleet_file.write_text(example.replace("https://taotoken.net/api", stub.root))
         r = taosync("verify", "--desired")
         assert r.rc == 0 and "\x1b[" not in r.both and "still running" not in r.both
         table = r.out.splitlines()
