@@ -328,8 +328,9 @@ def _decide(command: str, flags: set[str], options: dict, environ):
     files = _desired(entry["patches"], decode)
     if set(files) != set(state["files"]):
         raise _Unsure  # a file to create, or one owned no more: the full path plans it
+    in_work_tree = _WorkTrees()
     for path, (clients, values, volatile) in files.items():
-        _untouched(path, state["files"][path], values, volatile, hmac_key)
+        _untouched(path, state["files"][path], values, volatile, hmac_key, in_work_tree)
     # an "info:" note is printed with -v only (report.print_warnings), which falls through
     warnings = [line for line in entry["warnings"] if not line.startswith("info: ")]
     out = _report(command, flags, files, home, state, sandboxed, options)
@@ -446,7 +447,8 @@ def _desired(patches: list, decode: _Decoder) -> dict:
     return files
 
 
-def _untouched(path: str, previous: dict, values: dict, volatile: set, hmac_key: _Hmac) -> None:
+def _untouched(path: str, previous: dict, values: dict, volatile: set, hmac_key: _Hmac,
+               in_work_tree: "_WorkTrees") -> None:
     """engine/plan.py ``_untouched`` on the disk itself: the file is byte for byte what
     taosync left, and owns exactly the wanted values; else _Unsure."""
     real = os.path.realpath(path)
@@ -463,20 +465,33 @@ def _untouched(path: str, previous: dict, values: dict, volatile: set, hmac_key:
     fixed = {k: o["hash"] for k, o in owned.items() if not o.get("volatile")}
     if fixed != {kp: hmac_key.value_hash(v) for kp, v in values.items()}:
         raise _Unsure
-    if previous["secret"] and (_in_work_tree(path) or _in_work_tree(real)):
+    if previous["secret"] and (in_work_tree(path) or in_work_tree(real)):
         raise _Unsure  # the dotfiles guard may warn (engine/dotfiles.py)
 
 
-def _in_work_tree(path: str) -> bool:
-    """engine/dotfiles.py work_tree, without pathlib: a ``.git`` in any parent."""
-    parent = os.path.dirname(os.path.abspath(path))
-    while True:
-        if os.path.lexists(os.path.join(parent, ".git")):
-            return True
-        up = os.path.dirname(parent)
-        if up == parent:
-            return False
-        parent = up
+class _WorkTrees:
+    """engine/dotfiles.py work_tree, without pathlib: a ``.git`` in any parent. Each
+    directory is looked at once per run (the targets share most of their parents)."""
+
+    def __init__(self):
+        self.known: dict[str, bool] = {}
+
+    def __call__(self, path: str) -> bool:
+        parent, walked = os.path.dirname(os.path.abspath(path)), []
+        while parent not in self.known:
+            walked.append(parent)
+            if os.path.lexists(os.path.join(parent, ".git")):
+                self.known[parent] = True
+                break
+            up = os.path.dirname(parent)
+            if up == parent:
+                self.known[parent] = False
+                break
+            parent = up
+        found = self.known[parent]
+        for directory in walked:
+            self.known[directory] = found
+        return found
 
 
 def _display(path: str, home: str) -> str:

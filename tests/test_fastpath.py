@@ -125,7 +125,7 @@ def test_malformed_json_is_refused_as_json_refuses_it(text):
 
 EDITS = ["fleet-comment", "fleet-model", "key", "key-same", "target-space", "target-value",
          "target-gone", "client-env", "unrelated-env", "home", "platform", "version",
-         "key-file"]
+         "key-file", "git-home", "git-client-dir"]
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,
@@ -187,6 +187,10 @@ def _edit(home: Path, fleet_file: Path, tmp_path: Path, edits: set[str]) -> Path
         (home / ".continue/config.yaml").unlink()
     if "client-env" in edits:
         os.environ["CODEX_HOME"] = str(home / "codex-elsewhere")
+    if "git-home" in edits:  # every target now in a work tree: the dotfiles guard speaks
+        (home / ".git").mkdir(exist_ok=True)
+    if "git-client-dir" in edits:  # one client's directory only (a worktree's .git file)
+        (home / ".codex/.git").write_text("gitdir: /elsewhere\n")
     if "unrelated-env" in edits:
         os.environ["SOMETHING_NO_CLIENT_READS"] = "1"
     if "platform" in edits or "version" in edits:
