@@ -451,11 +451,10 @@ def _untouched(path: str, previous: dict, values: dict, volatile: set, hmac_key:
                in_work_tree: "_WorkTrees") -> None:
     """engine/plan.py ``_untouched`` on the disk itself: the file is byte for byte what
     taosync left, and owns exactly the wanted values; else _Unsure."""
-    real = os.path.realpath(path)
-    st = os.stat(real)
+    st = os.stat(path)  # through symlinks, as the read below
     if not stat.S_ISREG(st.st_mode):
         raise _Unsure
-    data = _read(real)
+    data = _read(path)
     data.decode("utf-8")  # not UTF-8: the full path says so
     if _sha256_hex(data) != previous["sha256"]:
         raise _Unsure
@@ -465,7 +464,7 @@ def _untouched(path: str, previous: dict, values: dict, volatile: set, hmac_key:
     fixed = {k: o["hash"] for k, o in owned.items() if not o.get("volatile")}
     if fixed != {kp: hmac_key.value_hash(v) for kp, v in values.items()}:
         raise _Unsure
-    if previous["secret"] and (in_work_tree(path) or in_work_tree(real)):
+    if previous["secret"] and (in_work_tree(path) or in_work_tree(os.path.realpath(path))):
         raise _Unsure  # the dotfiles guard may warn (engine/dotfiles.py)
 
 
