@@ -40,7 +40,7 @@ def hogs(count: int):
 
 def suite(extra: list[str]) -> tuple[float, str]:
     """(seconds, pytest's last line); raises SystemExit when the suite fails."""
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra]
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *extra]  # -q: addopts
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
     took = time.perf_counter() - start

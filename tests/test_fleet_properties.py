@@ -12,10 +12,10 @@ import contextlib
 import io
 import json
 import os
-import tempfile
 from pathlib import Path
 from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -28,9 +28,17 @@ EXAMPLE_TEXT = (ROOT / "fleet.yaml").read_text(encoding="utf-8")
 LINES = EXAMPLE_TEXT.splitlines(keepends=True)
 KEY = "sk-test-SECRETKEY-0123456789abcdef"
 ENV = {"TAOTOKEN_API_KEY": KEY, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-WORK = Path(tempfile.mkdtemp(prefix="taosync-prop-"))
-HOME = WORK / "home"
-HOME.mkdir()
+WORK = HOME = Path("/nonexistent")  # set per module run by the fixture below
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _work_dir(tmp_path_factory):
+    """One directory for every example (hypothesis shares no function-scoped fixture),
+    under pytest's temporary root so it is cleaned up like the rest."""
+    global WORK, HOME
+    WORK = tmp_path_factory.mktemp("prop")
+    HOME = WORK / "home"
+    HOME.mkdir()
 SCHEMA = schema_mod.load()
 
 SETTINGS = settings(max_examples=120, deadline=None, derandomize=False,
