@@ -38,13 +38,13 @@ try:
     import _json
 except ImportError:  # pragma: no cover - CPython always has it
     _json = None
-try:
-    from _sha2 import sha256 as _sha256  # Python 3.12+
-except ImportError:
-    try:
-        from _sha256 import sha256 as _sha256  # Python 3.11
-    except ImportError:  # pragma: no cover
-        from hashlib import sha256 as _sha256
+try:  # the name of this version's module first: a failed import searches all of sys.path
+    if sys.version_info >= (3, 12):
+        from _sha2 import sha256 as _sha256
+    else:
+        from _sha256 import sha256 as _sha256
+except ImportError:  # pragma: no cover - a build without them
+    from hashlib import sha256 as _sha256
 
 #: command → the flags it may carry here (the global -c/--config, --home, -q work everywhere)
 COMMANDS = {"apply": {"--no-verify"}, "plan": {"--check"}, "diff": {"--check"},
