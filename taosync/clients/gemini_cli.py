@@ -42,6 +42,9 @@ REQUIRES = {"gateway.gemini_base_url": (
 OPTIONS = (
     slot_option("model", "Route or model id for model.name (default: default_route)."),
 )
+#: settings.json holds JSON with comments: Gemini CLI 0.61.0 strips them before parsing
+#: (clients.md §5, verified); a user's comments are legitimate there and are kept
+SETTINGS_FORMAT = "jsonc"
 TARGETS = [
     "~/.gemini/settings.json ($GEMINI_CLI_HOME/.gemini): security.auth.selectedType, "
     "model.name, mcpServers.<name>",
@@ -186,7 +189,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     if fleet.gateway.headers:
         dotenv[(HEADERS_VAR,)] = ", ".join(f"{name}: {value}" for name, value
                                            in fleet.gateway.headers.items())
-    return [Patch(settings_path, "json", values, ID, secret=holds_key),
+    return [Patch(settings_path, SETTINGS_FORMAT, values, ID, secret=holds_key),
             Patch(dotenv_path, "dotenv", dotenv, ID, secret=True)]
 
 
@@ -246,7 +249,7 @@ def observe(env: ClientEnv) -> Observation:
     home = gemini_dir(env)
     settings_path, dotenv_path = home / "settings.json", home / ".env"
     obs = Observation(ID, protocol=PROTOCOL)
-    settings = read_plain(settings_path, "json", obs)
+    settings = read_plain(settings_path, SETTINGS_FORMAT, obs)
     if settings is not None and not isinstance(settings, dict):
         obs.problems.append(f"{settings_path}: the top level is not a JSON object")
         return obs

@@ -34,6 +34,10 @@ LOCATION_VARS = ("QWEN_HOME",)
 OPTIONS = (
     slot_option("model", "Route or model id for model.name (default: default_route)."),
 )
+#: settings.json holds JSON with comments: Qwen Code strips them before parsing and keeps
+#: them when it rewrites the file (QwenLM/qwen-code packages/cli/src/config/settings.ts);
+#: a user's comments are legitimate there and are kept
+SETTINGS_FORMAT = "jsonc"
 TARGETS = [
     "~/.qwen/settings.json ($QWEN_HOME): security.auth, model.name, "
     "modelProviders.openai[id=<model>] (reference mode), mcpServers.<name>",
@@ -105,7 +109,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                                 f"written into {path} (mode 0600) even with secrets: "
                                 f"reference")
         holds_key = holds_key or mcp_key
-    return [Patch(path, "json", values, ID, secret=holds_key)]
+    return [Patch(path, SETTINGS_FORMAT, values, ID, secret=holds_key)]
 
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
@@ -164,7 +168,7 @@ def observe(env: ClientEnv) -> Observation:
     ``security.auth``."""
     path = qwen_home(env) / "settings.json"
     obs = Observation(ID, protocol="openai")
-    data = read_plain(path, "json", obs)
+    data = read_plain(path, SETTINGS_FORMAT, obs)
     if data is not None and not isinstance(data, dict):
         obs.problems.append(f"{path}: the top level is not a JSON object")
         return obs

@@ -14,6 +14,7 @@ from helpers import (KEY, KEY_ONE, MINI, ROOT, ROUTER_ARGS, ROUTER_ENV, by_path,
                      imported, real_binary, round_trip, run_real_client, write)
 from taosync.clients import gemini_cli
 from taosync.clients.base import ClientEnv, ProbeSpec
+from taosync.formats.jsonc import blank
 
 GEMINI_ROOT = ROOT  # the example fleet's gemini_base_url: the root (Gemini's paths are /v1beta/…)
 GEMINI_URL = GEMINI_ROOT + "/v1beta/models/gpt-4o-mini:streamGenerateContent?alt=sse"
@@ -30,7 +31,7 @@ def test_contract(taosync, home, fleet_file):
 def test_gemini_inline(clients_env, tmp_path):
     patches = by_path(gemini_cli.render(fleet(), KEY, clients_env))
     settings = patches[tmp_path / ".gemini" / "settings.json"]
-    assert settings.format == "json" and settings.secret  # the MCP server holds the key
+    assert settings.format == "jsonc" and settings.secret  # comments allowed; the MCP server holds the key
     assert settings.values == {
         ("security", "auth", "selectedType"): "gemini-api-key",
         ("model", "name"): MINI,
@@ -114,11 +115,14 @@ def test_enabling_gemini_without_its_root_is_a_located_error(taosync, fleet_file
 
 def test_gemini_keeps_folder_trust_and_the_users_env_lines(taosync, home, fleet_file):
     write_fleet(fleet_file, "gemini-cli", {"model": "fast"})
-    write(home / ".gemini/settings.json", json.dumps(
-        {"security": {"folderTrust": {"enabled": True}}, "ui": {"theme": "Dracula"}}))
+    write(home / ".gemini/settings.json", "// Gemini strips comments: they are the user's\n"
+          + json.dumps({"security": {"folderTrust": {"enabled": True}},
+                        "ui": {"theme": "Dracula"}}))
     write(home / ".gemini/.env", "# mine\nGOOGLE_CLOUD_PROJECT=p1\n")
     assert taosync("apply", "--no-verify").rc == 0
-    settings = json.loads((home / ".gemini/settings.json").read_text())
+    text = (home / ".gemini/settings.json").read_text()
+    assert text.startswith("// Gemini strips comments: they are the user's\n")
+    settings = json.loads(blank(text))
     assert settings["security"] == {"folderTrust": {"enabled": True},
                                     "auth": {"selectedType": "gemini-api-key"}}
     dotenv = (home / ".gemini/.env").read_text()
@@ -153,7 +157,7 @@ def test_verify_probes_what_the_files_say(taosync, home, fleet_file):
 # -- import
 
 def test_gemini_round_trip(run, home, tmp_path, monkeypatch):
-    write(home / ".gemini/settings.json", json.dumps({
+    write(home / ".gemini/settings.json", "/* the user's note */\n" + json.dumps({
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "model": {"name": "gw-flash"},
         "mcpServers": {"files": {"command": "fs-mcp", "args": ["/srv"]},
@@ -187,7 +191,8 @@ def test_real_gemini_cli_answers_through_the_stand_in(taosync, home, fleet_file)
     """In a folder the user trusts (``--skip-trust`` stands for that here) Gemini CLI reads
     ~/.gemini/.env: only taosync's two files, no key or URL in the environment. The user's
     own privacy setting (no usage statistics: no lookup beyond the stand-in) is kept."""
-    write(home / ".gemini/settings.json", '{"privacy": {"usageStatisticsEnabled": false}}')
+    write(home / ".gemini/settings.json",  # with a comment of the user's: Gemini reads past it
+          '// mine\n{"privacy": {"usageStatisticsEnabled": false}}')
     done, seen = run_real_client(taosync, fleet_file, home, GEMINI,
                                  ["--skip-trust", "-p", "Reply with OK"], "gemini-cli",
                                  {"model": "fast"}, headers={"X-Team": "core", "X-Env": "dev"})
@@ -199,7 +204,9 @@ def test_real_gemini_cli_answers_through_the_stand_in(taosync, home, fleet_file)
     assert all((r.headers.get("x-team"), r.headers.get("x-env")) == ("core", "dev")
                for r in calls)
     assert "/api/v1beta/models/gw-fast:streamGenerateContent" in [r.path for r in calls]
-    settings = json.loads((home / ".gemini/settings.json").read_text())
+    text = (home / ".gemini/settings.json").read_text()
+    assert text.startswith("// mine\n")
+    settings = json.loads(blank(text))
     assert "folderTrust" not in settings.get("security", {})
     assert settings["privacy"] == {"usageStatisticsEnabled": False}
 

@@ -13,6 +13,7 @@ from helpers import (KEY, KEY_ONE, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, fleet, i
 from taosync.clients import qwen_code
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.formats.base import Match
+from taosync.formats.jsonc import blank
 
 ROUTER = ("mcpServers", "taotoken-router")
 
@@ -27,7 +28,7 @@ def test_contract(taosync, home, fleet_file):
 def test_qwen_inline(clients_env, tmp_path):
     (settings,) = qwen_code.render(fleet(), KEY, clients_env)
     assert settings.path == tmp_path / ".qwen" / "settings.json"
-    assert settings.format == "json" and settings.secret
+    assert settings.format == "jsonc" and settings.secret  # Qwen allows comments
     assert settings.values == {
         ("security", "auth", "selectedType"): "openai",
         ("security", "auth", "baseUrl"): V1,
@@ -122,8 +123,26 @@ def test_qwen_version_key_is_never_owned(taosync, home, fleet_file):
     assert json.loads(path.read_text())["$version"] == 4
 
 
+def test_qwen_keeps_the_users_comments(taosync, home, fleet_file):
+    """settings.json is JSON with comments for Qwen: a user's notes survive every apply."""
+    from contract import write_fleet
+
+    write_fleet(fleet_file, "qwen-code", {"model": "balanced"})
+    path = home / ".qwen" / "settings.json"
+    write(path, '{\n  // my theme, chosen with care\n  "ui": {"theme": "GitHub"},\n'
+                '  /* tools I trust */\n  "tools": {"sandbox": false}\n}\n')
+    assert taosync("apply", "--no-verify").rc == 0
+    text = path.read_text()
+    assert "// my theme, chosen with care" in text and "/* tools I trust */" in text
+    data = json.loads(blank(text))
+    assert data["ui"] == {"theme": "GitHub"} and data["model"]["name"]
+    assert data["security"]["auth"]["selectedType"] == "openai"
+    assert taosync("plan", "--check").rc == 0
+
+
 def test_qwen_import_reads_a_provider_entry(run, home, tmp_path, monkeypatch):
     write(home / ".qwen/settings.json", """{
+  // Qwen strips comments before parsing: import reads past them
   "$version": 4,
   "security": {"auth": {"selectedType": "openai"}},
   "model": {"name": "gw-big"},
@@ -159,8 +178,9 @@ QWEN = real_binary("TAOSYNC_TEST_QWEN_BIN", "qwen")
                     "set TAOSYNC_TEST_QWEN_BIN")
 @pytest.mark.parametrize("secrets", ["inline", "reference"])
 def test_real_qwen_code_answers_through_the_stand_in(taosync, home, fleet_file, secrets):
-    # the user's own privacy setting: no usage statistics, so no lookup beyond the stand-in
-    write(home / ".qwen/settings.json", '{"privacy": {"usageStatisticsEnabled": false}}')
+    # the user's own privacy setting: no usage statistics, so no lookup beyond the stand-in;
+    # and a comment of theirs, which Qwen reads past and taosync keeps
+    write(home / ".qwen/settings.json", '// mine\n{"privacy": {"usageStatisticsEnabled": false}}')
     done, seen = run_real_client(taosync, fleet_file, home, QWEN, ["Reply with OK"],
                                  "qwen-code", {"model": "main"}, secrets=secrets,
                                  env={"TAOTOKEN_API_KEY": TEST_KEY} if secrets == "reference"
@@ -170,7 +190,9 @@ def test_real_qwen_code_answers_through_the_stand_in(taosync, home, fleet_file, 
     chats = [r for r in seen if r.path == "/api/v1/chat/completions"]
     assert chats and all(r.auth == "ok" and r.body["model"] == "gw-main" for r in chats)
     assert all(r.headers.get("x-team") == "core" for r in chats)  # generationConfig.customHeaders
-    settings = json.loads((home / ".qwen/settings.json").read_text())
+    text = (home / ".qwen/settings.json").read_text()
+    assert "// mine" in text
+    settings = json.loads(blank(text))
     assert (TEST_KEY in json.dumps(settings)) == (secrets == "inline")
     assert settings["$version"] == 4  # Qwen's own key, written by Qwen, left alone
     assert settings["privacy"] == {"usageStatisticsEnabled": False}
