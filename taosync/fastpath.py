@@ -318,7 +318,7 @@ def _decide(command: str, flags: set[str], options: dict, environ):
     except OSError:
         raise _Unsure from None
     if not fingerprint_holds(fp, fleet_sha=fleet_sha, home=home, sandboxed=sandboxed,
-                             environ=environ, is_dir=os.path.isdir):
+                             environ=environ):
         raise _Unsure
     kind, arg = entry["key_ref"]
     key = _resolve(kind, arg, home, environ)

@@ -125,7 +125,7 @@ def test_malformed_json_is_refused_as_json_refuses_it(text):
 
 EDITS = ["fleet-comment", "fleet-model", "key", "key-same", "target-space", "target-value",
          "target-gone", "client-env", "unrelated-env", "home", "platform", "version",
-         "key-file", "git-home", "git-client-dir"]
+         "key-file", "git-home", "git-client-dir", "file-read-later"]
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,
@@ -187,6 +187,8 @@ def _edit(home: Path, fleet_file: Path, tmp_path: Path, edits: set[str]) -> Path
         (home / ".continue/config.yaml").unlink()
     if "client-env" in edits:
         os.environ["CODEX_HOME"] = str(home / "codex-elsewhere")
+    if "file-read-later" in edits:  # Kilo reads this after kilo.json: the target moves
+        (home / ".config/kilo/opencode.json").write_text("{}\n")
     if "git-home" in edits:  # every target now in a work tree: the dotfiles guard speaks
         (home / ".git").mkdir(exist_ok=True)
     if "git-client-dir" in edits:  # one client's directory only (a worktree's .git file)

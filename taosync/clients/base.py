@@ -137,7 +137,7 @@ class ClientEnv:
     #: what rendering looked at — environment variables and paths probed — so a cached
     #: render is reused only while all of it is unchanged (see engine/cache.py)
     consulted: dict[str, str | None] = field(default_factory=dict)
-    probed: dict[str, bool] = field(default_factory=dict)
+    probed: dict[str, str | None] = field(default_factory=dict)
 
     def getenv(self, var: str) -> str | None:
         value = self.environ.get(var)
@@ -145,9 +145,18 @@ class ClientEnv:
         return value
 
     def is_dir(self, path: Path) -> bool:
-        result = path.is_dir()
-        self.probed[str(path)] = result
-        return result
+        return self._look(path) == "dir"
+
+    def is_file(self, path: Path) -> bool:
+        return self._look(path) == "file"
+
+    def _look(self, path: Path) -> str | None:
+        """What is at ``path``, remembered as an input of the render (engine/cache.py)."""
+        from taosync.engine.cache import path_kind
+
+        kind = path_kind(path)
+        self.probed[str(path)] = kind
+        return kind
 
     def location(self, var: str) -> Path | None:
         """The path in environment variable ``var``, if set (and allowed)."""

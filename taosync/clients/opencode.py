@@ -16,7 +16,7 @@ from taosync.fleet.secrets import Secret
 
 FLAVOR = family.Flavor(
     id="opencode", title="opencode", version="`opencode-ai` 1.18.33", dirname="opencode",
-    filename="opencode", schema_url="https://opencode.ai/config.json",
+    files=("opencode.jsonc", "opencode.json"), schema_url="https://opencode.ai/config.json",
     overrides=("OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT"))
 
 ID = FLAVOR.id

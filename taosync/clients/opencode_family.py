@@ -2,9 +2,11 @@
 
 Facts (clients.md §6, §8; proven with ``opencode-ai`` 1.18.33 and ``@kilocode/cli`` 7.7.7):
 the global file is ``$XDG_CONFIG_HOME/<dir>/<name>.json`` (default ``~/.config``, on every
-OS: both use ``xdg-basedir``), JSONC, merged with project files; a ``<name>.jsonc`` next
-to it is read after it and wins (proven with both binaries), so taosync writes that one
-when it exists. A custom provider entry
+OS: both use ``xdg-basedir``), JSONC, merged with project files and with the other global
+files of :attr:`Flavor.files`: a ``<name>.jsonc`` next to it is read after it and wins
+(proven with both binaries), and Kilo reads ``opencode.json`` and ``opencode.jsonc`` after
+its own ``kilo.json(c)`` (proven with Kilo 7.7.7: a model set in either wins over
+kilo.json's), so taosync writes into the one read last. A custom provider entry
 ``provider.<id>`` with ``npm: @ai-sdk/openai-compatible``, ``options.baseURL`` = root +
 ``/v1`` (the client appends ``/chat/completions``), ``options.apiKey`` and a **required**
 ``models`` map; ``model`` / ``small_model`` are ``<provider id>/<models key>``. A model's
@@ -49,7 +51,9 @@ class Flavor:
     title: str
     version: str  # the version this module was proven against
     dirname: str  # directory under $XDG_CONFIG_HOME
-    filename: str  # config file stem in that directory (kilo, opencode)
+    #: the global files in that directory the client merges, the one it reads last (whose
+    #: values win) first: taosync writes into the first that exists, else creates the last
+    files: tuple[str, ...]
     schema_url: str  # the ``$schema`` the client inserts itself
     #: environment variables that add a config merged over the global file
     overrides: tuple[str, ...] = ()
@@ -71,14 +75,20 @@ def options() -> tuple[Option, ...]:
 
 
 def targets(f: Flavor) -> list[str]:
-    return [f"~/.config/{f.dirname}/{f.filename}.json ($XDG_CONFIG_HOME; .jsonc when that "
-            f"exists): provider.<id>, model, small_model, mcp.<name>"]
+    return [f"~/.config/{f.dirname}/{f.files[-1]} ($XDG_CONFIG_HOME; {_winner_note(f)}): "
+            f"provider.<id>, model, small_model, mcp.<name>"]
+
+
+def _winner_note(f: Flavor, quote: str = "") -> str:
+    others = ", ".join(f"{quote}{name}{quote}" for name in reversed(f.files[:-1]))
+    return (f"{others} when that exists" if len(f.files) == 2 else
+            f"the one of {others} read last when the user has one")
 
 
 def owned_files(f: Flavor) -> tuple:
     return ((f"{f.title} ({f.version})",
-             f"`~/.config/{f.dirname}/{f.filename}.json` (`$XDG_CONFIG_HOME`; "
-             f"`{f.filename}.jsonc` when that exists)",
+             f"`~/.config/{f.dirname}/{f.files[-1]}` (`$XDG_CONFIG_HOME`; "
+             f"{_winner_note(f, '`')})",
              "`model`, `small_model`, `provider.<id>.{npm,options.baseURL,options.apiKey,"
              "options.headers}`, `provider.<id>.models.<model id>.{id,limit.context,"
              "limit.output}` (the whole catalogue), its `name` and `$schema` only when "
@@ -93,12 +103,15 @@ def config_dir(f: Flavor, env: ClientEnv) -> Path:
 
 
 def config_path(f: Flavor, env: ClientEnv) -> Path:
-    """``<name>.jsonc`` when the user has one (read last, so it wins), else ``.json``."""
+    """The file the client reads last of those the user has (its values win over the
+    others'), else the one taosync creates. Writing anywhere else would leave the client
+    on the user's values while taosync called it in sync."""
     folder = config_dir(f, env)
-    jsonc = folder / f"{f.filename}.jsonc"
-    exists = jsonc.is_file()
-    env.probed[str(jsonc)] = exists
-    return jsonc if exists else folder / f"{f.filename}.json"
+    for name in f.files[:-1]:
+        path = folder / name
+        if env.is_file(path):  # an input of the render: creating one moves the target
+            return path
+    return folder / f.files[-1]
 
 
 def locations(f: Flavor, env: ClientEnv) -> tuple[list[Path], list[Path]]:

@@ -11,13 +11,16 @@ secret (a ``${env:…}``/``${file:…}``/``${cmd:…}`` value in ``mcp_servers``
 its reference and resolved again on load — as the key is — so a changed secret is
 picked up and none is ever in the state; one that no longer resolves misses the cache,
 and the full load reports it with its line and column.
-Standard library only, and nothing but ``sys`` at import: the no-op fast path
+Standard library only, and nothing but ``os``, ``stat`` and ``sys`` (loaded with the
+interpreter) at import: the no-op fast path
 (taosync/fastpath.py) checks the fingerprint with :func:`fingerprint_holds` before any
 other taosync module is loaded.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 
 from taosync import __version__
@@ -25,7 +28,20 @@ from taosync import __version__
 KEY_TOKEN = "\x00taosync-key\x00"
 #: ``{MCP_TOKEN: "<the value as written in fleet.yaml>"}`` stands for an MCP secret
 MCP_TOKEN = "\x00taosync-mcp-secret\x00"
-CACHE_VERSION = 3  # 2: warnings stored as whole lines; 3: MCP secrets as references
+#: 2: warnings stored as whole lines; 3: MCP secrets as references; 4: a probed path
+#: records what was there (:func:`path_kind`), so a file created where none was misses
+CACHE_VERSION = 4
+
+
+def path_kind(path) -> str | None:
+    """What a render that looked at ``path`` found there: "dir", "file", "other", or None
+    (nothing). A client's target can hang on whether a file exists (opencode and Kilo write
+    into the file they read last), so files count as much as directories."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
 
 
 def fingerprint(*, fleet_sha: str, key, hmac_key: bytes, home, sandboxed: bool,
@@ -76,11 +92,11 @@ def rekey(entry: dict, key, hmac_key: bytes) -> dict:
 
 
 def fingerprint_holds(fp: dict, *, fleet_sha: str | None, home: str, sandboxed: bool,
-                      environ, is_dir, sha_of=None) -> bool:
+                      environ, sha_of=None) -> bool:
     """Every input of the cached render but the key is as it was: fleet.yaml's sha256
     (None: unreadable), every included base fleet's (``sha_of(path)``; without it a fleet
     with includes never holds), taosync's version, the platform, home, the environment
-    variables and the paths (``is_dir(str)``) the clients consulted. Shared by
+    variables the clients consulted and what is at the paths they looked at. Shared by
     :func:`lookup` and the fast path, so both decide alike; the key's hash is each
     caller's to compare."""
     includes = fp.get("includes", {})
@@ -91,7 +107,7 @@ def fingerprint_holds(fp: dict, *, fleet_sha: str | None, home: str, sandboxed: 
             and (fp["taosync"], fp["platform"], fp["home"], fp["sandboxed"])
             == (__version__, sys.platform, home, sandboxed)
             and all(environ.get(var) == value for var, value in fp["env"].items())
-            and all(is_dir(path) == was for path, was in fp["paths"].items()))
+            and all(path_kind(path) == was for path, was in fp["paths"].items()))
 
 
 def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key: bytes,
@@ -111,7 +127,7 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
     except OSError:
         fleet_sha = None
     if not fingerprint_holds(fp, fleet_sha=fleet_sha, home=str(home), sandboxed=sandboxed,
-                             environ=environ, is_dir=system.is_dir,
+                             environ=environ,
                              sha_of=lambda path: _sha_or_none(system, path)):
         return None
     # -- route choices (issue 15): chosen again from the history, must match

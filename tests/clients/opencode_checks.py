@@ -24,7 +24,7 @@ MODELS = [MINI, SONNET, R1, LLAMA]
 
 def config_file(module, home: Path) -> Path:
     f = module.FLAVOR
-    return home / ".config" / f.dirname / f"{f.filename}.json"
+    return home / ".config" / f.dirname / f.files[-1]
 
 
 def read_jsonc(path: Path) -> dict:
@@ -137,19 +137,21 @@ def check_locations(module, tmp_path) -> None:
                     sandboxed=True)
     flavor = module.FLAVOR
     assert module.render(f, KEY, env)[0].path == tmp_path / "x" / flavor.dirname / \
-        f"{flavor.filename}.json"
+        flavor.files[-1]
     assert module.locations(env) == ([tmp_path / "x" / flavor.dirname], [])
     outside = ClientEnv(home=tmp_path / "h", environ={"XDG_CONFIG_HOME": "/etc/x"},
                         sandboxed=True)
     assert module.render(f, KEY, outside)[0].path == config_file(module, tmp_path / "h")
     assert any("XDG_CONFIG_HOME" in w for w in outside.warnings)
-    # a .jsonc the user keeps is read after the .json, so it wins: taosync writes there
-    jsonc = tmp_path / ".config" / flavor.dirname / f"{flavor.filename}.jsonc"
-    jsonc.parent.mkdir(parents=True)
-    jsonc.write_text("{}\n")
-    env = ClientEnv(home=tmp_path, environ={})
-    assert module.render(f, KEY, env)[0].path == jsonc
-    assert env.probed[str(jsonc)] is True
+    # a file the user keeps that the client reads later (a .jsonc after the .json; for Kilo
+    # also opencode.json(c) after kilo.json(c)) wins: taosync writes into the last read
+    folder = tmp_path / ".config" / flavor.dirname
+    folder.mkdir(parents=True)
+    for name in reversed(flavor.files[:-1]):
+        (folder / name).write_text("{}\n")
+        env = ClientEnv(home=tmp_path, environ={})
+        assert module.render(f, KEY, env)[0].path == folder / name
+        assert env.probed[str(folder / name)] == "file"
     # a config merged over the global file is worth a warning
     var = flavor.overrides[0]
     env = ClientEnv(home=tmp_path, environ={var: "/elsewhere.json"})
@@ -295,7 +297,7 @@ def check_import(module, run, home, tmp_path, monkeypatch) -> None:
     assert "off" not in fleet_data["mcp_servers"]
     assert any("'off' is disabled" in f["message"] for f in data["findings"])
     data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE)
-    shown = f"~/.config/{module.FLAVOR.dirname}/{module.FLAVOR.filename}.json"
+    shown = f"~/.config/{module.FLAVOR.dirname}/{module.FLAVOR.files[-1]}"
     assert (shown, "provider.tao.options.apiKey") not in changes
 
 
@@ -324,7 +326,7 @@ def check_verify_on_disk(module, taosync, home, fleet_file) -> None:
         r = taosync("verify", "--json")
         assert r.rc == 0, r.both
         data = json.loads(r.out)
-        shown = f"~/.config/{module.FLAVOR.dirname}/{module.FLAVOR.filename}.json"
+        shown = f"~/.config/{module.FLAVOR.dirname}/{module.FLAVOR.files[-1]}"
         assert {x["model"] for x in data["results"]} == {SONNET, MINI}
         assert {x["key_source"] for x in data["results"]} == {
             f"{shown} provider.taotoken.options.apiKey"}
@@ -356,11 +358,13 @@ def binary(var: str, name: str) -> str | None:
     return os.environ.get(var) or shutil.which(name)
 
 
-def check_real_client(module, exe: str, taosync, home, fleet_file, secrets: str) -> list:
-    """taosync apply into a home holding nothing else, then the client's one-shot run
-    against the stand-in: it must print the stand-in's reply, having sent the fleet's key
-    and models to /v1/chat/completions; its own rewrite of the file is no drift and its
-    MCP server is started. Returns the requests the stand-in saw."""
+def check_real_client(module, exe: str, taosync, home, fleet_file, secrets: str,
+                      config: Path | None = None) -> list:
+    """taosync apply into a home holding nothing else (or only ``config``, the file taosync
+    should then write), then the client's one-shot run against the stand-in: it must print
+    the stand-in's reply, having sent the fleet's key and models to /v1/chat/completions;
+    its own rewrite of the file is no drift and its MCP server is started. Returns the
+    requests the stand-in saw."""
     marker = home.parent / "mcp-started"
     key = "${env:TAOTOKEN_API_KEY}"
     if secrets == "file":
@@ -387,7 +391,8 @@ def check_real_client(module, exe: str, taosync, home, fleet_file, secrets: str)
     assert SONNET in {q.body["model"] for q in chats}
     assert {q.body["model"] for q in chats} <= {SONNET, MINI}
     assert marker.exists(), "the client did not start the MCP server taosync wrote"
-    assert read_jsonc(config_file(module, home)).get("$schema") == module.FLAVOR.schema_url
+    assert read_jsonc(config or config_file(module, home)).get("$schema") == \
+        module.FLAVOR.schema_url
     check = taosync("plan", "--check")
     assert check.rc == 0, check.both
     return seen

@@ -83,3 +83,44 @@ def test_kilo_doctor_shows_the_version(taosync, fleet_file, tmp_path, monkeypatc
 
 def test_kilo_provider_id_built_in_is_refused(taosync, fleet_file, home):
     checks.check_reserved_provider_id(kilo, taosync, fleet_file, home)
+
+
+# -- the file Kilo reads last --------------------------------------------------------------
+
+def test_an_opencode_json_in_kilos_directory_is_the_file_taosync_writes(taosync, home,
+                                                                          fleet_file):
+    """Kilo 7.7.7 reads ~/.config/kilo/opencode.json after kilo.json: a model there won over
+    taosync's. Once the user has one, taosync owns its keys there and gives kilo.json back."""
+    checks.write_fleet(fleet_file, kilo.ID, {"model": "balanced"})
+    folder = home / ".config/kilo"
+    assert taosync("apply", "--no-verify").rc == 0
+    assert (folder / "kilo.json").is_file()
+    assert taosync("status").rc == 0
+    mine = folder / "opencode.json"
+    mine.write_text('{\n  // the user\'s own\n  "model": "taotoken/gpt-4o-mini",\n'
+                    '  "theme": "tokyonight"\n}\n')
+    # Kilo would now run gpt-4o-mini: status must not call it in sync
+    pending = taosync("status")
+    assert pending.rc != 0 and "in sync" not in pending.out, pending.both
+    assert taosync("apply", "--no-verify").rc == 0
+    data = checks.read_jsonc(mine)
+    assert data["model"] == f"taotoken/{checks.SONNET}" and data["theme"] == "tokyonight"
+    assert "// the user's own" in mine.read_text()
+    assert not (folder / "kilo.json").exists()  # taosync had created it: given back whole
+    assert taosync("status").rc == 0
+    # taken away again, the user's model comes back
+    checks.write_fleet(fleet_file, "opencode", {"model": "balanced"})
+    assert taosync("apply", "--no-verify").rc == 0
+    assert checks.read_jsonc(mine)["model"] == "taotoken/gpt-4o-mini"
+
+
+@pytest.mark.skipif(BIN is None, reason="kilo is not installed (TAOSYNC_TEST_KILO_BIN)")
+def test_real_kilo_runs_taosyncs_model_when_the_user_has_an_opencode_json(taosync, home,
+                                                                           fleet_file):
+    folder = home / ".config/kilo"
+    folder.mkdir(parents=True)
+    (folder / "opencode.jsonc").write_text('{"model": "taotoken/gpt-4o-mini"} // mine\n')
+    seen = checks.check_real_client(kilo, BIN, taosync, home, fleet_file, "reference",
+                                    config=folder / "opencode.jsonc")
+    assert [q.body["model"] for q in seen if q.method == "POST"] == [checks.SONNET]
+    assert not (folder / "kilo.json").exists()
