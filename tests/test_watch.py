@@ -327,6 +327,27 @@ def test_client_rewriting_other_keys_is_left_alone_without_a_write(watch, home):
     assert len(json.loads(state_file.read_text())["applies"]) == applies_before
 
 
+def test_a_file_the_render_looked_for_appearing_moves_the_target(watch, home):
+    """Kilo reads ~/.config/kilo/opencode.json after kilo.json: once the user creates it,
+    watch re-renders at once and taosync's keys move there (kilo.json is given back)."""
+    h = watch()
+    folder = home / ".config/kilo"
+    assert (folder / "kilo.json").is_file()
+    mine = folder / "opencode.json"
+    mine.write_text('{"model": "taotoken/intel/llama-7b", "theme": "mine"}\n')
+    h.wait_event("applied", 2)
+    h.settle()
+    data = json.loads(mine.read_text())
+    assert data["theme"] == "mine" and data["model"] != "taotoken/intel/llama-7b"
+    assert not (folder / "kilo.json").exists()
+    changed = [e for e in h.of("changed") if e.data["source"] == "input"]
+    assert [e.data["path"] for e in changed] == [str(mine)]
+    # touching it again (a client's own rewrite) is a target's business, not a re-render
+    mine.write_text(mine.read_text())
+    h.settle()
+    assert len(h.of("applied")) == 2
+
+
 def test_fleet_deleted_then_recreated(watch, home, fleet_file):
     h = watch()
     fleet_file.unlink()

@@ -90,6 +90,8 @@ class Watcher(Scheduler, Arming, Cycle):
         self._redactor = None  # every secret seen this run, to scrub from every event
         self._key_file: str | None = None
         self._targets: dict[str, str] = {}  # watched path (as given and real) → state key
+        #: path the last render looked at → what it found there (engine/cache.py path_kind)
+        self._inputs: dict[str, str | None] = {}
         self._interest: dict[str, str] = {self.fleet_path: FLEET}
         self._ancestors: frozenset[str] = frozenset()
         self._watches: dict[str, tuple[Any, tuple[int, int] | None]] = {}

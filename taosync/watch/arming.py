@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-from taosync.watch.events import FLEET, KEY, TARGET, digest
+from taosync.watch.events import FLEET, INPUT, KEY, TARGET, digest
 
 #: seconds between checks that every watched directory is still the one being watched
 REARM_INTERVAL = 1.0
@@ -48,6 +48,8 @@ class Arming:
             hit = False
             for path in paths:
                 source = self._interest.get(path)
+                if source == INPUT and not self._missed(path, INPUT):
+                    source = None  # a render input as it was (touched, not created or removed)
                 if source is not None:
                     hit = True
                     self._mark(source, path, now)
@@ -79,6 +81,10 @@ class Arming:
         """Whether a file under a directory armed only now needs a look."""
         if source == TARGET:
             return True
+        if source == INPUT:
+            from taosync.engine.cache import path_kind
+
+            return path_kind(path) != self._inputs.get(path)
         if not os.path.exists(path):
             return False
         if source == FLEET and self._ctx is not None and self._ctx.loaded is not None:
@@ -111,6 +117,8 @@ class Arming:
         interest[os.path.realpath(self.fleet_path)] = FLEET
         for path in self._included():
             interest[path] = FLEET
+        for path in self._inputs:
+            interest.setdefault(path, INPUT)
         for path in self._targets:
             interest[path] = TARGET
         ancestors = set()

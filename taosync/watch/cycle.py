@@ -184,8 +184,12 @@ class Cycle:
         for key in paths:
             targets[os.path.abspath(key)] = key
             targets[os.path.realpath(key)] = key
+        # what the render looked at: the cached render's record of it, or this render's
+        inputs = dict(ctx.cache_entry.get("fingerprint", {}).get("paths", {}))
+        inputs.update(getattr(ctx.env, "probed", {}))
         with self._cond:
             self._targets = targets
+            self._inputs = inputs
 
     # -- a target changed --------------------------------------------------------------
 

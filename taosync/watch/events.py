@@ -11,6 +11,10 @@ from typing import Any
 
 FIX, WARN = "fix", "warn"
 FLEET, KEY, TARGET = "fleet", "key", "target"
+#: a path a client's render looked at (engine/cache.py ``path_kind``): a file or directory
+#: appearing or vanishing there re-renders, as a fleet change does (Kilo's target moves
+#: when the user creates ~/.config/kilo/opencode.json)
+INPUT = "input"
 
 
 @dataclass
