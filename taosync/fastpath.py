@@ -21,7 +21,6 @@ words on the same streams with the same exit code. It answers only when it is su
 Anything else returns None and the full path runs, which reports problems properly.
 """
 
-from __future__ import annotations
 
 import os
 import stat
@@ -164,8 +163,16 @@ def _state_dir(home: str, sandboxed: bool, environ) -> str:
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
+    """The file's bytes, read with os calls: no buffered file object to build and drop
+    (half the cost of ``open(path, "rb").read()`` for the small files read here)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        parts = []
+        while chunk := os.read(fd, 1 << 20):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 class _ScanContext:
@@ -204,9 +211,19 @@ def _canonical(value) -> str:
         return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     if isinstance(value, str):
         return _json.encode_basestring(value)
-    encode = _json.make_encoder({}, _refuse, _json.encode_basestring, None, ":", ",",
-                                True, False, True)
-    return "".join(encode(value, 0))
+    return "".join(_encoder()(value, 0))
+
+
+def _encoder():
+    """json.dumps' C encoder for canonical(), made once."""
+    global _ENCODER
+    if _ENCODER is None:
+        _ENCODER = _json.make_encoder({}, _refuse, _json.encode_basestring, None, ":", ",",
+                                      True, False, True)
+    return _ENCODER
+
+
+_ENCODER = None
 
 
 def _sha256_hex(data: bytes) -> str:

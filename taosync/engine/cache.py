@@ -17,7 +17,6 @@ interpreter) at import: the no-op fast path
 other taosync module is loaded.
 """
 
-from __future__ import annotations
 
 import os
 import stat
