@@ -1,4 +1,5 @@
-"""claude-code: exact patches and probes, import, and the contract every client keeps."""
+"""claude-code: exact patches and probes, import, the contract every client keeps, and the
+real ``claude``."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import shlex
 
 import pytest
 
+from conftest import TEST_KEY
 from helpers import (
     KEY, KEY_ONE, MINI, R1, ROOT, ROUTER_ARGS, ROUTER_ENV, SONNET, by_path, fleet, imported,
-    populate, round_trip, write)
+    populate, real_binary, round_trip, run_real_client, write)
 from contract import check_contract
 from taosync.clients import claude_code
 from taosync.clients.base import ClientEnv, ProbeSpec
@@ -208,3 +210,32 @@ def test_claude_on_bedrock_is_an_unknown_provider(run, home):
     provider = [f for f in data["findings"] if f["topic"] == "provider"]
     assert provider and "Amazon Bedrock" in provider[0]["message"]
     assert "claude-code" not in data["fleet"]["clients"]
+
+
+# -- the real client
+
+CLAUDE = real_binary("TAOSYNC_TEST_CLAUDE_BIN", "claude")
+
+
+@pytest.mark.skipif(CLAUDE is None, reason="claude (@anthropic-ai/claude-code 2.1.332) is not "
+                    "installed; set TAOSYNC_TEST_CLAUDE_BIN")
+@pytest.mark.parametrize("secrets", ["inline", "reference"])
+def test_real_claude_answers_through_the_stand_in(taosync, home, fleet_file, secrets):
+    """``claude -p`` with only taosync's ~/.claude/settings.json: Messages API under the
+    root (no /v1 in the base URL), the fleet's key, the route's model. Non-essential
+    traffic off, as for any offline run (clients.md §1)."""
+    env = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    if secrets == "reference":
+        env["TAOTOKEN_API_KEY"] = TEST_KEY
+    done, seen = run_real_client(taosync, fleet_file, home, CLAUDE, ["-p", "Reply with OK."],
+                                 "claude-code", {"model": "main", "haiku": "fast"},
+                                 secrets=secrets, env=env, headers={"X-Team": "core"})
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
+    assert "answered through the taosync stand-in" in done.stdout
+    calls = [r for r in seen if r.method == "POST" and r.path.startswith("/api/v1/messages")]
+    assert calls and all(r.auth == "ok" for r in calls)
+    assert "gw-main" in {r.body.get("model") for r in calls}
+    assert {r.body.get("model") for r in calls} <= {"gw-main", "gw-fast"}
+    assert all(r.headers.get("x-team") == "core" for r in calls)  # ANTHROPIC_CUSTOM_HEADERS
+    settings = (home / ".claude/settings.json").read_text()
+    assert (TEST_KEY in settings) == (secrets == "inline")

@@ -1,4 +1,5 @@
-"""cline: exact patches and probes, import, and the contract every client keeps."""
+"""cline: exact patches and probes, import, the contract every client keeps, and the real
+``cline`` CLI."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from helpers import (
-    KEY, KEY_ONE, R1, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, by_path, fleet, populate, round_trip)
+    KEY, KEY_ONE, R1, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, by_path, fleet, populate, real_binary,
+    round_trip, run_real_client)
 from contract import check_contract
 from taosync.clients import cline
 from taosync.clients.base import ClientEnv, ProbeSpec
@@ -171,3 +173,23 @@ def test_cline_round_trip_both_stores(run, home, tmp_path, monkeypatch):
     # the inactive anthropic provider is neither imported nor a conflict
     assert data["exit_code"] == 0
     assert not any(c["kind"] == "conflict" for c in data["findings"])
+
+
+# -- the real client
+
+CLINE = real_binary("TAOSYNC_TEST_CLINE_BIN", "cline")
+
+
+@pytest.mark.skipif(CLINE is None, reason="cline (cline 3.0.65) is not installed; set "
+                    "TAOSYNC_TEST_CLINE_BIN")
+def test_real_cline_answers_through_the_stand_in(taosync, home, fleet_file):
+    """``cline "prompt"`` with only taosync's ~/.cline files: providers.json's
+    openai-compatible entry, Chat Completions under the root's /v1, the fleet's key."""
+    done, seen = run_real_client(taosync, fleet_file, home, CLINE, ["Reply with OK."],
+                                 "cline", {"model": "main"}, headers={"X-Team": "core"})
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
+    assert "gw-main answered through the taosync stand-in" in done.stdout
+    chats = [r for r in seen if r.method == "POST"]
+    assert chats and all(r.path == "/api/v1/chat/completions" and r.auth == "ok"
+                         and r.body["model"] == "gw-main" for r in chats)
+    assert all(r.headers.get("x-team") == "core" for r in chats)

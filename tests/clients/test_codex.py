@@ -1,4 +1,5 @@
-"""codex: exact patches and probes, import, and the contract every client keeps."""
+"""codex: exact patches and probes, import, the contract every client keeps, and the real
+``codex``."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import TEST_KEY
 from helpers import (
     KEY, KEY_ONE, LLAMA, MINI, R1, ROUTER_ARGS, ROUTER_ENV, V1, by_path, fleet, imported, populate,
-    round_trip)
+    real_binary, round_trip, run_real_client)
 from contract import check_contract
 from taosync.clients import codex
 from taosync.clients.base import ClientEnv, ProbeSpec
@@ -170,3 +172,29 @@ def test_codex_env_key_becomes_the_fleet_reference(run, home, tmp_path, monkeypa
     assert any("trailing slash" in f["message"] for f in data["findings"])
     assert ("~/.codex/config.toml", "model_providers.tao.env_key") not in changes
     assert not (Path(str(tmp_path)) / "home" / ".codex" / "auth.json").exists()
+
+
+# -- the real client
+
+CODEX = real_binary("TAOSYNC_TEST_CODEX_BIN", "codex")
+
+
+@pytest.mark.skipif(CODEX is None, reason="codex (@openai/codex 0.171.0) is not installed; "
+                    "set TAOSYNC_TEST_CODEX_BIN")
+@pytest.mark.parametrize("secrets", ["inline", "reference"])
+def test_real_codex_answers_through_the_stand_in(taosync, home, fleet_file, secrets):
+    """``codex exec`` with only taosync's ~/.codex files: Responses API under the root's
+    /v1, the fleet's key (auth.json inline; the environment variable by reference)."""
+    done, seen = run_real_client(
+        taosync, fleet_file, home, CODEX, ["exec", "--skip-git-repo-check", "Reply with OK."],
+        "codex", {"model": "main"}, secrets=secrets, headers={"X-Team": "core"},
+        env={"TAOTOKEN_API_KEY": TEST_KEY} if secrets == "reference" else None)
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
+    assert "gw-main answered through the taosync stand-in" in done.stdout + done.stderr
+    calls = [r for r in seen if r.method == "POST"]
+    assert calls and all(r.path == "/api/v1/responses" and r.auth == "ok"
+                         and r.body["model"] == "gw-main" for r in calls)
+    assert all(r.headers.get("x-team") == "core" for r in calls)  # http_headers
+    ours = [home / ".codex" / name for name in ("config.toml", "auth.json")]
+    on_disk = "".join(p.read_text() for p in ours if p.exists())
+    assert (TEST_KEY in on_disk) == (secrets == "inline")

@@ -1,12 +1,14 @@
-"""continue: exact patches and probes, import, and the contract every client keeps."""
+"""continue: exact patches and probes, import, the contract every client keeps, and the
+real ``cn``."""
 
 from __future__ import annotations
 
+import pytest
 
-
+from conftest import TEST_KEY
 from helpers import (
     KEY, KEY_ONE, LLAMA, MINI, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, fleet, imported, populate,
-    round_trip, write)
+    real_binary, round_trip, run_real_client, write)
 from contract import check_contract
 from taosync.clients import continue_
 from taosync.clients.base import ClientEnv, ProbeSpec
@@ -147,3 +149,26 @@ models:
 
 
 # ------------------------------------------------------------------------- the CLI
+
+
+# -- the real client
+
+CN = real_binary("TAOSYNC_TEST_CN_BIN", "cn")
+
+
+@pytest.mark.skipif(CN is None, reason="cn (@continuedev/cli 1.5.47) is not installed; "
+                    "set TAOSYNC_TEST_CN_BIN")
+@pytest.mark.parametrize("secrets", ["inline", "reference"])
+def test_real_cn_answers_through_the_stand_in(taosync, home, fleet_file, secrets):
+    """``cn -p`` with only taosync's ~/.continue/config.yaml (and, by reference, .env)."""
+    done, seen = run_real_client(taosync, fleet_file, home, CN, ["-p", "Reply with OK."],
+                                 "continue", {"roles": {"chat": "main"}}, secrets=secrets,
+                                 headers={"X-Team": "core"})
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
+    assert "gw-main answered through the taosync stand-in" in done.stdout
+    chats = [r for r in seen if r.method == "POST"]
+    assert chats and all(r.path == "/api/v1/chat/completions" and r.auth == "ok"
+                         and r.body["model"] == "gw-main" for r in chats)
+    assert all(r.headers.get("x-team") == "core" for r in chats)  # requestOptions.headers
+    config = (home / ".continue/config.yaml").read_text()
+    assert (TEST_KEY in config) == (secrets == "inline")
