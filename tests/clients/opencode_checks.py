@@ -4,9 +4,6 @@ write the same shape into their own JSONC file, so each check takes the client m
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 from ruamel.yaml import YAML
@@ -14,6 +11,7 @@ from ruamel.yaml import YAML
 import conftest
 from conftest import TEST_KEY
 from helpers import KEY, MINI, R1, LLAMA, ROOT, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, fleet
+from real import stand_in
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.formats.registry import editor_for
 from taosync.stub import Stub
@@ -353,11 +351,6 @@ OFFLINE = {
 }
 
 
-def binary(var: str, name: str) -> str | None:
-    """The client's binary: ``$TAOSYNC_TEST_<CLIENT>_BIN``, else on PATH."""
-    return os.environ.get(var) or shutil.which(name)
-
-
 def check_real_client(module, exe: str, taosync, home, fleet_file, secrets: str,
                       config: Path | None = None) -> list:
     """taosync apply into a home holding nothing else (or only ``config``, the file taosync
@@ -370,19 +363,14 @@ def check_real_client(module, exe: str, taosync, home, fleet_file, secrets: str,
     if secrets == "file":
         (home / "gw.key").write_text(TEST_KEY + "\n")
         key = "${file:~/gw.key}"
-    with Stub(key=TEST_KEY, models=MODELS) as stub:
-        write_fleet(fleet_file, module.ID, {"model": "balanced", "small_model": "fast"},
-                    gateway={"base_url": stub.root, "key": key},
-                    secrets="inline" if secrets == "inline" else "reference",
-                    mcp_servers={"probe": {"command": "/bin/sh",
-                                           "args": ["-c", f"echo started > {marker}"]}})
-        r = taosync("apply", "--no-verify")
-        assert r.rc == 0, r.both
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-               "TAOTOKEN_API_KEY": TEST_KEY, **OFFLINE}
-        proc = subprocess.run([exe, "run", "Reply with OK."], env=env, cwd=home,
-                              capture_output=True, text=True, timeout=240)
-        seen = list(stub.requests)
+    with stand_in(taosync, fleet_file, home, models=MODELS) as s:
+        s.apply(module.ID, {"model": "balanced", "small_model": "fast"}, gateway={"key": key},
+                secrets="inline" if secrets == "inline" else "reference",
+                mcp_servers={"probe": {"command": "/bin/sh",
+                                       "args": ["-c", f"echo started > {marker}"]}})
+        proc = s.run([exe, "run", "Reply with OK."], timeout=240,
+                     env={"TAOTOKEN_API_KEY": TEST_KEY, **OFFLINE})
+        seen = list(s.stub.requests)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "answered through the taosync stand-in gateway" in proc.stdout
     chats = [q for q in seen if q.method == "POST"]

@@ -7,11 +7,10 @@ import json
 from conftest import TEST_KEY
 from contract import check_contract
 from helpers import KEY, KEY_ONE, MINI, R1, SONNET, V1, fleet, imported, round_trip, write
-from real_binary import applied, assert_answered, binary, run_client
+from real import assert_answered, binary_or_skip, stand_in
 from taosync.clients import aider
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.fleet.secrets import Secret
-from taosync.stub import Stub
 
 UA = (("User-Agent", "OpenAI/Python 2.20.0"),)
 
@@ -136,21 +135,20 @@ def _offline(home) -> dict:
 
 
 def test_real_aider_inline_and_reference(taosync, home, fleet_file):
-    exe = binary("aider", "aider")
+    exe = binary_or_skip("TAOSYNC_TEST_AIDER_BIN", "aider")
     work = home / "work"
     work.mkdir()
-    with Stub(key=TEST_KEY) as stub:
-        applied(taosync, fleet_file, stub, "aider", {"model": "balanced", "weak_model": "fast"})
+    with stand_in(taosync, fleet_file, home) as s:
+        s.apply("aider", {"model": "balanced", "weak_model": "fast"})
         env = _offline(home)
-        proc = run_client([exe, *AIDER_QUIET, "--message", "Reply with OK."], home, cwd=work,
-                          env=env)
-        assert_answered(proc, stub, SONNET)
-        stub.requests.clear()
-        applied(taosync, fleet_file, stub, "aider", {"model": "fast"}, secrets="reference")
+        proc = s.run([exe, *AIDER_QUIET, "--message", "Reply with OK."], cwd=work, env=env)
+        assert_answered(proc, s.stub, SONNET)
+        s.stub.requests.clear()
+        s.apply("aider", {"model": "fast"}, secrets="reference")
         assert TEST_KEY not in (home / ".aider.conf.yml").read_text()
-        proc = run_client([exe, *AIDER_QUIET, "--message", "Reply with OK."], home, cwd=work,
-                          env={**env, "OPENAI_API_KEY": TEST_KEY})
-        assert_answered(proc, stub, MINI)
+        proc = s.run([exe, *AIDER_QUIET, "--message", "Reply with OK."], cwd=work,
+                     env={**env, "OPENAI_API_KEY": TEST_KEY})
+        assert_answered(proc, s.stub, MINI)
 
 
 # -- no MCP: said once, as information

@@ -11,7 +11,8 @@ import pytest
 from conftest import TEST_KEY
 from helpers import (
     KEY, KEY_ONE, MINI, R1, ROOT, ROUTER_ARGS, ROUTER_ENV, SONNET, by_path, fleet, imported,
-    populate, real_binary, round_trip, run_real_client, write)
+    populate, round_trip, write)
+from real import binary, run_real_client
 from contract import check_contract
 from taosync.clients import claude_code
 from taosync.clients.base import ClientEnv, ProbeSpec
@@ -214,7 +215,7 @@ def test_claude_on_bedrock_is_an_unknown_provider(run, home):
 
 # -- the real client
 
-CLAUDE = real_binary("TAOSYNC_TEST_CLAUDE_BIN", "claude")
+CLAUDE = binary("TAOSYNC_TEST_CLAUDE_BIN", "claude")
 
 
 @pytest.mark.skipif(CLAUDE is None, reason="claude (@anthropic-ai/claude-code 2.1.332) is not "

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from helpers import (
-    KEY, KEY_ONE, R1, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, by_path, fleet, populate, real_binary,
-    round_trip, run_real_client)
+    KEY, KEY_ONE, R1, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, by_path, fleet, populate,
+    round_trip)
+from real import binary, run_real_client
 from contract import check_contract
 from taosync.clients import cline
 from taosync.clients.base import ClientEnv, ProbeSpec
@@ -177,7 +178,7 @@ def test_cline_round_trip_both_stores(run, home, tmp_path, monkeypatch):
 
 # -- the real client
 
-CLINE = real_binary("TAOSYNC_TEST_CLINE_BIN", "cline")
+CLINE = binary("TAOSYNC_TEST_CLINE_BIN", "cline")
 
 
 @pytest.mark.skipif(CLINE is None, reason="cline (cline 3.0.65) is not installed; set "

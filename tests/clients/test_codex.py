@@ -9,8 +9,9 @@ import pytest
 
 from conftest import TEST_KEY
 from helpers import (
-    KEY, KEY_ONE, LLAMA, MINI, R1, ROUTER_ARGS, ROUTER_ENV, V1, by_path, fleet, imported, populate,
-    real_binary, round_trip, run_real_client)
+    KEY, KEY_ONE, LLAMA, MINI, R1, ROUTER_ARGS, ROUTER_ENV, V1, by_path, fleet, imported,
+    populate, round_trip)
+from real import binary, run_real_client
 from contract import check_contract
 from taosync.clients import codex
 from taosync.clients.base import ClientEnv, ProbeSpec
@@ -176,7 +177,7 @@ def test_codex_env_key_becomes_the_fleet_reference(run, home, tmp_path, monkeypa
 
 # -- the real client
 
-CODEX = real_binary("TAOSYNC_TEST_CODEX_BIN", "codex")
+CODEX = binary("TAOSYNC_TEST_CODEX_BIN", "codex")
 
 
 @pytest.mark.skipif(CODEX is None, reason="codex (@openai/codex 0.171.0) is not installed; "

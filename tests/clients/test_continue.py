@@ -7,8 +7,9 @@ import pytest
 
 from conftest import TEST_KEY
 from helpers import (
-    KEY, KEY_ONE, LLAMA, MINI, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, fleet, imported, populate,
-    real_binary, round_trip, run_real_client, write)
+    KEY, KEY_ONE, LLAMA, MINI, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, fleet, imported,
+    populate, round_trip, write)
+from real import binary, run_real_client
 from contract import check_contract
 from taosync.clients import continue_
 from taosync.clients.base import ClientEnv, ProbeSpec
@@ -153,7 +154,7 @@ models:
 
 # -- the real client
 
-CN = real_binary("TAOSYNC_TEST_CN_BIN", "cn")
+CN = binary("TAOSYNC_TEST_CN_BIN", "cn")
 
 
 @pytest.mark.skipif(CN is None, reason="cn (@continuedev/cli 1.5.47) is not installed; "

@@ -10,8 +10,10 @@ import pytest
 from conftest import TEST_KEY
 from contract import write_fleet
 from contract import check_contract
-from helpers import (KEY, KEY_ONE, MINI, ROOT, ROUTER_ARGS, ROUTER_ENV, by_path, fleet,
-                     imported, real_binary, round_trip, run_real_client, write)
+from helpers import (
+    KEY, KEY_ONE, MINI, ROOT, ROUTER_ARGS, ROUTER_ENV, by_path, fleet, imported, round_trip,
+    write)
+from real import binary, run_real_client
 from taosync.clients import gemini_cli
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.formats.jsonc import blank
@@ -182,7 +184,7 @@ def test_gemini_with_a_google_login_is_not_a_gateway_client(run, home):
 
 # -- the real client
 
-GEMINI = real_binary("TAOSYNC_TEST_GEMINI_BIN", "gemini")
+GEMINI = binary("TAOSYNC_TEST_GEMINI_BIN", "gemini")
 
 
 @pytest.mark.skipif(GEMINI is None, reason="gemini (@google/gemini-cli 0.61.0) is not "

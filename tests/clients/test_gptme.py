@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 
 from conftest import TEST_KEY
 from contract import write_fleet
+from real import binary
 from real_client import can_isolate, run_real_client
 from helpers import KEY, MINI, RAW, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, by_path, fleet, write
 from contract import check_contract
@@ -110,7 +108,7 @@ api_key_env = "GW_KEY"
 
 # -- the real client (gptme 0.35.1 from PyPI), when installed ------------------------------
 
-GPTME_BIN = os.environ.get("TAOSYNC_TEST_GPTME_BIN") or shutil.which("gptme")
+GPTME_BIN = binary("TAOSYNC_TEST_GPTME_BIN", "gptme")
 
 
 @pytest.mark.skipif(not GPTME_BIN or not can_isolate(),

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 import opencode_checks as checks
+from real import binary
 from contract import check_contract
 from helpers import KEY, fleet
 from taosync.clients import kilo
 
-BIN = checks.binary("TAOSYNC_TEST_KILO_BIN", "kilo")
+BIN = binary("TAOSYNC_TEST_KILO_BIN", "kilo")
 
 
 def test_contract(taosync, home, fleet_file):

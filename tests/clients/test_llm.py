@@ -5,12 +5,11 @@ from __future__ import annotations
 from conftest import TEST_KEY
 from contract import COMMENT, USER_VALUE, check_contract
 from helpers import KEY, KEY_ONE, LLAMA, MINI, R1, SONNET, V1, fleet, round_trip, write
-from real_binary import applied, assert_answered, binary, run_client
+from real import assert_answered, binary_or_skip, stand_in
 from taosync.clients import llm
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.fleet.secrets import Secret
 from taosync.formats.base import Match
-from taosync.stub import Stub
 
 UA = {"User-Agent": "OpenAI/Python 3.57.0"}
 CATALOGUE = (MINI, SONNET, R1, LLAMA)
@@ -105,11 +104,11 @@ def test_llm_import_round_trip(run, home, tmp_path, monkeypatch):
 # -- the real llm
 
 def test_real_llm_default_and_every_catalogue_model(taosync, home, fleet_file):
-    exe = binary("llm", "llm")
-    with Stub(key=TEST_KEY) as stub:
-        applied(taosync, fleet_file, stub, "llm", {"model": "fast"})
-        proc = run_client([exe, "--no-log", "Reply with OK."], home)
-        assert_answered(proc, stub, MINI)
-        stub.requests.clear()
-        proc = run_client([exe, "--no-log", "-m", R1, "Reply with OK."], home)
-        assert_answered(proc, stub, R1)
+    exe = binary_or_skip("TAOSYNC_TEST_LLM_BIN", "llm")
+    with stand_in(taosync, fleet_file, home) as s:
+        s.apply("llm", {"model": "fast"})
+        proc = s.run([exe, "--no-log", "Reply with OK."])
+        assert_answered(proc, s.stub, MINI)
+        s.stub.requests.clear()
+        proc = s.run([exe, "--no-log", "-m", R1, "Reply with OK."])
+        assert_answered(proc, s.stub, R1)

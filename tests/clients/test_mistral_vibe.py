@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 
 from conftest import TEST_KEY
 from contract import write_fleet
+from real import binary
 from real_client import can_isolate, run_real_client
 from helpers import KEY, LLAMA, MINI, R1, RAW, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, by_path, fleet
 from contract import check_contract
@@ -119,7 +117,7 @@ def test_vibe_probes(clients_env):
 
 # -- the real client (mistral-vibe 3.0.3 from PyPI, Python 3.12), when installed -----------
 
-VIBE_BIN = os.environ.get("TAOSYNC_TEST_VIBE_BIN") or shutil.which("vibe")
+VIBE_BIN = binary("TAOSYNC_TEST_VIBE_BIN", "vibe")
 
 
 @pytest.mark.skipif(not VIBE_BIN or not can_isolate(),

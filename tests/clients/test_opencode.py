@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 import opencode_checks as checks
+from real import binary
 from contract import check_contract
 from taosync.clients import opencode
 
-BIN = checks.binary("TAOSYNC_TEST_OPENCODE_BIN", "opencode")
+BIN = binary("TAOSYNC_TEST_OPENCODE_BIN", "opencode")
 
 
 def test_contract(taosync, home, fleet_file):

@@ -8,8 +8,9 @@ import pytest
 
 from conftest import TEST_KEY
 from contract import check_contract
-from helpers import (KEY, KEY_ONE, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, fleet, imported,
-                     real_binary, round_trip, run_real_client, write)
+from helpers import (
+    KEY, KEY_ONE, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, fleet, imported, round_trip, write)
+from real import binary, run_real_client
 from taosync.clients import qwen_code
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.formats.base import Match
@@ -171,7 +172,7 @@ def test_qwen_import_inline_key_is_never_printed(run, home):
 
 # -- the real client
 
-QWEN = real_binary("TAOSYNC_TEST_QWEN_BIN", "qwen")
+QWEN = binary("TAOSYNC_TEST_QWEN_BIN", "qwen")
 
 
 @pytest.mark.skipif(QWEN is None, reason="qwen (@qwen-code/qwen-code 0.24.4) is not installed; "

@@ -6,11 +6,10 @@ from __future__ import annotations
 from conftest import TEST_KEY
 from contract import check_contract
 from helpers import KEY, KEY_ONE, MINI, SONNET, V1, fleet, round_trip, write
-from real_binary import applied, assert_answered, binary, run_client
+from real import assert_answered, binary_or_skip, stand_in
 from taosync.clients import shell_gpt
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.fleet.secrets import Secret
-from taosync.stub import Stub
 
 UA = (("User-Agent", "OpenAI/Python 2.54.0"),)
 
@@ -120,18 +119,18 @@ def test_shell_gpt_default_base_is_openai(home):
 # -- the real sgpt
 
 def test_real_sgpt_answers_and_its_rewrite_leaves_nothing_to_change(taosync, home, fleet_file):
-    exe = binary("shell-gpt", "sgpt")
+    exe = binary_or_skip("TAOSYNC_TEST_SHELL_GPT_BIN", "sgpt")
     rc = home / ".config" / "shell_gpt" / ".sgptrc"
-    with Stub(key=TEST_KEY) as stub:
-        applied(taosync, fleet_file, stub, "shell-gpt", {"model": "fast"})
+    with stand_in(taosync, fleet_file, home) as s:
+        s.apply("shell-gpt", {"model": "fast"})
         before = rc.read_text()
-        proc = run_client([exe, "--no-cache", "Reply with OK."], home)
-        assert_answered(proc, stub, MINI)
+        proc = s.run([exe, "--no-cache", "Reply with OK."])
+        assert_answered(proc, s.stub, MINI)
         after = rc.read_text()
         assert after != before and after.startswith(before)  # sgpt appended its defaults
         check = taosync("plan", "--check")
         assert check.rc == 0, check.both
         assert taosync("apply", "--no-verify").rc == 0 and rc.read_text() == after
-        stub.requests.clear()
-        proc = run_client([exe, "--no-cache", "Reply with OK."], home)
-        assert_answered(proc, stub, MINI)
+        s.stub.requests.clear()
+        proc = s.run([exe, "--no-cache", "Reply with OK."])
+        assert_answered(proc, s.stub, MINI)
