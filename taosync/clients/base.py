@@ -417,6 +417,22 @@ def stored_key(seen: "Seen", env: ClientEnv, label: str | None = None) -> tuple[
     return disk_key("literal", seen.value.reveal(), where, env)
 
 
+def named_key(var: "Seen", stored: list["Seen"], where: str,
+              env: ClientEnv) -> tuple["Seen | None", Any, str | None]:
+    """The key of a client that reads it from the variable ``var`` names (gptme's
+    ``api_key_env``, Vibe's ``api_key_env_var``): the environment's first, as the clients
+    look, else the first of ``stored`` (a value the client's own files hold for it).
+    (where it was seen, Secret, None) or (seen, None, why); (None, None, None) when
+    neither has it."""
+    if env.getenv(var.value):
+        secret, problem = disk_key("env", var.value, f"{where} {var.key} (${var.value}, "
+                                   f"from the environment)", env)
+        return var, secret, problem
+    if stored:
+        return (stored[0], *stored_key(stored[0], env))
+    return None, None, None
+
+
 # -- what a client tells taosync doctor ----------------------------------------------------
 
 @dataclass(frozen=True)

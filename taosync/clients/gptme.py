@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
-                                  disk_key, fleet_mcp, probe_specs, read_plain, shown,
+                                  fleet_mcp, named_key, probe_specs, read_plain, shown,
                                   slot_option, start_on_disk, stored_key)
 from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
@@ -168,14 +168,12 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     if not obs.urls:
         out.problems.append(f"{where}: the model's provider has no base_url")
         return out
-    if obs.key_envs and env.getenv(obs.key_envs[0].value):
-        key_seen = obs.key_envs[0]
-        secret, problem = disk_key("env", key_seen.value, f"{where} {key_seen.key} "
-                                   f"(${key_seen.value}, from the environment)", env)
-    elif obs.keys:
-        key_seen = obs.keys[0]
-        secret, problem = stored_key(key_seen, env)
-    else:
+    if obs.key_envs:
+        key_seen, secret, problem = named_key(obs.key_envs[0], obs.keys, where, env)
+    else:  # an inline api_key
+        key_seen, secret, problem = (obs.keys[0], *stored_key(obs.keys[0], env)) \
+            if obs.keys else (None, None, None)
+    if key_seen is None:
         what = f"{obs.key_envs[0].value} is set neither in the environment nor in [env]" \
             if obs.key_envs else "the model's provider has no api_key_env or api_key"
         out.problems.append(f"{where}: {what}")

@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
-                                  disk_key, fleet_mcp, probe_specs, read_plain, shown,
-                                  slot_option, start_on_disk, stored_key)
+                                  fleet_mcp, named_key, probe_specs, read_plain, shown,
+                                  slot_option, start_on_disk)
 from taosync.fleet.logic import inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import Match, keypath_str
@@ -182,19 +182,12 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         out.problems.append(f"{where}: the active model's provider has no api_key_env_var")
         return out
     var = obs.key_envs[0]
-    from_env = env.getenv(var.value)
-    if from_env:
-        secret, problem = disk_key("env", var.value, f"{where} {var.key} (${var.value}, "
-                                   f"from the environment)", env)
-        key_seen = var
-    else:
-        stored = [s for s in obs.keys if s.key == var.value]
-        if not stored:
-            out.problems.append(f"{where} {var.key}: {var.value} is set neither in the "
-                                f"environment nor in {shown(home / '.env', env)}")
-            return out
-        key_seen = stored[0]
-        secret, problem = stored_key(key_seen, env)
+    key_seen, secret, problem = named_key(var, [s for s in obs.keys if s.key == var.value],
+                                          where, env)
+    if key_seen is None:
+        out.problems.append(f"{where} {var.key}: {var.value} is set neither in the "
+                            f"environment nor in {shown(home / '.env', env)}")
+        return out
     if problem:
         out.problems.append(problem)
         return out
