@@ -7,7 +7,7 @@ In one run, alternating so every command sees the same machine load, with a dumm
 and no network, it times:
 
 * ``python -c pass`` — the floor;
-* ``plan`` on an empty home (cold: fleet.yaml loaded, checked, rendered, 11 files planned);
+* ``plan`` on an empty home (cold: fleet.yaml loaded, checked, rendered, every file planned);
 * ``plan`` after an apply (the no-op path: cached render, files hashed, nothing parsed);
 * ``apply --no-verify`` after an apply (the same no-op path, plus the state read).
 
