@@ -64,3 +64,20 @@ def play(editor, doc, model: dict, kind: str, path: tuple, value):
             editor.set(doc, path, value)
         return None
     return expected, editor.set(doc, path, value)
+
+
+def play_both(editor, doc, ref, kind: str, path: tuple, value) -> bool:
+    """One ``set``/``delete`` through the editor on ``doc`` and on a reference document
+    ``ref`` of the same text: both refuse (FormatError) or both answer alike. False for a
+    refused set (nothing changed to compare)."""
+    if kind == "delete":
+        assert editor.delete(doc, path) == editor.delete(ref, path)
+        return True
+    try:
+        expected = editor.set(ref, path, value)
+    except FormatError:
+        with pytest.raises(FormatError):
+            editor.set(doc, path, value)
+        return False
+    assert editor.set(doc, path, value) == expected
+    return True

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from taosync.fleet.load import load_fleet
 from taosync.fleet.problems import FleetInvalid
 
@@ -48,8 +50,11 @@ def load(path, home):
     return load_fleet(path, home=home, environ={"TAOTOKEN_API_KEY": "sk-test-key-0123456789"})
 
 
-def problems(exc_info) -> list[str]:
-    return [p.format() for p in exc_info.problems]
+def problems(path, home) -> list[str]:
+    """The formatted problems loading ``path`` reports (it must report some)."""
+    with pytest.raises(FleetInvalid) as exc_info:
+        load(path, home)
+    return [p.format() for p in exc_info.value.problems]
 
 
 def test_local_file_wins_per_key_and_mappings_merge(tmp_path, home):
@@ -108,12 +113,7 @@ def test_error_in_an_included_file_is_located_there(tmp_path, home):
                  TEAM.replace("  fast: gpt-4o-mini", "  fast: gpt-4o-mimi"))
     local = write(tmp_path / "fleet.yaml", LOCAL.replace("  fast: claude-sonnet-4-20250514\n",
                                                          "  deep: nope-model\n"))
-    try:
-        load(local, home)
-    except FleetInvalid as exc:
-        lines = problems(exc)
-    else:
-        raise AssertionError("expected problems")
+    lines = problems(local, home)
     base_line = TEAM.splitlines().index("  fast: gpt-4o-mini") + 1
     assert any(line.startswith(f"{base.resolve()}:{base_line}:9: routes.fast")
                and "gpt-4o-mini" in line for line in lines), lines
@@ -123,12 +123,7 @@ def test_error_in_an_included_file_is_located_there(tmp_path, home):
 def test_syntax_error_in_included_file_is_located_there(tmp_path, home):
     base = write(tmp_path / "team" / "base.yaml", "version: 1\nmodels: [unclosed\n")
     local = write(tmp_path / "fleet.yaml", LOCAL)
-    try:
-        load(local, home)
-    except FleetInvalid as exc:
-        lines = problems(exc)
-    else:
-        raise AssertionError("expected problems")
+    lines = problems(local, home)
     assert any(line.startswith(f"{base.resolve()}:") and "YAML syntax" in line
                for line in lines), lines
 
@@ -137,12 +132,7 @@ def test_missing_include_and_cycle_are_located_errors(tmp_path, home):
     local = write(tmp_path / "fleet.yaml", "version: 1\ninclude:\n  - nothere.yaml\n"
                   "  - loop.yaml\n")
     loop = write(tmp_path / "loop.yaml", "include: [fleet.yaml]\n")
-    try:
-        load(local, home)
-    except FleetInvalid as exc:
-        lines = problems(exc)
-    else:
-        raise AssertionError("expected problems")
+    lines = problems(local, home)
     assert any(line.startswith(f"{local}:3:5: include[0]: cannot include")
                and "does not exist" in line for line in lines), lines
     assert any(line.startswith(f"{loop}:1:11: include[0]: include cycle") for line in lines), lines
