@@ -186,3 +186,16 @@ def test_stub_without_the_key_says_so_and_blames_no_key_path(taosync, home, monk
     assert TEST_KEY not in r.both
     data = json.loads(taosync("verify", "--stub", "--json").out)
     assert data["ok"] and data["drift"] == [] and data["failed"] == 0
+
+    # what it can judge it still does: a doubled /v1 by hand fails, naming its key path
+    path = home / ".claude/settings.json"
+    data = json.loads(path.read_text())
+    data["env"]["ANTHROPIC_BASE_URL"] += "/v1"
+    path.write_text(json.dumps(data, indent=2))
+    r = taosync("verify", "--stub")
+    assert r.rc == 1, r.both
+    assert [line for line in r.err.splitlines() if "differs from fleet.yaml in" in line] == [
+        "warning: claude-code: ~/.claude/settings.json differs from fleet.yaml in "
+        "env.ANTHROPIC_BASE_URL"]
+    assert "~/.claude/settings.json env.ANTHROPIC_BASE_URL" in r.out
+    assert "rejected the key" not in r.both
