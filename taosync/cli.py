@@ -79,8 +79,9 @@ EXIT_CODES = {
     "log": {0: OK, 2: BAD},
     "destroy": {0: OK, 1: "you answered no", 2: BAD, 3: WRITE},
     "managed": {0: OK, 2: BAD},
-    "verify": {0: "every backend answered", 1: "a probe failed or a client has no files",
-               2: BAD},
+    "verify": {0: "every model a client is on answered (a failing standby is a warning)",
+               1: "a probe of such a model failed, a route has no healthy candidate, a "
+                  "client has no files, or (--strict) a standby failed", 2: BAD},
     "stats": {0: OK, 2: BAD},
     "doctor": {0: "nothing is broken (warnings allowed)", 1: "an error line", 2: BAD},
     "stub": {0: "stopped cleanly", 2: BAD + " or the port is taken"},

@@ -140,7 +140,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     cfg = fleet.clients.aider
     for option, slot in _slots(cfg):
         found = obs.slots.get(option)
-        if not found or any(p.model == found[0].value for p in out.probes):
+        if not found:
             continue
         out.probes += probe_specs(
             fleet, ID, [(slot, found[0].value)], protocol="openai-chat",

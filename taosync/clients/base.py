@@ -358,9 +358,12 @@ def start_on_disk(module: Any, fleet: Any, key: Any, env: ClientEnv,
         return out, None
     import dataclasses
 
+    from taosync.fleet.secrets import STAND_IN
+
     quiet = dataclasses.replace(env, warnings=[], consulted={}, probed={})
+    made_up = key if getattr(key, "source", None) == STAND_IN else None
     for patch in module.render(fleet, key, quiet):
-        for key_text in differing_keys(patch):
+        for key_text in differing_keys(patch, unknown=made_up):
             out.differing.add((patch.path, key_text))
             if key_text:
                 out.drift.append(f"{shown(patch.path, env)} differs from fleet.yaml in "
@@ -375,9 +378,11 @@ def start_on_disk(module: Any, fleet: Any, key: Any, env: ClientEnv,
     return out, obs
 
 
-def differing_keys(patch: Patch) -> list[str]:
+def differing_keys(patch: Patch, unknown: Any = None) -> list[str]:
     """The owned key paths of ``patch`` whose value on disk is not the rendered one
-    (``[""]`` when the file is missing; [] when it cannot be read: the reader says why)."""
+    (``[""]`` when the file is missing; [] when it cannot be read: the reader says why).
+    ``unknown``: a made-up key (the real one did not resolve); a key path whose value
+    holds it cannot be judged, and is left out."""
     from taosync.engine.plan import materialize
     from taosync.formats.base import FormatError, keypath_str, same_value
     from taosync.formats.registry import editor_for
@@ -393,8 +398,14 @@ def differing_keys(patch: Patch) -> list[str]:
         doc = editor.parse(text)
     except FormatError:
         return []
-    return [keypath_str(path) for path, value in patch.values.items()
-            if not same_value(editor.get(doc, path), materialize(value)[0])]
+    out = []
+    for path, value in patch.values.items():
+        plain = materialize(value)[0]
+        if unknown is not None and unknown.found_in(plain):
+            continue
+        if not same_value(editor.get(doc, path), plain):
+            out.append(keypath_str(path))
+    return out
 
 
 def disk_key(kind: str, arg: str, where: str, env: ClientEnv) -> tuple[Any, str | None]:

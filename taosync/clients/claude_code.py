@@ -223,7 +223,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     origins = [out.origin("url", url, env), out.origin("key", key_seen, env)]
     for slot, value in _slots(fleet.clients.claude_code).items():
         found = obs.slots.get(slot)
-        if not found or any(p.model == found[0].value for p in out.probes):
+        if not found:
             continue
         out.probes += probe_specs(
             fleet, ID, [(value, found[0].value)], protocol="anthropic-messages",

@@ -299,7 +299,7 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         (f"profiles[{name}]", slot) for name, slot in routes.items()]
     for slot, route in models:
         found = obs.slots.get(slot)
-        if not found or any(p.model == found[0].value for p in out.probes):
+        if not found:
             continue
         out.probes += probe_specs(
             fleet, ID, [(route, found[0].value)], protocol="openai-responses",

@@ -349,7 +349,7 @@ def on_disk(f: Flavor, module, fleet, key: Secret, env: ClientEnv) -> OnDisk:
     small = cfg.small_model if cfg.small_model is not None else cfg.model
     for slot, route in (("model", cfg.model), ("small_model", small)):
         found = obs.slots.get(slot)
-        if not found or any(p.model == found[0].value for p in out.probes):
+        if not found:
             continue
         out.probes += probe_specs(
             fleet, f.id, [(route, found[0].value)], protocol="openai-chat",

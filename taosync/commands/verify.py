@@ -2,8 +2,10 @@
 
 By default each probe carries the values in the client's files as they are (base URL, key,
 model, headers), so a hand-broken file fails naming that file and key path, and every owned
-key path that differs from fleet.yaml is reported as drift; ``--desired`` probes what
-fleet.yaml would write instead. ``--stub`` sends the same probes to a stand-in gateway
+key path that differs from fleet.yaml (rendered with the current route choices, as apply
+and status render it) is reported as drift; ``--desired`` probes what fleet.yaml would
+write instead. A route's standby candidates are probed too; one failing is a warning
+(``--strict``: a failure). ``--stub`` sends the same probes to a stand-in gateway
 (only the gateway part of each URL swapped, so a doubled ``/v1`` still fails there).
 
 Also :func:`verify_after_apply`, which ``taosync apply`` calls after writing; the run
@@ -85,8 +87,10 @@ def print_preamble(report: Any, s: Any) -> None:
         ui.emit_json(report.to_dict(), exit_code=report.exit_code)
         return
     if report.stub_root:
+        what = ("catalogue (it accepts any key: the fleet's could not be resolved)"
+                if report.any_key else "key and catalogue")
         ui.out(ui.style(f"probing a stand-in gateway at {report.stub_root} with the fleet's "
-                        "key and catalogue (no file is changed)", "dim"))
+                        f"{what} (no file is changed)", "dim"))
     for client, text in report.problems:
         ui.problem(scrub(f"{ui.style('✗', 'fail')} {client}: {text}"))
 
@@ -104,13 +108,17 @@ def print_summary(report: Any, s: Any) -> None:
     passed = sum(1 for r in report.results if r.ok)
     total = len(report.results)
     summary = f"{passed}/{total} backend{'s' if total != 1 else ''} pass"
+    standby = 0 if report.strict else len(report.standby_failed)
+    if standby:
+        summary += (f"; {standby} failing standby candidate probe{'s' if standby != 1 else ''}"
+                    " (a warning)")
     if report.problems:
         n = len({client for client, _ in report.problems})
         summary += f"; {n} client{'s' if n != 1 else ''} not probed"
     if report.ok:
         ui.out(ui.style(summary, "ok"))
     else:
-        line = ui.style(summary, "fail") + f" — {total - passed} failed"
+        line = ui.style(summary, "fail") + f" — {len(report.failed)} failed"
         if s.verbosity < 0:
             ui.problem(line)
         else:
@@ -154,14 +162,16 @@ class LiveTable:
 
 def verify_after_apply(loaded: Any, env: Any, settings: Any, only: Iterable[str] | None = None,
                        stub: bool = False, *, route: str | None = None,
-                       strict: bool = False, on_disk: bool = False) -> int:
+                       strict: bool = False, on_disk: bool = False,
+                       standby_fails: bool = False) -> int:
     """Verify a loaded fleet (``load_fleet`` result), print the table (or JSON), append
-    history; return the exit code (0 all pass, 1 any fails). ``stub``: send the probes to a
-    stand-in gateway started in-process with the fleet's key and catalogue. A client in
+    history; return the report's exit code. ``stub``: send the probes to a stand-in
+    gateway started in-process with the fleet's key and catalogue. A client in
     ``only`` that is not enabled is skipped (``strict=True``: bad input, as for verify).
     ``on_disk``: probe the values in the client files (right after an apply they are the
-    desired ones, so the default reads nothing back). On a terminal the rows appear as
-    their probes finish (:class:`LiveTable`); elsewhere the table is printed at the end."""
+    desired ones, so the default reads nothing back). ``standby_fails`` (``--strict``): a
+    failing standby candidate exits 1 too. On a terminal the rows appear as their probes
+    finish (:class:`LiveTable`); elsewhere the table is printed at the end."""
     from taosync.verify.session import verify_fleet
     from taosync.pipeline import stand_in
 
@@ -172,6 +182,7 @@ def verify_after_apply(loaded: Any, env: Any, settings: Any, only: Iterable[str]
         live = LiveTable(progress, settings, key)
         report = verify_fleet(loaded.fleet, key, env, state_dir=settings.state_dir(), only=only,
                               route=route, stub=stand_in(stub), strict=strict, on_disk=on_disk,
+                              standby_fails=standby_fails,
                               on_start=None if live.wanted else
                               lambda n: progress.start(ui.probing(n)),
                               on_groups=live.begin if live.wanted else None,
@@ -196,7 +207,9 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
         except TaosyncError:
             raise first from None
         why = "; ".join(p.message for p in getattr(first, "problems", [])) or first.message
-        return loaded, [f"{why} — --stub probes the stand-in gateway with a stand-in key"]
+        return loaded, [f"the key could not be resolved ({why}): the stand-in gateway gets a "
+                        "stand-in key and accepts any key, so no key is checked and no key "
+                        "path is compared with fleet.yaml"]
 
 
 @click.command("verify")
@@ -212,15 +225,22 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
 @click.option("--desired", is_flag=True,
               help="Probe what fleet.yaml would write (e.g. before the first apply), not the "
                    "values in the client files.")
+@click.option("--strict", is_flag=True,
+              help="Exit 1 when a standby candidate of a route fails too (by default that is "
+                   "a warning: no client is on it).")
 @common_options
-def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bool) -> int:
+def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bool,
+           strict: bool) -> int:
     """Send one real request per backend, shaped as each client sends it.
 
     Each request carries the values in the client's files (base URL, key, model,
     headers); --desired sends what fleet.yaml would write instead. A key path that differs
-    from fleet.yaml is reported as drift. Exit 0 when every backend answers, 1 when any
-    fails (each failure with its cause, the file and key path it comes from, and the fix)
-    or a client has no files yet, 2 on bad input.
+    from fleet.yaml (with the current route choices) is reported as drift. A route with
+    candidates also gets a probe of each standby candidate. Exit 0 when every model a
+    client is on answers (a failing standby is a warning), 1 when one fails (each failure
+    with its cause, the file and key path it comes from, and the fix), no candidate of a
+    route is healthy, a client has no files yet, or with --strict a standby fails; 2 on
+    bad input.
     """
     from taosync import ui
     from taosync.engine.state import StateStore
@@ -239,7 +259,7 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bo
     for note in notes:
         ui.warn(note)
     rc = verify_after_apply(loaded, env, s, only=only or None, stub=use_stub, route=route,
-                            strict=True, on_disk=on_disk)
+                            strict=True, on_disk=on_disk, standby_fails=strict)
     for warning in env.warnings:
         ui.warn(warning)
     return rc

@@ -206,11 +206,13 @@ class FleetLogic:
                 "max_age": self.routing.max_age}
 
     def distinct_models(self, slots) -> list[tuple[str | None, str]]:
-        """(slot, model) for each distinct model the slots name, first slot first."""
-        out: dict[str, str | None] = {}
+        """(slot, model) for each distinct route and model the slots name, first slot
+        first: two routes on one model are two pairs (verify probes them as one request
+        labelled with both routes)."""
+        out: dict[tuple[str | None, str], str | None] = {}
         for slot in slots:
-            out.setdefault(self.model_for(slot), slot)
-        return [(slot, model) for model, slot in out.items()]
+            out.setdefault((self.route_for(slot), self.model_for(slot)), slot)
+        return [(slot, model) for (_route, model), slot in out.items()]
 
     def context_window(self, model: str) -> int | None:
         """The catalogue's context window for a model id, when it gives one."""

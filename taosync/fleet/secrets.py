@@ -28,6 +28,11 @@ class SecretError(Exception):
     """A key reference that cannot be resolved. The message never holds the value."""
 
 
+#: the source of a made-up key (``verify --stub`` when gateway.key does not resolve): no
+#: client file is judged against it
+STAND_IN = "stand-in"
+
+
 class Secret:
     """A resolved key. Prints as ``sk-…ab12``; ``reveal()`` is the only way to the value."""
 

@@ -86,6 +86,7 @@ def _count_tokens(body: dict) -> dict:
 SIDE_ENDPOINTS = {"/v1/messages/count_tokens": _count_tokens}
 route = base.exact_route(ENDPOINT, SIDE_ENDPOINTS)
 requested = base.requested_in_body
+with_model = base.url_names_no_model
 
 
 def _message(model: str, prompt_tokens: int, content: list, out_tokens: int,

@@ -14,6 +14,10 @@ A protocol module (one per wire protocol, see :mod:`taosync.protocols.registry`)
     model for the protocols here (:func:`exact_route`, :func:`requested_in_body`); a
     protocol naming the model in its path (Gemini's ``…/models/{model}:generateContent``)
     brings its own.
+``with_model(url, model, other)``
+    the URL a client POSTs to for ``other`` given the one it POSTs to for ``model``: the
+    same URL for the protocols naming the model in the body (:func:`url_names_no_model`);
+    Gemini's names it in the path. A route's other candidates are probed with it.
 ``OUTPUT_WORD``, ``EMPTY_TEXT_OK``
     what a completion's output is called (content, output, choices), and whether an output
     without text is still a well-formed completion.
@@ -66,6 +70,11 @@ def exact_route(endpoint: str, side: dict) -> Callable[[str], str | None]:
             return "answer"
         return path if path in side else None
     return route
+
+
+def url_names_no_model(url: str, model: str, other: str) -> str:
+    """``with_model`` of a protocol whose body names the model: the URL stays as it is."""
+    return url
 
 
 def requested_in_body(body: dict, path: str) -> tuple[str | None, bool]:

@@ -38,6 +38,21 @@ def url(base_url: str, model: str) -> str:
     return base_url.rstrip("/") + SUFFIX.format(model=model) + QUERY
 
 
+def with_model(url_: str, model: str, other: str) -> str:
+    """The URL a Gemini client POSTs to for ``other``, given the one for ``model``: the
+    model is a segment of the path (``…/models/{model}:streamGenerateContent``), so a
+    probe of another candidate that kept ``model``'s URL would ask ``model`` again."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url_)
+    segment = f"/models/{model}:"
+    at = parts.path.rfind(segment)
+    if at < 0:  # not a generateContent URL: nothing names the model
+        return url_
+    path = parts.path[:at] + f"/models/{other}:" + parts.path[at + len(segment):]
+    return parts._replace(path=path).geturl()
+
+
 def endpoint_at(path: str) -> int | None:
     """Where the Gemini endpoint starts in ``path`` (the base URL's path ends there), or
     None when ``path`` is not one (what the diagnoses split a failed URL with)."""

@@ -19,6 +19,7 @@ EMPTY_TEXT_OK = True  # a choice with finish_reason and empty content is still w
 
 route = base.exact_route(ENDPOINT, SIDE_ENDPOINTS)
 requested = base.requested_in_body
+with_model = base.url_names_no_model
 error_body = base.openai_error_body
 unauthorized = base.openai_unauthorized
 oauth = base.openai_oauth

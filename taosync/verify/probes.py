@@ -49,6 +49,9 @@ class ProbeGroup:
     secret: Any = None
     #: where the on-disk values came from (clients.base.Origin), for every client
     origins: list[Any] = field(default_factory=list)
+    #: a route's other candidate, probed so the route can choose: no client is on it, so
+    #: its failure is a warning (``verify --strict``: a failure)
+    standby: bool = False
 
     @property
     def key(self) -> tuple:

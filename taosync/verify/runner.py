@@ -51,6 +51,7 @@ class ProbeResult:
     answer: str = ""  # the answer's first words
     attempts: int = 1
     configured_url: str | None = None  # the client's own URL, when probing a stand-in
+    standby: bool = False  # a route's other candidate, no client on it (ProbeGroup.standby)
     key: Any = field(default=None, repr=False)  # the Secret sent (never serialised)
 
     @property
@@ -72,6 +73,7 @@ class ProbeResult:
             "url": self.url,
             **({"configured_url": self.configured_url} if self.configured_url else {}),
             "ok": self.ok,
+            "standby": self.standby,
             "status": self.status,
             "diagnosis": self.diagnosis.to_dict() if self.diagnosis else None,
             "latency_ms": _ms(self.latency),
@@ -208,7 +210,7 @@ async def _send(client: Any, group: ProbeGroup, key: Any, verify: Any,
         backend=group.backend, protocol=group.protocol, ok=False,
         url=dx.scrub(display_url(url), key),
         configured_url=dx.scrub(display_url(group.url), key) if base_override else None,
-        key=key)
+        key=key, standby=group.standby)
     timeout = float(group.timeout or verify.timeout)  # models.<id>.timeout overrides
     if dx.key_unsendable(key):
         problem = dx.key_problem(key) or "cannot be sent in an HTTP header"

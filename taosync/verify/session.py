@@ -28,10 +28,25 @@ class Report:
     problems: list[tuple[str, str]] = field(default_factory=list)
     #: route → taosync.verify.routing.Choice, from the history this run added to
     routes: dict = field(default_factory=dict)
+    #: ``--stub`` without the key: the stand-in accepted any key (none was checked)
+    any_key: bool = False
+    #: ``verify --strict``: a failing standby candidate fails the run too
+    strict: bool = False
+
+    @property
+    def failed(self) -> list[Any]:
+        """The results that fail the run: a model some client is on (or fleet.yaml would
+        put one on), and with ``strict`` a standby candidate too."""
+        return [r for r in self.results if not r.ok and (self.strict or not r.standby)]
+
+    @property
+    def standby_failed(self) -> list[Any]:
+        """Failing standby candidates: a warning (the route just does not move there)."""
+        return [r for r in self.results if not r.ok and r.standby]
 
     @property
     def ok(self) -> bool:
-        return (all(r.ok for r in self.results) and not self.problems
+        return (not self.failed and not self.problems
                 and all(c.healthy for c in self.routes.values()))
 
     def keys(self, key: Any = None) -> list[Any]:
@@ -48,7 +63,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         passed = sum(1 for r in self.results if r.ok)
-        return {"ok": self.ok, "stub": self.stub_root is not None,
+        return {"ok": self.ok, "stub": self.stub_root is not None, "strict": self.strict,
                 **({"stub_root": self.stub_root} if self.stub_root else {}),
                 "passed": passed, "failed": len(self.results) - passed,
                 "results": [r.to_dict() for r in self.results],
@@ -60,17 +75,19 @@ class Report:
 
 
 def stand_in_key() -> Any:
+    """A made-up key for ``--stub`` when gateway.key does not resolve (its source says so:
+    a file is never judged against it)."""
     import secrets as _s
 
-    from taosync.fleet.secrets import Secret
+    from taosync.fleet.secrets import STAND_IN, Secret
 
-    return Secret("sk-stub-" + _s.token_hex(16), "stand-in")
+    return Secret("sk-stub-" + _s.token_hex(16), STAND_IN)
 
 
 def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
                  only: Iterable[str] | None = None, route: str | None = None,
                  stub: Any = None, strict: bool = True, on_disk: bool = False,
-                 on_start: Any = None, on_groups: Any = None,
+                 standby_fails: bool = False, on_start: Any = None, on_groups: Any = None,
                  on_result: Any = None) -> Report:
     """Collect, probe (against a stand-in gateway when ``stub``), record history.
 
@@ -79,7 +96,13 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
 
     ``on_disk``: build each probe from the values in the client's files (and report their
     drift from fleet.yaml) rather than from what fleet.yaml would write; apply and watch,
-    which verify right after writing those files, need not read them back.
+    which verify right after writing those files, need not read them back. Either way the
+    fleet answers with the route choices the history makes now (``state_dir``): the render
+    apply wrote and status compares the files with.
+
+    ``standby_fails`` (``verify --strict``): a failing standby candidate fails the run;
+    otherwise it is a warning. ``key`` None (``--stub`` without the key): the stand-in
+    gets a made-up key and accepts any, and no key path is compared with fleet.yaml.
 
     ``on_groups(groups, report)``: called once right before the probes are sent (the
     stand-in already started, so ``report.stub_root`` is known); ``on_result(result)``:
@@ -89,11 +112,14 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     from taosync.verify.probes import collect_on_disk, collect_specs
     from taosync.verify.runner import run
 
-    if key is None:
+    unresolved = key is None
+    if unresolved:
         if not stub:
             raise BadInput("gateway.key is not resolved; verify needs the key")
         key = stand_in_key()
-    report = Report()
+    if state_dir is not None:
+        choose_routes(fleet, state_dir)
+    report = Report(strict=standby_fails, any_key=unresolved)
     problem = diagnose.key_problem(key)
     if problem:
         report.warnings.append(f"the key ({key.redacted()}) {problem}")
@@ -113,7 +139,8 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     if on_start is not None:  # the caller's progress line: how many requests are under way
         on_start(len(groups))
     if stub:
-        with stub(key=key, models=list(fleet.models)) as server:
+        # without the key the stand-in cannot tell a right key from a wrong one
+        with stub(key=None if unresolved else key, models=list(fleet.models)) as server:
             report.stub_root = server.root
             if on_groups is not None:
                 on_groups(groups, report)
@@ -123,6 +150,8 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
         if on_groups is not None:
             on_groups(groups, report)
         report.results = run(groups, key, fleet.verify, on_result=on_result)
+    if not standby_fails:
+        report.warnings += standby_warnings(report.standby_failed)
     if state_dir is not None:
         try:
             report.history = str(history.append(state_dir, report.results,
@@ -134,6 +163,32 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
         if not stub:
             report.routes = _route_choices(fleet, state_dir)
     return report
+
+
+def standby_warnings(results: list[Any]) -> list[str]:
+    """One line per failing standby candidate and route (its clients' probes together)."""
+    seen: dict[tuple[str, str], list[Any]] = {}
+    for r in results:
+        seen.setdefault((r.model, r.route), []).append(r)
+    out = []
+    for (model, route), rows in seen.items():
+        r = rows[0]
+        why = f"HTTP {r.status}" if r.status else (r.diagnosis.code if r.diagnosis
+                                                   else "no answer")
+        clients = ", ".join(dict.fromkeys(c for row in rows for c in row.clients))
+        out.append(f"standby candidate {model} of route {route} fails ({why}) as {clients} "
+                   "would send it: no client is on it, so the route does not move there; "
+                   "verify --strict counts it as a failure")
+    return out
+
+
+def choose_routes(fleet: Any, state_dir: Any) -> None:
+    """Make ``fleet`` answer with the route choices the history makes now (what apply
+    rendered into the files, and status compares them with), not each route's preferred
+    candidate."""
+    choices = _route_choices(fleet, state_dir)
+    if choices:
+        fleet.choose_routes({name: c.model for name, c in choices.items()})
 
 
 def _route_choices(fleet: Any, state_dir: Any) -> dict:
@@ -151,30 +206,37 @@ def _route_choices(fleet: Any, state_dir: Any) -> dict:
 
 
 def with_candidates(groups: list[Any], fleet: Any) -> list[Any]:
-    """The probe groups plus, for each route with candidates, one probe of every other
-    candidate by each protocol (URL, auth) the route's clients speak: the choice needs
-    every candidate's health. Each model is probed once per request shape."""
+    """The probe groups plus, for each route with candidates, one *standby* probe of every
+    other candidate by each request (URL, auth, key) the route's clients send: the choice
+    needs every candidate's health. A plain route adds nothing (a drifted file's model is
+    probed as it is, never fleet.yaml's too). A standby probe that is the same request as
+    a client's own is that client's probe (not a standby, and its labels stay the ones
+    the files give it)."""
     import dataclasses
 
-    out = list(groups)
+    from taosync.protocols import registry
+
+    choosing = (fleet.routing_spec() or {}).get("routes", {})
+    standby = []
     for group in groups:
         for route in group.routes:
-            if route is None or route not in fleet.routes:
+            if route not in choosing:
                 continue
             for model in fleet.route_candidates(route):
                 if model == group.model:
                     continue
                 entry = fleet.models.get(model)
-                out.append(dataclasses.replace(
-                    group, model=model, clients=list(group.clients), routes=[route],
+                url = registry.get(group.protocol).with_model(group.url, group.model, model)
+                standby.append(dataclasses.replace(
+                    group, model=model, url=url, clients=list(group.clients), routes=[route],
                     origins=[], backend=entry.backend if entry else None,
                     timeout=entry.timeout if entry else None,
-                    retries=entry.retries if entry else None))
+                    retries=entry.retries if entry else None, standby=True))
     merged: dict[tuple, Any] = {}
-    for group in out:
+    for group in [*groups, *standby]:
         kept = merged.setdefault(group.key, group)
-        if kept is not group:  # the same request another slot or route already stands for
-            for client in group.clients:
+        if kept is not group and kept.standby == group.standby:
+            for client in group.clients:  # the same request another slot or route stands for
                 for route in group.routes:
                     kept.add(client, route)
     return list(merged.values())
@@ -204,8 +266,10 @@ def known_cells(item: Any) -> list[str]:
     """The cells known before a probe is sent (client, route, model, backend), from a
     ProbeGroup or a ProbeResult alike."""
     routes = [r for r in item.routes if r]
-    return [", ".join(item.clients), ", ".join(routes) if routes else "—", item.model,
-            item.backend or "—"]
+    shown = ", ".join(routes) if routes else "—"
+    if getattr(item, "standby", False):
+        shown += " (standby)"
+    return [", ".join(item.clients), shown, item.model, item.backend or "—"]
 
 
 def _cells(r: Any) -> list[str]:

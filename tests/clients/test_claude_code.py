@@ -152,10 +152,11 @@ def test_claude_probes(clients_env):
                   ROOT + "/v1/messages?beta=true", "bearer")
         for route, model in (("balanced", SONNET), ("fast", MINI), ("deep", R1))
     ]
-    # model ids in slots (not routes) → route None; one probe per distinct model
+    # model ids in slots (not routes) → route None; one probe per distinct route and
+    # model: haiku's route is kept (verify sends one request labelled with both)
     f = fleet(clients__claude_code={"model": SONNET, "sonnet": SONNET, "haiku": "balanced"})
     assert [(p.route, p.model) for p in claude_code.probes(f, KEY, clients_env)] == [
-        (None, SONNET)]
+        (None, SONNET), ("balanced", SONNET)]
 
 
 # -- /v1 rule and overrides ----------------------------------------------------------

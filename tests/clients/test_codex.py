@@ -131,7 +131,7 @@ def test_codex_probes(clients_env):
     ]
     f = fleet(clients__codex={"model": MINI, "profiles": ["fast", LLAMA]})
     assert [(p.route, p.model) for p in codex.probes(f, KEY, clients_env)] == [
-        (None, MINI), (None, LLAMA)]
+        (None, MINI), ("fast", MINI), (None, LLAMA)]
 
 
 # -- Cline ---------------------------------------------------------------------------
