@@ -230,6 +230,14 @@ def test_destroy_is_not_undone_until_fleet_yaml_changes(real_watch, one_shot, ho
     held(w, home, mark, "destroy", pid)
     assert client_files(home) == {}
 
+    # a save that renders the same (a comment) keeps the hold
+    mark = w.mark()
+    save(fleet_file, fleet_file.read_text() + "# a comment\n")
+    w.wait_event("held", mark)
+    time.sleep(QUIET)
+    assert client_files(home) == {}
+    assert not w.since(mark, "applied")
+
     mark = w.mark()
     save(fleet_file, with_fast("intel/llama-7b"))
     w.wait_event("applied", mark)
@@ -307,3 +315,66 @@ def test_a_watch_that_died_is_not_announced(one_shot, home, fleet_file):
     r, _ = one_shot("rollback")
     assert r.rc == 0, r.both
     assert "taosync watch" not in r.err, r.both
+
+
+def test_destroy_purge_is_taken_and_the_state_not_recreated(real_watch, one_shot, home,
+                                                           fleet_file):
+    w = real_watch()
+    state_dir = home / ".local/state/taosync"
+    mark = w.mark()
+    r, _ = one_shot("destroy", "--yes", "--purge")
+    assert r.rc == 0, r.both
+    assert f"note: taosync watch (pid {w.pid}) is running" in r.err, r.both
+    w.wait_event("baseline", mark, lambda e: e["op"].startswith("destroy"))
+    time.sleep(QUIET)
+    assert not list(home.rglob("*"))  # no client file, and no state (not even a lock)
+    assert not w.since(mark, "applied") and not w.since(mark, "drift")
+
+    mark = w.mark()
+    save(fleet_file, with_fast("intel/llama-7b"))
+    w.wait_event("applied", mark)
+    assert codex_model(home) == "intel/llama-7b"
+    assert (state_dir / "watch" / f"{w.pid}.json").exists()  # registered again
+    r, _ = one_shot("rollback")
+    assert f"(pid {w.pid})" in r.err, r.both
+
+
+def test_a_rollback_landing_while_watch_writes_is_not_overwritten(home, fleet_file, one_shot,
+                                                                  monkeypatch):
+    """watch planned a fleet change and is about to write it when a rollback takes the
+    lock first: under the lock it sees the rollback's record and writes nothing."""
+    from test_watch import Harness
+
+    from taosync import pipeline
+
+    h = Harness(home, fleet_file, debounce=DEBOUNCE)
+    h.watcher.start()
+    try:
+        h.wait_event("applied")
+        h.settle()
+        gate, entered = threading.Event(), threading.Event()
+        real_commit = pipeline.commit
+
+        def held_commit(*args, **kwargs):
+            entered.set()
+            gate.wait(TIMEOUT)
+            return real_commit(*args, **kwargs)
+
+        monkeypatch.setattr(pipeline, "commit", held_commit)
+        save(fleet_file, with_fast("intel/llama-7b"))
+        wait_until(entered.is_set, what="the watch's write to start")
+        r, pid = one_shot("rollback")  # back over the first apply: every file goes
+        assert r.rc == 0 and f"(pid {os.getpid()})" in r.err, r.both
+        assert client_files(home) == {}
+        gate.set()
+        wait_until(lambda: h.of("baseline") or len(h.of("applied")) > 1, what="the write")
+        h.settle()
+        assert [e.message for e in h.of("applied")[1:]] == []
+        assert client_files(home) == {}
+        event = h.wait_event("baseline")
+        assert event.data["op"] == "rollback" and event.data["pid"] == pid
+    finally:
+        if "gate" in locals():
+            gate.set()
+        h.watcher.stop()
+    assert not h.problems(), h.problems()

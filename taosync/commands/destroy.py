@@ -75,7 +75,7 @@ def destroy(yes, purge, dry_run):
         from taosync.engine.apply import execute
 
         result = execute(teardown.plan, state, store, kind="destroy")
-        if result.apply_id and not purge:  # under the lock: a watch reads it with the record
+        if result.apply_id:  # under the lock: a watch reads it with the record
             watch_note.tell(store, "destroy", pids, record=result.apply_id)
         removed = remove_made_dirs(state, keep_under=None if purge else store.root)
         if not purge:

@@ -42,6 +42,7 @@ class Op:
     fleet: str | None = None  # sha256 of the fleet.yaml it wrote
     client: str | None = None  # forget: the client forgotten
     id: str = ""
+    time: float = 0.0
 
     def who(self) -> str:
         what = f"{self.kind} {self.client}" if self.client else self.kind
@@ -126,7 +127,8 @@ def record_op(root: Path, kind: str, *, record: int | None = None, fleet: str | 
     """Remember an operation of this process for the watches (best effort: a watch that
     cannot tell who did it still takes it, as "another taosync")."""
     ops = [vars(op) for op in read_ops(root)]
-    ops.append(vars(Op(kind, os.getpid(), record, fleet, client, os.urandom(8).hex())))
+    ops.append(vars(Op(kind, os.getpid(), record, fleet, client, os.urandom(8).hex(),
+                       time.time())))
     try:
         _write(root / OPS_FILE, ops[-KEEP_OPS:])
     except OSError:

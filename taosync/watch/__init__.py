@@ -33,9 +33,13 @@ are merged into a single follow-up. Every outcome is an :class:`Event` handed to
 callback (the command prints them; tests collect them). :meth:`Watcher.stop` never
 interrupts a transaction: it waits for one in progress and none starts after it.
 
+Another taosync's rollback, redo, destroy, forget or adopt is taken as the new baseline:
+nothing is written until fleet.yaml renders something else (``peers``).
+
 The parts: ``events`` (Event, Options), ``arming`` (watches and incoming events),
 ``scheduler`` (the worker loop, debounce, speculation), ``cycle`` (what a cycle does),
-``verifier`` (verification after an apply); :class:`Watcher` holds their shared state.
+``verifier`` (verification after an apply), ``peers`` (other taosync processes);
+:class:`Watcher` holds their shared state.
 It prints nothing and imports neither click nor any command.
 """
 

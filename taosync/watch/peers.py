@@ -22,6 +22,10 @@ from __future__ import annotations
 from taosync.engine.coordination import RECORDED, Op
 
 
+#: seconds an announced forget or adopt may take to write fleet.yaml
+FLEET_OP_PENDING = 30.0
+
+
 class Superseded(Exception):
     """Another process's operation landed before this write: write nothing."""
 
@@ -118,17 +122,22 @@ class Peers:
             raise Superseded(op)
 
     def _fleet_op(self, ctx) -> Op | None:
-        """The forget or adopt that wrote fleet.yaml as ``ctx`` read it, if one did."""
+        """The forget or adopt that wrote fleet.yaml as ``ctx`` read it, if one did. One
+        announced but not seen yet stays pending a while (its write may be under way)."""
+        import time
+
         from taosync.engine.coordination import read_ops
 
         loaded = getattr(ctx, "loaded", None)
         found = None
         for op in read_ops(self.settings.state_dir()):
-            if op.id in self._seen_ops:
+            if op.id in self._seen_ops or op.fleet is None:
                 continue
-            self._seen_ops.add(op.id)
-            if op.fleet is not None and loaded is not None and op.fleet == loaded.sha256:
+            if loaded is not None and op.fleet == loaded.sha256:
                 found = op
+                self._seen_ops.add(op.id)
+            elif time.time() - op.time > FLEET_OP_PENDING:
+                self._seen_ops.add(op.id)
         return found
 
     # -- holding -----------------------------------------------------------------------
@@ -161,8 +170,8 @@ class Peers:
             return False
         if self._fleet_touched:
             self._fleet_touched = False
-            self._emit("held", f"{self._show(self.fleet_path)} saved, asking for nothing new; "
-                       f"still keeping the files as {hold.op.kind} left them",
+            self._emit("held", f"{self._show(self.fleet_path)} saved, but it renders the "
+                       f"same: the files stay as {hold.op.kind} left them",
                        {"op": hold.op.kind})
         return True
 
@@ -187,7 +196,8 @@ class Peers:
         except BadInput:
             return
         op = self._news(state)
-        if op is not None:
+        if op is not None and not (op.kind == "destroy --purge" and self._hold.op.kind
+                                   == "destroy"):  # the same destroy, its state gone too
             self._take(op)
 
 
