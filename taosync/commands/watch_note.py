@@ -12,7 +12,8 @@ WILL = {
             "until fleet.yaml changes",
     "destroy": "it writes none of these files again until fleet.yaml changes (stop it to "
                "keep taosync out of them)",
-    "forget": "it leaves {client}'s files alone from now on",
+    "forget": "it leaves {client}'s files alone from now on, and the other files as they "
+              "are until fleet.yaml changes",
     "adopt": "it takes the adopted values as the new baseline and applies again when "
              "fleet.yaml changes",
 }
