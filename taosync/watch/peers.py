@@ -12,8 +12,8 @@ commands say it is running and leave a note of what they did. It learns of them
 * from fleet.yaml: a save whose digest a forget or adopt announced before writing it.
 
 Then it *holds*: it logs one line, writes nothing — no drift re-assert, no apply — and
-waits for a save of fleet.yaml (an included fleet, the key file, a path the render
-reads) that changes what the fleet renders; then it applies as usual. A forgotten
+waits for a save of fleet.yaml (an included fleet, the key file) that changes what
+the fleet renders; then it applies as usual. A forgotten
 client stays unmanaged (``managed: false``), so its files are not written even then.
 """
 
@@ -202,8 +202,10 @@ class Peers:
 
 
 def fleet_sources_touched(batch) -> bool:
-    """A fleet source, the key file or a render input was saved in ``batch``."""
-    from taosync.watch.events import TARGET
+    """fleet.yaml, a fleet it includes or the key file was saved in ``batch``. A render
+    input (a path a client's render looked at) does not count: a destroy removing
+    directories taosync made changes those too, and must not end its own hold."""
+    from taosync.watch.events import FLEET, KEY
 
-    return any(source != TARGET for source in batch.sources.values())
+    return any(source in (FLEET, KEY) for source in batch.sources.values())
 
