@@ -237,7 +237,7 @@ MOVED_RETRIES = 3
 
 def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
            lock_timeout: float | None = None, on_recover=None, force: bool = False,
-           kind: str = "apply", skip: set[str] = frozenset()):
+           kind: str = "apply", skip: set[str] = frozenset(), check=None):
     """Write an apply's plan as one transaction: when anything must change, take the lock,
     put back an earlier apply that was interrupted (``on_recover(path)`` for each file),
     re-plan if another apply ran or a file moved since the plan was made, and execute.
@@ -245,7 +245,9 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
     its new text (a few times; then the apply gives up, every file put back). ``force``
     writes targets the user made read-only; ``kind`` is what the record says (watch:
     "reassert"); files in ``skip`` (paths the user chose to keep as they are) are left
-    out. Returns (the plan written, the Result)."""
+    out. ``check(state)`` runs under the lock on the state as it is there, and may raise
+    to write nothing (watch: another process rolled back meanwhile). Returns (the plan
+    written, the Result)."""
     from taosync.engine import cache
     from taosync.engine.apply import Result, TargetMoved, execute
     from taosync.engine.state import LOCK_TIMEOUT, locked
@@ -261,6 +263,8 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
         planned_against = object() if store.hmac_is_ephemeral else store.digest
         with locked(store, LOCK_TIMEOUT if lock_timeout is None else lock_timeout):
             state = store.load()
+            if check is not None:
+                check(state)
             recovered = recover(store, state, store.system, client_locations(ctx.env))
             for path in recovered:
                 if on_recover is not None:

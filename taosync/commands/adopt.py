@@ -99,7 +99,12 @@ def adopt(client, dry_run, yes):
                              default=True):
             ui.out("nothing was written")
             return 1
+    from taosync.commands import watch_note
+
+    pids = watch_note.watches(ctx.store)
+    watch_note.tell(ctx.store, "adopt", pids, fleet_text=edit.new_text)
     edit.write()
+    watch_note.note("adopt", pids)
     ctx = pipeline.prepare(s, use_cache=False)
     state = ctx.store.load()
     the_plan = pipeline.make_plan(ctx, state, only)

@@ -64,6 +64,9 @@ def destroy(yes, purge, dry_run):
     if not yes:
         _confirm(len(teardown.plan.changed), purge)
 
+    from taosync.commands import watch_note
+
+    pids = watch_note.watches(store)  # before --purge takes their registrations away
     with locked(store):
         state = store.load()
         recover(store, state, store.system, pipeline.client_locations(ctx.env))
@@ -72,12 +75,16 @@ def destroy(yes, purge, dry_run):
         from taosync.engine.apply import execute
 
         result = execute(teardown.plan, state, store, kind="destroy")
+        if result.apply_id:  # under the lock: a watch reads it with the record
+            watch_note.tell(store, "destroy", pids, record=result.apply_id)
         removed = remove_made_dirs(state, keep_under=None if purge else store.root)
         if not purge:
             store.save(state)
     if purge:
         store.system.remove_tree(store.root)
         removed += remove_made_dirs(state)
+    if result.apply_id or purge:
+        watch_note.note("destroy", pids)
     if s.json:
         ui.emit_json({"destroy_id": None if purge else result.apply_id, "purge": purge,
                       "exact": teardown.exact, "dirs_removed": [str(d) for d in removed],

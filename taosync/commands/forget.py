@@ -43,7 +43,12 @@ def forget(client, dry_run):
                "forgotten, left as they are)")
         return 0
     if edit.changed:
+        from taosync.commands import watch_note
+
+        pids = watch_note.watches(ctx.store)
+        watch_note.tell(ctx.store, "forget", pids, fleet_text=edit.new_text, client=client)
         edit.write()
+        watch_note.note("forget", pids, client)
     ctx = pipeline.prepare(s, use_cache=False)
     only = {client}
     the_plan = pipeline.make_plan(ctx, state, only)

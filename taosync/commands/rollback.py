@@ -51,6 +51,9 @@ def rollback(to, redo, dry_run):
     if dry_run:
         result_files, record_id = step.plan.changed, None
     else:
+        from taosync.commands import watch_note
+
+        pids = watch_note.watches(store)
         with locked(store):
             state = store.load()
             recover(store, state, RealWriter(), pipeline.client_locations(env))
@@ -59,6 +62,10 @@ def rollback(to, redo, dry_run):
             result = execute(step.plan, state, store, RealWriter(), kind=step.kind,
                              undoes=step.undoes)
             result_files, record_id = result.written, result.apply_id
+            if record_id:  # under the lock: a watch reads it with the record
+                watch_note.tell(store, step.kind, pids, record=record_id)
+        if record_id:
+            watch_note.note(step.kind, pids)
     home = s.home_dir
     for path in step.edited:
         ui.warn(f"{pipeline.display_path(path, home)} was edited after taosync wrote it; "

@@ -33,9 +33,13 @@ are merged into a single follow-up. Every outcome is an :class:`Event` handed to
 callback (the command prints them; tests collect them). :meth:`Watcher.stop` never
 interrupts a transaction: it waits for one in progress and none starts after it.
 
+Another taosync's rollback, redo, destroy, forget or adopt is taken as the new baseline:
+nothing is written until fleet.yaml renders something else (``peers``).
+
 The parts: ``events`` (Event, Options), ``arming`` (watches and incoming events),
 ``scheduler`` (the worker loop, debounce, speculation), ``cycle`` (what a cycle does),
-``verifier`` (verification after an apply); :class:`Watcher` holds their shared state.
+``verifier`` (verification after an apply), ``peers`` (other taosync processes);
+:class:`Watcher` holds their shared state.
 It prints nothing and imports neither click nor any command.
 """
 
@@ -52,6 +56,7 @@ from typing import Any, Callable
 from taosync.watch.arming import CLOSE_WAIT, REARM_INTERVAL, Arming, Handler
 from taosync.watch.cycle import FIGHT_LIMIT, LOCK_WAIT, MAX_RETRIES, RETRY_DELAY, Cycle
 from taosync.watch.events import FIX, FLEET, KEY, TARGET, WARN, Event, Options
+from taosync.watch.peers import Peers
 from taosync.watch.scheduler import MAX_DELAY, SETTLE, Scheduler, Pending, Speculation
 from taosync.watch.verifier import Verifier
 
@@ -60,7 +65,7 @@ __all__ = ["CLOSE_WAIT", "FIGHT_LIMIT", "FIX", "FLEET", "KEY", "LOCK_WAIT", "MAX
            "Event", "Options", "Watcher"]
 
 
-class Watcher(Scheduler, Arming, Cycle):
+class Watcher(Scheduler, Arming, Cycle, Peers):
     """Keep every client file in sync with fleet.yaml; ``start()`` / ``stop()``.
 
     ``on_event(Event)`` is called from the watcher's threads, one call at a time.
@@ -111,6 +116,8 @@ class Watcher(Scheduler, Arming, Cycle):
         self._first_cycle = True
         self._announced = False
 
+        self._peers_init()
+
         self.counts = {"cycles": 0, "applies": 0, "verifies": 0}
         self._verifier = Verifier(self)
         self._worker = threading.Thread(target=self._run, name="taosync-watch", daemon=True)
@@ -124,6 +131,7 @@ class Watcher(Scheduler, Arming, Cycle):
         self._close_events = type(self._observer).__name__ == "InotifyObserver"
         self._handler = Handler(self)
         self._observer.start()
+        self._peers_start()
         self._rearm()
         with self._cond:
             self._pending.fleet = True
@@ -148,6 +156,7 @@ class Watcher(Scheduler, Arming, Cycle):
                 thread.join(max(0.0, deadline - time.monotonic()))
         with self._emit_lock:  # a verification still in flight is abandoned silently
             self._closed = True
+        self._peers_stop()
 
     def idle(self, timeout: float = 5.0) -> bool:
         """Wait until nothing is pending or running (tests and the bench use this)."""

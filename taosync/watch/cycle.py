@@ -9,6 +9,7 @@ import time
 from collections import deque
 
 from taosync.watch.events import KEY, TARGET, WARN, Event, digest
+from taosync.watch.peers import Superseded, fleet_sources_touched
 from taosync.watch.scheduler import Pending, Speculation
 
 #: each attempt at the state lock; a busy lock is retried, never waited on for long,
@@ -40,6 +41,8 @@ class Cycle:
                 gone = not os.path.exists(path)
                 self._emit("changed", f"{what} {'deleted' if gone else 'changed'}",
                            {"source": source, "path": path, "deleted": gone})
+        if fleet_sources_touched(batch):
+            self._fleet_touched = True  # what ends a hold (watch/peers.py)
         if batch.fleet:
             self._fleet_run(self._take_speculation())
         elif batch.targets:
@@ -93,6 +96,13 @@ class Cycle:
             self._watching()
         elif set(self._included()) != included:
             self._rearm()  # a base fleet included now (or no more) is watched at once
+        op = self._fleet_op(ctx)  # a forget or adopt wrote this fleet.yaml
+        if op is not None:
+            self._absorb(ctx)
+            self._take(op)
+            return
+        if self._still_held(ctx):
+            return
         try:
             if spec is not None and spec.plan is not None:
                 the_plan, state = spec.plan, spec.state
@@ -100,6 +110,10 @@ class Cycle:
                 the_plan, state = pipeline.plan_apply(ctx)
         except BadInput as exc:
             self._emit("error", exc.message, level="problem")
+            return
+        op = self._news(state)  # a rollback, redo or destroy since the last look
+        if op is not None:
+            self._take(op)
             return
         result = self._commit(ctx, the_plan, state, retry_fleet=True)
         if result is None:
@@ -200,6 +214,9 @@ class Cycle:
         ctx = self._ctx
         if ctx is None:
             return  # no good fleet yet: nothing to hold the files to
+        if self._hold is not None:
+            self._held_run()  # another process's operation is the baseline: hands off
+            return
         try:
             the_plan, state = pipeline.plan_apply(ctx)
         except BadInput as exc:
@@ -208,6 +225,10 @@ class Cycle:
                 self._emit("error", exc.message, level="problem")
             return
         self._reported.pop("error", None)
+        op = self._news(state)  # a rollback, redo or destroy since the last look
+        if op is not None:
+            self._take(op)
+            return
         for fp in the_plan.files:
             key = str(fp.path)
             if key not in keys or fp.changed:
@@ -285,16 +306,23 @@ class Cycle:
             try:
                 plan_written, result = pipeline.commit(ctx, the_plan, state,
                                                        lock_timeout=LOCK_WAIT,
-                                                       on_recover=put_back, kind=kind)
+                                                       on_recover=put_back, kind=kind,
+                                                       check=self._guard)
             except WriteFailed as exc:
                 failed = exc
             except BadInput as exc:
                 self._emit("error", exc.message, level="problem")
                 return None
+            except Superseded as exc:  # another process's operation landed meanwhile
+                self._take(exc.op)
+                return None
             else:
                 self._retries = 0
+                if result.apply_id is not None:
+                    self._known_record = result.apply_id  # our own: never news
                 if result.written:
                     self._rearm()  # a directory taosync just made is watched at once
+                    self._register()  # the state directory may be new (or purged)
                 return result, plan_written
         self._retries += 1
         if self._retries > MAX_RETRIES:
