@@ -34,7 +34,8 @@ def plan_destroy(store: StateStore, state: State, hmac_key: bytes) -> Teardown:
     """Every owned file planned back to what it was before taosync (see module doc)."""
     teardown = Teardown(Plan())
     for path_text, previous in sorted(state.files.items()):
-        fp = plan_file(None, previous, Path(path_text), None, hmac_key)
+        fp = plan_file(None, previous, Path(path_text), None, hmac_key,
+                       priors=state.priors)
         origin = _first_write(state, path_text)
         pristine = _pristine(store, state, path_text, fp.old_text)
         if pristine is not _UNPROVEN:
