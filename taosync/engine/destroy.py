@@ -13,6 +13,10 @@ Each owned file is put back one of two ways:
   goes once empty, and a key the user edited since taosync wrote it stays the user's.
 
 Directories taosync created (``State.made_dirs``) are removed afterwards while empty.
+
+A client set ``managed: false`` is hands off: its files are not touched, whatever the
+state or the history holds for them (``Teardown.skipped`` names them), and the state
+forgets any owned keys it still had there.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from taosync.engine.plan import Plan, plan_file
+from taosync.engine.plan import Plan, plan_file, released_file
+from taosync.engine.rollback import file_clients, skip_file
 from taosync.engine.state import ApplyRecord, State, StateStore, sha256_bytes
 
 
@@ -28,12 +33,26 @@ from taosync.engine.state import ApplyRecord, State, StateStore, sha256_bytes
 class Teardown:
     plan: Plan
     exact: list[str] = field(default_factory=list)  # paths put back byte for byte
+    #: unmanaged client → its files, known from the state or the history, left alone
+    skipped: dict[str, list[str]] = field(default_factory=dict)
 
 
-def plan_destroy(store: StateStore, state: State, hmac_key: bytes) -> Teardown:
-    """Every owned file planned back to what it was before taosync (see module doc)."""
+def plan_destroy(store: StateStore, state: State, hmac_key: bytes,
+                 unmanaged: set[str] = frozenset()) -> Teardown:
+    """Every owned file planned back to what it was before taosync (see module doc),
+    but those of ``unmanaged`` clients."""
     teardown = Teardown(Plan())
+    for record in state.applies:  # files forgotten already: named, never read
+        for entry in record.files:
+            hands_off = file_clients(entry, None) & set(unmanaged)
+            if hands_off and entry["path"] not in state.files:
+                skip_file(teardown.skipped, hands_off, entry["path"])
     for path_text, previous in sorted(state.files.items()):
+        hands_off = set(previous.clients) & set(unmanaged)
+        if hands_off:
+            skip_file(teardown.skipped, hands_off, path_text)
+            teardown.plan.files.append(released_file(previous))
+            continue
         fp = plan_file(None, previous, Path(path_text), None, hmac_key,
                        priors=state.priors)
         origin = _first_write(state, path_text)

@@ -424,6 +424,9 @@ def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,
                                         no_key, forget, state.priors))
         except BadInput as exc:  # plan the others too: every broken file in one run
             unusable.append(exc)
+    # remembered for rollback, redo and destroy (hands off even without a fleet)
+    rendered = {patch.client for patch in patches}
+    state.forgotten = sorted((set(state.forgotten) | set(released)) - rendered)
     if len(unusable) == 1:
         raise unusable[0]
     if unusable:

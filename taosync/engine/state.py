@@ -178,6 +178,9 @@ class State:
     #: route → {model, preferred, reason, since, healthy}: the choice of each route with
     #: candidates as the last apply rendered it (taosync.verify.routing)
     routes: dict[str, dict] = field(default_factory=dict)
+    #: clients set ``managed: false`` as the last write saw them: rollback, redo and
+    #: destroy leave their files alone even when fleet.yaml cannot be loaded
+    forgotten: list[str] = field(default_factory=list)
     #: the user's earlier secret values (priors.json, not part of state.json)
     priors: Priors = field(default_factory=Priors, compare=False, repr=False)
 
@@ -225,6 +228,7 @@ class State:
             "secrets": self.remembered_secrets(),
             "made_dirs": self.made_dirs,
             **({"routes": self.routes} if self.routes else {}),
+            **({"forgotten": sorted(self.forgotten)} if self.forgotten else {}),
         }
 
     @classmethod
@@ -244,6 +248,8 @@ class State:
             made_dirs=[_expect(d, str, "made_dirs[]")
                        for d in _expect(data.get("made_dirs", []), list, "made_dirs")],
             routes=_route_choices(data.get("routes", {})),
+            forgotten=[_expect(c, str, "forgotten[]")
+                       for c in _expect(data.get("forgotten", []), list, "forgotten")],
         )
         if not _render_cache_ok(state.inputs):
             state.inputs = {}  # only a cache: a damaged one is a miss, rendered afresh
