@@ -105,3 +105,27 @@ def test_a_broken_fleet_still_keeps_hands_off_what_the_state_forgot(home, fleet_
     assert codex_files(home) == kept
     assert snapshot(home / ".claude") != before  # the rollback itself happened
     assert TEST_KEY not in r.stdout + r.stderr and ROTATED not in r.stdout + r.stderr
+
+
+def test_rollback_warns_of_replaced_edits_only_in_files_it_writes(taosync, home, fleet_file):
+    """A file the user already put back by hand is not touched by the rollback: no
+    warning that its edits were replaced. A file it does rewrite still gets one."""
+    assert taosync("apply", "--no-verify").rc == 0
+    config = home / ".codex/config.toml"
+    first = config.read_bytes()
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "codex: {model: fast,", "codex: {model: balanced,").replace(
+        "shell-gpt: {model: fast}", "shell-gpt: {model: balanced}"))
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0 and "applied #2" in r.out, r.both
+    config.write_bytes(first)  # put back by hand (git checkout of the dotfiles)
+    sgptrc = home / ".config/shell_gpt/.sgptrc"
+    sgptrc.write_text(sgptrc.read_text() + "CODE_THEME=dracula\n")  # edited, and rolled back
+    r = taosync("rollback")
+    assert r.rc == 0, r.both
+    assert config.read_bytes() == first
+    assert "config.toml was edited" not in r.err, r.err
+    assert "~/.config/shell_gpt/.sgptrc was edited after taosync wrote it; the rollback " \
+           "replaced those edits too" in r.err, r.err
+    js = json.loads(taosync("rollback", "--redo", "--dry-run", "--json").out)
+    assert js["edited_since_apply"] == []

@@ -70,7 +70,7 @@ class Step:
     plan: Plan
     kind: str  # rollback | redo
     undoes: list[int]
-    edited: list[Path]  # files edited since taosync last wrote them (replaced too)
+    edited: list[Path]  # files edited since taosync last wrote them that it rewrites
     source: dict[str, int]  # path → the record whose backup is put back
     #: unmanaged client → the files of it the step leaves as they are
     skipped: dict[str, list[str]] = field(default_factory=dict)
@@ -129,8 +129,6 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
                 step.plan.files.append(released_file(last))
             continue
         real, current, mode = read_target(path)
-        if last is not None and current is not None and not last.holds(current):
-            step.edited.append(path)
         if entry["backup"] is None:
             restored = None
         else:
@@ -140,6 +138,9 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
             except OSError as exc:
                 raise BadInput(f"backup {backup} of {path} cannot be read ({exc.strerror}); "
                                "nothing was restored") from None
+        if (current not in (None, restored) and last is not None
+                and not last.holds(current)):  # edits this step replaces (it writes)
+            step.edited.append(path)
         # The state as it was. Its sha256 stays that of the bytes taosync wrote then, so
         # a backup holding later hand edits (a redo) is not trusted as "byte for byte
         # what taosync left": status, plan and apply parse it again.
