@@ -328,3 +328,26 @@ def test_destroy_gives_the_users_key_back_through_a_real_process(tmp_path, home,
     entry = doc["providers"]["openai-compatible"]
     assert entry["settings"] == mine["providers"]["openai-compatible"]["settings"]
     assert entry["updatedAt"] == CLINE_STAMP and entry["tokenSource"] == "manual"
+
+
+def test_an_entry_taosync_added_goes_whole_though_the_client_stamped_it(home, fleet_file,
+                                                                         capsys):
+    """Cline stamps updatedAt on the provider entry taosync added: destroy still takes
+    the entry away whole (a lone updatedAt fails Cline's schema, which would log the user
+    out of every provider), and the user's own provider stays as it was."""
+    providers = home / ".cline/data/settings/providers.json"
+    providers.parent.mkdir(parents=True)
+    mine = {"version": 1, "lastUsedProvider": "anthropic", "modes": {},
+            "providers": {"anthropic": {"settings": {"provider": "anthropic",
+                                                     "apiKey": USER_KEY, "model": "m"},
+                                        "updatedAt": "2030-01-01T00:00:00.000Z",
+                                        "tokenSource": "manual"}}}
+    providers.write_text(json.dumps(mine, indent=2))
+    assert cli(home, fleet_file, "apply", "--no-verify", "--only", "cline", capsys=capsys)[0] == 0
+    doc = json.loads(providers.read_text())
+    doc["providers"]["openai-compatible"]["updatedAt"] = CLINE_STAMP
+    providers.write_text(json.dumps(doc, indent=2))
+    rc, out = cli(home, fleet_file, "destroy", "--yes", capsys=capsys)
+    assert rc == 0, out
+    assert json.loads(providers.read_text()) == mine
+    assert "updatedAt: changed" not in out  # the client's own stamp is no news
