@@ -129,3 +129,17 @@ def test_rollback_warns_of_replaced_edits_only_in_files_it_writes(taosync, home,
            "replaced those edits too" in r.err, r.err
     js = json.loads(taosync("rollback", "--redo", "--dry-run", "--json").out)
     assert js["edited_since_apply"] == []
+
+
+def test_redo_of_a_rollback_made_before_forget_leaves_the_client_alone(taosync, home,
+                                                                      fleet_file, monkeypatch):
+    rotate_and_apply(taosync, monkeypatch)
+    assert taosync("rollback").rc == 0  # codex back on the old key, with everyone
+    assert TEST_KEY.encode() in (home / ".codex/auth.json").read_bytes()
+    assert taosync("forget", "codex").rc == 0
+    kept = codex_files(home)
+    r = taosync("rollback", "--redo")
+    assert r.rc == 0, r.both
+    assert codex_files(home) == kept
+    assert "skipped codex (managed: false): ~/.codex/auth.json, ~/.codex/config.toml" in r.out
+    assert ROTATED.encode() in (home / ".claude/settings.json").read_bytes()
