@@ -143,3 +143,17 @@ def test_redo_of_a_rollback_made_before_forget_leaves_the_client_alone(taosync, 
     assert codex_files(home) == kept
     assert "skipped codex (managed: false): ~/.codex/auth.json, ~/.codex/config.toml" in r.out
     assert ROTATED.encode() in (home / ".claude/settings.json").read_bytes()
+
+
+def test_destroy_with_only_a_forgotten_client_left_says_so(taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify", "--only", "codex").rc == 0
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "codex: {model: fast,", "codex: {managed: false, model: fast,"))
+    kept = codex_files(home)
+    r = taosync("destroy", "--yes")
+    assert r.rc == 0, r.both
+    assert codex_files(home) == kept
+    assert "skipped codex (managed: false)" in r.out
+    assert "nothing to destroy: taosync owns nothing here but the files of clients set " \
+           "managed: false, left as they are" in r.out
+    assert "owns nothing in this home" not in r.out

@@ -64,7 +64,10 @@ def destroy(yes, purge, dry_run):
         ui.out("dry run: nothing was written")
         return 0
     if not (teardown.plan.changed or purge):
-        ui.out("nothing to destroy: taosync owns nothing in this home")
+        ui.out("nothing to destroy: " + ("taosync owns nothing here but the files of "
+                                         "clients set managed: false, left as they are"
+                                         if teardown.skipped else
+                                         "taosync owns nothing in this home"))
         return 0
     if not yes:
         _confirm(len(teardown.plan.changed), purge)
