@@ -351,3 +351,39 @@ def test_an_entry_taosync_added_goes_whole_though_the_client_stamped_it(home, fl
     assert rc == 0, out
     assert json.loads(providers.read_text()) == mine
     assert "updatedAt: changed" not in out  # the client's own stamp is no news
+
+
+def test_a_state_from_before_priors_json_still_gives_the_users_key_back(home, fleet_file,
+                                                                        capsys):
+    """taosync before priors.json recorded a key taken over from the user's own key as
+    release: delete. destroy reads the user's value from the backup of the apply that
+    took it over, instead of deleting it."""
+    sgptrc = home / ".config/shell_gpt/.sgptrc"
+    sgptrc.parent.mkdir(parents=True)
+    sgptrc.write_text(f"OPENAI_API_KEY={USER_KEY}\nAPI_BASE_URL=https://mine/v1\n")
+    assert cli(home, fleet_file, "apply", "--no-verify", "--only", "shell-gpt",
+               capsys=capsys)[0] == 0
+    fleet_file.write_text(fleet_file.read_text().replace("shell-gpt: {model: fast}",
+                                                         "shell-gpt: {model: balanced}"))
+    assert cli(home, fleet_file, "apply", "--no-verify", "--only", "shell-gpt",
+               capsys=capsys)[0] == 0  # a second apply: the takeover is the older one
+    state_path = home / STATE
+    state = json.loads(state_path.read_text())
+    for record in state["applies"]:  # as the older taosync wrote it
+        for entry in record["files"]:
+            for owned in ((entry.get("before") or {}).get("owned") or {}).values():
+                if owned["release"] == "restore-secret":
+                    owned.update(release="delete", prior=None)
+    for fs in state["files"].values():
+        for owned in fs["owned"].values():
+            if owned["release"] == "restore-secret":
+                owned.update(release="delete", prior=None)
+    state_path.write_text(json.dumps(state))
+    (state_path.parent / "priors.json").unlink(missing_ok=True)
+    sgptrc.write_text(sgpt_rewrite(sgptrc.read_text(), home))
+    rc, out = cli(home, fleet_file, "destroy", "--yes", capsys=capsys)
+    assert rc == 0, out
+    doc = parse("keyvalue", sgptrc.read_text())
+    assert doc["OPENAI_API_KEY"] == USER_KEY and doc["API_BASE_URL"] == "https://mine/v1"
+    assert "DEFAULT_MODEL" not in doc and doc["CACHE_PATH"] == "/tmp/cache"
+    assert USER_KEY not in out and TEST_KEY not in out
