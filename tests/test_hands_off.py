@@ -157,3 +157,20 @@ def test_destroy_with_only_a_forgotten_client_left_says_so(taosync, home, fleet_
     assert "nothing to destroy: taosync owns nothing here but the files of clients set " \
            "managed: false, left as they are" in r.out
     assert "owns nothing in this home" not in r.out
+
+
+def test_a_rollback_with_only_a_forgotten_clients_files_restores_nothing_and_says_why(
+        taosync, home, fleet_file):
+    assert taosync("apply", "--no-verify").rc == 0
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "codex: {model: fast,", "codex: {model: balanced,"))
+    assert taosync("apply", "--no-verify").rc == 0  # #2 touched codex only
+    assert taosync("forget", "codex").rc == 0
+    kept = codex_files(home)
+    r = taosync("rollback")
+    assert r.rc == 0, r.both
+    assert codex_files(home) == kept
+    assert "skipped codex (managed: false): ~/.codex/config.toml left as it is" in r.out
+    assert "apply #2: nothing to restore (its files are those of clients set " \
+           "managed: false)" in r.out, r.out
+    assert "already as they were" not in r.out

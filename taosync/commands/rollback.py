@@ -93,7 +93,11 @@ def rollback(to, redo, dry_run):
         ui.out(f"rolled back {what}: {len(result_files)} file(s) restored "
                f"(recorded as #{record_id}; taosync rollback --redo takes it back)")
     else:
-        ui.out(f"{what}: files already as they were; nothing to restore")
+        others = [fp for fp in step.plan.files if not fp.released]
+        why = ("files already as they were" if not step.skipped else
+               "its other files are already as they were" if others else
+               "its files are those of clients set managed: false")
+        ui.out(f"{what}: nothing to restore ({why})")
     return 0
 
 
