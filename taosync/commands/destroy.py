@@ -28,10 +28,12 @@ def destroy(yes, purge, dry_run):
     (a file taosync created goes); otherwise each owned key gets the user's earlier
     value back or is removed, and keys edited by hand since stay. Directories taosync
     created are removed once empty. Without --purge, taosync rollback undoes it.
+    A client set managed: false (taosync forget) is left alone: its files are named
+    and not touched.
     """
     from taosync import ui
     from taosync.commands.report import plan_json, print_plan, protect
-    from taosync.commands.rollback import history_context
+    from taosync.commands.rollback import history_context, say_skipped, unmanaged_clients
     from taosync.engine.destroy import holds_or_in, plan_destroy, remove_made_dirs
     from taosync.engine.recovery import recover
     from taosync.engine.state import locked
@@ -41,16 +43,19 @@ def destroy(yes, purge, dry_run):
     ctx, _recovered = history_context(s)
     store = ctx.store
     state = store.load()
-    teardown = plan_destroy(store, state, store.hmac_key(create=False))
+    unmanaged = unmanaged_clients(ctx, state)
+    teardown = plan_destroy(store, state, store.hmac_key(create=False), unmanaged)
     protect(ctx, state, teardown.plan, rollback=True)
     home = s.home_dir
     dirs = [d for d in state.made_dirs if purge or not holds_or_in(d, store.root)]
     if s.json and dry_run:
         ui.emit_json({"dry_run": True, "purge": purge, "exact": teardown.exact,
-                      "dirs": dirs, **plan_json(teardown.plan, ctx)})
+                      "dirs": dirs, "skipped": teardown.skipped,
+                      **plan_json(teardown.plan, ctx)})
         return 0
     if not s.json:
         print_plan(teardown.plan, ctx, diffs=True)
+        say_skipped(teardown.skipped, home)
         for d in dirs:
             ui.out(f"remove directory {pipeline.display_path(d, home)} (if empty)")
         if purge:
@@ -59,7 +64,10 @@ def destroy(yes, purge, dry_run):
         ui.out("dry run: nothing was written")
         return 0
     if not (teardown.plan.changed or purge):
-        ui.out("nothing to destroy: taosync owns nothing in this home")
+        ui.out("nothing to destroy: " + ("taosync owns nothing here but the files of "
+                                         "clients set managed: false, left as they are"
+                                         if teardown.skipped else
+                                         "taosync owns nothing in this home"))
         return 0
     if not yes:
         _confirm(len(teardown.plan.changed), purge)
@@ -70,8 +78,9 @@ def destroy(yes, purge, dry_run):
     with locked(store):
         state = store.load()
         recover(store, state, store.system, pipeline.client_locations(ctx.env))
-        teardown = plan_destroy(store, state, store.hmac_key(create=False))
+        teardown = plan_destroy(store, state, store.hmac_key(create=False), unmanaged)
         protect(ctx, state, teardown.plan, rollback=True)
+        state.forgotten = sorted(unmanaged)
         from taosync.engine.apply import execute
 
         result = execute(teardown.plan, state, store, kind="destroy")
@@ -88,6 +97,7 @@ def destroy(yes, purge, dry_run):
     if s.json:
         ui.emit_json({"destroy_id": None if purge else result.apply_id, "purge": purge,
                       "exact": teardown.exact, "dirs_removed": [str(d) for d in removed],
+                      "skipped": teardown.skipped,
                       **plan_json(teardown.plan, ctx)})
         return 0
     n = len(result.written)

@@ -55,6 +55,7 @@ def forget(client, dry_run):
     if the_plan.changed:  # never: a forgotten client's files are not planned for writing
         raise WriteFailed(f"forget {client} would change files; nothing was written to them")
     pipeline.commit(ctx, the_plan, state, only)
+    _remember(ctx.store, client)
     home = s.home_dir
     if s.json:
         ui.emit_json({"forgot": client, "files": [fs.path for fs in owned],
@@ -65,3 +66,16 @@ def forget(client, dry_run):
     ui.out(f"taosync no longer manages {client}: {len(owned)} file(s) left exactly as they "
            f"are; clients.{client}.managed is false in {pipeline.display_path(edit.path, home)}")
     return 0
+
+
+def _remember(store, client: str) -> None:
+    """Record the client as forgotten in the state (the plan does so when it owned files
+    there), so rollback, redo and destroy leave it alone even without a fleet."""
+    from taosync.engine.state import locked
+
+    if not store.system.exists(store.state_path) or client in store.load().forgotten:
+        return  # no state: no history that could write its files
+    with locked(store):
+        state = store.load()
+        state.forgotten = sorted({*state.forgotten, client})
+        store.save(state)

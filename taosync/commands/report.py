@@ -106,6 +106,7 @@ def plan_json(plan, ctx) -> dict:
                          "new": shown(c.new, c.secret, ctx.key)} for c in fp.changes],
             "diff": fp.diff(ui.redactor() or ctx.key) if _may_diff(ctx) else None,
             **({"sensitive": fp.sensitive} if fp.sensitive else {}),
+            **({"kept": fp.kept} if fp.kept else {}),
         })
     return {"changed": len(plan.changed), "files": files,
             **({"routes": {n: c.to_dict() for n, c in ctx.routes.items()}}
@@ -139,17 +140,19 @@ def print_plan(plan, ctx, *, diffs: bool) -> None:
     for line in route_lines(getattr(ctx, "routes", None) or {}):
         ui.out(ui.style(line, "bold"))
     verbose = ui.current().verbosity > 0
-    rows = [fp for fp in plan.files if fp.changed or fp.released or fp.sensitive or verbose]
+    rows = [fp for fp in plan.files
+            if fp.changed or fp.released or fp.sensitive or fp.kept or verbose]
     width = max((len(display_path(f.path, home)) for f in rows), default=0)
     for fp in rows:
         action = "release" if fp.released else fp.action
         label = ui.style(f"{action:<9}", ACTION_STYLE[action])
         keys = len(fp.changes)
         what = (f"{keys} key{'s' if keys != 1 else ''}" if fp.changed else
-                "no longer managed: left as it is" if fp.released else "up to date")
+                "no longer managed: left as it is" if fp.released else
+                "nothing to give back" if fp.kept else "up to date")
         ui.out(f"{label} {display_path(fp.path, home):<{width}}  "
                f"{', '.join(fp.clients)}  {what}")
-        for kp_text, verdict in fp.sensitive.items():
+        for kp_text, verdict in {**fp.sensitive, **fp.kept}.items():
             ui.out(f"{'':9} {'':<{width}}  {kp_text}: {verdict}")
     if diffs:
         for fp in plan.changed:

@@ -25,7 +25,8 @@ def rollback(to, redo, dry_run):
 
     Each rollback goes one apply further back; --redo goes forward again. Files are put back from the backups taosync took before each apply. With no apply
     left to step back over, a plain rollback takes back the last rollback (as --redo).
-    A new apply ends the redo chain.
+    A new apply ends the redo chain. A client set managed: false (taosync forget) is
+    left alone: its files are named and not touched.
     """
     from taosync import pipeline, ui
     from taosync.errors import BadInput
@@ -46,7 +47,8 @@ def rollback(to, redo, dry_run):
     protect(ctx, state)
     if recovered and to is None and not redo:
         return _recovered_only(s, recovered, state)
-    step = plan_step(store, state, to, redo)
+    unmanaged = unmanaged_clients(ctx, state)
+    step = plan_step(store, state, to, redo, unmanaged)
     protect(ctx, state, step.plan, rollback=True)
     if dry_run:
         result_files, record_id = step.plan.changed, None
@@ -57,8 +59,9 @@ def rollback(to, redo, dry_run):
         with locked(store):
             state = store.load()
             recover(store, state, RealWriter(), pipeline.client_locations(env))
-            step = plan_step(store, state, to, redo)
+            step = plan_step(store, state, to, redo, unmanaged)
             protect(ctx, state, step.plan, rollback=True)
+            state.forgotten = sorted(unmanaged)
             result = execute(step.plan, state, store, RealWriter(), kind=step.kind,
                              undoes=step.undoes)
             result_files, record_id = result.written, result.apply_id
@@ -67,6 +70,7 @@ def rollback(to, redo, dry_run):
         if record_id:
             watch_note.note(step.kind, pids)
     home = s.home_dir
+    say_skipped(step.skipped, home)
     for path in step.edited:
         ui.warn(f"{pipeline.display_path(path, home)} was edited after taosync wrote it; "
                 f"{'the rollback would replace' if dry_run else 'the rollback replaced'} "
@@ -76,6 +80,7 @@ def rollback(to, redo, dry_run):
                       "redone": step.undoes if step.kind == "redo" else [],
                       "rollback_id": record_id, "dry_run": dry_run,
                       "edited_since_apply": [str(p) for p in step.edited],
+                      "skipped": step.skipped,
                       "sources": {p: f"#{i}" for p, i in step.source.items()},
                       **plan_json(step.plan, ctx)})
         return 0
@@ -95,7 +100,11 @@ def rollback(to, redo, dry_run):
         ui.out(f"rolled back {what}: {len(result_files)} file(s) restored "
                f"(recorded as #{record_id}; taosync rollback --redo takes it back)")
     else:
-        ui.out(f"{what}: files already as they were; nothing to restore")
+        others = [fp for fp in step.plan.files if not fp.released]
+        why = ("files already as they were" if not step.skipped else
+               "its other files are already as they were" if others else
+               "its files are those of clients set managed: false")
+        ui.out(f"{what}: nothing to restore ({why})")
     return 0
 
 
@@ -117,6 +126,35 @@ def history_context(s):
         ctx = Context(s, loaded=None, env=env, store=store)
     ctx.store = store
     return ctx, recovered
+
+
+def unmanaged_clients(ctx, state) -> set[str]:
+    """Clients set ``managed: false``, whose files rollback, redo and destroy leave
+    alone: fleet.yaml's (read without resolving the key, which they do not need), or,
+    when it does not load, the ones the last write recorded in the state."""
+    from taosync.errors import TaosyncError
+
+    loaded = ctx.loaded
+    if loaded is None:
+        from taosync.fleet.load import load_fleet
+
+        try:
+            loaded = load_fleet(ctx.settings.config_path(), home=ctx.settings.home_dir,
+                                environ=ctx.env.environ, resolve_key=False)
+        except TaosyncError:
+            return set(state.forgotten)
+    return loaded.fleet.unmanaged_clients()
+
+
+def say_skipped(skipped: dict[str, list[str]], home) -> None:
+    """One line per unmanaged client: the files of it left exactly as they are."""
+    from taosync import ui
+    from taosync.pipeline import display_path
+
+    for client, paths in sorted(skipped.items()):
+        shown = ", ".join(display_path(p, home) for p in sorted(paths))
+        ui.out(f"skipped {client} (managed: false): {shown} left as "
+               f"{'it is' if len(paths) == 1 else 'they are'}")
 
 
 def _print_sources(step, home) -> None:

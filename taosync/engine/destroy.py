@@ -13,6 +13,10 @@ Each owned file is put back one of two ways:
   goes once empty, and a key the user edited since taosync wrote it stays the user's.
 
 Directories taosync created (``State.made_dirs``) are removed afterwards while empty.
+
+A client set ``managed: false`` is hands off: its files are not touched, whatever the
+state or the history holds for them (``Teardown.skipped`` names them), and the state
+forgets any owned keys it still had there.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from taosync.engine.plan import Plan, plan_file
+from taosync.engine.plan import Plan, plan_file, released_file
+from taosync.engine.rollback import file_clients, skip_file
 from taosync.engine.state import ApplyRecord, State, StateStore, sha256_bytes
 
 
@@ -28,13 +33,29 @@ from taosync.engine.state import ApplyRecord, State, StateStore, sha256_bytes
 class Teardown:
     plan: Plan
     exact: list[str] = field(default_factory=list)  # paths put back byte for byte
+    #: unmanaged client → its files, known from the state or the history, left alone
+    skipped: dict[str, list[str]] = field(default_factory=dict)
 
 
-def plan_destroy(store: StateStore, state: State, hmac_key: bytes) -> Teardown:
-    """Every owned file planned back to what it was before taosync (see module doc)."""
+def plan_destroy(store: StateStore, state: State, hmac_key: bytes,
+                 unmanaged: set[str] = frozenset()) -> Teardown:
+    """Every owned file planned back to what it was before taosync (see module doc),
+    but those of ``unmanaged`` clients."""
     teardown = Teardown(Plan())
+    for record in state.applies:  # files forgotten already: named, never read
+        for entry in record.files:
+            hands_off = file_clients(entry, None) & set(unmanaged)
+            if hands_off and entry["path"] not in state.files:
+                skip_file(teardown.skipped, hands_off, entry["path"])
+    older_priors(store, state, hmac_key)
     for path_text, previous in sorted(state.files.items()):
-        fp = plan_file(None, previous, Path(path_text), None, hmac_key)
+        hands_off = set(previous.clients) & set(unmanaged)
+        if hands_off:
+            skip_file(teardown.skipped, hands_off, path_text)
+            teardown.plan.files.append(released_file(previous))
+            continue
+        fp = plan_file(None, previous, Path(path_text), None, hmac_key,
+                       priors=state.priors)
         origin = _first_write(state, path_text)
         pristine = _pristine(store, state, path_text, fp.old_text)
         if pristine is not _UNPROVEN:
@@ -45,6 +66,56 @@ def plan_destroy(store: StateStore, state: State, hmac_key: bytes) -> Teardown:
         fp.new_state = None
         teardown.plan.files.append(fp)
     return teardown
+
+
+def older_priors(store: StateStore, state: State, hmac_key: bytes) -> None:
+    """A state written before priors.json marked a key taken over from the user's own
+    secret (their key, an MCP token) ``release: delete``, as if they had had none. The
+    backup of the record where taosync took the key over still holds their value: give
+    that back instead (``restore-secret``), or keep the key when it was the very value.
+    Keys whose takeover is no longer in the history stay as they are recorded."""
+    from dataclasses import replace
+
+    from taosync.engine.plan import parse_target
+    from taosync.engine.state import RESTORE_SECRET
+    from taosync.errors import BadInput
+    from taosync.fleet.secrets import value_hash
+    from taosync.formats.base import MISSING, keypath_parse
+    from taosync.formats.registry import editor_for
+
+    for path_text, fs in state.files.items():
+        for kp_text, owned in list(fs.owned.items()):
+            if not owned.secret or owned.volatile or owned.release != "delete":
+                continue
+            taken = _taken_over(state, path_text, kp_text)
+            text = _UNPROVEN if taken is None else _backup(store, *taken)
+            if text is _UNPROVEN or text is None:
+                continue
+            try:
+                editor = editor_for(fs.format)
+                value = editor.get(parse_target(editor, Path(path_text), text),
+                                   keypath_parse(kp_text))
+            except BadInput:
+                continue
+            if value is MISSING:
+                continue  # the user had none: delete is right
+            digest = value_hash(hmac_key, value)
+            if digest == owned.hash:
+                fs.owned[kp_text] = replace(owned, release="keep")
+            else:
+                state.priors.add(digest, value)
+                fs.owned[kp_text] = replace(owned, release=RESTORE_SECRET, prior=digest)
+
+
+def _taken_over(state: State, path_text: str, kp_text: str) -> tuple[ApplyRecord, dict] | None:
+    """The newest record whose state before did not own ``kp_text`` in ``path_text``:
+    where taosync took that key over (its backup is the file just before)."""
+    for record in reversed(state.applies):
+        for entry in record.files:
+            if entry["path"] == path_text and kp_text not in (
+                    (entry.get("before") or {}).get("owned") or {}):
+                return record, entry
+    return None
 
 
 def _first_write(state: State, path_text: str) -> tuple[ApplyRecord, dict] | None:

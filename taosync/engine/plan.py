@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taosync.engine.state import FileState, OwnedKey, State, sha256_bytes
+from taosync.engine.state import (RESTORE_SECRET, FileState, OwnedKey, Priors, State,
+                                  sha256_bytes)
 from taosync.engine.system import current
 from taosync.errors import BadInput
 from taosync.fleet.secrets import NO_KEY_SAME, NO_KEY_VALUE, Secret, canonical, value_hash
@@ -47,6 +48,9 @@ class FilePlan:
     sensitive: dict[str, str] = field(default_factory=dict)
     #: ``managed: false``: taosync forgets this file's owned keys and leaves its bytes
     released: bool = False
+    #: owned keys given up but left as they are: changed since taosync wrote them (the
+    #: user's or the client's value now), or an earlier value that cannot be read back
+    kept: dict[str, str] = field(default_factory=dict)
 
     @property
     def action(self) -> str:
@@ -171,13 +175,16 @@ def merge_patches(patches) -> dict[str, Desired]:
 
 def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
               key: Secret | None, hmac_key: bytes, no_key: bool = False,
-              forget: bool = False) -> FilePlan:
+              forget: bool = False, priors: Priors | None = None) -> FilePlan:
     """Plan one file: desired keys (or None when nothing is desired any more).
 
     ``no_key``: the key was not resolved (``key`` renders as NO_KEY_VALUE); a key-bearing
     value is judged by the keyed hash the state holds for its key path instead.
     ``forget``: a client of this file is no longer managed, so keys owned last time and
-    not desired now are dropped from the state, not given back (the file keeps them)."""
+    not desired now are dropped from the state, not given back (the file keeps them).
+    ``priors``: where the user's earlier secret values go when taosync takes a key over,
+    and come from when it gives one back (the state's, engine/state.py Priors)."""
+    priors = priors if priors is not None else Priors()
     fmt = desired.format if desired else previous.format
     real, text, mode = read_target(path)
     if _untouched(desired, previous, text, hmac_key):
@@ -191,6 +198,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
     skeleton: list[str] = list(previous.skeleton) if previous else []
     owned: dict[str, OwnedKey] = {}
     sensitive: dict[str, str] = {}
+    kept: dict[str, str] = {}
     holds_secret = bool(desired and desired.secret)
 
     def do_set(kp: KeyPath, value: Any, is_secret: bool) -> bool:
@@ -231,18 +239,25 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
             if before is not None:
                 release, prior = before.release, before.prior
             else:  # taking the key over: remember how to give it back
-                release, prior = _adopt(editor.get(doc, kp), value, is_secret, key)
+                release, prior = _adopt(editor.get(doc, kp), value, is_secret, key,
+                                        hmac_key, priors)
             changed |= do_set(kp, value, is_secret)
             owned[kp_text] = OwnedKey(value_hash(hmac_key, value), None if is_secret else value,
                                       is_secret, release=release, prior=prior)
         for kp, raw in desired.volatile.items():
             value = materialize(raw)[0]
             current = editor.get(doc, kp)
+            before = previous.owned.get(keypath_str(kp)) if previous else None
+            if before is not None:
+                release, prior = before.release, before.prior
+            else:  # a client's own stamp (Cline's updatedAt): the user's is given back too
+                release, prior = _adopt(current, value, False, key, hmac_key, priors)
             if changed or current is MISSING or text is None:
                 do_set(kp, value, False)
                 current = value
             owned[keypath_str(kp)] = OwnedKey(value_hash(hmac_key, current), current,
-                                              False, volatile=True)
+                                              False, volatile=True, release=release,
+                                              prior=prior)
 
     # keys owned last time and no longer desired
     if previous:
@@ -255,7 +270,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
                     skeleton.append(kp_text)
                 continue
             _release(editor, doc, keypath_parse(kp_text), previous.owned[kp_text], hmac_key,
-                     changes)
+                     changes, kept, priors)
     if not owned:  # taosync leaves this file: take back the skeleton it filled in too
         for kp_text in skeleton:
             kp = keypath_parse(kp_text)
@@ -281,7 +296,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
             secret=holds_secret)
     clients = desired.clients if desired else previous.clients
     return FilePlan(path, real, fmt, clients, text, new_text, changes, new_state,
-                    holds_secret, mode, sensitive)
+                    holds_secret, mode, sensitive, kept=kept)
 
 
 def _same_as_written(current: Any, owned: OwnedKey | None, hmac_key: bytes) -> bool:
@@ -290,30 +305,53 @@ def _same_as_written(current: Any, owned: OwnedKey | None, hmac_key: bytes) -> b
             and value_hash(hmac_key, current) == owned.hash)
 
 
-def _adopt(current: Any, value: Any, is_secret: bool, key: Secret | None) -> tuple[str, Any]:
-    """How to release a key taosync takes over now, given what the file holds."""
+def _adopt(current: Any, value: Any, is_secret: bool, key: Secret | None, hmac_key: bytes,
+           priors: Priors) -> tuple[str, Any]:
+    """How to release a key taosync takes over now, given what the file holds: delete
+    (nothing there), keep (the very value), or restore the user's value — kept in the
+    state when it holds no secret, else in ``priors`` by its keyed hash."""
     if current is MISSING:
         return "delete", None
     if is_secret or (key is not None and key.found_in(current)):
-        same = canonical(current) == canonical(value)
-        return ("keep" if same else "delete"), None  # a secret is never stored
+        if canonical(current) == canonical(value):
+            return "keep", None
+        digest = value_hash(hmac_key, current)
+        priors.add(digest, current)
+        return RESTORE_SECRET, digest
     return "restore", current
 
 
+#: FilePlan.kept reasons
+EDITED = "changed since taosync wrote it; left as it is"
+NO_PRIOR = "its earlier value is gone from taosync's priors.json; left as it is"
+
+
 def _release(editor, doc, kp: KeyPath, owned: OwnedKey, hmac_key: bytes,
-             changes: list[KeyChange]) -> None:
-    """Give back a key taosync owned and no longer wants: restore the user's earlier
-    value, or delete it — but leave it alone if someone changed it since taosync wrote it."""
+             changes: list[KeyChange], kept: dict[str, str], priors: Priors) -> None:
+    """Give back a key taosync owned and no longer wants, judged by this key alone
+    (whatever else the client rewrote in the file): while it holds what taosync wrote,
+    restore the user's earlier value or delete it when there was none; a key someone
+    changed since is theirs and stays (noted in ``kept``). A client's stamp taosync
+    added (a volatile key with nothing before) goes with the keys it stamped."""
     kp_text = keypath_str(kp)
     current = editor.get(doc, kp)
     if current is MISSING or owned.release == "keep":
         return
-    if not owned.volatile and value_hash(hmac_key, current) != owned.hash:
-        return  # edited after taosync wrote it: the edit is the user's now
-    if owned.release == "restore":
-        if canonical(current) != canonical(owned.prior):
-            editor.set(doc, kp, owned.prior)
-            changes.append(KeyChange(kp_text, "set", current, owned.prior, owned.secret))
+    edited = value_hash(hmac_key, current) != owned.hash
+    if edited and not (owned.volatile and owned.release == "delete"):
+        if not owned.volatile:  # a client's stamp moving on is no news
+            kept[kp_text] = EDITED
+        return
+    prior = owned.prior
+    if owned.release == RESTORE_SECRET:
+        prior = priors.get(owned.prior, MISSING)
+        if prior is MISSING or value_hash(hmac_key, prior) != owned.prior:
+            kept[kp_text] = NO_PRIOR
+            return
+    if owned.release in ("restore", RESTORE_SECRET):
+        if canonical(current) != canonical(prior):
+            editor.set(doc, kp, prior)
+            changes.append(KeyChange(kp_text, "set", current, prior, owned.secret))
     elif editor.delete(doc, kp):
         changes.append(KeyChange(kp_text, "delete", current, MISSING, owned.secret))
 
@@ -383,9 +421,12 @@ def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,
             continue
         try:
             plan.files.append(plan_file(desired.get(p), previous, Path(p), key, hmac_key,
-                                        no_key, forget))
+                                        no_key, forget, state.priors))
         except BadInput as exc:  # plan the others too: every broken file in one run
             unusable.append(exc)
+    # remembered for rollback, redo and destroy (hands off even without a fleet)
+    rendered = {patch.client for patch in patches}
+    state.forgotten = sorted((set(state.forgotten) | set(released)) - rendered)
     if len(unusable) == 1:
         raise unusable[0]
     if unusable:

@@ -15,6 +15,10 @@ from the records themselves, so nothing else needs keeping in step:
   re-asserts after it.
 
 Every rollback and redo is itself a transaction with its own record and backups.
+
+A client set ``managed: false`` (``taosync forget``) is hands off here too: its files are
+not put back (nor forward), whatever the history holds for them — the step names them
+in ``skipped`` and the state forgets any owned keys it still had there.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from taosync.engine.plan import FilePlan, Plan, read_target
+from taosync.engine.plan import FilePlan, Plan, read_target, released_file
 from taosync.engine.state import ApplyRecord, FileState, State, StateStore
 from taosync.errors import BadInput
 
@@ -66,15 +70,18 @@ class Step:
     plan: Plan
     kind: str  # rollback | redo
     undoes: list[int]
-    edited: list[Path]  # files edited since taosync last wrote them (replaced too)
+    edited: list[Path]  # files edited since taosync last wrote them that it rewrites
     source: dict[str, int]  # path → the record whose backup is put back
+    #: unmanaged client → the files of it the step leaves as they are
+    skipped: dict[str, list[str]] = field(default_factory=dict)
 
 
 def plan_step(store: StateStore, state: State, to: int | None = None,
-              redo: bool = False) -> Step:
+              redo: bool = False, unmanaged: set[str] = frozenset()) -> Step:
     """The next step: back over the newest apply in effect (or apply ``to`` and later
     ones), or forward (``redo``) over the newest rollback. A plain rollback with no apply
-    left in effect takes back the last rollback instead (a rollback of a rollback)."""
+    left in effect takes back the last rollback instead (a rollback of a rollback).
+    Files of ``unmanaged`` clients are left out (``Step.skipped``)."""
     if not state.applies:
         raise BadInput("nothing to roll back: taosync has not applied anything here yet")
     at = cursor(state)
@@ -83,7 +90,7 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
             raise BadInput("nothing to redo: no rollback since the last apply "
                            "(a new apply ends the redo chain)")
         rollback_id = at.redoable[-1]
-        return _restore(store, state, rollback_id, "redo", [rollback_id])
+        return _restore(store, state, rollback_id, "redo", [rollback_id], unmanaged)
     applies = [r.id for r in state.applies if r.kind in STEPS]
     if to is None:
         if not at.in_effect:
@@ -98,13 +105,13 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
     if not undoes:
         raise BadInput(f"apply #{to} is rolled back already; taosync rollback --redo "
                        "brings it back")
-    return _restore(store, state, to, "rollback", undoes)
+    return _restore(store, state, to, "rollback", undoes, unmanaged)
 
 
 def _restore(store: StateStore, state: State, since: int, kind: str,
-             undoes: list[int]) -> Step:
+             undoes: list[int], unmanaged: set[str] = frozenset()) -> Step:
     """Put every file touched by record ``since`` or a later one back as it was before
-    the earliest of them (its backup)."""
+    the earliest of them (its backup), but those of an ``unmanaged`` client."""
     earliest: dict[str, tuple[ApplyRecord, dict]] = {}
     for record in state.applies:
         if record.id >= since:
@@ -114,10 +121,14 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
     step = Step(Plan(), kind, undoes, [], {})
     for path_text, (record, entry) in earliest.items():
         path = Path(path_text)
-        real, current, mode = read_target(path)
         last = state.files.get(path_text)
-        if last is not None and current is not None and not last.holds(current):
-            step.edited.append(path)
+        hands_off = file_clients(entry, last) & set(unmanaged)
+        if hands_off:
+            skip_file(step.skipped, hands_off, path_text)
+            if last is not None:  # still owned: forgotten now, as apply would
+                step.plan.files.append(released_file(last))
+            continue
+        real, current, mode = read_target(path)
         if entry["backup"] is None:
             restored = None
         else:
@@ -127,6 +138,9 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
             except OSError as exc:
                 raise BadInput(f"backup {backup} of {path} cannot be read ({exc.strerror}); "
                                "nothing was restored") from None
+        if (current not in (None, restored) and last is not None
+                and not last.holds(current)):  # edits this step replaces (it writes)
+            step.edited.append(path)
         # The state as it was. Its sha256 stays that of the bytes taosync wrote then, so
         # a backup holding later hand edits (a redo) is not trusted as "byte for byte
         # what taosync left": status, plan and apply parse it again.
@@ -143,3 +157,18 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
         ))
     return step
 
+
+
+def file_clients(entry: dict, last: FileState | None) -> set[str]:
+    """Every client a history entry, its state before, and the state now name for a file."""
+    before = entry.get("before") or {}
+    return {*entry.get("clients", []), *before.get("clients", []),
+            *(last.clients if last is not None else [])}
+
+
+def skip_file(skipped: dict[str, list[str]], clients: set[str], path_text: str) -> None:
+    """Note ``path_text`` as left alone for each of ``clients`` (once each)."""
+    for client in sorted(clients):
+        paths = skipped.setdefault(client, [])
+        if path_text not in paths:
+            paths.append(path_text)

@@ -35,6 +35,9 @@ HMAC_FILE = "hmac.key"
 JOURNAL_FILE = "journal.json"
 LOCK_FILE = "lock"
 BACKUPS_DIR = "backups"
+PRIORS_FILE = "priors.json"
+#: OwnedKey.release of a key whose earlier value held a secret (kept in priors.json)
+RESTORE_SECRET = "restore-secret"
 
 
 @dataclass
@@ -44,8 +47,9 @@ class OwnedKey:
     secret: bool = False
     volatile: bool = False
     #: what to do when taosync stops owning the key: "delete" (it was not there),
-    #: "restore" ``prior`` (the user's value before taosync took it), or "keep" (the
-    #: user already had this very value, and it holds a secret we never store)
+    #: "restore" ``prior`` (the user's value before taosync took it), "restore-secret"
+    #: (the user's value held a secret: ``prior`` is its keyed hash, the value itself is
+    #: in priors.json, never here), or "keep" (the user already had this very value)
     release: str = "delete"
     prior: Any = None
 
@@ -122,6 +126,42 @@ def prune_history(records: list[ApplyRecord]) -> tuple[list[ApplyRecord], list[A
     return kept, records[:start] + [r for r in records[start:] if r.id in too_many]
 
 
+class Priors:
+    """The user's own values at keys taosync took over where they held a secret (their
+    own key, an MCP token), by keyed hash, so destroy and ``enabled: false`` can give
+    them back. They live in priors.json (0600, beside the backups, which hold the same
+    files whole), never in state.json: the state shows nobody a secret. Read lazily."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = path
+        #: values taken over by the plans made since the load (saved if referenced)
+        self.new: dict[str, Any] = {}
+        self._saved: dict[str, Any] | None = None
+
+    def saved(self) -> dict[str, Any]:
+        """What priors.json holds (empty when absent or unreadable)."""
+        if self._saved is None:
+            self._saved = {}
+            if self.path is not None:
+                try:
+                    data = json.loads(current().read_bytes(self.path).decode("utf-8"))
+                except (OSError, ValueError):
+                    data = {}
+                self._saved = data if isinstance(data, dict) else {}
+        return self._saved
+
+    def forget_saved(self) -> None:
+        self._saved = None
+
+    def add(self, digest: str, value: Any) -> None:
+        self.new[digest] = value
+
+    def get(self, digest: str, default: Any = None) -> Any:
+        if digest in self.new:
+            return self.new[digest]
+        return self.saved().get(digest, default)
+
+
 @dataclass
 class State:
     version: int = STATE_VERSION
@@ -138,6 +178,23 @@ class State:
     #: route → {model, preferred, reason, since, healthy}: the choice of each route with
     #: candidates as the last apply rendered it (taosync.verify.routing)
     routes: dict[str, dict] = field(default_factory=dict)
+    #: clients set ``managed: false`` as the last write saw them: rollback, redo and
+    #: destroy leave their files alone even when fleet.yaml cannot be loaded
+    forgotten: list[str] = field(default_factory=list)
+    #: the user's earlier secret values (priors.json, not part of state.json)
+    priors: Priors = field(default_factory=Priors, compare=False, repr=False)
+
+    def prior_refs(self) -> set[str]:
+        """The priors.json entries still needed: those of owned keys now and of the state
+        entries the history can put back (a rollback restores them)."""
+        refs = {o.prior for f in self.files.values() for o in f.owned.values()
+                if o.release == RESTORE_SECRET}
+        for record in self.applies:
+            for entry in record.files:
+                for o in ((entry.get("before") or {}).get("owned") or {}).values():
+                    if o.get("release") == RESTORE_SECRET:
+                        refs.add(o.get("prior"))
+        return refs
 
     def remember_dirs(self, dirs) -> None:
         """Add directories taosync just created (kept in creation order, once each)."""
@@ -171,6 +228,7 @@ class State:
             "secrets": self.remembered_secrets(),
             "made_dirs": self.made_dirs,
             **({"routes": self.routes} if self.routes else {}),
+            **({"forgotten": sorted(self.forgotten)} if self.forgotten else {}),
         }
 
     @classmethod
@@ -190,6 +248,8 @@ class State:
             made_dirs=[_expect(d, str, "made_dirs[]")
                        for d in _expect(data.get("made_dirs", []), list, "made_dirs")],
             routes=_route_choices(data.get("routes", {})),
+            forgotten=[_expect(c, str, "forgotten[]")
+                       for c in _expect(data.get("forgotten", []), list, "forgotten")],
         )
         if not _render_cache_ok(state.inputs):
             state.inputs = {}  # only a cache: a damaged one is a miss, rendered afresh
@@ -315,6 +375,13 @@ class StateStore:
         self._hmac_ephemeral = False
         #: directories ensure() created, remembered in the state at the next save
         self._made: list[Path] = []
+        #: one for every state loaded here: a plan made against an earlier load (before
+        #: the lock) hands its priors to the state saved (after it)
+        self.priors = Priors(self.root / PRIORS_FILE)
+
+    def _priors(self) -> "Priors":
+        self.priors.forget_saved()  # read again: another process may have saved since
+        return self.priors
 
     @property
     def state_path(self) -> Path:
@@ -327,6 +394,10 @@ class StateStore:
     @property
     def lock_path(self) -> Path:
         return self.root / LOCK_FILE
+
+    @property
+    def priors_path(self) -> Path:
+        return self.root / PRIORS_FILE
 
     @property
     def system(self):
@@ -347,10 +418,12 @@ class StateStore:
             raw = self.system.read_bytes(self.state_path)
         except FileNotFoundError:
             self.digest = None
-            return State()
+            return State(priors=self._priors())
         self.digest = sha256_bytes(raw)
         try:
-            return State.from_json(json.loads(raw.decode("utf-8")))
+            state = State.from_json(json.loads(raw.decode("utf-8")))
+            state.priors = self._priors()
+            return state
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             from taosync.errors import BadInput
 
@@ -361,9 +434,24 @@ class StateStore:
     def save(self, state: State) -> None:
         self.ensure()
         state.remember_dirs(self._made)
+        self._save_priors(state)  # first: the state about to be saved refers to them
         # compact: the C encoder (indent= falls back to Python, ~5× slower at any size)
         data = json.dumps(state.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n"
         write_private(self.state_path, data.encode("utf-8"))
+
+    def _save_priors(self, state: State) -> None:
+        """priors.json as ``state`` needs it: the values it refers to, no others (a
+        prior goes once no owned key and no kept history entry names it)."""
+        saved = state.priors.saved()
+        refs = state.prior_refs()
+        wanted = {h: v for h, v in {**saved, **state.priors.new}.items() if h in refs}
+        if wanted == saved:
+            return
+        if wanted:
+            write_private(self.priors_path, json.dumps(wanted, ensure_ascii=False).encode())
+        else:
+            self.system.remove(self.priors_path)
+        state.priors._saved, state.priors.new = wanted, {}
 
     def hmac_key(self, create: bool = True) -> bytes:
         """The per-machine hashing key; without ``create`` a missing one is made up in
