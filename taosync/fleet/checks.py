@@ -203,9 +203,13 @@ class CrossChecks:
             if isinstance(parts, str):
                 self.error(path, parts)
                 continue
-            if not self.resolve_key or text in self.mcp_secrets:
+            if text in self.mcp_secrets:
                 continue
             prefix, ref, suffix = parts
+            if not self.resolve_mcp:  # as --no-key renders the key: a placeholder
+                self.mcp_secrets[text] = McpSecret(text, prefix, ref, suffix, Secret(
+                    _secrets.NO_KEY_VALUE, "not resolved"))
+                continue
             try:
                 resolved = _secrets.resolve(ref, environ=self.environ, home=self.home,
                                             timeout=timeout)
