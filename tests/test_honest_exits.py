@@ -163,3 +163,59 @@ def test_doctor_with_neither_secret_reports_both_and_checks_the_files(home, flee
     assert f"{fleet}:4:8: cannot resolve ${{env:TAOTOKEN_API_KEY}}" in r.stdout
     assert f"{fleet}:{GITHUB_AT}: cannot resolve ${{env:GITHUB_TOKEN}}" in r.stdout
     assert "~/.claude.json" in r.stdout and "parses, 0600" in r.stdout
+
+
+# ----------------------------------------------------------- internal error: 70
+
+#: run taosync as its entry point with one internal function made to raise: a bug whose
+#: message holds the key and an MCP secret
+CRASH = """\
+import os, sys
+import taosync.pipeline
+def broken(*args, **kwargs):
+    raise {error}("broken: " + os.environ["TAOTOKEN_API_KEY"] + " " + os.environ["GITHUB_TOKEN"])
+taosync.pipeline.make_plan = broken
+from taosync.__main__ import main
+main()
+"""
+MESSAGE = ("taosync: internal error: RuntimeError: please report it (run again with -v "
+           "for the traceback)")
+
+
+def test_an_internal_error_exits_70_with_one_line(home, fleet, env):
+    r = taosync(home, fleet, "plan", "--check", env=env, script=CRASH.format(error="RuntimeError"))
+    no_crash(r)
+    assert r.returncode == 70
+    assert r.stderr.strip() == MESSAGE and r.stdout == ""
+
+
+def test_an_internal_error_shows_its_traceback_with_v_redacted(home, fleet, env):
+    r = taosync(home, fleet, "plan", "-v", env=env, script=CRASH.format(error="RuntimeError"))
+    assert r.returncode == 70
+    assert "Traceback (most recent call last)" in r.stderr and "RuntimeError: broken:" in r.stderr
+    assert r.stderr.strip().endswith("taosync: internal error: RuntimeError: please report it, "
+                                     "with the traceback above")
+    no_secret(r.stdout, r.stderr)
+
+
+def test_an_internal_error_keeps_the_json_contract(home, fleet, env):
+    r = taosync(home, fleet, "status", "--json", env=env,
+                script=CRASH.format(error="RuntimeError").replace("make_plan", "prepare"))
+    no_crash(r)
+    data = json.loads(r.stdout)
+    assert r.returncode == 70 and data["exit_code"] == 70 and data["ok"] is False
+    assert data["error"] == MESSAGE.removeprefix("taosync: ")
+    assert [p["message"] for p in data["problems"]] == [data["error"]]
+
+
+@pytest.mark.parametrize("error, rc", [("KeyboardInterrupt", 130), ("BrokenPipeError", 0)])
+def test_interrupt_and_a_closed_pipe_keep_their_codes(home, fleet, env, error, rc):
+    r = taosync(home, fleet, "plan", env=env, script=CRASH.format(error=error))
+    assert r.returncode == rc
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+
+
+def test_every_help_lists_the_internal_error_code(home, fleet, env):
+    r = taosync(home, fleet, "plan", "--help", env=env)
+    codes = r.stdout.split("Exit codes:")[1].split("Example:")[0]
+    assert "  70  internal error" in codes

@@ -28,6 +28,17 @@ class SecretError(Exception):
     """A key reference that cannot be resolved. The message never holds the value."""
 
 
+#: the value of every Secret this process made, so a crash report can hide each one
+#: even when it happens before the run's :class:`Redactor` knows them (:func:`made`)
+_MADE: set[str] = set()
+
+
+def made() -> list[str]:
+    """Every value a :class:`Secret` was made with in this process (the key, MCP secrets,
+    the user's tokens read from client files), for a last-resort :class:`Redactor`."""
+    return sorted(_MADE)
+
+
 class Secret:
     """A resolved key. Prints as ``sk-…ab12``; ``reveal()`` is the only way to the value."""
 
@@ -36,6 +47,7 @@ class Secret:
     def __init__(self, value: str, source: str = "literal") -> None:
         self._value = value
         self.source = source
+        _MADE.add(value)
 
     def reveal(self) -> str:
         return self._value
