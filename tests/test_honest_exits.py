@@ -219,3 +219,56 @@ def test_every_help_lists_the_internal_error_code(home, fleet, env):
     r = taosync(home, fleet, "plan", "--help", env=env)
     codes = r.stdout.split("Exit codes:")[1].split("Example:")[0]
     assert "  70  internal error" in codes
+
+
+# ----------------------------------------------------------- shell-style variables
+
+@pytest.mark.parametrize("value", ["$TAOTOKEN_API_KEY", "${TAOTOKEN_API_KEY}",
+                                   "{env:TAOTOKEN_API_KEY}", "$env:TAOTOKEN_API_KEY"])
+@pytest.mark.parametrize("command", [("validate",), ("validate", "--no-key"),
+                                     ("apply", "--no-verify")], ids=" ".join)
+def test_a_shell_style_key_is_a_located_error(home, fleet, env, value, command):
+    fleet.write_text(FLEET.replace("KEY", f'"{value}"'))
+    r = taosync(home, fleet, *command, env=env)
+    no_crash(r)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"{fleet}:4:8: gateway.key: {value} is not expanded" in r.stderr
+    assert "did you mean `${env:TAOTOKEN_API_KEY}`?" in r.stderr
+    assert not any(home.iterdir())
+
+
+@pytest.mark.parametrize("field, name, value, at", [
+    ("env", "GITHUB_TOKEN", "$GITHUB_TOKEN", GITHUB_AT),
+    ("env", "GITHUB_TOKEN", "${GITHUB_TOKEN}", GITHUB_AT),
+    ("env", "GITHUB_TOKEN", "{env:GITHUB_TOKEN}", GITHUB_AT),
+    ("headers", "GITHUB_TOKEN", "Bearer ${GITHUB_TOKEN}", HEADER_AT),
+    ("headers", "GITHUB_TOKEN", "Bearer $GITHUB_TOKEN", HEADER_AT),
+    ("headers", "GH", "Bearer {env:GH}", HEADER_AT),  # a secret by the header's name
+])
+def test_a_shell_style_mcp_secret_is_a_located_error(home, fleet, env, field, name, value, at):
+    old = "${env:GITHUB_TOKEN}" if field == "env" else "Bearer ${env:GITHUB_TOKEN}"
+    text = FLEET.replace("KEY", "${env:TAOTOKEN_API_KEY}")
+    head, tail = text.split(f"    {field}:\n", 1)
+    fleet.write_text(head + f"    {field}:\n" + tail.replace(old, f'"{value}"', 1))
+    path = ("mcp_servers.github.env.GITHUB_TOKEN" if field == "env"
+            else "mcp_servers.remote.headers.Authorization")
+    for command in (("validate", "--no-key"), ("apply", "--no-verify")):
+        r = taosync(home, fleet, *command, env=env)
+        no_crash(r)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert f"{fleet}:{at}: {path}: reads {name} as a shell would" in r.stderr, r.stderr
+        assert f"did you mean `${{env:{name}}}`?" in r.stderr
+    assert not any(home.iterdir())
+
+
+def test_other_dollars_in_mcp_values_are_kept(home, fleet, env):
+    """``$`` that is no secret's variable stays as written: ``${HOME}`` under a plain name
+    (README: written as it is), ``$HOME`` in args, a literal password holding a ``$``."""
+    fleet.write_text(FLEET.replace("KEY", "${env:TAOTOKEN_API_KEY}").replace(
+        "      HOME_DIR: ${HOME}\n", "      HOME_DIR: ${HOME}\n      DB_PASSWORD: pa$sw0rd$\n"))
+    r = taosync(home, fleet, "apply", "--no-verify", env=env)
+    no_crash(r)
+    assert r.returncode == 0, r.stderr
+    server = json.loads((home / ".claude.json").read_text())["mcpServers"]["github"]
+    assert server["env"]["HOME_DIR"] == "${HOME}" and server["env"]["DB_PASSWORD"] == "pa$sw0rd$"
+    assert server["args"] == ["-y", "--token-file=$HOME/x"]
