@@ -221,6 +221,20 @@ def test_every_help_lists_the_internal_error_code(home, fleet, env):
     assert "  70  internal error" in codes
 
 
+@pytest.mark.parametrize("args", [("status",), ("plan", "--check"), ("apply", "--no-verify")],
+                         ids=" ".join)
+def test_a_fast_path_crash_gets_the_full_paths_answer(home, fleet, env, args):
+    """The no-op shortcut failing (here: a state.json cut off inside a list, which the C
+    JSON scanner of Python 3.11 the fast path drives answers with a SystemError) is no
+    answer: the full path gives the real one — state.json is damaged, exit 2."""
+    assert taosync(home, fleet, "apply", "--no-verify", env=env).returncode == 0
+    state = home / ".local/state/taosync/state.json"
+    state.write_text('{"applies": [1, 2')
+    r = taosync(home, fleet, *args, env=env)
+    no_crash(r)
+    assert r.returncode == 2 and f"{state} is damaged" in r.stderr, r.stderr
+
+
 # ----------------------------------------------------------- shell-style variables
 
 @pytest.mark.parametrize("value", ["$TAOTOKEN_API_KEY", "${TAOTOKEN_API_KEY}",
