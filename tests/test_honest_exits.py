@@ -1,8 +1,9 @@
 """Exit codes stay honest (issue 22, build items 4 and 7; "Crashes that read as answers",
 "Small lies"): a crash is exit 70 with one line, never 1 ("changes pending" to
-``plan --check``) nor a traceback; ``--no-key`` and ``doctor`` treat an MCP secret as
-they treat the key; a shell-style variable (``$NAME``, ``${NAME}``, ``{env:NAME}``) as the
-key or an MCP secret is a located error, not a literal key in every client.
+``plan --check``) nor a traceback, and a crash of the no-op fast path hands over to the
+full path; ``--no-key`` and ``doctor`` treat an MCP secret as they treat the key; a
+shell-style variable (``$NAME``, ``${NAME}``, ``{env:NAME}``) as the key or an MCP secret
+is a located error, not a literal key in every client.
 
 Every run here is a real ``python -m taosync`` process (the fast path runs only there),
 in a temporary ``--home``."""
