@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from taosync import __version__
-from taosync.errors import TaosyncError
+from taosync.errors import INTERNAL_ERROR, TaosyncError
 from taosync.settings import common_options, reset
 
 #: command name → "module:attribute"; aliases point at the same command
@@ -64,9 +64,11 @@ HELP = {
 }
 
 #: what each exit code means per command (DESIGN.md: 0 ok · 1 the job found a problem ·
-#: 2 bad input · 3 could not write), and one example; shown at the end of every --help
+#: 2 bad input · 3 could not write; every command: 70 internal error), and one example;
+#: shown at the end of every --help
 OK, BAD, WRITE = "done", "bad input (an invalid fleet.yaml, a wrong option)", \
     "could not write; nothing was left half-written"
+INTERNAL = "internal error (a bug in taosync): please report it"
 EXIT_CODES = {
     "validate": {0: "the fleet is usable (warnings on stderr)", 2: "fleet.yaml is invalid"},
     "schema": {0: OK, 2: BAD, 3: WRITE},
@@ -123,7 +125,8 @@ EXAMPLES = {
 def help_epilog(name: str) -> str:
     """The "Exit codes" and "Example" sections of ``taosync NAME --help``."""
     name = "plan" if name == "diff" else name
-    codes = "\n".join(f"  {code}  {meaning}" for code, meaning in EXIT_CODES[name].items())
+    codes = "\n".join(f"  {code}  {meaning}" for code, meaning in
+                      {**EXIT_CODES[name], INTERNAL_ERROR: INTERNAL}.items())
     return f"\b\nExit codes:\n{codes}\n\n\b\nExample:\n  {EXAMPLES[name]}"
 
 
@@ -181,7 +184,8 @@ def main():
 
 
 def run(argv: list[str]) -> int:
-    """Run the CLI; map taosync errors to their exit codes, never a traceback for them."""
+    """Run the CLI; map taosync errors to their exit codes, never a traceback for them,
+    and any other exception (a bug) to 70, its traceback only with -v."""
     reset()
     try:
         rc = main.main(args=argv, prog_name="taosync", standalone_mode=False)
@@ -208,4 +212,9 @@ def run(argv: list[str]) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug: its own exit code, a one-line report, no traceback
+        from taosync import ui
+
+        ui.internal_error(exc)
+        return INTERNAL_ERROR
     return rc if isinstance(rc, int) else 0

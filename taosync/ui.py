@@ -197,3 +197,40 @@ def fail(exc, force_json: bool = False) -> None:
         click.echo(clean(line), err=True)
     click.echo(style("error: ", "fail") + clean(exc.message), err=True, color=current().color)
     sys.stderr.flush()
+
+
+def internal_error(exc: BaseException) -> None:
+    """Report an unexpected exception (a bug): one line on stderr naming its type, the
+    traceback only with -v; under --json the contract's object, exit code 70.
+
+    Everything goes through the run's redactor and, as a last resort, one that knows
+    every Secret this process made: the exception's text (and the traceback's) may hold
+    a secret even when it happens before the run's redactor knew of it."""
+    import traceback
+
+    from taosync.errors import INTERNAL_ERROR
+    from taosync.fleet.secrets import Redactor, made
+
+    last_resort = Redactor()
+    last_resort.add(made())
+
+    def scrub(text: str) -> str:
+        return last_resort.scrub(clean(text))
+
+    s = current()
+    name = type(exc).__qualname__
+    if s.verbosity > 0:
+        trace = "".join(traceback.format_exception(exc))
+        click.echo(scrub(trace.rstrip("\n")), err=True)
+        message = f"internal error: {name}: please report it, with the traceback above"
+    else:
+        message = (f"internal error: {name}: please report it (run again with -v for the "
+                   "traceback)")
+    if s.json:
+        emit_json({"ok": False, "error": scrub(message),
+                   "problems": [{"file": None, "line": None, "column": None, "path": None,
+                                 "message": scrub(message), "severity": "error"}],
+                   "details": []}, exit_code=INTERNAL_ERROR)
+        return
+    click.echo("taosync: " + scrub(message), err=True)
+    sys.stderr.flush()

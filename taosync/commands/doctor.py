@@ -1,7 +1,8 @@
 """``taosync doctor``: what to check before blaming the gateway, section by section, each
 line ok / warning / error (as ``chezmoi doctor`` prints them):
 
-* fleet: fleet.yaml loads, the key resolves;
+* fleet: fleet.yaml loads, the key and each MCP secret resolve (one that does not is an
+  error line at its YAML path and line; the rest runs without it, as ``--no-key`` does);
 * state: the last apply, drift from it, a journal an interrupted apply left, the lock;
 * targets: each client file parses, is 0600 where it holds the key, and is not (through a
   symlink) inside a git work tree where the key would be one commit from a push;
@@ -385,28 +386,44 @@ def modeline_checks(path: Path, text: str) -> list[Check]:
 
 def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int, Any]:
     """(loaded or None, checks, exit code floor, the error that made the fleet unusable
-    or None: --json reports it as the run's error)."""
+    or None: --json reports it as the run's error).
+
+    A secret that cannot be resolved (the key, an MCP ``env``/``headers`` secret) is an
+    error line at its own YAML path and fleet.yaml line; the fleet is then loaded
+    without it (rendered as ``--no-key`` renders it), so every other check still runs —
+    with the key itself when only MCP secrets failed."""
     from taosync.errors import TaosyncError
     from taosync.fleet.load import load_fleet
 
     path = s.config_path()
+    failed: list[Check] = []
     try:
         loaded = load_fleet(path, home=s.home_dir, environ=environ)
     except TaosyncError as first:
-        try:
-            loaded = load_fleet(path, home=s.home_dir, environ=environ, resolve_key=False)
-        except TaosyncError as exc:
-            details = [p.message for p in getattr(exc, "problems", [])][:3] or [exc.message]
+        problems = list(getattr(first, "problems", None) or [])
+        failed = [Check("fleet", p.yaml_path or "gateway.key", "fail", _located(p))
+                  for p in problems] or [Check("fleet", "gateway.key", "fail", first.message)]
+        key_resolves = bool(problems) and all(p.yaml_path != "gateway.key" for p in problems)
+        loaded = None
+        for resolve_key in ((True, False) if key_resolves else (False,)):
+            try:
+                loaded = load_fleet(path, home=s.home_dir, environ=environ,
+                                    resolve_key=resolve_key, resolve_mcp=False)
+                break
+            except TaosyncError as exc:
+                unusable = exc
+        if loaded is None:
+            details = [p.message for p in getattr(unusable, "problems", [])][:3] \
+                or [unusable.message]
             return None, [Check("fleet", str(path), "fail",
                                 f"cannot be used: {'; '.join(details)} (`taosync validate`)")], \
-                2, exc
-        why = "; ".join(p.message for p in getattr(first, "problems", [])) or first.message
-        return loaded, [Check("fleet", "gateway.key", "fail", why)], 1, None
+                2, unusable
     key = loaded.key
     checks = [Check("fleet", str(path), "ok",
                     f"{len(loaded.fleet.models)} model(s), "
                     f"{len(loaded.fleet.enabled_clients())} client(s)")]
     checks += modeline_checks(Path(path), loaded.text)
+    checks += failed
     if key is not None:
         from taosync.verify.diagnose import key_problem
 
@@ -414,7 +431,13 @@ def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int, An
         checks.append(Check("fleet", "gateway.key", "warn" if problem else "ok",
                             f"{key.redacted()} from {loaded.key_ref.describe()}"
                             + (f": the key {problem}" if problem else "")))
-    return loaded, checks, 0, None
+    return loaded, checks, 1 if failed else 0, None
+
+
+def _located(problem: Any) -> str:
+    """A fleet problem as a check's detail: ``FILE:LINE:COL: message``."""
+    where = f"{problem.file}:{problem.line}:{problem.column}" if problem.line else problem.file
+    return f"{where}: {problem.message}"
 
 
 def gateway_is_private(fleet: Any) -> bool:

@@ -10,7 +10,8 @@ from typing import Iterable
 from taosync.fleet import secrets as _secrets
 from taosync.fleet.secrets import Secret, SecretError, parse_reference
 from taosync.fleet.schema import client_entries
-from taosync.fleet.logic import SLOT, SLOT_LIST, SLOT_MAP, FLEET_REFERENCE, McpSecret, mcp_secret_values
+from taosync.fleet.logic import (FLEET_REFERENCE, MCP_SECRET_FIELDS, SLOT, SLOT_LIST, SLOT_MAP,
+                                  McpSecret, mcp_secret_values)
 from taosync.fleet.problems import PathT, Problem, closest, did_you_mean
 from taosync.fleet.schema_errors import _URL_FIELDS
 
@@ -174,6 +175,11 @@ class CrossChecks:
         ref = parse_reference(raw)
         self.key_ref = ref
         if ref.kind == "literal":
+            name = _secrets.shell_style_variable(raw)
+            if name is not None:
+                self.error(path, f"{raw.strip()} is not expanded: taosync would write these "
+                           f"characters as the key; did you mean `${{env:{name}}}`?")
+                return
             if "${" in raw:
                 self.error(path, "not a key reference taosync knows; write ${env:NAME}, "
                            "${file:PATH}, ${cmd:COMMAND} or ${shell:COMMAND}")
@@ -199,13 +205,21 @@ class CrossChecks:
         """Resolve each key reference in an MCP ``env``/``headers`` value, as the key is:
         one that cannot be resolved is a located error (nothing is written)."""
         timeout = self.key_timeout if self.key_timeout is not None else _secrets.CMD_TIMEOUT
+        for path, name in shell_style_mcp_secrets(data.get("mcp_servers")):
+            self.error(path, f"reads {name} as a shell would, and taosync expands no such "
+                       f"form (nor do most clients here): the server would get the "
+                       f"characters themselves as its secret; did you mean `${{env:{name}}}`?")
         for path, text, parts in mcp_secret_values(data.get("mcp_servers")):
             if isinstance(parts, str):
                 self.error(path, parts)
                 continue
-            if not self.resolve_key or text in self.mcp_secrets:
+            if text in self.mcp_secrets:
                 continue
             prefix, ref, suffix = parts
+            if not self.resolve_mcp:  # as --no-key renders the key: a placeholder
+                self.mcp_secrets[text] = McpSecret(text, prefix, ref, suffix, Secret(
+                    _secrets.NO_KEY_VALUE, "not resolved"))
+                continue
             try:
                 resolved = _secrets.resolve(ref, environ=self.environ, home=self.home,
                                             timeout=timeout)
@@ -223,7 +237,8 @@ class CrossChecks:
         values: list[Secret] = list(self.mcp_secrets.values())
         if self.key is not None:
             values.append(self.key)
-        if self.key_ref is not None and self.key_ref.kind == "literal":
+        if self.key_ref is not None and self.key_ref.kind == "literal" \
+                and _secrets.shell_style_variable(self.key_ref.arg) is None:  # not a key
             values.append(Secret(self.key_ref.arg.strip()))
         values = [v for v in values if len(v.reveal()) >= 8]
         if not values:
@@ -243,6 +258,30 @@ def fleet_reference_names(model_ids: Iterable[str], route_names: Iterable[str]) 
     return (["gateway.base_url", "gateway.key", "gateway.anthropic_base_url",
              "gateway.openai_base_url", "default_route"]
             + [f"routes.{r}" for r in route_names] + [f"models.{m}" for m in model_ids])
+
+
+def shell_style_mcp_secrets(servers):
+    """(path, NAME) for each MCP ``env``/``headers`` value that reads a variable in a
+    form taosync does not expand (``$NAME``, ``${NAME}``, ``{env:NAME}``: see
+    :func:`~taosync.fleet.secrets.shell_style_variable`), when it is a secret: its own name
+    or the variable's looks like one (``Authorization``, ``GITHUB_TOKEN``). Any other
+    ``${…}`` (``HOME_DIR: ${HOME}``) is written as it is, as README promises."""
+    if not isinstance(servers, dict):
+        return
+    for server_name, server in servers.items():
+        if not isinstance(server, dict):
+            continue
+        for field in MCP_SECRET_FIELDS:
+            values = server.get(field)
+            if not isinstance(values, dict):
+                continue
+            for var, text in values.items():
+                if not isinstance(text, str):
+                    continue
+                name = _secrets.shell_style_variable(text, whole=False)
+                if name is not None and (_secrets.SECRET_NAME.search(str(var))
+                                         or _secrets.SECRET_NAME.search(name)):
+                    yield ("mcp_servers", server_name, field, var), name
 
 
 def _client_options(clients: dict):

@@ -115,14 +115,19 @@ class Loaded:
 
 def load_fleet(path: Path, *, home: Path, environ: Mapping[str, str] | None = None,
                resolve_key: bool = True, model: bool = True,
-               key_timeout: float | None = None) -> Loaded:
+               key_timeout: float | None = None, resolve_mcp: bool | None = None) -> Loaded:
     """Load, check and (by default) resolve fleet.yaml; raise :class:`FleetInvalid`.
 
     ``home`` is what ``~`` means in ``${file:~/…}`` (``--home``). ``model=False`` skips
     building the typed fleet (``taosync validate`` needs only the checks).
+    ``resolve_mcp`` (default: as ``resolve_key``): resolve the MCP secrets; when not,
+    each renders as the ``--no-key`` placeholder (doctor resolves the key alone when
+    only an MCP secret fails).
     """
     return _Loader(Path(path), home=home, environ=environ, resolve_key=resolve_key,
-                   key_timeout=key_timeout).run(build_model=model)
+                   key_timeout=key_timeout,
+                   resolve_mcp=resolve_key if resolve_mcp is None else resolve_mcp,
+                   ).run(build_model=model)
 
 
 # -- the pipeline -------------------------------------------------------------------
@@ -132,12 +137,13 @@ class _Loader(Includes, YamlSource, SchemaErrors, CrossChecks):
     """One load of one fleet.yaml: the steps in order, and what they found."""
 
     def __init__(self, path: Path, *, home: Path, environ, resolve_key: bool,
-                 key_timeout: float | None) -> None:
+                 key_timeout: float | None, resolve_mcp: bool | None = None) -> None:
         self.path = path
         self.file = str(path)
         self.home = home
         self.environ = environ
         self.resolve_key = resolve_key
+        self.resolve_mcp = resolve_key if resolve_mcp is None else resolve_mcp
         self.key_timeout = key_timeout
         self.root: Any = None  # the ruamel round-trip tree (positions), parsed when needed
         self.fast = False  # converting the safe loader's tree (no positions) right now

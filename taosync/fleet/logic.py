@@ -16,7 +16,8 @@ from taosync.fleet.secrets import Reference, Secret, parse_reference
 
 #: ``${gateway.base_url}``, ``${gateway.key}``, ``${routes.fast}`` … inside MCP values.
 #: Anything else in ``${…}`` (``${HOME}``, ``${VAR:-x}``) is written as it is; clients.md records
-#: a client expanding it only for Claude Code's project ``.mcp.json``.
+#: Gemini CLI and Qwen Code expanding it in settings.json, Claude Code only in a project's
+#: ``.mcp.json``, the others not at all (so in a secret's value it is an error: fleet/checks.py).
 FLEET_REFERENCE = re.compile(r"\$\{((?:gateway|routes|models)\.[^}]*|default_route)\}")
 
 #: a key reference (``${env:…}``, ``${file:…}``, ``${cmd:…}``, ``${shell:…}``) inside a value

@@ -33,6 +33,17 @@ class SecretError(Exception):
 STAND_IN = "stand-in"
 
 
+#: the value of every Secret this process made, so a crash report can hide each one
+#: even when it happens before the run's :class:`Redactor` knows them (:func:`made`)
+_MADE: set[str] = set()
+
+
+def made() -> list[str]:
+    """Every value a :class:`Secret` was made with in this process (the key, MCP secrets,
+    the user's tokens read from client files), for a last-resort :class:`Redactor`."""
+    return sorted(_MADE)
+
+
 class Secret:
     """A resolved key. Prints as ``sk-…ab12``; ``reveal()`` is the only way to the value."""
 
@@ -41,6 +52,7 @@ class Secret:
     def __init__(self, value: str, source: str = "literal") -> None:
         self._value = value
         self.source = source
+        _MADE.add(value)
 
     def reveal(self) -> str:
         return self._value
@@ -120,6 +132,32 @@ def parse_reference(text: str) -> Reference:
     if not match:
         return Reference("literal", text)
     return Reference(match.group(1), match.group(2).strip())
+
+
+#: a variable written the way a shell, PowerShell or opencode would: ``$NAME``,
+#: ``${NAME}``, ``$env:NAME``, ``{env:NAME}`` — taosync expands none of them
+_SHELL_STYLE = (r"\$(?P<a>[A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_:{(])"
+                r"|\$\{(?P<b>[A-Za-z_][A-Za-z0-9_]*)\}"
+                r"|\$env:(?P<c>[A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_])"
+                r"|(?<!\$)\{env:(?P<d>[A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def shell_style_variable(text: str, *, whole: bool = True) -> str | None:
+    """NAME when ``text`` reads a variable in a form taosync does not expand (see
+    ``_SHELL_STYLE``), the user meaning ``${env:NAME}``; else None.
+
+    ``whole``: the whole value must be that form (``gateway.key``: a key is one token,
+    and a literal key may hold a ``$``). Otherwise the form may stand anywhere as a word
+    of its own (``Bearer $TOKEN``), never glued to other text (``pa$sword``)."""
+    if "$" not in text and "{env:" not in text:
+        return None
+    if whole:
+        match = re.fullmatch(_SHELL_STYLE, text.strip())
+    else:
+        match = re.search(r"(?:^|(?<=[\s\"'=]))(?:%s)(?=$|[\s\"',;])" % _SHELL_STYLE, text)
+    if match is None:
+        return None
+    return next(v for v in match.group("a", "b", "c", "d") if v)
 
 
 def resolve(ref: Reference, *, environ=None, home: Path | None = None,
