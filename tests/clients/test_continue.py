@@ -195,9 +195,14 @@ def test_a_users_entry_moved_first_is_pending_and_verify_says_continue_uses_it(
                                    "-c", str(fleet_file)], capture_output=True, text=True)
             assert fast.returncode == 1, fast.stdout + fast.stderr
         r = taosync("status")
-        assert r.rc == 1 and "models" in r.out
+        assert r.rc == 1
+        assert (f"drift    ~/.continue/config.yaml: models: [\"{SONNET}\"] → "
+                f"[\"My Local\", \"{SONNET}\", \"My Embedder\"]") in r.out
+        r = taosync("doctor", "--local")
+        assert "drift ~/.continue/config.yaml" in r.out and "models" in r.out, r.out
         r = taosync("apply", "--no-verify")
         assert r.rc == 0, r.both
+        assert "models" in r.err  # the hand edit it undoes is named (no terminal: a warning)
         assert model_names(config) == [SONNET, "My Local", "My Embedder"]
         assert taosync("verify").rc == 0
 
