@@ -348,7 +348,7 @@ def _decide(command: str, flags: set[str], options: dict, environ):
     in_work_tree = _WorkTrees()
     for path, (clients, values, volatile) in files.items():
         _untouched(path, state["files"][path], values, volatile, hmac_key, in_work_tree)
-        lead = [kp for p in entry["patches"] if p["path"] == path for kp in p.get("lead", ())]
+        lead = [kp for p in entry["patches"] if p["path"] == path for kp in p["lead"]]
         if state["files"][path].get("lead", []) != list(dict.fromkeys(lead)):
             raise _Unsure  # engine/plan.py _untouched: the elements kept first changed
     # an "info:" note is printed with -v only (report.print_warnings), which falls through
@@ -443,6 +443,7 @@ def _check_shape(state) -> None:
                                                 for k in ("path", "format", "client"))
                     and isinstance(p.get("secret"), bool)
                     and all(pairs(p.get(k)) for k in ("values", "skeleton", "volatile"))
+                    and strings(p.get("lead"))
                     for p in inputs["patches"])
             and isinstance(state.get("secrets", []), list)
             and strings(state.get("made_dirs", []))):

@@ -223,7 +223,7 @@ def _load_patch(data: dict, key, mcp: _McpResolver):
     return Patch(Path(data["path"]), data["format"], dec(data["values"]), data["client"],
                  skeleton=dec(data["skeleton"]), volatile=dec(data["volatile"]),
                  secret=data["secret"],
-                 lead=tuple(keypath_parse(k) for k in data.get("lead", ())))
+                 lead=tuple(keypath_parse(k) for k in data["lead"]))
 
 
 def _encode(value, secret: str):

@@ -254,7 +254,8 @@ def _render_cache_ok(entry: dict) -> bool:
             and all(isinstance(p.get("path"), str) and isinstance(p.get("format"), str)
                     and isinstance(p.get("client"), str) and isinstance(p.get("secret"), bool)
                     and pairs(p.get("values")) and pairs(p.get("skeleton"))
-                    and pairs(p.get("volatile")) for p in patches))
+                    and pairs(p.get("volatile")) and all_of(p.get("lead"), str)
+                    for p in patches))
 
 
 def _apply_record(data, where: str) -> ApplyRecord:

@@ -362,3 +362,44 @@ def test_real_cn_follows_its_own_pick_over_the_order_and_verify_says_so(taosync,
         r = taosync("verify", "--only", "continue")
     assert r.rc == 1, r.both
     assert "cliSelectedModel: cn uses 'My Local'" in r.both
+
+
+def test_a_home_applied_before_taosync_led_gets_its_entries_moved_fast_path_too(
+        taosync, home, fleet_file):
+    """An upgrade: state.json and the render cache from before taosync kept its entries
+    first (no "lead" anywhere) and a file with the user's model on top. The fast path
+    (a real subprocess) must not call that in sync: plan --check exits 1, apply moves."""
+    import hashlib
+    import json
+    import subprocess
+    import sys
+
+    from contract import write_fleet
+
+    config = home / ".continue/config.yaml"
+    write(config, USERS_CONFIG)
+    write_fleet(fleet_file, "continue", {"roles": {"chat": "balanced"}})
+    assert taosync("apply", "--no-verify").rc == 0
+    text = config.read_text()
+    mine = "  - name: My Local\n    provider: ollama\n    model: llama3.1:8b\n"
+    text = text.replace(mine, "").replace("models:\n", "models:\n" + mine)
+    config.write_text(text)
+    (state_file,) = [p for p in home.rglob("state.json")]
+    state = json.loads(state_file.read_text())
+    for entry in state["files"].values():
+        entry.pop("lead", None)
+        if entry["path"] == str(config):
+            entry["sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    for patch in state.get("inputs", {}).get("patches", []):
+        patch.pop("lead", None)
+    state_file.write_text(json.dumps(state))
+
+    def cli(*argv):
+        return subprocess.run([sys.executable, "-m", "taosync", *argv, "--home", str(home),
+                               "-c", str(fleet_file)], capture_output=True, text=True)
+
+    r = cli("plan", "--check")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert cli("apply", "--no-verify").returncode == 0
+    assert model_names(config)[0] == SONNET
+    assert cli("plan", "--check").returncode == 0
