@@ -348,6 +348,9 @@ def _decide(command: str, flags: set[str], options: dict, environ):
     in_work_tree = _WorkTrees()
     for path, (clients, values, volatile) in files.items():
         _untouched(path, state["files"][path], values, volatile, hmac_key, in_work_tree)
+        lead = [kp for p in entry["patches"] if p["path"] == path for kp in p["lead"]]
+        if state["files"][path].get("lead", []) != list(dict.fromkeys(lead)):
+            raise _Unsure  # engine/plan.py _untouched: the elements kept first changed
     # an "info:" note is printed with -v only (report.print_warnings), which falls through
     warnings = [line for line in entry["warnings"] if not line.startswith("info: ")]
     out = _report(command, flags, files, home, state, sandboxed, options)
@@ -376,14 +379,16 @@ def _check_redaction(lines: list[str], secrets: list[str], hmac_key: bytes, stat
 
 
 _FILE_FIELDS = {"path": str, "format": str, "clients": list, "sha256": str, "owned": dict,
-                "created": list, "skeleton": list, "created_file": bool, "secret": bool}
+                "created": list, "skeleton": list, "created_file": bool, "secret": bool,
+                "lead": list}
 _OWNED_FIELDS = {"hash", "value", "secret", "volatile", "release", "prior"}
 
 
 def _file_ok(entry) -> bool:
     """engine/state.py FileState.from_json would take ``entry``."""
-    return (isinstance(entry, dict) and set(entry) == set(_FILE_FIELDS)
-            and all(isinstance(entry[k], t) for k, t in _FILE_FIELDS.items())
+    return (isinstance(entry, dict) and set(entry) | {"lead"} == set(_FILE_FIELDS)
+            and all(isinstance(entry.get(k, []), t) for k, t in _FILE_FIELDS.items())
+            and all(isinstance(item, str) for item in entry.get("lead", []))
             and all(isinstance(item, str) for k in ("clients", "created", "skeleton")
                     for item in entry[k])
             and all(isinstance(o, dict) and isinstance(o.get("hash"), str)
@@ -438,6 +443,7 @@ def _check_shape(state) -> None:
                                                 for k in ("path", "format", "client"))
                     and isinstance(p.get("secret"), bool)
                     and all(pairs(p.get(k)) for k in ("values", "skeleton", "volatile"))
+                    and strings(p.get("lead"))
                     for p in inputs["patches"])
             and isinstance(state.get("secrets", []), list)
             and strings(state.get("made_dirs", []))):

@@ -265,9 +265,13 @@ def test_user_files_kept_byte_for_byte_outside_owned_keys(taosync, home):
     removed, _ = removed_and_added(CONTINUE_CONFIG, text)
     assert removed == []
     assert "# my local model" in text
+    # the user's entry as it was, now after taosync's: Continue uses the first model with
+    # the chat role, and the fleet gives chat to taosync's entry
     models = load_yaml(cont)["models"]
-    assert models[0] == {"name": "Local Llama", "provider": "ollama",
-                         "model": "llama3.1:8b", "roles": ["chat"]}
+    assert models[-1] == {"name": "Local Llama", "provider": "ollama",
+                          "model": "llama3.1:8b", "roles": ["chat"]}
+    assert "chat" in models[0]["roles"] and models[0]["provider"] == "openai"
+    assert "  # my local model\n  - name: Local Llama\n" in text  # its comment moved along
 
 
 def test_symlinked_target_is_written_through_the_link(taosync, home, tmp_path):

@@ -451,3 +451,29 @@ def test_match_lookups_by_name_act_as_a_walk_of_the_list():
     # ruamel's dump of the trees (E.dump itself refuses some of these alias and merge-key
     # edits, with or without the index: "does not read back as edited")
     assert E._dump_tree(doc) == E._dump_tree(ref)
+
+
+# -- lead: elements kept first (Continue uses the first model with a role) --------------
+
+def test_lead_moves_named_elements_first_keeping_the_others_and_their_comments():
+    doc = E.parse(CONTINUE)
+    gw = ("models", Match("name", "gw-main"))
+    E.set(doc, gw + ("provider",), "openai")
+    E.set(doc, gw + ("roles",), ["chat"])
+    moved = E.lead(doc, [gw])
+    assert moved == [(("models",), ["Claude Sonnet", "Local", "gw-main"],
+                      ["gw-main", "Claude Sonnet", "Local"])]
+    assert E.lead(doc, [gw]) == []  # already first: nothing to do
+    out = E.dump(doc)
+    # the new entry's lines at the top of the list; every other byte as it was (the
+    # comments after the old last entry included)
+    assert out.replace("  - name: gw-main\n    provider: openai\n    roles:\n      - chat\n",
+                       "") == CONTINUE
+    assert out.index("models:\n  - name: gw-main\n") > 0
+
+
+def test_lead_of_an_element_that_is_absent_or_of_no_list_changes_nothing():
+    doc = E.parse(CONTINUE)
+    assert E.lead(doc, [("models", Match("name", "nope")),
+                        ("context", Match("name", "x")), ("name", Match("name", "y"))]) == []
+    assert E.dump(doc) == CONTINUE

@@ -6,6 +6,11 @@ top-level ``name``, ``version`` and ``schema: v1`` (set only where missing); ``m
 ``mcpServers`` are lists, so taosync addresses its entries by ``name``. Provider ``openai``
 with ``apiBase`` = root + ``/v1``: Continue appends ``/`` then ``chat/completions``.
 
+Continue uses, for each role, the first entry of ``models`` that has it (no ``roles``:
+chat, edit, apply, summarize); ``cn`` takes the chat one unless ``/model`` picked another
+(``cliSelectedModel`` in ``index/globalContext.json``). So taosync keeps its entries
+first in ``models`` (:attr:`Patch.lead`), and ``verify`` reads which entry wins.
+
 ``${{ secrets.NAME }}`` is resolved from the process environment and
 ``$CONTINUE_GLOBAL_DIR/.env``; with ``secrets: reference`` config.yaml holds only that
 template and the key goes into ``.env`` (mode 0600), so config.yaml can be shared.
@@ -97,7 +102,8 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     api_key = f"${{{{ secrets.{cfg.secret_name} }}}}" if reference else key
 
     values: dict = {}
-    for model, (_, roles) in _models(fleet, cfg).items():
+    models = _models(fleet, cfg)
+    for model, (_, roles) in models.items():
         e = ("models", Match("name", model))
         values[e + ("provider",)] = "openai"
         values[e + ("model",)] = model
@@ -146,6 +152,8 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         config_path, "yaml", values, ID,
         skeleton={("name",): "Local Config", ("version",): "1.0.0", ("schema",): "v1"},
         secret=holds_key,
+        # Continue uses the first model with a role: taosync's entries go first
+        lead=tuple(("models", Match("name", model)) for model in models),
     )]
     if reference:
         patches.append(Patch(home / ".env", "dotenv", {(cfg.secret_name,): key}, ID,
@@ -171,13 +179,19 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         return out
     where = shown(path, env)
     config = read_plain(path, "yaml", obs)
-    entries = {e.get("name"): e for e in (config or {}).get("models") or []
-               if isinstance(e, dict)} if isinstance(config, dict) else {}
-    for name, (slot, _) in _models(fleet, fleet.clients.continue_).items():
+    listed = config.get("models") if isinstance(config, dict) else None
+    listed = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
+    entries: dict = {}
+    for e in listed:
+        entries.setdefault(e.get("name"), e)  # a Match finds the first
+    wanted = _models(fleet, fleet.clients.continue_)
+    used = _used_for_roles(listed, wanted, where, out)
+    _cn_selection(home, listed, wanted, env, obs, out)
+    for name, (slot, _) in wanted.items():
         entry = entries.get(name)
         at = keypath_str(("models", Match("name", name)))
-        if entry is None:
-            continue  # reported as drift
+        if entry is None or name not in used:
+            continue  # reported as drift, or as a problem: Continue does not use it
         values = {field: entry.get(field) for field in ("apiBase", "apiKey", "model")}
         missing = [f for f, v in values.items() if not (isinstance(v, str) and v.strip())]
         if missing:
@@ -217,6 +231,62 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
     if not out.probes and not out.problems:
         out.problems.append(f"{where} has none of the model entries taosync writes")
     return out
+
+
+def _roles_of(entry: dict) -> list:
+    """The roles Continue gives a model entry (none for a hub block, ``uses:``)."""
+    if "uses" in entry:
+        return []
+    roles = entry.get("roles", DEFAULT_ROLES)
+    return list(roles) if isinstance(roles, (list, tuple)) else []
+
+
+def _used_for_roles(listed: list[dict], wanted: dict, where: str, out: OnDisk) -> set[str]:
+    """The names of taosync's entries Continue uses for at least one of their roles (it
+    takes the first model with a role, cn too for chat); a problem for each entry of the
+    user's listed earlier with a role of taosync's."""
+    used: set[str] = set()
+    lost: dict[tuple[str, str], list[str]] = {}
+    for model, (_, roles) in wanted.items():
+        for role in roles:
+            first = next((e for e in listed if role in _roles_of(e)), None)
+            name = first.get("name") if first is not None else None
+            if name == model:
+                used.add(model)
+            elif any(e.get("name") == model for e in listed):  # else: drift says so
+                lost.setdefault((name, model), []).append(role)
+    for (name, model), roles in lost.items():
+        mine = keypath_str(("models", Match("name", model)))
+        if name is None:  # taosync's entry lost the role on disk
+            out.problems.append(f"{where} has no model with the role {', '.join(roles)} "
+                                f"(taosync gives it to {mine}), so Continue has none for it")
+            continue
+        out.problems.append(
+            f"{where} {keypath_str(('models', Match('name', str(name))))} comes before "
+            f"taosync's {mine}, so Continue uses it for {', '.join(roles)}: taosync apply "
+            f"puts taosync's entries first")
+    return used
+
+
+def _cn_selection(home: Path, listed: list[dict], wanted: dict, env: ClientEnv,
+                  obs: Observation, out: OnDisk) -> None:
+    """cn's own pick (``/model``, kept as ``cliSelectedModel`` in
+    ``index/globalContext.json``) wins over the order of ``models`` when it names a chat
+    model: a problem when that is not taosync's. taosync never changes that choice."""
+    chat = next((model for model, (_, roles) in wanted.items() if "chat" in roles), None)
+    if chat is None:
+        return
+    path = home / "index" / "globalContext.json"
+    picked = read_plain(path, "json", obs, ("cliSelectedModel",))
+    if not isinstance(picked, str) or picked == chat:
+        return
+    # cn looks the name up among the chat models by name, else model (ModelService.ts)
+    if any(picked == (e.get("name") or e.get("model")) for e in listed
+           if "chat" in _roles_of(e) or "roles" not in e):
+        out.problems.append(
+            f"{shown(path, env)} cliSelectedModel: cn uses {picked!r}, picked with /model "
+            f"in cn, not taosync's {chat!r} (pick {chat} there; taosync leaves that choice "
+            f"to you)")
 
 
 # -- reading back (taosync import) ---------------------------------------------------

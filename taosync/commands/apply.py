@@ -131,7 +131,7 @@ def overwritten_drift(ctx, state, the_plan, only) -> list[tuple]:
         return []
     return [(d, planned[d.path, d.key])
             for d in find_drift(state, ctx.store.hmac_key(create=False), only)
-            if d.kind in ("changed", "removed") and (d.path, d.key) in planned]
+            if d.kind in ("changed", "removed", "moved") and (d.path, d.key) in planned]
 
 
 def _confirm_drift(ctx, s, state, the_plan, only, force, dry_run=False) -> set[str] | None:

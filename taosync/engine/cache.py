@@ -207,6 +207,7 @@ def _dump_patch(patch, key) -> dict:
         "values": [[keypath_str(k), enc(v)] for k, v in patch.values.items()],
         "skeleton": [[keypath_str(k), enc(v)] for k, v in patch.skeleton.items()],
         "volatile": [[keypath_str(k), enc(v)] for k, v in patch.volatile.items()],
+        "lead": [keypath_str(k) for k in patch.lead],
     }
 
 
@@ -221,7 +222,8 @@ def _load_patch(data: dict, key, mcp: _McpResolver):
 
     return Patch(Path(data["path"]), data["format"], dec(data["values"]), data["client"],
                  skeleton=dec(data["skeleton"]), volatile=dec(data["volatile"]),
-                 secret=data["secret"])
+                 secret=data["secret"],
+                 lead=tuple(keypath_parse(k) for k in data["lead"]))
 
 
 def _encode(value, secret: str):

@@ -18,7 +18,7 @@ from taosync.formats.registry import editor_for
 class Drift:
     path: str
     key: str
-    kind: str  # changed | removed | file-missing | unreadable
+    kind: str  # changed | removed | moved | file-missing | unreadable
     old: Any = None  # what taosync wrote (None when it held the key)
     new: Any = None  # what is there now
     secret: bool = False
@@ -50,4 +50,27 @@ def find_drift(state: State, hmac_key: bytes, only: set[str] | None = None) -> l
                 out.append(Drift(path_text, key_text, "removed", owned.value, None, owned.secret))
             elif value_hash(hmac_key, current) != owned.hash:
                 out.append(Drift(path_text, key_text, "changed", owned.value, current, owned.secret))
+        for list_text, first, names in _out_of_lead(editor, doc, fs.lead):
+            out.append(Drift(path_text, list_text, "moved", first, names))
+    return out
+
+
+def _out_of_lead(editor, doc, lead: list[str]) -> list[tuple[str, list, list]]:
+    """The lists that no longer start with the elements taosync keeps first there
+    (``FileState.lead``): (list path, those elements' names, the names in the list now)."""
+    from taosync.formats.base import keypath_str
+
+    lists: dict[tuple, list] = {}
+    for kp_text in lead:
+        kp = keypath_parse(kp_text)
+        lists.setdefault(kp[:-1], []).append(kp[-1])
+    out = []
+    for list_path, segs in lists.items():
+        items = editor.get(doc, list_path)
+        if not isinstance(items, list):
+            continue
+        names = [e.get(segs[0].field) if isinstance(e, dict) else None for e in items]
+        first = [seg.value for seg in segs if seg.value in names]
+        if names[:len(first)] != first:
+            out.append((keypath_str(list_path), first, names))
     return out

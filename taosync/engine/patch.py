@@ -33,3 +33,7 @@ class Patch:
     volatile: dict[KeyPath, Any] = field(default_factory=dict)
     #: True when the file holds the key and must be 0600 even if no value is a Secret
     secret: bool = False
+    #: list elements (a list's path + a Match) kept ahead of every other element of
+    #: their list, in this order: for a client that uses the first element with a role
+    #: (Continue's ``models``), so an entry of the user's listed earlier does not win
+    lead: tuple[KeyPath, ...] = ()

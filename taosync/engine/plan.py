@@ -25,7 +25,7 @@ from taosync.formats.registry import editor_for
 @dataclass
 class KeyChange:
     path: str
-    kind: str  # set | delete
+    kind: str  # set | delete | move (a list's elements reordered: old/new are their names)
     old: Any = MISSING
     new: Any = MISSING
     #: the key path holds a secret: old and new are both hidden wherever they are shown
@@ -150,6 +150,7 @@ class Desired:
     skeleton: dict[KeyPath, Any] = field(default_factory=dict)
     volatile: dict[KeyPath, Any] = field(default_factory=dict)
     secret: bool = False
+    lead: list[KeyPath] = field(default_factory=list)
 
 
 def merge_patches(patches) -> dict[str, Desired]:
@@ -169,6 +170,7 @@ def merge_patches(patches) -> dict[str, Desired]:
                     raise BadInput(f"{patch.path}: {keypath_str(kp)} is wanted with two "
                                    f"different values ({', '.join(d.clients)})")
                 mine[kp] = v
+        d.lead += [kp for kp in patch.lead if kp not in d.lead]
         d.secret |= patch.secret
     return out
 
@@ -258,6 +260,9 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
             owned[keypath_str(kp)] = OwnedKey(value_hash(hmac_key, current), current,
                                               False, volatile=True, release=release,
                                               prior=prior)
+        lead = getattr(editor, "lead", None)
+        for list_path, before, after in lead(doc, desired.lead) if lead else ():
+            changes.append(KeyChange(keypath_str(list_path), "move", before, after))
 
     # keys owned last time and no longer desired
     if previous:
@@ -293,7 +298,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
             path=str(path), format=fmt, clients=desired.clients,
             sha256=sha256_bytes((new_text or "").encode("utf-8")),
             owned=owned, created=created, skeleton=skeleton, created_file=created_file,
-            secret=holds_secret)
+            secret=holds_secret, lead=[keypath_str(kp) for kp in desired.lead])
     clients = desired.clients if desired else previous.clients
     return FilePlan(path, real, fmt, clients, text, new_text, changes, new_state,
                     holds_secret, mode, sensitive, kept=kept)
@@ -363,6 +368,8 @@ def _untouched(desired: Desired | None, previous: FileState | None, text: str | 
     if desired is None or previous is None or text is None:
         return False
     if not previous.holds(text):
+        return False
+    if previous.lead != [keypath_str(kp) for kp in desired.lead]:
         return False
     volatile = {k for k, o in previous.owned.items() if o.volatile}
     if volatile != {keypath_str(kp) for kp in desired.volatile}:

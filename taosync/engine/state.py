@@ -65,6 +65,7 @@ class FileState:
     skeleton: list[str] = field(default_factory=list)  # skeleton keys taosync filled in
     created_file: bool = False
     secret: bool = False
+    lead: list[str] = field(default_factory=list)  # elements kept first (Patch.lead)
 
     def holds(self, text: str) -> bool:
         """``text`` is byte for byte what taosync left in the file."""
@@ -84,7 +85,7 @@ class FileState:
             raise Damaged(f"{where}: {exc}") from None
         for name, kind in _FILE_FIELDS.items():
             _expect(getattr(state, name), kind, f"{where}.{name}")
-        for name in ("clients", "created", "skeleton"):
+        for name in ("clients", "created", "skeleton", "lead"):
             for item in getattr(state, name):
                 _expect(item, str, f"{where}.{name}[]")
         for k, v in state.owned.items():
@@ -261,7 +262,8 @@ class Damaged(ValueError):
 
 
 _FILE_FIELDS = {"path": str, "format": str, "clients": list, "sha256": str, "owned": dict,
-                "created": list, "skeleton": list, "created_file": bool, "secret": bool}
+                "created": list, "skeleton": list, "created_file": bool, "secret": bool,
+                "lead": list}
 #: the fields as to_json writes them, in declaration order (as ``asdict`` would)
 _FILE_FIELD_ORDER = tuple(f.name for f in fields(FileState))
 _OWNED_FIELD_ORDER = tuple(f.name for f in fields(OwnedKey))
@@ -312,7 +314,8 @@ def _render_cache_ok(entry: dict) -> bool:
             and all(isinstance(p.get("path"), str) and isinstance(p.get("format"), str)
                     and isinstance(p.get("client"), str) and isinstance(p.get("secret"), bool)
                     and pairs(p.get("values")) and pairs(p.get("skeleton"))
-                    and pairs(p.get("volatile")) for p in patches))
+                    and pairs(p.get("volatile")) and all_of(p.get("lead"), str)
+                    for p in patches))
 
 
 def _apply_record(data, where: str) -> ApplyRecord:

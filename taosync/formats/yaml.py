@@ -277,6 +277,23 @@ def _col(node: Any) -> int | None:
     return getattr(lc, "col", None) if lc is not None else None
 
 
+def _take_comment_above(seq: CommentedSeq, holder: Any, key: Any) -> list | None:
+    """Remove and return the comment lines above a list's first element: ruamel keeps
+    them on the key holding the list (and the list's own record), or on the element."""
+    above = None
+    entry = holder.ca.items.get(key) if isinstance(holder, CommentedMap) else None
+    if entry and len(entry) > 3 and entry[3]:
+        above, entry[3] = entry[3], None
+    if seq.ca.comment and len(seq.ca.comment) > 1 and seq.ca.comment[1]:
+        above = above or seq.ca.comment[1]
+        seq.ca.comment[1] = None
+    entry = seq.ca.items.get(0)
+    if entry and len(entry) > 1 and entry[1]:
+        above = (above or []) + entry[1]
+        entry[1] = None
+    return above
+
+
 class YamlEditor:
     """Format-preserving YAML editor (see the module docstring)."""
 
@@ -494,6 +511,56 @@ class YamlEditor:
             slot = (holder.ca.items, key, 2 if isinstance(holder, CommentedMap) else 0)
             own, rest = _split_comment(_get_comment(slot))
             _set_comment(slot, (own or "\n") + "".join(rest) + text)
+
+    def lead(self, ydoc: YamlDocument, paths: list[KeyPath]) -> list[tuple[KeyPath, list, list]]:
+        """Move the list elements ``paths`` name (each a list's path + a Match) ahead of
+        every other element of their list, in the order given; the others keep their
+        order, and a comment above the list's first element stays above it. For a
+        client that takes the first element with a role (Continue's ``models``). Returns,
+        per list reordered: (its path, its elements' names before, after)."""
+        lists: dict[KeyPath, list[Match]] = {}
+        for path in paths:
+            lists.setdefault(tuple(path[:-1]), []).append(path[-1])
+        moved = []
+        for list_path, segs in lists.items():
+            try:
+                nodes = self._walk(ydoc, list_path)
+            except FormatError:
+                continue
+            seq = nodes[-1]
+            if len(nodes) != len(list_path) + 1 or not isinstance(seq, CommentedSeq):
+                continue
+            wanted: list[Any] = []
+            for seg in segs:
+                at = ydoc.matches.find(seq, seg)
+                if at is not None and not any(seq[at] is w for w in wanted):
+                    wanted.append(seq[at])
+            if all(seq[i] is w for i, w in enumerate(wanted)):
+                continue
+            name = segs[0].field
+            before = [_match_value(el, name) for el in seq]
+            self._touch(ydoc)
+            col = self._columns(ydoc, nodes)[-1]
+            first, above = seq[0], _take_comment_above(seq, nodes[-2], list_path[-1])
+            for element in reversed(wanted):
+                at = next(i for i, el in enumerate(seq) if el is element)
+                # the lines after it that belong to what follows stay there (_remove)
+                slot = _entry_slot(seq, at) if _is_block(element) else None
+                own, rest = _split_comment(_get_comment(slot)) if slot else ("", [])
+                self._remove(seq, at, col)
+                if slot:
+                    _set_comment(slot, own + "".join(rest[:_trailing(rest, col, True)]))
+                seq.insert(0, element)
+                entry = seq.ca.items.get(0)
+                if entry and len(entry) > 1 and entry[1]:
+                    entry[1] = None  # a comment _remove placed: it stays with what followed
+            if above:  # the comment above the first element stays above it
+                at = next(i for i, el in enumerate(seq) if el is first)
+                entry = seq.ca.items.setdefault(at, [None, None, None, None])
+                entry[1] = above
+            ydoc.matches.forget()
+            moved.append((list_path, before, [_match_value(el, name) for el in seq]))
+        return moved
 
     # -- edits ----------------------------------------------------------------------------
 

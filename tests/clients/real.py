@@ -115,3 +115,23 @@ def assert_answered(proc: subprocess.CompletedProcess, stub, model: str) -> None
     assert f"{model} answered through the taosync stand-in gateway" in proc.stdout, \
         proc.stdout + proc.stderr
     assert TEST_KEY not in proc.stdout + proc.stderr
+
+
+#: tests/clients/echo_mcp.py: an MCP server that records the environment it was given
+ECHO_MCP = Path(__file__).resolve().with_name("echo_mcp.py")
+
+
+def echo_mcp_server(out: Path, env: dict[str, str]) -> dict:
+    """fleet.yaml's ``mcp_servers`` entry for :data:`ECHO_MCP` with ``env``: run through a
+    client, it writes the environment the client handed it to ``out`` (read it with
+    :func:`mcp_env_seen`)."""
+    import sys
+
+    return {"command": sys.executable, "args": [str(ECHO_MCP), str(out)], "env": env}
+
+
+def mcp_env_seen(out: Path) -> dict[str, str] | None:
+    """The environment the echo MCP server was started with, None if it never started."""
+    import json
+
+    return json.loads(out.read_text()) if out.exists() else None

@@ -197,3 +197,39 @@ def test_real_qwen_code_answers_through_the_stand_in(taosync, home, fleet_file, 
     assert (TEST_KEY in json.dumps(settings)) == (secrets == "inline")
     assert settings["$version"] == 4  # Qwen's own key, written by Qwen, left alone
     assert settings["privacy"] == {"usageStatisticsEnabled": False}
+
+
+@pytest.mark.skipif(QWEN is None, reason="qwen (@qwen-code/qwen-code 0.24.4) is not installed; "
+                    "set TAOSYNC_TEST_QWEN_BIN")
+@pytest.mark.parametrize("where", ["environment", "qwen-dotenv", "nowhere"])
+def test_real_qwen_hands_an_mcp_server_its_secret_by_reference(taosync, home, fleet_file,
+                                                               tmp_path, monkeypatch, where):
+    """secrets: reference with an ``${env:MCP_TOKEN}`` MCP secret is written ``${MCP_TOKEN}``:
+    the MCP server Qwen starts gets the token's value when Qwen has the variable (its
+    environment, or ``~/.qwen/.env``), and no file taosync wrote holds it. Qwen hands on
+    the text ``${MCP_TOKEN}`` only when the variable is set nowhere it looks (README)."""
+    from real import echo_mcp_server, mcp_env_seen, stand_in
+
+    token = "tok-MCP-SECRET-0123456789"
+    monkeypatch.setenv("MCP_TOKEN", token)  # taosync resolves it at apply
+    out = tmp_path / "mcp-env.json"
+    write(home / ".qwen/settings.json", '{"privacy": {"usageStatisticsEnabled": false}}')
+    env = {"TAOTOKEN_API_KEY": TEST_KEY}
+    if where == "environment":
+        env["MCP_TOKEN"] = token
+    elif where == "qwen-dotenv":
+        write(home / ".qwen/.env", f"MCP_TOKEN={token}\n")
+    with stand_in(taosync, fleet_file, home, models=["gw-main"]) as s:
+        s.apply("qwen-code", {"model": "gw-main"}, secrets="reference",
+                models={"gw-main": {}}, routes={}, default_route=None,
+                mcp_servers={"echo": echo_mcp_server(
+                    out, {"TOKEN": "${env:MCP_TOKEN}", "AUTH": "Bearer ${env:MCP_TOKEN}"})})
+        done = s.run([QWEN, "Reply with OK"], env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "gw-main answered through the taosync stand-in" in done.stdout
+    seen = mcp_env_seen(out)
+    assert seen is not None, done.stdout + done.stderr
+    value = token if where != "nowhere" else "${MCP_TOKEN}"
+    assert (seen["TOKEN"], seen["AUTH"]) == (value, f"Bearer {value}")
+    assert token not in (home / ".qwen/settings.json").read_text()
+    assert token not in done.stdout + done.stderr
