@@ -25,8 +25,11 @@ CHECK_IGNORE_TIMEOUT = 5.0
 def work_tree(path: Path) -> Path | None:
     """The root of the git work tree holding ``path`` (which need not exist yet), or
     None. Walks up the parents to the filesystem root."""
+    from taosync.engine.system import current  # read through it: a certified input
+
+    system = current()
     for parent in Path(os.path.abspath(path)).parents:
-        if os.path.lexists(parent / ".git"):
+        if system.lexists(parent / ".git"):
             return parent
     return None
 
