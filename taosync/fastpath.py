@@ -56,11 +56,9 @@ def answer(argv: list[str], environ=None) -> int | None:
     rc, chunks = replay
     try:
         for stream, text in chunks:
-            (sys.stdout if stream == 1 else sys.stderr).write(text)
-            if stream == 2:
-                sys.stdout.flush()  # keep the order the full path printed in
-                sys.stderr.flush()
-        sys.stdout.flush()
+            out = sys.stdout if stream == 1 else sys.stderr
+            out.write(text)
+            out.flush()  # in the order the full path printed (click flushes each line)
     except BrokenPipeError:
         return 0  # as cli.run answers a closed pipe
     return rc

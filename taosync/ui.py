@@ -89,6 +89,8 @@ def home_header() -> None:
     """Under --home, once per run before the first path: which directory ``~/`` means,
     so a sandboxed run never looks as if it wrote into the real home."""
     s = current()
+    if s.verbosity < 0 or s.json:
+        return  # out() would print nothing (and styling it would ask for a terminal)
     if s.sandboxed and not getattr(s, "home_shown", False):
         from taosync.engine.system import current as system
         from taosync.paths import display_home

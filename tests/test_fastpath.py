@@ -275,3 +275,22 @@ def test_any_node_of_the_state_given_another_type_is_answered_as_the_full_path_d
         path.write_text(original)
     # state.json's bytes are an input of the certificate: any change is the full path's
     assert answered_some == 0
+
+
+def test_realpath_with_a_memo_is_realpath(tmp_path):
+    """certificate.realpath resolves each parent once; it must give os.path.realpath's
+    answer through links, dangling links, loops and missing parts."""
+    from taosync.engine.certificate import realpath
+
+    (tmp_path / "a/b").mkdir(parents=True)
+    (tmp_path / "a/b/f").write_text("x")
+    (tmp_path / "la").symlink_to(tmp_path / "a")
+    (tmp_path / "rel").symlink_to("a/b")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    memo: dict = {}
+    for rel in ("a/b/f", "la/b/f", "rel/f", "dangling/x", "loop1/x", "missing/f", "la",
+                "a/../la/b", "a/./b"):
+        path = str(tmp_path / rel)
+        assert realpath(path, memo) == os.path.realpath(path), rel

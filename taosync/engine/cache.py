@@ -2,19 +2,19 @@
 
 Loading fleet.yaml (ruamel, schema, pydantic) and rendering costs most of a run; an
 unchanged fleet renders the same patches. ``apply`` stores them in the state together
-with a fingerprint of every input — fleet.yaml's bytes, a keyed hash of the resolved key,
-the environment variables and paths the clients looked at, home, platform, taosync's
-version — and ``plan``/``apply``/``status`` reuse them when the fingerprint still holds.
+with a fingerprint of every input — fleet.yaml's and each included fleet's bytes, a keyed
+hash of the resolved key, the environment variables the clients looked at and those an
+``include:`` path expanded (as keyed hashes), the paths the clients looked at, the route
+choices, home, platform, taosync's version — and ``plan``/``apply``/``status`` reuse them
+when the fingerprint still holds.
 
 The key is never stored: it is replaced by a placeholder and put back on load. An MCP
 secret (a ``${env:…}``/``${file:…}``/``${cmd:…}`` value in ``mcp_servers``) is stored as
 its reference and resolved again on load — as the key is — so a changed secret is
 picked up and none is ever in the state; one that no longer resolves misses the cache,
-and the full load reports it with its line and column.
-Standard library only, and nothing but ``os``, ``stat`` and ``sys`` (loaded with the
-interpreter) at import: the no-op fast path
-(taosync/fastpath.py) checks the fingerprint with :func:`fingerprint_holds` before any
-other taosync module is loaded.
+and the full load reports it with its line and column. Everything is read through the
+System in effect, so a certified run (engine/certificate.py) records what the cache
+looked at. Standard library only.
 """
 
 

@@ -141,9 +141,30 @@ def _guarded(what: str, call):
         return "!" + type(exc).__name__
 
 
-def measure(key: str, digest: Hmac, environ, home: str) -> str | None:
+def realpath(path: str, memo: dict) -> str:
+    """os.path.realpath(path), each directory resolved once per run (``memo``): the
+    targets share most of their parents, and realpath lstats every component."""
+    found = memo.get(path)
+    if found is not None:
+        return found
+    parent, name = os.path.split(path)
+    if not path.startswith("/") or name in ("", ".", "..") or parent == path:
+        found = os.path.realpath(path)
+    else:
+        base = realpath(parent, memo) if parent != "/" else "/"
+        joined = base.rstrip("/") + "/" + name
+        try:
+            link = stat.S_ISLNK(os.lstat(joined).st_mode)
+        except OSError:
+            link = False  # realpath keeps a component that is not there
+        found = os.path.realpath(joined) if link else joined
+    memo[path] = found
+    return found
+
+
+def measure(key: str, digest: Hmac, environ, home: str, memo: dict | None = None) -> str | None:
     """What input ``key`` ("what:argument") is now, spelled as RecordingSystem records
-    it; ValueError for a kind this version does not know."""
+    it; ValueError for a kind this version does not know. ``memo``: realpath's, per run."""
     what, _, arg = key.partition(":")
     if what == "file":
         try:
@@ -160,7 +181,7 @@ def measure(key: str, digest: Hmac, environ, home: str) -> str | None:
     if what == "lstat":
         return _guarded(what, lambda: os.lstat(arg).st_mode)
     if what == "real":
-        return _guarded(what, lambda: os.path.realpath(arg))
+        return _guarded(what, lambda: realpath(arg, {} if memo is None else memo))
     if what == "lexists":
         return "1" if os.path.lexists(arg) else "0"
     if what == "cwd":
@@ -186,7 +207,8 @@ def holds(cert: dict, digest: Hmac, environ, home: str) -> bool:
 
         if time.time() >= until:
             return False
-    return all(measure(key, digest, environ, home) == was
+    memo: dict = {}
+    return all(measure(key, digest, environ, home, memo) == was
                for key, was in cert["inputs"].items())
 
 
@@ -240,8 +262,8 @@ def certify(settings, run) -> bool:
                     continue
                 entry["tty"] = on_tty[0]
             answers[form_key(words, quiet)] = entry
-    if not answers or recorder.clock_open:
-        forget(store.root)
+    if not answers:
+        forget(store)
         return False
     try:
         import json
@@ -272,10 +294,12 @@ def _still_holds(path, context: dict, digest: Hmac, settings) -> bool:
         return False
 
 
-def forget(state_dir) -> None:
-    """Drop the certificate (best effort): a run that cannot vouch for it any more."""
+def forget(store) -> None:
+    """Drop the certificate (through the System; best effort): no run vouches for it."""
+    path = store.root / FILE
     try:
-        os.unlink(os.path.join(str(state_dir), FILE))
+        if store.system.exists(path):
+            store.system.remove(path)
     except OSError:
         pass
 
@@ -333,6 +357,7 @@ def _recorded(run, argv: list[str], recorder, *, tty: bool):
     chunks: list = []
     asked: list = []
     unsure_before = len(recorder.unsure)
+    recorder.clock_open = False  # an earlier run's unbounded clock read is its own
     saved = sys.stdout, sys.stderr, os.environ
     sys.stdout = _Capture(1, chunks, tty, asked)
     sys.stderr = _Capture(2, chunks, tty, asked)
