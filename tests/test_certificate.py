@@ -292,3 +292,27 @@ def test_a_read_around_the_system_leaves_a_form_uncertified(applied, fleet_file)
     assert not path.exists() or "plan" not in certified(applied)["answers"]
     again = cli(applied, fleet_file, "plan")
     assert "is in a git work tree" in again.stderr
+
+
+def test_a_key_command_is_run_again_and_its_output_is_an_input(home, fleet_file, capsys,
+                                                                monkeypatch):
+    """``${cmd:…}``: the certificate holds the keyed hash of what the command printed;
+    the fast path runs it again (through fleet.secrets) and answers only while it agrees."""
+    from taosync.cli import run
+    from taosync.fastpath import answer
+
+    text = fleet_file.read_text().replace("https://taotoken.net/api", "http://127.0.0.1:9/api")
+    fleet_file.write_text(text.replace("${env:TAOTOKEN_API_KEY}",
+                                       "${shell:printf %s \"$MY_KEY_SOURCE\"}"))
+    monkeypatch.setenv("MY_KEY_SOURCE", TEST_KEY)
+    argv = ["--home", str(home), "-c", str(fleet_file)]
+    assert run([*argv, "apply", "--no-verify"]) == 0
+    cert = certified(home)
+    assert any(k.startswith("ran:${shell:") for k in cert["inputs"]), list(cert["inputs"])
+    assert TEST_KEY not in json.dumps(cert)
+    capsys.readouterr()
+    assert answer([*argv, "status"]) == 0
+    assert capsys.readouterr().out.startswith("in sync")
+    monkeypatch.setenv("MY_KEY_SOURCE", "sk-rotated-0000000000000000")
+    assert answer([*argv, "status"]) is None  # the key moved: the full path answers
+    assert run([*argv, "status"]) == 1
