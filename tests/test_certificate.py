@@ -316,3 +316,45 @@ def test_a_key_command_is_run_again_and_its_output_is_an_input(home, fleet_file,
     monkeypatch.setenv("MY_KEY_SOURCE", "sk-rotated-0000000000000000")
     assert answer([*argv, "status"]) is None  # the key moved: the full path answers
     assert run([*argv, "status"]) == 1
+
+
+def test_certifying_never_waits_at_a_prompt(applied, fleet_file):
+    """A hand edit left in place (the user skipped the file at apply's prompt): the
+    certifying runs of apply would ask again on a terminal; they must not wait for one
+    — run under a pseudo-terminal, the apply finishes, and apply is left uncertified."""
+    import pty
+
+    path = applied / ".claude/settings.json"
+    data = json.loads(path.read_text())
+    data["env"]["ANTHROPIC_MODEL"] = "my-own"
+    path.write_text(json.dumps(data, indent=2))
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: stdin and stdout a terminal; answers "s" (skip) once
+        os.environ["PYTHONPATH"] = str(ROOT)
+        os.execv(sys.executable, [sys.executable, "-m", "taosync", "--home", str(applied),
+                                  "-c", str(fleet_file), "apply", "--no-verify"])
+    import select
+    import time
+
+    seen, deadline, answered = b"", time.monotonic() + 60, False
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if not answered and b"[q]uit" in seen:
+                os.write(fd, b"s\n")
+                answered = True
+    else:
+        os.kill(pid, 9)
+        pytest.fail(f"apply waited: {seen.decode(errors='replace')}")
+    _, status = os.waitpid(pid, 0)
+    assert answered and os.WEXITSTATUS(status) == 0, seen.decode(errors="replace")
+    assert json.loads(path.read_text())["env"]["ANTHROPIC_MODEL"] == "my-own"
+    cert = certified(applied)
+    assert "apply" not in cert["answers"] and "status" in cert["answers"]

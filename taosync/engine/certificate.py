@@ -349,6 +349,28 @@ class _Capture:
         return False
 
 
+class _Stdin:
+    """stdin of a certified run: empty, never a terminal (and asking is noted)."""
+
+    encoding = "utf-8"
+
+    def __init__(self, asked: list):
+        self.asked = asked
+
+    def isatty(self) -> bool:
+        self.asked.append(0)
+        return False
+
+    def read(self, *args) -> str:
+        return ""
+
+    def readline(self, *args) -> str:
+        return ""
+
+    def fileno(self) -> int:
+        raise OSError("a certified run reads no input")
+
+
 def _recorded(run, argv: list[str], recorder, *, tty: bool):
     """({"rc", "chunks"}, whether stdout's terminal was asked) of one run of ``argv``
     on ``recorder``, or None when it cannot be certified."""
@@ -358,7 +380,8 @@ def _recorded(run, argv: list[str], recorder, *, tty: bool):
     asked: list = []
     unsure_before = len(recorder.unsure)
     recorder.clock_open = False  # an earlier run's unbounded clock read is its own
-    saved = sys.stdout, sys.stderr, os.environ
+    saved = sys.stdin, sys.stdout, sys.stderr, os.environ
+    sys.stdin = _Stdin(asked)  # never a prompt: a run that asks is not certified
     sys.stdout = _Capture(1, chunks, tty, asked)
     sys.stderr = _Capture(2, chunks, tty, asked)
     os.environ = recorder.environ()
@@ -370,9 +393,9 @@ def _recorded(run, argv: list[str], recorder, *, tty: bool):
         return None  # it would write, or failed: the full path answers it
     finally:
         _watching.pop()
-        sys.stdout, sys.stderr, os.environ = saved
-    if len(recorder.unsure) > unsure_before or recorder.clock_open or 2 in asked:
-        return None
+        sys.stdin, sys.stdout, sys.stderr, os.environ = saved
+    if len(recorder.unsure) > unsure_before or recorder.clock_open or {0, 2} & set(asked):
+        return None  # it asked whether stdin or stderr is a terminal: not certified
     return {"rc": rc, "chunks": chunks}, 1 in asked
 
 
