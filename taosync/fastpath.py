@@ -31,9 +31,15 @@ import sys
 
 from taosync.engine import certificate
 
-#: command → the flags it may carry here (the global -c/--config, --home, -q work everywhere)
-COMMANDS = {"apply": ("--no-verify",), "plan": ("--check",), "diff": ("--check",),
-            "status": ()}
+#: command → the flags it may carry here: those of the certified forms (the global
+#: -c/--config, --home, -q work everywhere); ``diff`` is cli.py's alias of ``plan``
+ALIASES = {"diff": "plan"}
+COMMANDS: dict[str, tuple[str, ...]] = {}
+for _words in certificate.FORMS:
+    COMMANDS[_words[0]] = (*COMMANDS.get(_words[0], ()),
+                           *(w for w in _words[1:] if w not in COMMANDS.get(_words[0], ())))
+for _alias, _name in ALIASES.items():
+    COMMANDS[_alias] = COMMANDS[_name]
 _VALUED = {"-c": "config", "--config": "config", "--home": "home"}
 _QUIET = {"-q", "--quiet"}
 
@@ -110,8 +116,8 @@ def _parse(argv: list[str]) -> tuple[tuple[str, ...], dict[str, str], bool]:
             raise _Unsure
     if command is None:
         raise _Unsure
-    name = "plan" if command == "diff" else command  # the alias cli.py gives plan
-    return (name, *[f for f in COMMANDS[command] if f in flags]), options, quiet
+    return (ALIASES.get(command, command),
+            *[f for f in COMMANDS[command] if f in flags]), options, quiet
 
 
 def _pathlib(raw: str) -> str:
