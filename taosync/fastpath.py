@@ -36,8 +36,7 @@ from taosync.engine import certificate
 ALIASES = {"diff": "plan"}
 COMMANDS: dict[str, tuple[str, ...]] = {}
 for _words in certificate.FORMS:
-    COMMANDS[_words[0]] = (*COMMANDS.get(_words[0], ()),
-                           *(w for w in _words[1:] if w not in COMMANDS.get(_words[0], ())))
+    COMMANDS[_words[0]] = tuple(dict.fromkeys((*COMMANDS.get(_words[0], ()), *_words[1:])))
 for _alias, _name in ALIASES.items():
     COMMANDS[_alias] = COMMANDS[_name]
 _VALUED = {"-c": "config", "--config": "config", "--home": "home"}
