@@ -358,3 +358,17 @@ def test_certifying_never_waits_at_a_prompt(applied, fleet_file):
     assert json.loads(path.read_text())["env"]["ANTHROPIC_MODEL"] == "my-own"
     cert = certified(applied)
     assert "apply" not in cert["answers"] and "status" in cert["answers"]
+
+
+def test_a_variable_a_client_looks_at_is_never_kept_in_plain_text(home, fleet_file, monkeypatch):
+    """Codex looks at CODEX_API_KEY (a key of the user's own): the render cache kept every
+    variable a client looked at as it was, so that key landed in state.json."""
+    from taosync.cli import run
+
+    own = "sk-users-own-codex-key-0123456789"
+    monkeypatch.setenv("CODEX_API_KEY", own)
+    fleet_file.write_text(fleet_file.read_text().replace("https://taotoken.net/api",
+                                                         "http://127.0.0.1:9/api"))
+    assert run(["--home", str(home), "-c", str(fleet_file), "apply", "--no-verify"]) in (0, 1)
+    for path in (home / STATE).rglob("*.json"):
+        assert own not in path.read_text(), path.name
