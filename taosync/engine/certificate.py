@@ -134,7 +134,8 @@ def path_kind(path: str) -> str | None:
     return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
 
 
-def _guarded(what: str, call):
+def _guarded(call) -> str:
+    """``str(call())``, or how it failed ("!FileNotFoundError"), as RecordingSystem notes it."""
     try:
         return str(call())
     except OSError as exc:
@@ -177,11 +178,11 @@ def measure(key: str, digest: Hmac, environ, home: str, memo: dict | None = None
         value = environ.get(arg)
         return None if value is None else digest(value.encode("utf-8", "surrogateescape"))
     if what == "stat":
-        return _guarded(what, lambda: os.stat(arg).st_mode)
+        return _guarded(lambda: os.stat(arg).st_mode)
     if what == "lstat":
-        return _guarded(what, lambda: os.lstat(arg).st_mode)
+        return _guarded(lambda: os.lstat(arg).st_mode)
     if what == "real":
-        return _guarded(what, lambda: realpath(arg, {} if memo is None else memo))
+        return _guarded(lambda: realpath(arg, {} if memo is None else memo))
     if what == "lexists":
         return "1" if os.path.lexists(arg) else "0"
     if what == "cwd":
