@@ -183,12 +183,31 @@ def main():
     """
 
 
+def _certify() -> None:
+    """After an apply (it asks, through its settings): answer the fast path's command
+    forms once more on a recording System and save the certificate the fast path
+    replays (engine/certificate.py). Not inside a certified run itself."""
+    from taosync import settings
+
+    s = settings.current()
+    if getattr(s, "certify", False):
+        from taosync.engine import certificate
+
+        if not certificate.certifying():
+            try:
+                certificate.certify(s, run)
+            except (OSError, TaosyncError):
+                pass  # only a shortcut: the next run takes the full path
+            settings.reset()
+
+
 def run(argv: list[str]) -> int:
     """Run the CLI; map taosync errors to their exit codes, never a traceback for them,
     and any other exception (a bug) to 70, its traceback only with -v."""
     reset()
     try:
         rc = main.main(args=argv, prog_name="taosync", standalone_mode=False)
+        _certify()
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:

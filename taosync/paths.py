@@ -17,12 +17,12 @@ def display_path(path: Path | str, home: Path) -> str:
         return str(path)
 
 
-def display_home(home: Path | str) -> str:
+def display_home(home: Path | str, cwd: Path | None = None) -> str:
     """A home directory as the header names it: ``./sandbox`` under the current
-    directory, else its absolute path."""
+    directory (``cwd``, as the caller's System read it), else its absolute path."""
     home = Path(home)
     try:
-        rel = home.absolute().relative_to(Path.cwd())
+        rel = home.absolute().relative_to(Path.cwd() if cwd is None else cwd)
     except (ValueError, OSError):
         return str(home)
     return "." if str(rel) == "." else f"./{rel}"

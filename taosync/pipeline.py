@@ -30,18 +30,26 @@ class Context:
     #: clients set ``managed: false``: their files are left as they are, the state forgets
     #: them (empty on a cached render: the apply that cached it already forgot them)
     unmanaged: set[str] = field(default_factory=set)
+    #: every environment variable the render read → its value (a fresh render only): the
+    #: cache entry hashes them again with the state's key when it is saved
+    consulted: dict | None = None
 
 
-def prepare(settings, *, use_cache: bool = True, no_key: bool = False) -> Context:
-    """Put back an interrupted apply (its journal), then load fleet.yaml and render every
-    enabled client (or reuse the cached render). ``no_key``: do not resolve the key (CI
-    without secrets); it renders as a placeholder."""
+def prepare(settings, *, use_cache: bool = True, no_key: bool = False,
+            recover: bool = True) -> Context:
+    """Put back an interrupted apply (its journal) — or, for a command that never writes
+    (``recover=False``: plan, status, a dry run), only say that one is left — then load
+    fleet.yaml and render every enabled client (or reuse the cached render). ``no_key``:
+    do not resolve the key (CI without secrets); it renders as a placeholder."""
     from taosync.engine import cache
     from taosync.engine.state import StateStore
 
     env = settings.client_env()
     store = StateStore(settings.state_dir())
-    recover_first(store, env)
+    if recover:
+        recover_first(store, env)
+    else:
+        report_interrupted(store, env)
     path = settings.config_path()
     if no_key:
         return _full(settings, env, store, path, no_key=True)
@@ -115,6 +123,20 @@ def recover_first(store, env) -> list[str]:
     return restored
 
 
+def report_interrupted(store, env) -> bool:
+    """For a command that never writes: when an apply was cut short (its journal is
+    left), say so and what puts it right, and touch nothing — the files it wrote are
+    read as they are. One ``stat`` when there is none."""
+    if not store.system.exists(store.journal_path):
+        return False
+    from taosync import ui
+
+    ui.warn(f"an apply was interrupted (its journal {display_path(store.journal_path, env.home)} "
+            "is left); client files may be half written: `taosync apply` puts them back "
+            "and applies again, `taosync rollback` only puts them back")
+    return True
+
+
 def client_locations(env):
     """(directories, single files) the clients may write under this home: the only
     places journal recovery may put a file back (engine/recovery.py knows no client)."""
@@ -155,16 +177,17 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     if no_key:
         return Context(settings, loaded, env, store, key, warnings, patches, {}, no_key=True,
                        routes=routes, unmanaged=unmanaged)
+    consulted = {**env.consulted, **loaded.include_vars}
     entry = cache.store(
         fingerprint=cache.fingerprint(
             fleet_sha=loaded.sha256, key=key, hmac_key=store.hmac_key(create=False),
-            home=env.home, sandboxed=env.sandboxed, consulted=env.consulted,
+            home=env.home, sandboxed=env.sandboxed, consulted=consulted,
             probed=env.probed, routes=cache_routes(fleet, routes),
             includes=dict(loaded.sources[1:])),
         key_ref=loaded.key_ref, patches=patches, key=key, warnings=warnings,
         clients=list(fleet.enabled_clients()))
     return Context(settings, loaded, env, store, key, warnings, patches, entry, routes=routes,
-                   unmanaged=unmanaged)
+                   unmanaged=unmanaged, consulted=consulted)
 
 
 def cache_routes(fleet, choices: dict) -> dict | None:
@@ -277,7 +300,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
             if recovered or store.digest != planned_against or not _still_on_disk(the_plan):
                 # another apply ran, or a file moved since we planned: plan again
                 the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
-            inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key())
+            inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key(), ctx.consulted)
             if ctx.routes or state.routes:
                 state.routes = recorded_routes(ctx.routes, state.routes)
             for attempt in range(MOVED_RETRIES + 1):

@@ -9,12 +9,29 @@ only at import; click is imported where an option or the click context is needed
 
 from __future__ import annotations
 
-import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from taosync.engine.system import current as system, environ
 from taosync.errors import BadInput
+
+
+class _Colour:
+    """``Settings.color``: what --color said, else decided on first use (FORCE_COLOR,
+    NO_COLOR, a terminal): a run that prints nothing styled never asks whether stdout is
+    a terminal, so its certified answer (engine/certificate.py) holds on one too."""
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return None  # the dataclass default: undecided
+        value = obj.__dict__.get("_color")
+        if value is None:
+            value = obj.__dict__["_color"] = color_wanted("auto")
+        return value
+
+    def __set__(self, obj, value) -> None:
+        obj.__dict__["_color"] = value
 
 
 @dataclass
@@ -25,7 +42,7 @@ class Settings:
     home: Path | None = None
     json: bool = False
     verbosity: int = 0  # -1 quiet, 0 normal, 1+ verbose
-    color: bool = field(default_factory=lambda: color_wanted("auto"))
+    color: bool | None = _Colour()  # type: ignore[assignment]
 
     @property
     def sandboxed(self) -> bool:
@@ -37,14 +54,17 @@ class Settings:
         stripped environment, a service) — taosync would write at the root."""
         if self.home is not None:
             return self.home
-        if sys.platform != "win32" and not os.environ.get("HOME"):
-                raise BadInput("HOME is empty or unset: pass --home DIR")
+        if sys.platform != "win32" and not environ().get("HOME"):
+            raise BadInput("HOME is empty or unset: pass --home DIR")
         return Path.home()
 
     def client_env(self):
+        """Where client files live; its environment is the System's (a certified run
+        records each variable a client looks at)."""
         from taosync.clients.base import ClientEnv
 
-        return ClientEnv(home=self.home_dir, sandboxed=self.sandboxed)
+        return ClientEnv(home=self.home_dir, sandboxed=self.sandboxed,
+                         environ=environ().copy())
 
     def _location(self, var: str) -> Path | None:
         return self.client_env().location(var)
@@ -53,11 +73,11 @@ class Settings:
         """-c, else $TAOSYNC_CONFIG, else ./fleet.yaml, else $XDG_CONFIG_HOME/taosync/fleet.yaml."""
         if self.config is not None:
             return self.config
-        env = os.environ.get("TAOSYNC_CONFIG")
+        env = environ().get("TAOSYNC_CONFIG")
         if env:
             return Path(env)
         local = Path("fleet.yaml")
-        if local.exists():
+        if system().exists(local):
             return local
         base = self._location("XDG_CONFIG_HOME") or self.home_dir / ".config"
         return base / "taosync" / "fleet.yaml"
@@ -76,10 +96,10 @@ def color_wanted(mode: str) -> bool:
     (only when non-empty, as no-color.org says) turns it off, else a terminal gets it."""
     if mode != "auto":
         return mode == "always"
-    force = os.environ.get("FORCE_COLOR", "")
+    force = environ().get("FORCE_COLOR", "")
     if force and force.lower() not in ("0", "false"):
         return True
-    if os.environ.get("NO_COLOR"):
+    if environ().get("NO_COLOR"):
         return False
     return sys.stdout.isatty()
 

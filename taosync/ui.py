@@ -28,6 +28,13 @@ def style(text: str, kind: str) -> str:
     return click.style(text, fg=COLORS.get(kind))
 
 
+def _echo(text: str, err: bool = False) -> None:
+    """click.echo with the run's colour setting — asked only for a line that holds an
+    escape sequence (click strips them when colour is off; any other line prints the
+    same either way), so a run that styles nothing never asks for a terminal."""
+    click.echo(text, err=err, color=current().color if "\x1b" in text else False)
+
+
 def use_redactor(redactor) -> None:
     """Hide what ``redactor`` knows from everything this run prints from now on. Tied
     to the run's settings, so a later run in the same process starts clean."""
@@ -51,43 +58,46 @@ def clean(text: str) -> str:
 def out(text: str = "") -> None:
     """A line of the command's main output (suppressed by -q)."""
     if current().verbosity >= 0 and not current().json:
-        click.echo(clean(text), color=current().color)
+        _echo(clean(text))
 
 
 def echo(text: str) -> None:
     """A line of output printed whatever -q says (a result table's failing rows)."""
-    click.echo(clean(text), color=current().color)
+    _echo(clean(text))
 
 
 def detail(text: str) -> None:
     """A line shown only with -v."""
     if current().verbosity > 0 and not current().json:
-        click.echo(clean(text), color=current().color)
+        _echo(clean(text))
 
 
 def warn(text: str) -> None:
     """Warnings go to stderr in every mode, so JSON on stdout stays parseable. A line that
     already says so (a located ``file:line:col: path: warning: …``) gets no second prefix."""
     if text.startswith("warning: ") or ": warning: " in text:
-        click.echo(clean(text), err=True, color=current().color)
+        _echo(clean(text), err=True)
         return
-    click.echo(style("warning: ", "warn") + clean(text), err=True, color=current().color)
+    _echo(style("warning: ", "warn") + clean(text), err=True)
 
 
 def problem(text: str) -> None:
-    click.echo(clean(text), err=True, color=current().color)
+    _echo(clean(text), err=True)
 
 
 def home_header() -> None:
     """Under --home, once per run before the first path: which directory ``~/`` means,
     so a sandboxed run never looks as if it wrote into the real home."""
     s = current()
+    if s.verbosity < 0 or s.json:
+        return  # out() would print nothing (and styling it would ask for a terminal)
     if s.sandboxed and not getattr(s, "home_shown", False):
+        from taosync.engine.system import current as system
         from taosync.paths import display_home
 
         s.home_shown = True
-        out(style(f"home: {display_home(s.home_dir)}  (--home; ~/ below means this directory)",
-                  "dim"))
+        shown = display_home(s.home_dir, system().cwd())
+        out(style(f"home: {shown}  (--home; ~/ below means this directory)", "dim"))
 
 
 class Progress:
@@ -195,7 +205,7 @@ def fail(exc, force_json: bool = False) -> None:
         return
     for line in exc.details:
         click.echo(clean(line), err=True)
-    click.echo(style("error: ", "fail") + clean(exc.message), err=True, color=current().color)
+    _echo(style("error: ", "fail") + clean(exc.message), err=True)
     sys.stderr.flush()
 
 

@@ -40,8 +40,9 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
         raise BadInput("apply --no-key needs --dry-run: without the key there is nothing "
                        "to write (use taosync plan --no-key in CI)")
     s = current()
+    s.certify = not dry_run  # afterwards, certify the no-op answers (engine/certificate.py)
     with read_only() if dry_run else contextlib.nullcontext():
-        ctx = pipeline.prepare(s, no_key=no_key)
+        ctx = pipeline.prepare(s, no_key=no_key, recover=not dry_run)
         protect(ctx)
         only_set = pipeline.check_only(only)
         print_warnings(ctx)
@@ -65,7 +66,8 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
             (read_only() if dry_run else contextlib.nullcontext()):
         the_plan, result = pipeline.commit(
             ctx, the_plan, state, only_set, force=force, skip=skip,
-            on_recover=lambda path: ui.warn(f"an earlier apply was interrupted; put back {path}"))
+            on_recover=lambda path: ui.warn(f"an earlier apply was interrupted; "
+                                            f"{'apply would put' if dry_run else 'put'} back {path}"))
     protect(ctx, state, the_plan)  # the plan written may be a fresh one
     if dry_run:
         if s.json:

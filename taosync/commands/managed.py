@@ -25,7 +25,7 @@ def managed():
 
     s = current()
     with read_only():
-        ctx = pipeline.prepare(s)
+        ctx = pipeline.prepare(s, recover=False)
         state = ctx.store.load()
     clients = inventory(ctx.patches, state)
     if s.json:

@@ -29,7 +29,7 @@ def plan(only, check, no_key):
 
     s = current()
     with read_only():
-        ctx = pipeline.prepare(s, no_key=no_key)
+        ctx = pipeline.prepare(s, no_key=no_key, recover=False)
         state = ctx.store.load()
         protect(ctx, state)
         only_set = pipeline.check_only(only)

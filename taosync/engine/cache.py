@@ -2,24 +2,23 @@
 
 Loading fleet.yaml (ruamel, schema, pydantic) and rendering costs most of a run; an
 unchanged fleet renders the same patches. ``apply`` stores them in the state together
-with a fingerprint of every input — fleet.yaml's bytes, a keyed hash of the resolved key,
-the environment variables and paths the clients looked at, home, platform, taosync's
-version — and ``plan``/``apply``/``status`` reuse them when the fingerprint still holds.
+with a fingerprint of every input — fleet.yaml's and each included fleet's bytes, a keyed
+hash of the resolved key, the environment variables the clients looked at and those an
+``include:`` path expanded (as keyed hashes), the paths the clients looked at, the route
+choices, home, platform, taosync's version — and ``plan``/``apply``/``status`` reuse them
+when the fingerprint still holds.
 
 The key is never stored: it is replaced by a placeholder and put back on load. An MCP
 secret (a ``${env:…}``/``${file:…}``/``${cmd:…}`` value in ``mcp_servers``) is stored as
 its reference and resolved again on load — as the key is — so a changed secret is
 picked up and none is ever in the state; one that no longer resolves misses the cache,
-and the full load reports it with its line and column.
-Standard library only, and nothing but ``os``, ``stat`` and ``sys`` (loaded with the
-interpreter) at import: the no-op fast path
-(taosync/fastpath.py) checks the fingerprint with :func:`fingerprint_holds` before any
-other taosync module is loaded.
+and the full load reports it with its line and column. Everything is read through the
+System in effect, so a certified run (engine/certificate.py) records what the cache
+looked at. Standard library only.
 """
 
 
 import os
-import stat
 import sys
 
 from taosync import __version__
@@ -28,19 +27,18 @@ KEY_TOKEN = "\x00taosync-key\x00"
 #: ``{MCP_TOKEN: "<the value as written in fleet.yaml>"}`` stands for an MCP secret
 MCP_TOKEN = "\x00taosync-mcp-secret\x00"
 #: 2: warnings stored as whole lines; 3: MCP secrets as references; 4: a probed path
-#: records what was there (:func:`path_kind`), so a file created where none was misses
-CACHE_VERSION = 4
+#: records what was there (:func:`path_kind`), so a file created where none was misses;
+#: 5: environment values as keyed hashes (a client may look at a variable holding a key),
+#: and the variables include: paths expanded among them
+CACHE_VERSION = 5
 
 
 def path_kind(path) -> str | None:
     """What a render that looked at ``path`` found there: "dir", "file", "other", or None
-    (nothing). A client's target can hang on whether a file exists (opencode and Kilo write
-    into the file they read last), so files count as much as directories."""
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return None
-    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
+    (nothing), read through the System in effect (a certified run records it)."""
+    from taosync.engine.system import current
+
+    return current().kind(path)
 
 
 def fingerprint(*, fleet_sha: str, key, hmac_key: bytes, home, sandboxed: bool,
@@ -48,7 +46,8 @@ def fingerprint(*, fleet_sha: str, key, hmac_key: bytes, home, sandboxed: bool,
                 includes: dict | None = None) -> dict:
     """``routes``: a route choice is a render input too ({"spec", "choice"},
     pipeline.cache_routes); ``includes``: path → sha256 of each base fleet fleet.yaml
-    ``include:``s."""
+    ``include:``s; ``consulted``: every environment variable read (by a client, or
+    expanded in an include path) → its value, stored as a keyed hash."""
     from taosync.fleet.secrets import value_hash
 
     return {**({"routes": routes} if routes else {}),
@@ -59,7 +58,7 @@ def fingerprint(*, fleet_sha: str, key, hmac_key: bytes, home, sandboxed: bool,
         "sandboxed": sandboxed,
         "fleet": fleet_sha,
         "key": value_hash(hmac_key, key.reveal()),
-        "env": dict(sorted(consulted.items())),
+        "env": env_hashes(consulted, hmac_key),
         "paths": dict(sorted(probed.items())),
         **({"includes": dict(includes)} if includes else {}),
     }
@@ -79,25 +78,34 @@ def store(*, fingerprint: dict, key_ref, patches: list, key,
     }
 
 
-def rekey(entry: dict, key, hmac_key: bytes) -> dict:
-    """The entry with the key's hash taken with the state's own hashing key (a first
-    apply renders before that key exists)."""
+def env_hashes(consulted: dict, hmac_key: bytes) -> dict:
+    """variable → keyed hash of its value (None: unset): no value is kept as it is."""
+    from taosync.fleet.secrets import value_hash
+
+    return {var: None if value is None else value_hash(hmac_key, value)
+            for var, value in sorted(consulted.items())}
+
+
+def rekey(entry: dict, key, hmac_key: bytes, consulted: dict | None = None) -> dict:
+    """The entry with the key's hash (and, given ``consulted``, the environment's)
+    taken with the state's own hashing key (a first apply renders before it exists)."""
     from taosync.fleet.secrets import value_hash
 
     if not entry:
         return entry
     fp = dict(entry["fingerprint"], key=value_hash(hmac_key, key.reveal()))
+    if consulted is not None:
+        fp["env"] = env_hashes(consulted, hmac_key)
     return dict(entry, fingerprint=fp)
 
 
 def fingerprint_holds(fp: dict, *, fleet_sha: str | None, home: str, sandboxed: bool,
-                      environ, sha_of=None) -> bool:
+                      environ, hmac_key: bytes, sha_of=None) -> bool:
     """Every input of the cached render but the key is as it was: fleet.yaml's sha256
     (None: unreadable), every included base fleet's (``sha_of(path)``; without it a fleet
     with includes never holds), taosync's version, the platform, home, the environment
-    variables the clients consulted and what is at the paths they looked at. Shared by
-    :func:`lookup` and the fast path, so both decide alike; the key's hash is each
-    caller's to compare."""
+    variables the clients consulted or include paths expanded, and what is at the paths
+    the clients looked at. The key's hash is the caller's to compare."""
     includes = fp.get("includes", {})
     return (fp.get("cache") == CACHE_VERSION and fleet_sha is not None
             and (not includes or sha_of is not None
@@ -105,7 +113,7 @@ def fingerprint_holds(fp: dict, *, fleet_sha: str | None, home: str, sandboxed: 
             and fp["fleet"] == fleet_sha
             and (fp["taosync"], fp["platform"], fp["home"], fp["sandboxed"])
             == (__version__, sys.platform, home, sandboxed)
-            and all(environ.get(var) == value for var, value in fp["env"].items())
+            and env_hashes({var: environ.get(var) for var in fp["env"]}, hmac_key) == fp["env"]
             and all(path_kind(path) == was for path, was in fp["paths"].items()))
 
 
@@ -115,7 +123,7 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
     ``choose(spec)`` → {route: model}: the route choices now (a different one misses)."""
     from taosync.engine.state import sha256_bytes
     from taosync.engine.system import current
-    from taosync.fleet.secrets import Reference, SecretError, resolve, value_hash
+    from taosync.fleet.secrets import Reference, SecretError, value_hash
 
     if not entry or entry.get("fingerprint", {}).get("cache") != CACHE_VERSION:
         return None
@@ -126,7 +134,7 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
     except OSError:
         fleet_sha = None
     if not fingerprint_holds(fp, fleet_sha=fleet_sha, home=str(home), sandboxed=sandboxed,
-                             environ=environ,
+                             environ=environ, hmac_key=hmac_key,
                              sha_of=lambda path: _sha_or_none(system, path)):
         return None
     # -- route choices (issue 15): chosen again from the history, must match
@@ -134,7 +142,7 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
                              choose(fp["routes"]["spec"]) != fp["routes"]["choice"]):
         return None
     try:
-        key = resolve(Reference(*entry["key_ref"]), environ=environ, home=home)
+        key = resolve_recorded(Reference(*entry["key_ref"]), environ=environ, home=home)
     except SecretError:
         return None  # let the full load report it, with its line and column
     if value_hash(hmac_key, key.reveal()) != fp["key"]:
@@ -147,6 +155,26 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
     if any(_holds_null(v) for p in patches for v in p.values.values()):
         return None  # no client renders a null (TOML cannot hold one): not our render
     return patches, key, list(entry["warnings"]), list(entry["clients"])
+
+
+def resolve_recorded(ref, *, environ, home):
+    """fleet.secrets.resolve, with what it read recorded by the System in effect: the
+    file a ``${file:…}`` names is read through it, a ``${cmd:…}``'s output told to it
+    (``System.ran``), an ``${env:…}`` read from ``environ`` (the System's own)."""
+    from taosync.engine.system import current
+    from taosync.fleet.secrets import expand_path, resolve
+
+    system = current()
+    if ref.kind == "file":
+        try:
+            system.read_bytes(expand_path(ref.arg, home))
+        except OSError:
+            pass  # resolve says what is wrong
+    with system.resolving():
+        secret = resolve(ref, environ=environ, home=home)
+    if ref.kind in ("cmd", "shell"):
+        system.ran(ref.describe(), secret.reveal())
+    return secret
 
 
 def _holds_null(value) -> bool:
@@ -180,7 +208,7 @@ class _McpResolver:
 
     def __call__(self, text: str):
         from taosync.fleet.logic import McpSecret, split_secret_reference
-        from taosync.fleet.secrets import SecretError, resolve
+        from taosync.fleet.secrets import SecretError
 
         if text not in self.done:
             try:
@@ -190,7 +218,7 @@ class _McpResolver:
             if parts is None:
                 raise SecretError("not a key reference")
             prefix, ref, suffix = parts
-            resolved = resolve(ref, environ=self.environ, home=self.home)
+            resolved = resolve_recorded(ref, environ=self.environ, home=self.home)
             self.done[text] = McpSecret(text, prefix, ref, suffix, resolved)
         return self.done[text]
 

@@ -22,11 +22,18 @@ from typing import Callable, Iterable
 CHECK_IGNORE_TIMEOUT = 5.0
 
 
-def work_tree(path: Path) -> Path | None:
+def work_tree(path: Path, seen: dict | None = None) -> Path | None:
     """The root of the git work tree holding ``path`` (which need not exist yet), or
-    None. Walks up the parents to the filesystem root."""
+    None. Walks up the parents to the filesystem root; ``seen`` (directory → whether it
+    holds a ``.git``) spares the parents many targets share a second look."""
+    from taosync.engine.system import current  # read through it: a certified input
+
+    system = current()
+    seen = {} if seen is None else seen
     for parent in Path(os.path.abspath(path)).parents:
-        if os.path.lexists(parent / ".git"):
+        if parent not in seen:
+            seen[parent] = system.lexists(parent / ".git")
+        if seen[parent]:
             return parent
     return None
 
@@ -46,11 +53,11 @@ def is_ignored(path: Path, tree: Path) -> bool:
     return proc.returncode == 0
 
 
-def exposed(path: Path, real_path: Path) -> Path | None:
+def exposed(path: Path, real_path: Path, seen: dict | None = None) -> Path | None:
     """The work tree that would hold the secret written to ``path`` (following the
     symlink to ``real_path``), unless git ignores the file there; None when none does."""
     for candidate in dict.fromkeys((Path(real_path), Path(path))):
-        tree = work_tree(candidate)
+        tree = work_tree(candidate, seen)
         if tree is not None and not is_ignored(candidate, tree):
             return tree
     return None
@@ -61,11 +68,12 @@ def warnings(files: Iterable, display: Callable[[Path], str]) -> list[str]:
 
     ``files`` are the plan's FilePlans (``path``, ``real_path``, ``secret``,
     ``new_text``); ``display`` shows a path (``~/…``)."""
-    out = []
+    out: list[str] = []
+    seen: dict = {}
     for fp in files:
         if not fp.secret or fp.new_text is None:
             continue
-        tree = exposed(fp.path, fp.real_path)
+        tree = exposed(fp.path, fp.real_path, seen)
         if tree is None:
             continue
         shown = display(fp.path)

@@ -3,9 +3,14 @@
 The shape of chezmoi's System: :class:`RealSystem` does the operations,
 :class:`DryRunSystem` reads through and only records what it would have written (so
 ``apply --dry-run`` runs the real commit path), :class:`ErrorOnWriteSystem` refuses any
-write (tests use it to prove a command wrote nothing). The System in effect is
-:func:`current`; :func:`using` installs another for a block (the dry run, a test).
-Standard library only: the no-op fast path reads through it.
+write (tests use it to prove a command wrote nothing), and
+:class:`~taosync.engine.certificate.RecordingSystem` refuses writes and records every
+read — files, what is at a path, the environment, the working directory, the clock, a
+key command's output — as an input of the answer it certifies (the no-op fast path
+replays that answer while every input holds). So everything a command decides from
+goes through here: a read that goes around it is a read the certificate would miss.
+The System in effect is :func:`current`; :func:`using` installs another for a block
+(the dry run, a test, a certified run). Standard library only.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import stat as stat_mod
 import time
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterator, Mapping, Protocol
 
 from taosync.errors import WriteFailed
 
@@ -28,8 +33,11 @@ class LockBusy(WriteFailed):
 
 
 class System(Protocol):
-    """Every file operation taosync does. Reads: ``read_bytes``, ``stat``, ``lstat``,
-    ``realpath``, ``exists``, ``is_dir``. Writes: the rest."""
+    """Every file operation taosync does, and every other thing a run reads. Reads:
+    ``read_bytes``, ``stat`` (callers use its ``st_mode``), ``lstat``, ``realpath``,
+    ``exists``, ``is_dir``, ``kind``, ``lexists``, ``cwd``, ``environ``, ``now`` (with
+    ``holds_until``: when what was decided from the clock may change) and ``ran`` (the
+    output of a command run for a value, such as ``${cmd:…}``). Writes: the rest."""
 
     def read_bytes(self, path: Path) -> bytes: ...
     def stat(self, path: Path) -> os.stat_result: ...
@@ -37,6 +45,14 @@ class System(Protocol):
     def realpath(self, path: Path) -> Path: ...
     def exists(self, path: Path) -> bool: ...
     def is_dir(self, path: Path) -> bool: ...
+    def kind(self, path: Path) -> str | None: ...
+    def lexists(self, path: Path) -> bool: ...
+    def cwd(self) -> Path: ...
+    def environ(self) -> Mapping[str, str]: ...
+    def now(self) -> float: ...
+    def holds_until(self, when: float) -> None: ...
+    def ran(self, what: str, output: str) -> None: ...
+    def resolving(self) -> AbstractContextManager[None]: ...
     def write_atomic(self, path: Path, data: bytes, mode: int,
                      before_replace: Callable[[], None] | None = None) -> None: ...
     def write(self, path: Path, data: bytes, mode: int) -> None: ...
@@ -81,6 +97,49 @@ class _Reads:
 
     def is_dir(self, path: Path) -> bool:
         return os.path.isdir(path)
+
+    def kind(self, path: Path) -> str | None:
+        return path_kind(path)
+
+    def lexists(self, path: Path) -> bool:
+        return os.path.lexists(path)
+
+    def cwd(self) -> Path:
+        return Path.cwd()
+
+    def environ(self) -> Mapping[str, str]:
+        return os.environ
+
+    def now(self) -> float:
+        return time.time()
+
+    def holds_until(self, when: float) -> None:
+        """What was just decided from :meth:`now` stays so until ``when`` (epoch s)."""
+
+    def ran(self, what: str, output: str) -> None:
+        """``what`` (a ``${cmd:…}`` reference) was run and printed ``output``."""
+
+    @contextmanager
+    def resolving(self) -> Iterator[None]:
+        """A key reference is resolved by fleet.secrets (below the engine) inside this
+        block: its caller records what it read or ran (engine/cache.py resolve)."""
+        yield
+
+
+def path_kind(path) -> str | None:
+    """What is at ``path``: "dir", "file", "other", or None (nothing). A client's target
+    can hang on whether a file exists (opencode and Kilo write into the file they read
+    last), so files count as much as directories."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return "dir" if stat_mod.S_ISDIR(mode) else "file" if stat_mod.S_ISREG(mode) else "other"
+
+
+def environ() -> Mapping[str, str]:
+    """The environment as the System in effect sees it (a certified run records reads)."""
+    return current().environ()
 
 
 class RealSystem(_Reads):
@@ -277,6 +336,139 @@ class ErrorOnWriteSystem(DryRunSystem):
         if any(p.parent == Path(path) for p in self.allow):
             return self._real.make_private_dir(path)
         super().make_private_dir(path)
+
+
+class RecordingSystem(ErrorOnWriteSystem):
+    """Reads the disk, writes nothing (any write raises, as :class:`ErrorOnWriteSystem`),
+    and records every read as an input of the answer being certified
+    (engine/certificate.py): ``inputs`` maps ``"what:argument"`` to what was found,
+    spelled as :func:`taosync.engine.certificate.measure` spells it — contents and
+    environment values only as keyed hashes (``digest``), never as they are.
+
+    ``unsure`` collects the reasons a run cannot be certified (a value that changed
+    while the run read it, a clock read nothing bounded)."""
+
+    def __init__(self, digest: Callable[[bytes], str]):
+        super().__init__()
+        self.digest = digest
+        self.inputs: dict[str, str | None] = {}
+        self.until: float | None = None
+        self.unsure: list[str] = []
+        self.clock_open = False  # now() was read and no holds_until() followed yet
+        self.reading = 0  # inside one of our own reads (the audit hook lets them pass)
+        self._environ = RecordingEnviron(os.environ, self)
+
+    def note(self, key: str, value: str | None) -> None:
+        if self.inputs.setdefault(key, value) != value:
+            self.unsure.append(f"{key} changed while it was read")
+
+    def note_env(self, name: str, value: str | None) -> None:
+        self.note(f"env:{name}", None if value is None else self.digest(
+            value.encode("utf-8", "surrogateescape")))
+
+    def _reading(self, what: str, path, call):
+        self.reading += 1
+        try:
+            return call()
+        except OSError as exc:
+            self.note(f"{what}:{path}", "!" + type(exc).__name__)
+            raise
+        finally:
+            self.reading -= 1
+
+    def read_bytes(self, path: Path) -> bytes:
+        data = self._reading("file", path, lambda: super(RecordingSystem, self).read_bytes(path))
+        self.note(f"file:{path}", self.digest(data))
+        return data
+
+    def stat(self, path: Path) -> os.stat_result:
+        st = self._reading("stat", path, lambda: os.stat(path))
+        self.note(f"stat:{path}", str(st.st_mode))
+        return st
+
+    def lstat(self, path: Path) -> os.stat_result:
+        st = self._reading("lstat", path, lambda: os.lstat(path))
+        self.note(f"lstat:{path}", str(st.st_mode))
+        return st
+
+    def realpath(self, path: Path) -> Path:
+        real = self._reading("real", path, lambda: os.path.realpath(path))
+        self.note(f"real:{path}", real)
+        return Path(real)
+
+    def kind(self, path: Path) -> str | None:
+        found = self._reading("kind", path, lambda: path_kind(path))
+        self.note(f"kind:{path}", found)
+        return found
+
+    def exists(self, path: Path) -> bool:
+        return self.kind(path) is not None
+
+    def is_dir(self, path: Path) -> bool:
+        return self.kind(path) == "dir"
+
+    def lexists(self, path: Path) -> bool:
+        found = self._reading("lexists", path, lambda: os.path.lexists(path))
+        self.note(f"lexists:{path}", "1" if found else "0")
+        return found
+
+    def cwd(self) -> Path:
+        here = os.getcwd()
+        self.note("cwd:", here)
+        return Path(here)
+
+    def environ(self) -> Mapping[str, str]:
+        return self._environ
+
+    def now(self) -> float:
+        self.clock_open = True
+        return time.time()
+
+    def holds_until(self, when: float) -> None:
+        self.clock_open = False
+        if when != float("inf"):
+            self.until = when if self.until is None else min(self.until, when)
+
+    def ran(self, what: str, output: str) -> None:
+        self.note(f"ran:{what}", self.digest(output.encode("utf-8", "surrogateescape")))
+
+    @contextmanager
+    def resolving(self) -> Iterator[None]:
+        self.reading += 1
+        try:
+            yield
+        finally:
+            self.reading -= 1
+
+
+class RecordingEnviron(dict):
+    """The environment of a certified run: a copy of ``os.environ`` that records each
+    variable looked up (``[]``, ``get``, ``in``), set or not. Listing or copying it with
+    ``dict()`` records nothing: only a variable looked at is an input; ``copy()`` gives
+    another recording copy (a ClientEnv's environment)."""
+
+    def __init__(self, source, recorder: RecordingSystem):
+        super().__init__(source)
+        self._recorder = recorder
+
+    def _seen(self, name) -> None:
+        if isinstance(name, str):
+            self._recorder.note_env(name, dict.get(self, name))
+
+    def __getitem__(self, name):
+        self._seen(name)
+        return super().__getitem__(name)
+
+    def get(self, name, default=None):
+        self._seen(name)
+        return super().get(name, default)
+
+    def __contains__(self, name) -> bool:
+        self._seen(name)
+        return super().__contains__(name)
+
+    def copy(self) -> "RecordingEnviron":
+        return RecordingEnviron(self, self._recorder)
 
 
 def _nothing() -> None:

@@ -90,6 +90,8 @@ class Loaded:
     sources: list[tuple[str, str]] = field(default_factory=list)
     #: YAML path (a tuple) → the file its value came from, when fleet.yaml includes others
     origins: dict[tuple, str] = field(default_factory=dict, repr=False)
+    #: each environment variable an ``include:`` path expanded → its value (None: unset)
+    include_vars: dict[str, str | None] = field(default_factory=dict, repr=False)
 
     def origin_of(self, path: tuple) -> str:
         """The file the value at ``path`` came from (the longest prefix one file set)."""
@@ -221,6 +223,7 @@ class _Loader(Includes, YamlSource, SchemaErrors, CrossChecks):
                       key=self.key, key_ref=self.key_ref,
                       warnings=sorted(self.warnings, key=_order), data=data,
                       sources=list(self.sources),
+                      include_vars=dict(getattr(self, "include_vars", {})),
                       origins={p: src.file for p, src in self.origins.items()})
 
     def checked(self, fast: bool) -> dict:

@@ -484,6 +484,9 @@ class Includes:
         lists every file read, ``self.origins`` the file each overriding value came from."""
         self.origins = {}
         self.sources = [(str(self.path), self.digest)]
+        #: each variable an include path expanded → its value (None: unset) — as much an
+        #: input of the fleet as the files it led to (engine/cache.py)
+        self.include_vars: dict[str, str | None] = {}
         if "include" not in data:
             return data
         merged: dict = {}
@@ -541,11 +544,29 @@ class Includes:
             if text == "~" or text.startswith("~/"):
                 path = Path(self.home) / text[2:]
             else:
-                path = Path(os.path.expandvars(text)) if "$" in text else Path(text)
+                path = Path(self._expand_vars(text)) if "$" in text else Path(text)
                 if not path.is_absolute():
                     path = Path(source.path).parent / path
             out.append((index, path))
         return out
+
+    def _expand_vars(self, text: str) -> str:
+        """os.path.expandvars on the loader's environment, noting each variable read
+        (``$NAME``/``${NAME}``; an unset one stays as written, as expandvars leaves it)."""
+        import os
+        import re
+
+        environ = self.environ if self.environ is not None else os.environ
+
+        def value(match) -> str:
+            name = match.group(1)
+            if name.startswith("{"):
+                name = name[1:-1]
+            found = environ.get(name)
+            self.include_vars[name] = found
+            return match.group(0) if found is None else found
+
+        return re.sub(r"\$(\w+|\{[^}]*\})", value, text, flags=re.ASCII)
 
     def _resolved(self, path):
         from pathlib import Path

@@ -191,7 +191,16 @@ def route_choices(spec: dict, store: Any) -> dict:
     when no candidate is healthy). Reads nothing without such a route."""
     if not spec:
         return {}
+    from taosync.engine.system import current
     from taosync.verify import routing
 
     previous = {name: rec.get("model") for name, rec in store.load().routes.items()}
-    return routing.choose_all(spec, read(store.root), previous=previous)
+    records = read(store.root)
+    system = current()
+    now = system.now()
+    # a choice hangs on the clock only where a record ages past max_age: until the first
+    # such moment it stays as made (a certified answer holds until then)
+    age = routing.parse_duration(spec.get("max_age", routing.DEFAULT_MAX_AGE))
+    later = [t for t in (routing.when(r) + age for r in records) if t > now]
+    system.holds_until(min(later) if later else float("inf"))
+    return routing.choose_all(spec, records, now=now, previous=previous)
