@@ -36,6 +36,20 @@ def pytest_configure(config):
         tempfile.tempdir = None
 
 
+def wait_until(pred, timeout: float = 10.0, what: str = "condition"):
+    """Poll ``pred`` until it returns something true (returned), or fail after ``timeout``
+    seconds naming ``what``: tests wait only as long as their proof needs."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
 @dataclass
 class Run:
     rc: int

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLE_FLEET, TEST_KEY
+from conftest import wait_until as _wait_until
 
 from taosync.settings import Settings
 from taosync.watch import Event, Options, Watcher
@@ -29,13 +30,7 @@ TIMEOUT = 10.0
 
 
 def wait_until(pred, timeout: float = TIMEOUT, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+    return _wait_until(pred, timeout, what)
 
 
 class Harness:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLE_FLEET, Run, snapshot
+from conftest import wait_until as _wait_until
 
 DEBOUNCE = 0.05
 #: "clearly longer than watch's debounce": a watch that re-asserts does so well within it
@@ -31,13 +32,7 @@ TIMEOUT = 20.0
 
 
 def wait_until(pred, timeout: float = TIMEOUT, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+    return _wait_until(pred, timeout, what)
 
 
 def with_fast(model: str) -> str:
