@@ -18,7 +18,6 @@ looked at. Standard library only.
 """
 
 
-import os
 import sys
 
 from taosync import __version__

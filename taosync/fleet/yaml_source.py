@@ -521,7 +521,6 @@ class Includes:
 
     def _include_paths(self, source, entries):
         """(index, path) of each well-formed entry; the others are located errors."""
-        import os
         from pathlib import Path
 
         if entries is None:
