@@ -20,7 +20,12 @@ every step it checks the invariants (:meth:`TaosyncMachine.check_after_every_ste
     apply (keys the user did not edit since), and the key is on no client file;
 (e) a forgotten client's files are never written (byte for byte, until it is managed
     again);
-(f) no traceback, and every exit code is one README documents.
+(f) no traceback, and every exit code is one README documents;
+and, where a step makes them: a command documented as writing nothing (``--dry-run``,
+``--no-key``, ``doctor``, ``log``, ``managed``) writes nothing; keys the user (or a
+client) added to a client file are never lost, but to a rollback or redo, which README
+says replace later edits; bad input (a shell-style key, a damaged state.json) is exit 2
+with nothing written. :class:`WatchMachine` adds a running ``taosync watch``.
 
 Runs in the normal suite (a fixed, derandomized set of sequences: deterministic, no
 flakes). ``TAOSYNC_STATEFUL_MINUTES=30`` runs random sequences for that long instead.
@@ -43,7 +48,6 @@ import re
 import time
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, Phase, settings, strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition,
                                  rule, run_state_machine_as_test)
