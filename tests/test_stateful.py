@@ -828,4 +828,4 @@ def test_the_whole_tool_keeps_one_truth():
 
 
 def test_a_watch_alongside_agrees_with_every_other_command():
-    explore(WatchMachine, examples=2, steps=8, share=1 / 3)
+    explore(WatchMachine, examples=3, steps=8, share=1 / 3)
