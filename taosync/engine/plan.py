@@ -66,7 +66,16 @@ class FilePlan:
         return self.action != "unchanged"
 
     def diff(self, redactor=None) -> str:
-        """Unified diff, scrubbed by ``redactor`` (a Redactor, or a bare Secret)."""
+        """Unified diff, scrubbed by ``redactor`` (a Redactor, or a bare Secret). The
+        diff shows the user's lines around taosync's keys (a rollback, whole files), so
+        a Redactor first learns the values either text holds under a secret-looking
+        name (the user's own tokens, in keys taosync does not own)."""
+        if hasattr(redactor, "add"):
+            from taosync.fleet.secrets import named_secrets
+
+            for text in (self.old_text, self.new_text):
+                for value in named_secrets(text):
+                    redactor.add(value)
         old = (self.old_text or "").splitlines(keepends=True)
         new = (self.new_text or "").splitlines(keepends=True)
         import difflib

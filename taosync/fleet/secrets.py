@@ -272,6 +272,14 @@ MIN_HASHED = 12
 #: a name under which a value is a secret whatever it holds (an MCP server's env/headers)
 SECRET_NAME = re.compile(r"(?:^|[_-])(?:token|key|pat)$|api_?key|secret|passw|authorization"
                          r"|credential|cookie", re.IGNORECASE)
+#: a secret-looking name that says where a secret is rather than holding one
+#: (``apiKeyHelper``, ``env_key``, ``api_key_name``, ``envKey``, ``secret_name``)
+POINTER_NAME = re.compile(r"(?:name|env|env_?var|helper|file|path|cmd|command|source)$",
+                          re.IGNORECASE)
+#: ``NAME = "value"`` (TOML), ``"NAME": "value"`` (JSON), ``NAME: value`` (YAML),
+#: ``NAME=value`` (.env): one value under a name, on one line of a client file
+_NAMED_VALUE = re.compile(r"""["']?([A-Za-z0-9_.-]+)["']?[ \t]*[:=][ \t]*"""
+                          r"""("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,{}\[#'"][^\n,}#]*)""")
 _TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]{%d,}" % MIN_FRAGMENT)
 _CHUNK = re.compile(r"\S{%d,}" % MIN_HASHED)
 _TOKEN_EDGES = "._~+/=-"
@@ -441,6 +449,33 @@ class Redactor:
             if len(candidate) >= MIN_HASHED and value_hash(self._hmac_key, candidate) in self._hashes:
                 return chunk.replace(candidate, SENSITIVE)
         return chunk
+
+
+def named_secrets(text: str | None) -> list[str]:
+    """The values ``text`` (a client file) holds under a secret-looking name
+    (``MINE_TOKEN = "…"``, ``"GITHUB_TOKEN": "…"``) — the user's own tokens in parts of
+    the file taosync does not own, which a diff shows as context. A reference
+    (``${…}``, ``${{ secrets.X }}``), an environment variable's name, a value shorter
+    than 8 characters and one already redacted are not secrets."""
+    out = []
+    for match in _NAMED_VALUE.finditer(text or ""):
+        name, raw = match.groups()
+        if not SECRET_NAME.search(name) or POINTER_NAME.search(name):
+            continue
+        value = raw
+        if raw[:1] == '"':
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                value = raw[1:-1]
+        elif raw[:1] == "'":
+            value = raw[1:-1]
+        value = value.strip()
+        if (len(value) < 8 or "${" in value or "{{" in value or value.startswith("(")
+                or "…" in value or re.fullmatch(r"[A-Z][A-Z0-9_]*", value)):
+            continue
+        out.append(value)
+    return out
 
 
 def spellings(value: str) -> set[str]:
