@@ -248,15 +248,17 @@ class World:
 
     # -- files -------------------------------------------------------------------------
 
-    def snapshot(self, *, state: bool = True) -> dict[str, str]:
+    def snapshot(self, *, state: bool = True, certificate: bool = True) -> dict[str, str]:
         """relative path → sha256 of every file under the home (taosync's state dir
-        left out unless ``state``)."""
+        left out unless ``state``; its certificate.json unless ``certificate``)."""
         out = {}
         for dirpath, _dirs, files in os.walk(self.home):
             for name in files:
                 p = Path(dirpath, name)
                 rel = str(p.relative_to(self.home))
                 if not state and rel.startswith(".local/state/taosync"):
+                    continue
+                if not certificate and rel == ".local/state/taosync/certificate.json":
                     continue
                 out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
         return out
