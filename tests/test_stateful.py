@@ -692,8 +692,11 @@ class TaosyncMachine(RuleBasedStateMachine):
         on_disk = self.w.snapshot(state=False)
         for rel in sorted(on_disk):
             client = next((c for c, was in self.frozen.items() if rel in was), None)
-            if client is not None:
-                continue  # a forgotten client's files are left as they are
+            if client is not None or self.owner_forgotten_once(rel):
+                # a forgotten client's files are left as they are; what taosync had
+                # written there became the user's at forget (README: forget), so a
+                # later destroy gives that back
+                continue
             text = (self.w.home / rel).read_text(errors="replace")
             for name, value in self.secrets.items():
                 if name.startswith(("sk#", "ghp#")) and value in text:
