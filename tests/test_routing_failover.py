@@ -222,3 +222,14 @@ def test_apply_json_reports_the_extra_write_of_a_moved_route(taosync, home, flee
         # bounded: the next apply writes nothing, verifies nothing
         r = taosync("apply")
         assert r.rc == 0 and "nothing to do" in r.out
+
+
+def test_status_never_says_a_route_is_off_the_model_it_is_on(taosync, home, fleet_file):
+    """A route with candidates none of which was probed yet stays on its preferred model:
+    status says it has no healthy candidate, not that it is "off its preferred" model."""
+    choosing_fleet(fleet_file, "http://127.0.0.1:9")
+    assert taosync("apply", "--no-verify").rc == 0
+    status = taosync("status")
+    assert "off its preferred" not in status.out, status.both
+    assert f"balanced → {PREFERRED}, its preferred, since " in status.out, status.both
+    assert "no healthy candidate" in status.out, status.both

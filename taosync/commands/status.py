@@ -72,9 +72,12 @@ def status(only, no_key):
             for kp_text, verdict in fp.sensitive.items():
                 ui.out(f"{'key':<8} {where}: {kp_text}: {verdict}")
         for name, rec in state.routes.items():  # as the files hold it (the last apply)
-            if rec["model"] != rec["preferred"] or not rec["healthy"]:
+            if rec["model"] != rec["preferred"]:
                 ui.out(f"{ui.style('route', 'warn')}    {name} → {rec['model']}, off its "
                        f"preferred {rec['preferred']} since {rec['since']} ({rec['reason']})")
+            elif not rec["healthy"]:  # on its preferred model, which is not known healthy
+                ui.out(f"{ui.style('route', 'warn')}    {name} → {rec['model']}, its "
+                       f"preferred, since {rec['since']} ({rec['reason']})")
         if not drift and not pending:
             ui.out(f"in sync: {len(the_plan.files)} file(s), no drift, nothing pending")
     return rc
