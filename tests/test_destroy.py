@@ -182,3 +182,23 @@ def test_destroy_asks_on_a_terminal(taosync, home, fleet_file):
     rc, out = run_on_a_terminal(args, b"y\n")
     assert rc == 0 and f"destroyed: {n} files given back" in out, out[-2000:]
     assert tree(home, skip=".local") == before
+
+
+def test_a_key_the_user_added_survives_destroy_after_an_apply_that_left_the_file_alone(
+        taosync, home, fleet_file):
+    """An apply that does not write a file must not take the user's later edit of it for
+    taosync's own bytes: destroy then put the pre-taosync backup back whole and lost the
+    key the user had added in between (found by the stateful test)."""
+    settings = home / ".claude/settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"theme": "dark"}\n')
+    assert taosync("apply", "--no-verify").rc == 0
+    doc = json.loads(settings.read_text())
+    doc["myOwn"] = "keep me"
+    settings.write_text(json.dumps(doc, indent=2) + "\n")
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "codex: {model: fast,", "codex: {model: deep,"))
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0 and ".claude/settings.json" not in r.out, r.both
+    assert taosync("destroy", "--yes").rc == 0
+    assert json.loads(settings.read_text()) == {"theme": "dark", "myOwn": "keep me"}

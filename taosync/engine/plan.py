@@ -303,9 +303,13 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
         elif created_file and _is_empty(editor, doc):
             new_text = None  # taosync made this file and owns nothing in it any more
     else:
+        # the bytes taosync left: a file this plan does not write keeps the digest of
+        # what taosync wrote last, so an edit made since (the user's own key) is never
+        # taken for taosync's and given away by a byte-for-byte destroy or rollback
+        unwritten = previous is not None and text is not None and new_text == text
         new_state = FileState(
             path=str(path), format=fmt, clients=desired.clients,
-            sha256=sha256_bytes((new_text or "").encode("utf-8")),
+            sha256=previous.sha256 if unwritten else sha256_bytes(new_text.encode("utf-8")),
             owned=owned, created=created, skeleton=skeleton, created_file=created_file,
             secret=holds_secret, lead=[keypath_str(kp) for kp in desired.lead])
     clients = desired.clients if desired else previous.clients
