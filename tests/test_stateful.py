@@ -294,6 +294,10 @@ class TaosyncMachine(RuleBasedStateMachine):
     @action("apply", verify=st.booleans())
     def apply(self, verify):
         self.same_answer("apply", *([] if verify else ["--no-verify"]))
+        self.after_apply()
+
+    def after_apply(self):
+        """What a one-shot apply wrote is the user's doing (the watch machine's hook)."""
 
     @action("verify")
     def verify(self):
@@ -772,6 +776,13 @@ class WatchMachine(TaosyncMachine):
         if ran.rc == 0:
             self.since_history = self.w.snapshot(state=False)
             self.fleet_baseline, self.expect_sync = False, False
+
+    def after_apply(self):
+        """A watch holding a rollback's (or destroy's…) baseline keeps holding through a
+        one-shot apply, which applies as always (README: watch and one-shot commands):
+        the files that apply wrote are the new "as the one-shot command left them"."""
+        if self.since_history is not None:
+            self.since_history = self.w.snapshot(state=False)
 
     def after_fleet_edit(self):
         if getattr(self, "watch", None) is not None:
