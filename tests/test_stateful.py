@@ -766,6 +766,7 @@ class WatchMachine(TaosyncMachine):
         self.since_history: dict[str, str] | None = None  # files right after one
         self.fleet_baseline = True  # watch's baseline is the fleet (no history step since)
         self.expect_sync = False
+        self.edit_mark: int | None = None  # watch lines before a fleet save while held
 
     def teardown(self):
         if getattr(self, "watch", None) is not None:
@@ -785,8 +786,12 @@ class WatchMachine(TaosyncMachine):
             self.since_history = self.w.snapshot(state=False)
 
     def after_fleet_edit(self):
-        if getattr(self, "watch", None) is not None:
-            self.since_history, self.fleet_baseline, self.expect_sync = None, True, True
+        if getattr(self, "watch", None) is None:
+            return
+        if self.fleet_baseline:
+            self.since_history, self.expect_sync = None, True
+        else:  # held: only a save that changes the render resumes it (README); settle tells
+            self.edit_mark = len(self.watch.lines)
 
     def after_hand_edit(self):
         self.since_history = None  # the user wrote: not what the history step left
@@ -795,6 +800,15 @@ class WatchMachine(TaosyncMachine):
     def settle(self):
         self.watch.settle()
         assert self.watch.proc.poll() is None, "watch ended:\n" + "".join(self.watch.lines)
+        if getattr(self, "edit_mark", None) is not None:
+            # a fleet save while held: "resumed" (it renders otherwise: the files must
+            # reach fleet.yaml) or "held" (it renders the same: the hold, and the
+            # no-write check, go on)
+            since = [json.loads(line).get("event") for line in self.watch.lines[self.edit_mark:]
+                     if line.startswith("{")]
+            self.edit_mark = None
+            if "resumed" in since or "applied" in since:
+                self.since_history, self.fleet_baseline, self.expect_sync = None, True, True
         text = "".join(self.watch.lines)
         if checking("f"):
             assert "Traceback" not in text, f"(f) watch printed a traceback:\n{text}"
