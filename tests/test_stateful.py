@@ -578,7 +578,14 @@ class TaosyncMachine(RuleBasedStateMachine):
     def client_rewrite(self, data, how):
         """What clients do to their own files: rewrite JSON in another layout or key
         order (same data), bump Cline's ``updatedAt``, or rewrite ``.sgptrc`` as
-        shell-gpt does on its first run (its defaults appended)."""
+        shell-gpt does on its first run (its defaults appended). Written by another
+        program, as a hand edit is: a watch did not write it."""
+        try:
+            self._client_rewrite(data, how)
+        finally:
+            self.after_hand_edit()
+
+    def _client_rewrite(self, data, how):
         files = [rel for rel, _c in self.managed_files() if rel.endswith(".json")]
         if how == "updated_at":
             files = [rel for rel in files if rel.endswith("settings/providers.json")]
