@@ -78,12 +78,8 @@ def _replay(argv: list[str], environ):
     cert_dir = _state_dir(home, sandboxed, environ)
     cert = certificate.loads(certificate.read(os.path.join(cert_dir, certificate.FILE))
                              .decode("utf-8"))
-    from taosync import __version__
-
-    if not (cert["format"] == certificate.FORMAT and cert["taosync"] == __version__
-            and cert["python"] == sys.version and cert["platform"] == sys.platform
-            and cert["context"] == {"home": home if sandboxed else None,
-                                    "config": _config(options)}):
+    if not certificate.made_for(cert, certificate.context_of(home if sandboxed else None,
+                                                             _config(options))):
         return None
     key = certificate.read(os.path.join(cert_dir, "hmac.key")).decode().strip()
     if not certificate.holds(cert, certificate.Hmac(bytes.fromhex(key)), environ, home):

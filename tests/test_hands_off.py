@@ -18,6 +18,19 @@ def codex_files(home) -> dict[str, bytes]:
     return {rel: (home / rel).read_bytes() for rel in CODEX}
 
 
+def destroy_with_codex_set_unmanaged_by_hand(taosync, home, fleet_file):
+    """``managed: false`` written into fleet.yaml for codex, then destroy: codex's files
+    must come out byte for byte as they were, and destroy must say it skipped them."""
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "codex: {model: fast,", "codex: {managed: false, model: fast,"))
+    kept = codex_files(home)
+    r = taosync("destroy", "--yes")
+    assert r.rc == 0, r.both
+    assert codex_files(home) == kept
+    assert "skipped codex (managed: false)" in r.out
+    return r
+
+
 def rotate_and_apply(taosync, monkeypatch) -> None:
     """apply #1 with the old key, apply #2 with a new one: rolling back #2 would put
     the pre-rotation key back."""
@@ -77,13 +90,7 @@ def test_managed_false_by_hand_is_hands_off_before_any_apply(taosync, home, flee
     """Set in fleet.yaml, not applied yet: the state still owns the files; rollback and
     destroy skip them all the same, and the state forgets them."""
     assert taosync("apply", "--no-verify").rc == 0
-    fleet_file.write_text(fleet_file.read_text().replace(
-        "codex: {model: fast,", "codex: {managed: false, model: fast,"))
-    kept = codex_files(home)
-    r = taosync("destroy", "--yes")
-    assert r.rc == 0, r.both
-    assert codex_files(home) == kept
-    assert "skipped codex (managed: false)" in r.out
+    destroy_with_codex_set_unmanaged_by_hand(taosync, home, fleet_file)
     state = json.loads((home / ".local/state/taosync/state.json").read_text())
     assert state["files"] == {} and state["forgotten"] == ["codex"]
 
@@ -147,13 +154,7 @@ def test_redo_of_a_rollback_made_before_forget_leaves_the_client_alone(taosync, 
 
 def test_destroy_with_only_a_forgotten_client_left_says_so(taosync, home, fleet_file):
     assert taosync("apply", "--no-verify", "--only", "codex").rc == 0
-    fleet_file.write_text(fleet_file.read_text().replace(
-        "codex: {model: fast,", "codex: {managed: false, model: fast,"))
-    kept = codex_files(home)
-    r = taosync("destroy", "--yes")
-    assert r.rc == 0, r.both
-    assert codex_files(home) == kept
-    assert "skipped codex (managed: false)" in r.out
+    r = destroy_with_codex_set_unmanaged_by_hand(taosync, home, fleet_file)
     assert "nothing to destroy: taosync owns nothing here but the files of clients set " \
            "managed: false, left as they are" in r.out
     assert "owns nothing in this home" not in r.out

@@ -5,11 +5,11 @@ what they tell the user about it (engine/coordination.py has the mechanism, READ
 from __future__ import annotations
 
 #: what a watch does after each operation, as the note says it
+_BASELINE = ("it takes this {op} as the new baseline and keeps these files as they are "
+             "until fleet.yaml changes")
 WILL = {
-    "rollback": "it takes this rollback as the new baseline and keeps these files as they "
-                "are until fleet.yaml changes",
-    "redo": "it takes this redo as the new baseline and keeps these files as they are "
-            "until fleet.yaml changes",
+    "rollback": _BASELINE.format(op="rollback"),
+    "redo": _BASELINE.format(op="redo"),
     "destroy": "it writes none of these files again until fleet.yaml changes (stop it to "
                "keep taosync out of them)",
     "forget": "it leaves {client}'s files alone from now on, and the other files as they "
@@ -33,10 +33,12 @@ def tell(store, kind: str, pids: list[int], *, record: int | None = None,
     watch knows that save when it sees it."""
     if not pids:
         return
-    from taosync.engine.coordination import fleet_digest, record_op
+    from taosync.engine.coordination import record_op
+    from taosync.engine.state import sha256_bytes  # as fleet/load.py digests fleet.yaml
 
     record_op(store.root, kind, record=record, client=client,
-              fleet=fleet_digest(fleet_text) if fleet_text is not None else None)
+              fleet=sha256_bytes(fleet_text.encode("utf-8")) if fleet_text is not None
+              else None)
 
 
 def note(kind: str, pids: list[int], client: str | None = None) -> None:

@@ -200,6 +200,16 @@ def measure(key: str, digest: Hmac, environ, home: str, memo: dict | None = None
     raise ValueError(f"unknown input {what!r}")
 
 
+def made_for(cert: dict, context: dict) -> bool:
+    """``cert`` was written by this taosync, Python and platform for this command-line
+    context (:func:`context_of`): the fast path's and the certifier's first check."""
+    from taosync import __version__
+
+    return (cert["format"] == FORMAT and cert["taosync"] == __version__
+            and cert["python"] == sys.version and cert["platform"] == sys.platform
+            and cert["context"] == context)
+
+
 def holds(cert: dict, digest: Hmac, environ, home: str) -> bool:
     """Every input of ``cert`` is as it was, and what was decided from the clock holds."""
     until = cert["until"]
@@ -281,15 +291,11 @@ def certify(settings, run) -> bool:
 
 def _still_holds(path, context: dict, digest: Hmac, settings) -> bool:
     """The certificate at ``path`` is for this context, this taosync, and holds."""
-    from taosync import __version__
     from taosync.engine.system import environ
 
     try:
         cert = loads(read(str(path)).decode("utf-8"))
-        return (cert["format"] == FORMAT and cert["taosync"] == __version__
-                and cert["python"] == sys.version and cert["platform"] == sys.platform
-                and cert["context"] == context
-                and len(cert["answers"]) == 2 * len(FORMS)
+        return (made_for(cert, context) and len(cert["answers"]) == 2 * len(FORMS)
                 and holds(cert, digest, environ(), str(settings.home_dir)))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False

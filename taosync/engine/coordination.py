@@ -143,12 +143,6 @@ def read_ops(root: Path) -> list[Op]:
         return []
 
 
-def fleet_digest(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def _write(path: Path, data) -> None:
     from taosync.engine.state import write_private
 
