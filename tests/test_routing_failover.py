@@ -30,8 +30,13 @@ def files_naming(home: Path, model: str) -> set[str]:
     and history left out)."""
     out = set()
     for path in home.rglob("*"):
-        if path.is_file() and "taosync" not in path.relative_to(home).parts[:3] \
-                and model in path.read_text(errors="replace"):
+        if not path.is_file() or "taosync" in path.relative_to(home).parts[:3]:
+            continue
+        try:
+            text = path.read_text(errors="replace")
+        except FileNotFoundError:
+            continue  # a write's temporary file, renamed into place since the walk saw it
+        if model in text:
             out.add(str(path.relative_to(home)))
     return out
 
