@@ -236,6 +236,20 @@ def test_a_fast_path_crash_gets_the_full_paths_answer(home, fleet, env, args):
     assert r.returncode == 2 and f"{state} is damaged" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("value", ['"   "', '"\u00a0"', '"\t"'], ids=["spaces", "nbsp", "tab"])
+@pytest.mark.parametrize("command", [("validate",), ("validate", "--json"),
+                                     ("apply", "--no-verify")], ids=" ".join)
+def test_a_blank_key_is_a_located_error_not_a_crash(home, fleet, env, value, command):
+    """A key of only whitespace passes the schema's min_length (a no-break space is one
+    character); it used to reach an assertion (exit 70). It is bad input, located."""
+    fleet.write_text(FLEET.replace("KEY", value))
+    r = taosync(home, fleet, *command, env=env)
+    no_crash(r)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "the key reference is blank" in r.stdout + r.stderr
+    assert not (home / ".claude").exists()
+
+
 # ----------------------------------------------------------- shell-style variables
 
 @pytest.mark.parametrize("value", ["$TAOTOKEN_API_KEY", "${TAOTOKEN_API_KEY}",

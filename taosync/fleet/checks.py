@@ -169,9 +169,13 @@ class CrossChecks:
     def check_key(self, data: dict) -> None:
         gateway = data.get("gateway")
         raw = gateway.get("key") if isinstance(gateway, dict) else None
-        if not isinstance(raw, str) or not raw.strip():
+        if not isinstance(raw, str):
             return  # the schema step reported it
         path = ("gateway", "key")
+        if not raw.strip():  # min_length lets "  " (or a no-break space) through
+            self.error(path, "the key reference is blank; write ${env:NAME}, ${file:PATH}, "
+                       "${cmd:COMMAND} or ${shell:COMMAND}")
+            return
         ref = parse_reference(raw)
         self.key_ref = ref
         if ref.kind == "literal":
