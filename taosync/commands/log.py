@@ -85,7 +85,7 @@ def _folded(rows: list[dict]) -> list[dict]:
             clients = sorted({c for r in run for f in r["files"] for c in f["clients"]})
             paths = {f["path"] for r in run for f in r["files"]}
             who = f" ({', '.join(clients)})" if clients else ""
-            out.append({"kind": "routes", "id": f"{run[-1]['id']}-{run[0]['id']}",
+            out.append({"kind": "routes", "id": f"{run[-1]['id']}-#{run[0]['id']}",
                         "time": run[0]["time"],
                         "summary": f"{len(run)} route re-renders of {len(paths)} "
                         f"file{'s' if len(paths) != 1 else ''}{who}: not your applies, "
