@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from conftest import TEST_KEY, snapshot
+from conftest import EXAMPLE_FLEET, TEST_KEY, snapshot
 from test_certificate import STATE, certified, cli
 from test_routing_failover import (BACKUP, BALANCED_FILES, MODELS, PREFERRED, choosing_fleet,
                                    files_naming)
@@ -277,3 +277,51 @@ def test_pruning_keeps_the_user_window_and_the_route_records_a_rollback_needs():
         [rec(i, "route", "a") for i in range(KEEP_APPLIES + 1, KEEP_APPLIES + 40)]
     kept, _ = prune_history(records)
     assert [r.id for r in kept if r.kind == "apply"] == list(range(1, KEEP_APPLIES + 1))
+
+
+def test_the_hold_is_a_pure_function_of_history_state_and_clock():
+    """routing.choose with the route's last choice and when it moved there: held within
+    the dwell, moved after it, never held on a failing choice, and a switch dated in the
+    future holds nothing (a skewed clock must not pin the route)."""
+    from taosync.verify.routing import choose
+
+    spec = {"candidates": ["a", "b"], "policy": "failover", "dwell": "10m"}
+    now = 1_000_000.0
+
+    def probe(model, ok, t=now - 5):
+        return {"model": model, "ok": ok, "t": t, "latency_ms": 100.0, "protocol": "openai"}
+
+    both_pass = [probe("a", True), probe("b", True)]
+    held = choose("balanced", spec, both_pass, now=now, previous="b", since=now - 60)
+    assert (held.model, held.instead, held.held_until) == ("b", "a", now - 60 + 600)
+    assert held.reason.startswith("held on b until ") and "(dwell 10m); then a: " in held.reason
+    assert choose("balanced", spec, both_pass, now=now, previous="b",
+                  since=now - 600).model == "a"
+    assert choose("balanced", spec, both_pass, now=now, previous="b", since=None).model == "a"
+    assert choose("balanced", spec, both_pass, now=now, previous="b",
+                  since=now + 3600).model == "a"
+    b_fails = [probe("a", True), probe("b", False)]
+    away = choose("balanced", spec, b_fails, now=now, previous="b", since=now - 60)
+    assert away.model == "a" and away.held_until is None
+    assert choose("balanced", dict(spec, dwell="0s"), both_pass, now=now, previous="b",
+                  since=now - 1).model == "a"
+
+
+def test_dwell_takes_a_duration_or_seconds_and_refuses_a_bad_one(taosync, fleet_file):
+    """``dwell: 0`` (a number: seconds) moves at once; a bad one is a located error."""
+    from taosync.verify.routing import choose
+
+    both = [{"model": m, "ok": True, "t": 99.0, "latency_ms": 1.0} for m in ("a", "b")]
+    spec = {"candidates": ["a", "b"], "dwell": 0}
+    assert choose("r", spec, both, now=100.0, previous="b", since=99.0).model == "a"
+    def fleet(dwell: str) -> None:
+        fleet_file.write_text(EXAMPLE_FLEET.read_text())
+        choosing_fleet(fleet_file, "http://127.0.0.1:9", dwell=dwell)
+
+    fleet("0")
+    assert taosync("validate").rc == 0
+    for bad, words in (("soon", "routes.balanced.dwell"), ("-3", "must be at least 0")):
+        fleet(bad)
+        r = taosync("validate")
+        assert r.rc == 2 and words in r.both and "Traceback" not in r.both, r.both
+        assert f"{fleet_file}:" in r.both

@@ -206,10 +206,12 @@ def _hold(choice: Choice, spec: dict, previous: str | None, since: float | None,
     if (since is None or previous is None or previous == choice.model or not choice.healthy
             or previous not in spec["candidates"]):
         return choice
-    dwell = parse_duration(spec.get("dwell") or DEFAULT_DWELL)
+    dwell = parse_duration(DEFAULT_DWELL if spec.get("dwell") is None else spec["dwell"])
     kept = next(c for c in choice.candidates if c.model == previous)
-    if kept.health != HEALTHY or now >= since + dwell:
-        return choice  # never held on a broken (or unproven) backend; or dwelt enough
+    if kept.health != HEALTHY or not since <= now < since + dwell:
+        # never held on a broken (or unproven) backend, nor by a switch dated in the
+        # future (a skewed clock would pin the route); or it dwelt enough
+        return choice
     until = since + dwell
     at = time.strftime("%H:%M", time.gmtime(until))
     return Choice(choice.route, choice.policy, previous,
