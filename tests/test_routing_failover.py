@@ -222,6 +222,8 @@ def test_apply_json_reports_the_extra_write_of_a_moved_route(taosync, home, flee
         assert report["routes"]["balanced"]["model"] == PREFERRED  # what it wrote first
         again = report["rerouted"]
         assert again["apply_id"] == report["apply_id"] + 1
+        # the user's apply, then a route re-render outside their rollback window
+        assert (report["record_kind"], again["record_kind"]) == ("apply", "route")
         assert again["routes"]["balanced"]["model"] == BACKUP
         # every client on the route, and every one taking the MCP server's ${routes.balanced}
         # (llm and shell-gpt: on "fast", no MCP)
