@@ -70,10 +70,10 @@ def seed_originals(home: Path) -> None:
 def test_25_route_switches_keep_the_users_applies_and_original_backups(taosync, home,
                                                                        fleet_file):
     """A backend failing and recovering 13 times, seen by repeated ``verify`` and the
-    ``apply`` after each: 25 route re-renders (the last onto the backup), recorded as route records with their own
-    cap; the user's two applies and the backups of their original files stay, and two
-    rollbacks give back first the user's state after their first apply, then the files
-    they had before taosync."""
+    ``apply`` after each: 25 route re-renders (the last onto the backup), recorded as
+    route records with their own cap; the user's two applies and the backups of their
+    original files stay, and two rollbacks give back first the user's state after their
+    first apply, then the files they had before taosync."""
     from taosync.engine.state import KEEP_ROUTES
     from taosync.stub import Stub
 
