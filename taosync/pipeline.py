@@ -301,6 +301,8 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                 # another apply ran, or a file moved since we planned: plan again
                 the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
             inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key(), ctx.consulted)
+            if kind == "apply" and route_rerender(the_plan, state, inputs):
+                kind = "route"  # not the user's step: outside their rollback window
             if ctx.routes or state.routes:
                 state.routes = recorded_routes(ctx.routes, state.routes)
             for attempt in range(MOVED_RETRIES + 1):
@@ -316,6 +318,31 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                                           "is quiet") from None
                     the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
     return the_plan, result
+
+
+def route_rerender(the_plan, state, inputs: dict) -> bool:
+    """Is this write only a route's choice moving? Every input of the render is as the
+    last write recorded it but the route choice, which moved, and every file it changes
+    is byte for byte what taosync left there (so its backups hold nothing of the user's:
+    a hand edit it overwrites makes it the user's apply). Such a write is recorded as a
+    "route" record, outside the user's rollback window (engine/state.py)."""
+    old = (state.inputs or {}).get("fingerprint") if isinstance(state.inputs, dict) else None
+    new = (inputs or {}).get("fingerprint")
+    if not old or not new or not old.get("routes") or not new.get("routes"):
+        return False  # no record of the last render (a literal key): the user's apply
+
+    def without_choice(fp: dict) -> dict:
+        return dict(fp, routes=dict(fp["routes"], choice=None))
+
+    if old["routes"].get("choice") == new["routes"].get("choice") or \
+            without_choice(old) != without_choice(new):
+        return False
+    for fp in the_plan.changed:
+        was = state.files.get(str(fp.path))
+        if fp.action != "update" or was is None or fp.old_text is None \
+                or not was.holds(fp.old_text):
+            return False
+    return bool(the_plan.changed)
 
 
 def routes_moved(ctx: Context) -> bool:

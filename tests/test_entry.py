@@ -23,7 +23,9 @@ def entry(*args: str, home: Path, prelude: str = "", **kw) -> subprocess.Complet
         from taosync.__main__ import main
         sys.exit(main())
     """)
-    env = {**os.environ, "TAOTOKEN_API_KEY": TEST_KEY}
+    # this checkout's taosync, not whichever one the interpreter has installed (cwd is
+    # the home, so the checkout is not on the path by itself)
+    env = {**os.environ, "TAOTOKEN_API_KEY": TEST_KEY, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-c", code], cwd=home, env=env,
                           capture_output=True, text=True, timeout=60, **kw)
 

@@ -12,15 +12,19 @@ PREFERRED, BACKUP = "claude-sonnet-4-20250514", "gpt-4.1"  # not a prefix of ano
 MODELS = ["gpt-4o-mini", PREFERRED, BACKUP, "nvidia/deepseek-r1", "intel/llama-7b"]
 
 
-def choosing_fleet(fleet_file: Path, root: str, policy: str = "failover") -> None:
+def choosing_fleet(fleet_file: Path, root: str, policy: str = "failover",
+                   dwell: str | None = "0s") -> None:
     """The example fleet with ``balanced`` choosing between two candidates, pointed at
-    the stand-in gateway, probes without retries (a 500 fails at once)."""
+    the stand-in gateway, probes without retries (a 500 fails at once). ``dwell``: the
+    route's hysteresis — 0s by default here, so these tests see each move back at once
+    (tests/test_route_flaps.py holds the default 10m; None leaves it out)."""
     text = fleet_file.read_text().replace("https://taotoken.net/api", root)
     text = text.replace("  claude-sonnet-4-20250514: {}\n",
                         "  claude-sonnet-4-20250514: {}\n  gpt-4.1: {}\n")
     text = text.replace("  balanced: claude-sonnet-4-20250514\n",
                         f"  balanced:\n    candidates: [{PREFERRED}, {BACKUP}]\n"
-                        f"    policy: {policy}\n")
+                        f"    policy: {policy}\n"
+                        + (f"    dwell: {dwell}\n" if dwell is not None else ""))
     text = text.replace("timeout: 20}", "timeout: 20, retries: 0}")
     fleet_file.write_text(text)
 
@@ -218,6 +222,8 @@ def test_apply_json_reports_the_extra_write_of_a_moved_route(taosync, home, flee
         assert report["routes"]["balanced"]["model"] == PREFERRED  # what it wrote first
         again = report["rerouted"]
         assert again["apply_id"] == report["apply_id"] + 1
+        # the user's apply, then a route re-render outside their rollback window
+        assert (report["record_kind"], again["record_kind"]) == ("apply", "route")
         assert again["routes"]["balanced"]["model"] == BACKUP
         # every client on the route, and every one taking the MCP server's ${routes.balanced}
         # (llm and shell-gpt: on "fast", no MCP)

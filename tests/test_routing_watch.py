@@ -20,6 +20,15 @@ def balanced_on(home, model) -> bool:
     return files_naming(home, model) >= BALANCED_FILES
 
 
+def last_kind(home) -> str | None:
+    """The kind of the newest history record (None before the first)."""
+    try:
+        applies = json.loads(next(home.rglob("state.json")).read_text())["applies"]
+    except (StopIteration, ValueError):
+        return None
+    return applies[-1]["kind"] if applies else None
+
+
 def test_reverify_moves_the_route_on_failure_and_back_on_recovery(home, fleet_file):
     from taosync.stub import Stub
 
@@ -33,6 +42,8 @@ def test_reverify_moves_the_route_on_failure_and_back_on_recovery(home, fleet_fi
             assert moved.data["from"] == PREFERRED and moved.data["model"] == BACKUP
             wait_until(lambda: balanced_on(home, BACKUP), what="clients on the backup")
             assert not any(f in BALANCED_FILES for f in files_naming(home, PREFERRED))
+            # the re-render is a route record, not one of the user's applies (issue 23)
+            wait_until(lambda: last_kind(home) == "route", what="a route record")
 
             # nothing moves while the preferred one keeps failing: the timer verifies
             # again, the route stays

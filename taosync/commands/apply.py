@@ -80,12 +80,13 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
     if not s.json:
         if result.written:
             print_plan(the_plan, ctx, diffs=s.verbosity > 0)
-            ui.out(f"applied #{result.apply_id}: {len(result.written)} file(s) written "
-                   f"(taosync rollback undoes it)")
+            ui.out(applied_line(result))
         else:
             ui.out(f"nothing to do: {len(the_plan.files)} file(s) up to date")
 
-    report = {"apply_id": result.apply_id, **plan_json(the_plan, ctx)}
+    report = {"apply_id": result.apply_id,
+              **({"record_kind": result.kind} if result.apply_id else {}),
+              **plan_json(the_plan, ctx)}
     rc = 0
     if no_verify:
         pass  # asked not to: no "verify" entry in the report
@@ -118,9 +119,20 @@ def _reroute(ctx, s, only_set, force) -> dict | None:
     if not s.json:
         for line in route_lines(fresh.routes, all_routes=True):
             ui.out(ui.style(line, "bold"))
-        ui.out(f"applied #{result.apply_id}: {len(result.written)} file(s) re-rendered for "
-               "the route choice")
-    return {"apply_id": result.apply_id, **plan_json(the_plan, fresh)}
+        ui.out(applied_line(result))
+    return {"apply_id": result.apply_id, "record_kind": result.kind,
+            **plan_json(the_plan, fresh)}
+
+
+def applied_line(result) -> str:
+    """``applied #N …``; for a route re-render (engine/state.py "route"), that it is
+    not one of the user's applies and what rollback does with it."""
+    n = len(result.written)
+    if result.kind == "route":
+        return (f"applied #{result.apply_id}: {n} file(s) re-rendered for the route choice "
+                "(a route switch, not your apply: taosync rollback steps over it to your "
+                "last apply)")
+    return f"applied #{result.apply_id}: {n} file(s) written (taosync rollback undoes it)"
 
 
 def overwritten_drift(ctx, state, the_plan, only) -> list[tuple]:

@@ -1,4 +1,5 @@
-"""``taosync log``: the recorded history — applies, rollbacks, redos, destroys, re-asserts."""
+"""``taosync log``: the recorded history — applies, rollbacks, redos, destroys, re-asserts,
+route re-renders."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ def log(count):
     with its kind, files and a one-line summary.
 
     Applies are kept for rollback in a window of the last 20 of your own steps; watch's
-    drift re-asserts are kept beside it and never push an apply out.
+    drift re-asserts and route re-renders (a route's choice moving) are kept beside it
+    and never push an apply out. Consecutive route re-renders show as one line (-v:
+    each); rollback steps over them.
     """
     from taosync import ui
     from taosync.engine.rollback import cursor
@@ -52,7 +55,10 @@ def log(count):
     if not rows:
         ui.out("no history: taosync has not written anything here yet")
         return 0
-    for row in rows:
+    for row in (rows if s.verbosity > 0 else _folded(rows)):
+        if row["kind"] == "routes":
+            ui.out(f"  #{row['id']:<4} {row['time']:<25}  route     {row['summary']}")
+            continue
         mark = {"current": "*", "rolled back": "-", "redoable": "~"}.get(row["status"], " ")
         note = f"  ({row['status']})" if row["status"] not in ("", "current") else ""
         ui.out(f"{mark} #{row['id']:<4} {row['time']:<25}  {row['kind']:<8}  "
@@ -65,6 +71,31 @@ def log(count):
         else:
             ui.out(f"{'':8}{len(row['files'])} files (-v lists them)")
     return 0
+
+
+def _folded(rows: list[dict]) -> list[dict]:
+    """``rows`` (newest first) with each run of two or more route re-renders as one row."""
+    out: list[dict] = []
+    run: list[dict] = []
+    for row in [*rows, None]:
+        if row is not None and row["kind"] == "route":
+            run.append(row)
+            continue
+        if len(run) > 1:
+            clients = sorted({c for r in run for f in r["files"] for c in f["clients"]})
+            paths = {f["path"] for r in run for f in r["files"]}
+            who = f" ({', '.join(clients)})" if clients else ""
+            out.append({"kind": "routes", "id": f"{run[-1]['id']}-#{run[0]['id']}",
+                        "time": run[0]["time"],
+                        "summary": f"{len(run)} route re-renders of {len(paths)} "
+                        f"file{'s' if len(paths) != 1 else ''}{who}: not your applies, "
+                        "rollback steps over them (-v lists each)"})
+        else:
+            out.extend(run)
+        run = []
+        if row is not None:
+            out.append(row)
+    return out
 
 
 def summary(record, state) -> str:
@@ -83,6 +114,9 @@ def summary(record, state) -> str:
         return f"gave back every owned key: {files}{who}"
     if record.kind == "reassert":
         return f"watch re-asserted drifted keys: {files}{who}"
+    if record.kind == "route":
+        return (f"route re-render (a route's choice moved): {files}{who}; not your apply, "
+                "rollback steps over it")
     actions: dict[str, int] = {}
     for e in record.files:
         actions[e.get("action") or "write"] = actions.get(e.get("action") or "write", 0) + 1

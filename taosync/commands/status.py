@@ -72,15 +72,25 @@ def status(only, no_key):
             for kp_text, verdict in fp.sensitive.items():
                 ui.out(f"{'key':<8} {where}: {kp_text}: {verdict}")
         for name, rec in state.routes.items():  # as the files hold it (the last apply)
+            reason = _why_now(name, rec, ctx.routes)
             if rec["model"] != rec["preferred"]:
                 ui.out(f"{ui.style('route', 'warn')}    {name} → {rec['model']}, off its "
-                       f"preferred {rec['preferred']} since {rec['since']} ({rec['reason']})")
-            elif not rec["healthy"]:  # on its preferred model, which is not known healthy
+                       f"preferred {rec['preferred']} since {rec['since']} ({reason})")
+            elif not rec["healthy"] or reason.startswith("held on "):  # not known
+                # healthy, or held there by the dwell while the policy would move it
                 ui.out(f"{ui.style('route', 'warn')}    {name} → {rec['model']}, its "
-                       f"preferred, since {rec['since']} ({rec['reason']})")
+                       f"preferred, since {rec['since']} ({reason})")
         if not drift and not pending:
             ui.out(f"in sync: {len(the_plan.files)} file(s), no drift, nothing pending")
     return rc
+
+
+def _why_now(name: str, rec: dict, choices: dict) -> str:
+    """Why the route is on the model its files hold: the choice made now when it is the
+    same model (a dwell holding it says so), else the reason recorded when it moved (the
+    move the history asks for then shows as pending)."""
+    now = (choices or {}).get(name)
+    return now.reason if now is not None and now.model == rec["model"] else rec["reason"]
 
 
 def _fmt(value) -> str:

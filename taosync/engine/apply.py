@@ -73,6 +73,7 @@ def file_mode(fp: FilePlan) -> int:
 class Result:
     apply_id: int | None
     written: list[FilePlan]
+    kind: str = "apply"  # the record's kind (engine/state.py KINDS)
 
 
 def execute(plan: Plan, state: State, store: StateStore, writer: System | None = None,
@@ -104,7 +105,7 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
             state.inputs = inputs or state.inputs
         return Result(None, [])
 
-    seen = {fp.real_path: _as_planned(fp, refuse_read_only=kind in ("apply", "reassert")
+    seen = {fp.real_path: _as_planned(fp, refuse_read_only=kind in ("apply", "reassert", "route")
                                       and not force)
             for fp in changed}
     apply_id = state.next_apply_id()
@@ -170,7 +171,7 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
         pass  # the state names this apply: the next run drops the journal as stale
     for old in dropped:  # after the save: a crash here only leaves an unused backup
         store.system.remove_tree(store.backup_dir(old.id))
-    return Result(apply_id, changed)
+    return Result(apply_id, changed, kind)
 
 
 def _unchanged_since(path: Path, seen: Fingerprint):

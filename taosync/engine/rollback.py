@@ -12,7 +12,11 @@ from the records themselves, so nothing else needs keeping in step:
 * a new ``apply`` drops the redo chain (the rollbacks before it can no longer be redone);
 * a ``destroy`` is a step like an apply (rolling it back puts everything back);
 * watch's ``reassert`` records move nothing: rolling back over an apply also undoes the
-  re-asserts after it.
+  re-asserts after it;
+* ``route`` records (a re-render only a route's choice moving caused) are no steps
+  either: ``rollback`` steps over them back to the user's last apply, and, as for a
+  re-assert, each file they wrote goes back to its backup from the earliest record since
+  (the route's model as it was then). They never end the redo chain.
 
 Every rollback and redo is itself a transaction with its own record and backups.
 
@@ -98,6 +102,10 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
                            f"already (oldest kept: #{applies[0]})" if applies else
                            "nothing to roll back: no apply is recorded")
         to = at.in_effect[-1]
+    if to not in applies and any(r.id == to and r.kind == "route" for r in state.applies):
+        raise BadInput(f"#{to} is a route re-render, not one of your applies: rollback steps "
+                       "over route records; --to takes an apply: "
+                       f"{', '.join(map(str, applies)) or 'none'} (taosync log lists them)")
     if to not in applies:
         raise BadInput(f"no apply number {to}; applies recorded: "
                        f"{', '.join(map(str, applies)) or 'none'} (taosync log lists them)")

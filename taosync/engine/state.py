@@ -26,10 +26,20 @@ KEEP_SECRET_HASHES = 50
 KEEP_APPLIES = 20
 #: watch's drift re-asserts kept besides the window (the oldest go first)
 KEEP_REASSERTS = 20
+#: route re-renders kept besides the window (the oldest go first, but for one whose
+#: backups a rollback still needs: see prune_history)
+KEEP_ROUTES = 10
 #: record kinds: a user's apply, a rollback (``undoes`` the applies it stepped back over),
-#: a redo (``undoes`` the rollback it took back), a destroy, and watch's re-assert of
-#: drifted keys (engine/rollback.py explains the cursor they make)
-KINDS = ("apply", "rollback", "redo", "destroy", "reassert")
+#: a redo (``undoes`` the rollback it took back), a destroy, watch's re-assert of
+#: drifted keys, and a route re-render — a write only a route's choice moving caused,
+#: to files as taosync left them (engine/rollback.py explains the cursor they make).
+#: A record without a kind (none is written so) reads as a user's apply.
+KINDS = ("apply", "rollback", "redo", "destroy", "reassert", "route")
+#: the kinds that are not the user's own steps: outside the window of KEEP_APPLIES
+MACHINE_KINDS = ("reassert", "route")
+#: the kinds a rollback can start from (``since``): a later record's backup of a file one
+#: of these already wrote is never put back
+_BOUNDARIES = ("apply", "destroy", "rollback")
 STATE_FILE = "state.json"
 HMAC_FILE = "hmac.key"
 JOURNAL_FILE = "journal.json"
@@ -117,14 +127,41 @@ class ApplyRecord:
 
 def prune_history(records: list[ApplyRecord]) -> tuple[list[ApplyRecord], list[ApplyRecord]]:
     """(kept, dropped): the newest KEEP_APPLIES user steps and everything after the
-    oldest of them, less the re-asserts beyond the newest KEEP_REASSERTS — so a watch
-    fighting drift all day never pushes the user's applies out of the window."""
-    steps = [n for n, r in enumerate(records) if r.kind != "reassert"]
+    oldest of them, less the re-asserts beyond the newest KEEP_REASSERTS and the route
+    re-renders beyond the newest KEEP_ROUTES — so neither a watch fighting drift all day
+    nor a flapping backend ever pushes the user's applies (and the backups of their
+    original files) out of the window."""
+    steps = [n for n, r in enumerate(records) if r.kind not in MACHINE_KINDS]
     start = steps[-KEEP_APPLIES] if len(steps) > KEEP_APPLIES else 0
     reasserts = [r.id for r in records[start:] if r.kind == "reassert"]
     too_many = set(reasserts[:-KEEP_REASSERTS]) if len(reasserts) > KEEP_REASSERTS else set()
+    routes = [r.id for r in records[start:] if r.kind == "route"]
+    if len(routes) > KEEP_ROUTES:
+        needed = _route_records_needed(records[start:])
+        too_many |= {i for i in routes[:-KEEP_ROUTES] if i not in needed}
     kept = [r for r in records[start:] if r.id not in too_many]
     return kept, records[:start] + [r for r in records[start:] if r.id in too_many]
+
+
+def _route_records_needed(records: list[ApplyRecord]) -> set[int]:
+    """The route records holding the only backup a rollback would put back for a file:
+    the first write of that file since the latest apply, destroy or rollback before them
+    (their other backups are of what a record before them already wrote: never read)."""
+    needed: set[int] = set()
+    covered: set[str] | None = None  # files written since the latest boundary
+    for record in records:
+        paths = {entry.get("path") for entry in record.files}
+        if record.kind in _BOUNDARIES:
+            covered = set(paths)
+            continue
+        if record.kind == "reassert":
+            continue  # pruned on its own: never counted on to hold a backup
+        if covered is None:
+            continue  # no rollback starts before it
+        if record.kind == "route" and paths - covered:
+            needed.add(record.id)
+        covered |= paths
+    return needed
 
 
 class Priors:
@@ -321,7 +358,7 @@ def _render_cache_ok(entry: dict) -> bool:
 def _apply_record(data, where: str) -> ApplyRecord:
     """One apply's record, with every file entry rollback will read checked."""
     try:
-        record = ApplyRecord(**_expect(data, dict, where))
+        record = ApplyRecord(**{"kind": "apply", **_expect(data, dict, where)})
     except TypeError as exc:
         raise Damaged(f"{where}: {exc}") from None
     _expect(record.id, int, f"{where}.id")

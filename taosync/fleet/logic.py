@@ -192,13 +192,14 @@ class FleetLogic:
 
     def routing_spec(self) -> dict:
         """The routes that choose, as plain data for :mod:`taosync.verify.routing` (and the
-        render cache): candidates, policy, weight, each candidate's cost; window, max_age."""
+        render cache): candidates, policy, weight, dwell, each candidate's cost; window,
+        max_age."""
         routes = {}
         for name, target in self.routes.items():
             if isinstance(target, str):
                 continue
             routes[name] = {"candidates": list(target.candidates), "policy": target.policy,
-                            "weight": target.weight,
+                            "weight": target.weight, "dwell": target.dwell,
                             "cost": {m: self.models[m].cost for m in target.candidates
                                      if m in self.models}}
         if not routes:

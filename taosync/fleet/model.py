@@ -202,6 +202,13 @@ class Route(_Strict):
     weight: Annotated[float, Field(gt=0)] | None = Field(
         None, description="base(task) of the score; default by route name: fast 1.0, "
         "balanced 0.7, deep 0.4, others 0.5.")
+    dwell: Annotated[float, Field(ge=0)] | Annotated[
+            str, Field(pattern=r"^\s*\d+(\.\d+)?\s*[smhd]?\s*$")] = Field(
+        "10m", description="Hysteresis: the least time the route stays on a healthy choice "
+        "before it moves to another healthy candidate (back to the preferred one, or a "
+        "better score), so a flapping backend does not rewrite every client on every flap. "
+        "Moving away from a failing choice is always immediate. A number is seconds; 0 "
+        "moves at once (e.g. 30s, 10m, 1h).")
 
 
 class Routing(_Strict):

@@ -194,13 +194,18 @@ def route_choices(spec: dict, store: Any) -> dict:
     from taosync.engine.system import current
     from taosync.verify import routing
 
-    previous = {name: rec.get("model") for name, rec in store.load().routes.items()}
+    recorded = store.load().routes
+    previous = {name: rec.get("model") for name, rec in recorded.items()}
+    since = {name: t for name, t in ((n, routing.chosen_since(rec))
+                                     for n, rec in recorded.items()) if t is not None}
     records = read(store.root)
     system = current()
     now = system.now()
-    # a choice hangs on the clock only where a record ages past max_age: until the first
-    # such moment it stays as made (a certified answer holds until then)
+    # a choice hangs on the clock only where a record ages past max_age, or a dwell ends:
+    # until the first such moment it stays as made (a certified answer holds until then)
     age = routing.parse_duration(spec.get("max_age", routing.DEFAULT_MAX_AGE))
     later = [t for t in (routing.when(r) + age for r in records) if t > now]
+    choices = routing.choose_all(spec, records, now=now, previous=previous, since=since)
+    later += [c.held_until for c in choices.values() if c.held_until is not None]
     system.holds_until(min(later) if later else float("inf"))
-    return routing.choose_all(spec, records, now=now, previous=previous)
+    return choices

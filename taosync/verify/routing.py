@@ -13,6 +13,11 @@ proxy sits in the request path: taosync writes the chosen model into each client
   ``weight / (median latency s × median tokens × cost)`` over its last ``window``
   passing probes; a tie keeps the earlier candidate.
 * No healthy candidate: keep the previous choice (else the preferred one), and say so.
+* Hysteresis (``dwell``, default 10m): a route on a healthy choice made from a healthy
+  history stays on it for ``dwell`` after it moved there, whatever the policy now
+  prefers ("held on X until 12:34 (dwell 10m)"), so a flapping backend rewrites the
+  clients at most once a dwell each way. A choice that is no longer healthy is left at
+  once: a broken backend is never kept for hysteresis.
 
 Standard library only: the no-op fast path calls it to check the render cache.
 """
@@ -32,6 +37,10 @@ DEFAULT_WEIGHTS = {"fast": 1.0, "balanced": 0.7, "deep": 0.4}
 OTHER_WEIGHT = 0.5
 DEFAULT_WINDOW = 20
 DEFAULT_MAX_AGE = "24h"
+#: the least time on a healthy choice before another healthy candidate takes over: two
+#: rounds of the 5m ``watch --reverify`` README suggests, so one good probe of a backend
+#: that just failed does not move every client back (and again at its next failure)
+DEFAULT_DWELL = "10m"
 
 HEALTHY, FAILING, STALE, UNKNOWN = "healthy", "failing", "stale", "unknown"
 
@@ -111,6 +120,10 @@ class Choice:
     reason: str
     healthy: bool  # False: no candidate is healthy (the previous choice was kept)
     candidates: list[Candidate] = field(default_factory=list)
+    #: held by the dwell (hysteresis): until when (epoch s), and the model the policy
+    #: alone would choose now
+    held_until: float | None = None
+    instead: str | None = None
 
     @property
     def preferred(self) -> str:
@@ -119,7 +132,13 @@ class Choice:
     def to_dict(self) -> dict[str, Any]:
         return {"route": self.route, "policy": self.policy, "model": self.model,
                 "reason": self.reason, "healthy": self.healthy, "preferred": self.preferred,
-                "candidates": [c.to_dict() for c in self.candidates]}
+                "candidates": [c.to_dict() for c in self.candidates],
+                **({"held_until": _stamp(self.held_until), "instead": self.instead}
+                   if self.held_until is not None else {})}
+
+
+def _stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 def p95(values: list[float]) -> float | None:
@@ -167,11 +186,52 @@ def assess(model: str, records: Iterable[dict], *, now: float, window: int, max_
 
 def choose(route: str, spec: dict, records: Iterable[dict], *, now: float | None = None,
            window: int = DEFAULT_WINDOW, max_age: float | str = DEFAULT_MAX_AGE,
-           previous: str | None = None, protocols: Iterable[str] | None = None) -> Choice:
+           previous: str | None = None, protocols: Iterable[str] | None = None,
+           since: float | None = None) -> Choice:
     """The candidate ``route`` resolves to. ``spec``: ``{candidates, policy, weight,
-    cost: {model: multiplier}}`` (:meth:`FleetLogic.routing_spec`); ``records``: verify
-    history (stand-in runs are left out here); ``previous``: the last choice."""
+    dwell, cost: {model: multiplier}}`` (:meth:`FleetLogic.routing_spec`); ``records``:
+    verify history (stand-in runs are left out here); ``previous``: the last choice;
+    ``since``: when the route moved to it, if it was chosen healthy (the dwell runs
+    from there)."""
     now = time.time() if now is None else now
+    choice = _choose(route, spec, records, now=now, window=window, max_age=max_age,
+                     previous=previous, protocols=protocols)
+    return _hold(choice, spec, previous, since, now)
+
+
+def _hold(choice: Choice, spec: dict, previous: str | None, since: float | None,
+          now: float) -> Choice:
+    """Hysteresis: keep a healthy ``previous`` choice until ``dwell`` after ``since``
+    when the policy would move the route to another healthy candidate."""
+    if (since is None or previous is None or previous == choice.model or not choice.healthy
+            or previous not in spec["candidates"]):
+        return choice
+    dwell = parse_duration(DEFAULT_DWELL if spec.get("dwell") is None else spec["dwell"])
+    kept = next(c for c in choice.candidates if c.model == previous)
+    if kept.health != HEALTHY or not since <= now < since + dwell:
+        # never held on a broken (or unproven) backend, nor by a switch dated in the
+        # future (a skewed clock would pin the route); or it dwelt enough
+        return choice
+    until = since + dwell
+    at = time.strftime("%H:%M", time.gmtime(until))
+    return Choice(choice.route, choice.policy, previous,
+                  f"held on {previous} until {at} (dwell {_span(dwell)}); then "
+                  f"{choice.model}: {choice.reason}", True, choice.candidates,
+                  held_until=until, instead=choice.model)
+
+
+def _span(seconds: float) -> str:
+    """``10m``, ``90s``, ``2h`` — a duration as fleet.yaml spells it."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def _choose(route: str, spec: dict, records: Iterable[dict], *, now: float,
+            window: int, max_age: float | str, previous: str | None,
+            protocols: Iterable[str] | None) -> Choice:
+    """The policy's choice from the history alone (no hysteresis)."""
     age = parse_duration(max_age)
     records = [r for r in records if not r.get("stub")]
     policy = spec.get("policy") or "failover"
@@ -213,13 +273,27 @@ def _troubles(candidates: list[Candidate]) -> str:
 
 
 def choose_all(spec: dict, records: Iterable[dict], *, now: float | None = None,
-               previous: dict[str, str] | None = None) -> dict[str, Choice]:
-    """Every choosing route of a :meth:`FleetLogic.routing_spec` → its :class:`Choice`."""
+               previous: dict[str, str] | None = None,
+               since: dict[str, float] | None = None) -> dict[str, Choice]:
+    """Every choosing route of a :meth:`FleetLogic.routing_spec` → its :class:`Choice`.
+    ``since``: route → when it moved to its ``previous`` choice, chosen healthy."""
     if not spec:
         return {}
     records = list(records)
-    previous = previous or {}
+    previous, since = previous or {}, since or {}
     return {name: choose(name, route, records, now=now, window=spec.get("window", DEFAULT_WINDOW),
                          max_age=spec.get("max_age", DEFAULT_MAX_AGE),
-                         previous=previous.get(name))
+                         previous=previous.get(name), since=since.get(name))
             for name, route in spec["routes"].items()}
+
+
+def chosen_since(recorded: dict) -> float | None:
+    """When a route moved to the choice the state recorded (its ``since`` stamp), if that
+    choice was made healthy — the start of its dwell; None: no dwell to honour."""
+    if not recorded.get("healthy"):
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(recorded.get("since") or "",
+                                                   "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return None
