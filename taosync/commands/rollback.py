@@ -73,8 +73,9 @@ def rollback(to, redo, dry_run):
     say_skipped(step.skipped, home)
     for path in step.edited:
         ui.warn(f"{pipeline.display_path(path, home)} was edited after taosync wrote it; "
-                f"{'the rollback would replace' if dry_run else 'the rollback replaced'} "
-                "those edits too (taosync rollback --redo brings them back)")
+                f"the {step.kind} {'would replace' if dry_run else 'replaced'} those edits "
+                f"too (taosync rollback{' --redo' if step.kind == 'rollback' else ''} "
+                "brings them back)")
     if s.json:
         ui.emit_json({"kind": step.kind, "undone": step.undoes if step.kind == "rollback" else [],
                       "redone": step.undoes if step.kind == "redo" else [],

@@ -41,6 +41,9 @@ class Cursor:
 
     in_effect: list[int] = field(default_factory=list)  # apply ids, oldest first
     redoable: list[int] = field(default_factory=list)  # rollback ids, newest last
+    #: (redo id, the applies it brought back) while that redo is the newest user step:
+    #: a plain rollback then takes back the redo itself, from its own backups
+    last_redo: tuple[int, list[int]] | None = None
 
 
 def cursor(state: State) -> Cursor:
@@ -51,15 +54,20 @@ def cursor(state: State) -> Cursor:
         if record.kind in STEPS:
             at.in_effect.append(record.id)
             at.redoable.clear()
+            at.last_redo = None
         elif record.kind == "rollback":
+            at.last_redo = None
             undone_by[record.id] = [i for i in record.undoes if i in at.in_effect]
             at.in_effect = [i for i in at.in_effect if i not in record.undoes]
             at.redoable.append(record.id)
         elif record.kind == "redo":
+            back: list[int] = []
             for rollback_id in record.undoes:
                 if rollback_id in at.redoable:
                     at.redoable.remove(rollback_id)
+                    back += undone_by.get(rollback_id, [])
                     at.in_effect = sorted(at.in_effect + undone_by.get(rollback_id, []))
+            at.last_redo = (record.id, sorted(back)) if back else None
     return at
 
 
@@ -105,6 +113,10 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
     if not undoes:
         raise BadInput(f"apply #{to} is rolled back already; taosync rollback --redo "
                        "brings it back")
+    if at.last_redo and undoes == at.last_redo[1]:
+        # stepping back over exactly what the newest redo brought back: take back the
+        # redo itself, so the files return as they were just before it (hand edits too)
+        return _restore(store, state, at.last_redo[0], "rollback", undoes, unmanaged)
     return _restore(store, state, to, "rollback", undoes, unmanaged)
 
 
@@ -138,9 +150,9 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
             except OSError as exc:
                 raise BadInput(f"backup {backup} of {path} cannot be read ({exc.strerror}); "
                                "nothing was restored") from None
-        if (current not in (None, restored) and last is not None
-                and not last.holds(current)):  # edits this step replaces (it writes)
-            step.edited.append(path)
+        if current not in (None, restored) and edited_since_written(state, path_text,
+                                                                     current):
+            step.edited.append(path)  # edits this step replaces (it writes)
         # The state as it was. Its sha256 stays that of the bytes taosync wrote then, so
         # a backup holding later hand edits (a redo) is not trusted as "byte for byte
         # what taosync left": status, plan and apply parse it again.
@@ -157,6 +169,24 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
         ))
     return step
 
+
+def edited_since_written(state: State, path_text: str, text: str) -> bool:
+    """``text`` (on disk at ``path_text``) is neither what the state says taosync left
+    nor what the newest record that wrote the file left there (its ``after`` digest):
+    someone edited it since. A rollback to before taosync owned the file leaves no
+    state entry, so the record is what tells a later redo about hand edits made since."""
+    from taosync.engine.state import sha256_bytes
+
+    last = state.files.get(path_text)
+    if last is not None and last.holds(text):
+        return False
+    for record in reversed(state.applies):
+        entry = next((e for e in record.files if e["path"] == path_text), None)
+        if entry is not None:
+            if "after" not in entry:  # a record from before "after" was kept
+                break
+            return entry["after"] != sha256_bytes(text.encode("utf-8"))
+    return last is not None
 
 
 def file_clients(entry: dict, last: FileState | None) -> set[str]:
