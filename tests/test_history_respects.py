@@ -56,3 +56,55 @@ def test_a_redo_with_no_edit_since_the_rollback_warns_nothing(taosync, home, fle
     r = taosync("rollback", "--redo")
     assert r.rc == 0, r.both
     assert "edited after taosync wrote it" not in r.err
+
+
+def rotate_between_two_applies(taosync, home, fleet_file, monkeypatch) -> None:
+    """Apply #1 with the test key; then the key is rotated and the fast route gets
+    another model: apply #2."""
+    assert taosync("apply", "--no-verify").rc == 0
+    monkeypatch.setenv("TAOTOKEN_API_KEY", NEW_KEY)
+    fleet_file.write_text(fleet_file.read_text().replace("fast: gpt-4o-mini",
+                                                         "fast: intel/llama-7b"))
+    assert taosync("apply", "--no-verify").rc == 0
+    assert NEW_KEY in (home / ".codex/auth.json").read_text()
+
+
+def files_holding(root: Path, needle: str, state: bool = False) -> list[str]:
+    """Files under ``root`` holding ``needle``: the clients' (or only taosync's state's)."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.is_file() and needle.encode() in p.read_bytes()
+                  and str(p.relative_to(root)).startswith(STATE) == state)
+
+
+def test_a_rollback_keeps_the_rotated_key_and_says_so(taosync, home, fleet_file,
+                                                      monkeypatch):
+    rotate_between_two_applies(taosync, home, fleet_file, monkeypatch)
+    r = taosync("rollback", "--dry-run")
+    assert r.rc == 0, r.both
+    assert ("~/.codex/auth.json: the rollback would put back an older secret (sensitive "
+            "value) at OPENAI_API_KEY in place of the one in use now (sk-…ab12)") in r.err
+    assert "would keep the secrets in use now (--restore-secrets puts" in r.err
+    r = taosync("rollback")  # no terminal: the key in use stays, the model goes back
+    assert r.rc == 0, r.both
+    assert "kept the secrets in use now" in r.err
+    assert TEST_KEY not in r.both and NEW_KEY not in r.both
+    assert files_holding(home, TEST_KEY) == [], "the old key came back"
+    assert 'model = "gpt-4o-mini"' in (home / ".codex/config.toml").read_text()
+    assert NEW_KEY in (home / ".codex/auth.json").read_text()
+    r = taosync("rollback", "--redo")  # forward again: nothing older to warn about
+    assert r.rc == 0 and "older secret" not in r.err
+    assert 'model = "intel/llama-7b"' in (home / ".codex/config.toml").read_text()
+
+
+def test_restore_secrets_puts_the_old_key_back(taosync, home, fleet_file, monkeypatch):
+    rotate_between_two_applies(taosync, home, fleet_file, monkeypatch)
+    r = taosync("rollback", "--restore-secrets", "--json")
+    assert r.rc == 0, r.both
+    js = json.loads(r.out)
+    assert {"path": str(home / ".codex/auth.json"), "keys": ["OPENAI_API_KEY"],
+            "kept": False} in js["older_secrets"]
+    assert TEST_KEY not in r.both and NEW_KEY not in r.both
+    assert TEST_KEY in (home / ".codex/auth.json").read_text()
+    assert files_holding(home, NEW_KEY) == []
+    r = taosync("rollback", "--keep-secrets", "--restore-secrets")
+    assert r.rc == 2 and "do not go together" in r.err

@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from taosync.engine.plan import FilePlan, Plan, read_target, released_file
-from taosync.engine.state import ApplyRecord, FileState, State, StateStore
+from taosync.engine.state import ApplyRecord, FileState, OwnedKey, State, StateStore
 from taosync.errors import BadInput
+from taosync.fleet.secrets import value_hash
+from taosync.formats.base import keypath_parse
 
 
 #: the record kinds rollback steps back over
@@ -202,3 +204,121 @@ def skip_file(skipped: dict[str, list[str]], clients: set[str], path_text: str) 
         paths = skipped.setdefault(client, [])
         if path_text not in paths:
             paths.append(path_text)
+
+
+@dataclass
+class OldSecret:
+    """Owned secret keys of one file where a step would put back another secret than
+    the one in use now (a key rotated since, a renewed MCP token). Never printed."""
+
+    path: Path
+    keys: list[str]  # owned key paths, as text
+    now: list[str]  # the secrets in use now that would be replaced (never printed)
+    fp: FilePlan
+    #: the step's text and state for this file with the secrets in use now kept
+    kept_text: str = ""
+    kept_owned: dict = field(default_factory=dict)
+
+
+def old_secrets(step: Step, state: State, hmac_key: bytes, key=None) -> list[OldSecret]:
+    """Every file where the step would write an older secret than the one in use now.
+
+    The pairs (secret put back → secret on disk now) are learned where both sides own
+    the same secret key (``OPENAI_API_KEY`` in one file, a named ``*_TOKEN`` in an MCP
+    server's env), then looked for at every owned secret key the step puts back — the
+    rotated key also sits under a route's old model name. ``key``, the fleet's key now,
+    is never an older secret."""
+    from taosync.formats.base import FormatError
+    from taosync.formats.registry import editor_for
+
+    parsed: dict[int, tuple] = {}
+    for fp in step.plan.files:
+        if fp.released or fp.new_state is None or fp.new_text is None:
+            continue
+        editor = editor_for(fp.format)
+        try:
+            restored = editor.parse(fp.new_text)
+            on_disk = editor.parse(fp.old_text) if fp.old_text is not None else None
+        except FormatError:
+            continue  # a file that does not parse is put back whole, as before
+        parsed[id(fp)] = (fp, editor, restored, on_disk)
+
+    newer: dict[str, str] = {}  # secret put back → the one in use now
+    for fp, editor, restored, on_disk in parsed.values():
+        now = state.files.get(str(fp.path))
+        if now is None or on_disk is None:
+            continue
+        for k, o in fp.new_state.owned.items():
+            if o.secret and now.owned.get(k) is not None and now.owned[k].secret:
+                kp = keypath_parse(k)
+                _pair(editor.get(restored, kp), editor.get(on_disk, kp), "", newer)
+    if key is not None:
+        newer = {old: new for old, new in newer.items() if not key.found_in(old)}
+    if not newer:
+        return []
+
+    found: list[OldSecret] = []
+    for fp, editor, restored, _ in parsed.values():
+        hit = OldSecret(fp.path, [], [], fp)
+        for k, o in fp.new_state.owned.items():
+            if not o.secret:
+                continue
+            kp = keypath_parse(k)
+            value, used = _swap(editor.get(restored, kp), newer)
+            if used:
+                hit.keys.append(k)
+                hit.now += [n for n in used if n not in hit.now]
+                editor.set(restored, kp, value)
+                hit.kept_owned[k] = OwnedKey(value_hash(hmac_key, value), None, True,
+                                             o.volatile, o.release, o.prior)
+        if hit.keys:
+            hit.kept_text = editor.dump(restored)
+            found.append(hit)
+    return found
+
+
+def keep_current_secrets(found: list[OldSecret]) -> None:
+    """Change the step so the secrets in use now stay where it would put back older
+    ones; every other byte it puts back is as the backup has it."""
+    for hit in found:
+        hit.fp.new_text = hit.kept_text
+        hit.fp.new_state.owned.update(hit.kept_owned)
+
+
+def _pair(back, now, name: str, newer: dict[str, str]) -> None:
+    """Learn (secret put back → secret in use now) from one owned secret key's two
+    values: the value itself when it is a string (the key is secret as a whole), else
+    the leaves that differ under a secret-looking name (an MCP server's env)."""
+    from taosync.fleet.secrets import POINTER_NAME, SECRET_NAME
+
+    if isinstance(back, str) and isinstance(now, str):
+        leaf = name.rsplit(".", 1)[-1].rstrip("]")
+        whole = name == "" or SECRET_NAME.search(leaf) and not POINTER_NAME.search(leaf)
+        if back != now and len(back) >= 8 and whole:
+            newer.setdefault(back, now)
+    elif isinstance(back, dict) and isinstance(now, dict):
+        for k in back.keys() & now.keys():
+            _pair(back[k], now[k], str(k), newer)
+
+
+def _swap(value, newer: dict[str, str]):
+    """``value`` with every older secret in it replaced by the one in use now, and the
+    ones used."""
+    if isinstance(value, str):
+        used = []
+        for old, new in newer.items():
+            if old in value:
+                value = value.replace(old, new)
+                used.append(new)
+        return value, used
+    if isinstance(value, dict):
+        out, used = {}, []
+        for k, v in value.items():
+            out[k], u = _swap(v, newer)
+            used += u
+        return (out if used else value), used
+    if isinstance(value, list):
+        items = [_swap(v, newer) for v in value]
+        used = [u for _, us in items for u in us]
+        return ([v for v, _ in items] if used else value), used
+    return value, []
