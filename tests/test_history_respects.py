@@ -108,3 +108,67 @@ def test_restore_secrets_puts_the_old_key_back(taosync, home, fleet_file, monkey
     assert files_holding(home, NEW_KEY) == []
     r = taosync("rollback", "--keep-secrets", "--restore-secrets")
     assert r.rc == 2 and "do not go together" in r.err
+
+
+USER_KEY = "sk-user-OWNKEY-5555555555555555cd34"
+
+
+def test_prune_drops_the_backups_holding_a_rotated_key(taosync, home, fleet_file,
+                                                       monkeypatch):
+    rotate_between_two_applies(taosync, home, fleet_file, monkeypatch)
+    state = home / STATE
+    assert files_holding(home, TEST_KEY, state=True)  # the backups of #2
+    r = taosync("prune", "--dry-run")
+    assert r.rc == 0, r.both
+    assert "would drop" in r.out and "#2" in r.out and TEST_KEY not in r.both
+    assert files_holding(home, TEST_KEY, state=True)  # a dry run
+    r = taosync("prune")
+    assert r.rc == 0, r.both
+    assert "record #2 is no longer restorable" in r.out, r.out
+    assert files_holding(home, TEST_KEY, state=True) == []
+    assert files_holding(home, NEW_KEY, state=True) == []  # in use: never in the state
+    log = taosync("log")
+    line = next(l for l in log.out.splitlines() if "#2 " in l)
+    assert "not restorable: backups dropped by taosync prune" in line
+    js = json.loads(taosync("log", "--json").out)
+    assert [r["restorable"] for r in js["records"]] == [False, True]
+    r = taosync("rollback")  # back over #2 needs the dropped backups
+    assert r.rc == 2 and "cannot roll back past #2" in r.err and "taosync prune" in r.err
+    assert NEW_KEY in (home / ".codex/auth.json").read_text()  # nothing was restored
+    r = taosync("prune")
+    assert r.rc == 0 and "nothing to prune" in r.out
+    # a later step still rolls back: its backups hold only the key in use
+    fleet_file.write_text(fleet_file.read_text().replace("fast: intel/llama-7b",
+                                                         "fast: nvidia/deepseek-r1"))
+    assert taosync("apply", "--no-verify").rc == 0
+    r = taosync("rollback")
+    assert r.rc == 0, r.both
+    assert 'model = "intel/llama-7b"' in (home / ".codex/config.toml").read_text()
+
+
+def test_prune_secrets_drops_your_own_earlier_key_too(taosync, home, fleet_file,
+                                                      monkeypatch):
+    auth = home / ".codex/auth.json"
+    auth.parent.mkdir()
+    auth.write_text(json.dumps({"OPENAI_API_KEY": USER_KEY}) + "\n")
+    rotate_between_two_applies(taosync, home, fleet_file, monkeypatch)
+    state = home / STATE
+    assert files_holding(home, USER_KEY, state=True)  # priors.json and #1's backup
+    r = taosync("prune")  # your own key stays: destroy gives it back
+    assert r.rc == 0, r.both
+    assert files_holding(home, TEST_KEY, state=True) == []
+    assert files_holding(home, USER_KEY, state=True)
+    r = taosync("prune", "--secrets", "--dry-run", "--json")
+    js = json.loads(r.out)
+    assert js["priors_dropped"] == 1 and {"record": 1, "path": str(auth)} in js["dropped"]
+    r = taosync("prune", "--secrets")
+    assert r.rc == 0, r.both
+    assert "priors.json: 1 earlier value(s) of yours" in r.out
+    for secret in (USER_KEY, TEST_KEY, NEW_KEY):
+        assert files_holding(home, secret, state=True) == [], secret
+    assert USER_KEY not in r.both
+    # hashes stay (output still hides the old keys), values are gone: destroy leaves
+    # the key taosync took over as it is instead of giving back a value it no longer has
+    r = taosync("destroy", "--yes")
+    assert r.rc == 0, r.both
+    assert USER_KEY not in auth.read_text()

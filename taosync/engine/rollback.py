@@ -142,6 +142,11 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
             if last is not None:  # still owned: forgotten now, as apply would
                 step.plan.files.append(released_file(last))
             continue
+        if entry.get("pruned"):
+            raise BadInput(f"cannot {'redo' if kind == 'redo' else 'roll back'} past "
+                           f"#{record.id}: the backup of {path} it needs was dropped by "
+                           "taosync prune (it held a secret no longer in use); nothing "
+                           "was restored (taosync log shows which records are restorable)")
         real, current, mode = read_target(path)
         if entry["backup"] is None:
             restored = None
