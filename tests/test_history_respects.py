@@ -172,3 +172,60 @@ def test_prune_secrets_drops_your_own_earlier_key_too(taosync, home, fleet_file,
     r = taosync("destroy", "--yes")
     assert r.rc == 0, r.both
     assert USER_KEY not in auth.read_text()
+
+
+def on_a_terminal(home: Path, fleet_file: Path, args: list[str], answer: bytes,
+                  env: dict) -> tuple[int, str]:
+    """Run ``python -m taosync`` with stdin and stderr on a pseudo-terminal, answer the
+    first ``[Y/n]`` prompt with ``answer``; (exit code, everything the terminal saw)."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "taosync", "--home", str(home), "-c",
+                             str(fleet_file), *args], cwd=ROOT, stdin=slave, stderr=slave,
+                            stdout=subprocess.PIPE, env=env)
+    os.close(slave)
+    seen, answered = b"", False
+    while True:
+        ready, _, _ = select.select([master], [], [], 60)
+        if not ready:
+            proc.kill()
+            raise AssertionError(f"no prompt: {seen!r}")
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the other side closed: the run is over
+            break
+        if not chunk:
+            break
+        seen += chunk
+        if not answered and b"[Y/n]" in seen:
+            os.write(master, answer)
+            answered = True
+    out = proc.stdout.read()
+    rc = proc.wait(timeout=60)
+    os.close(master)
+    return rc, (seen + out).decode("utf-8", "replace")
+
+
+def test_a_terminal_asks_and_no_puts_the_old_key_back(taosync, home, fleet_file,
+                                                      monkeypatch):
+    rotate_between_two_applies(taosync, home, fleet_file, monkeypatch)
+    env = {**os.environ, "TAOTOKEN_API_KEY": NEW_KEY}
+    rc, seen = on_a_terminal(home, fleet_file, ["rollback"], b"n\n", env)
+    assert rc == 0, seen
+    assert "Keep the secrets in use now and roll back everything else? [Y/n]" in seen
+    assert "put back the older secrets (--keep-secrets keeps the ones in use now)" in seen
+    assert TEST_KEY not in seen and NEW_KEY not in seen
+    assert TEST_KEY in (home / ".codex/auth.json").read_text()
+
+
+def test_a_terminal_keeps_the_key_in_use_by_default(taosync, home, fleet_file,
+                                                    monkeypatch):
+    rotate_between_two_applies(taosync, home, fleet_file, monkeypatch)
+    env = {**os.environ, "TAOTOKEN_API_KEY": NEW_KEY}
+    rc, seen = on_a_terminal(home, fleet_file, ["rollback"], b"\n", env)
+    assert rc == 0, seen
+    assert "kept the secrets in use now" in seen
+    assert NEW_KEY in (home / ".codex/auth.json").read_text()
+    assert 'model = "gpt-4o-mini"' in (home / ".codex/config.toml").read_text()
