@@ -229,3 +229,12 @@ def test_a_terminal_keeps_the_key_in_use_by_default(taosync, home, fleet_file,
     assert "kept the secrets in use now" in seen
     assert NEW_KEY in (home / ".codex/auth.json").read_text()
     assert 'model = "gpt-4o-mini"' in (home / ".codex/config.toml").read_text()
+
+
+def test_completion_offers_prune_and_the_secret_flags():
+    from tests.test_completion import complete
+
+    assert "prune" in complete("taosync pr")
+    assert {"--keep-secrets"} <= set(complete("taosync rollback --ke"))
+    assert {"--restore-secrets", "--redo"} <= set(complete("taosync rollback --re"))
+    assert {"--secrets", "--dry-run"} <= set(complete("taosync prune --"))

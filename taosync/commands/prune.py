@@ -30,7 +30,7 @@ def prune(every, dry_run):
     from taosync import ui
     from taosync.commands.report import protect
     from taosync.commands.rollback import history_context
-    from taosync.engine.prune import drop, plan_prune
+    from taosync.engine.prune import delete, mark, plan_prune
     from taosync.engine.state import locked
     from taosync.pipeline import display_path
 
@@ -44,8 +44,9 @@ def prune(every, dry_run):
         with locked(store):
             state = store.load()
             found = plan_prune(store, state, ctx.key, every)
-            drop(store, state, found)
+            mark(state, found)
             store.save(state)
+            delete(store, found)
     home = s.home_dir
     if s.json:
         ui.emit_json({"dry_run": dry_run, "secrets": every,

@@ -44,13 +44,18 @@ def plan_prune(store: StateStore, state: State, key=None, every: bool = False) -
     theirs = set() if every else _leaves_of(state.priors.saved().values())
     olds: set[str] = set()
     held: list[tuple[ApplyRecord, dict, bytes]] = []
+    again: set[int] = set()  # id() of entries marked before whose backup is still there
     for record in state.applies:
         for entry in record.files:
-            if entry.get("backup") is None or entry.get("pruned"):
+            if entry.get("backup") is None:
                 continue
             try:
                 data = store.system.read_bytes(store.backup_dir(record.id) / entry["backup"])
             except OSError:
+                continue  # gone (pruned before)
+            if entry.get("pruned"):  # marked, but its deletion did not happen
+                held.append((record, entry, b""))
+                again.add(id(entry))
                 continue
             found = _secrets_in(data, _secret_keys(state, entry)) - in_use - theirs
             olds |= found
@@ -61,20 +66,28 @@ def plan_prune(store: StateStore, state: State, key=None, every: bool = False) -
         out.priors = len(state.priors.saved())
     needles = [s.encode("utf-8") for s in olds if len(s) >= MIN_SECRET]
     for record, entry, data in held:
-        if any(n in data for n in needles):
+        if id(entry) in again or any(n in data for n in needles):
             out.backups.append((record, entry))
     return out
 
 
-def drop(store: StateStore, state: State, prune: Prune) -> None:
-    """Delete the backups (and with ``priors``, priors.json) and mark their entries;
-    the caller saves the state (under the lock)."""
-    for record, entry in prune.backups:
-        store.system.remove(store.backup_dir(record.id) / entry["backup"])
+def mark(state: State, prune: Prune) -> None:
+    """Mark the entries whose backups go, and forget the priors that go; the caller
+    saves the state (under the lock), then :func:`delete` removes the files — so a
+    crash in between leaves a marked backup the next prune deletes, never an unmarked
+    entry without its backup."""
+    for _record, entry in prune.backups:
         entry["pruned"] = True
     if prune.priors:
-        store.system.remove(store.priors_path)
         state.priors._saved, state.priors.new = {}, {}
+
+
+def delete(store: StateStore, prune: Prune) -> None:
+    """Remove the backups (and with ``priors``, priors.json) the saved state marks."""
+    for record, entry in prune.backups:
+        store.system.remove(store.backup_dir(record.id) / entry["backup"])
+    if prune.priors:
+        store.system.remove(store.priors_path)
 
 
 def not_restorable(record: ApplyRecord) -> list[str]:
