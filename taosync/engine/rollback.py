@@ -9,6 +9,13 @@ from the records themselves, so nothing else needs keeping in step:
   record it touched since — the backups of that record;
 * ``rollback --redo`` takes back the newest rollback (its own backups hold the files as
   they were just before it, hand edits included), so its applies are in effect again;
+* a ``rollback`` right after a redo takes back the redo the same way (from the redo's
+  backups), so hand edits a redo replaced come back too;
+* a step that replaces a file edited since taosync last wrote it names it (``edited``):
+  each record keeps the digest of what it left in each file (``after``);
+* a step never puts back an older secret than the one in use unasked
+  (:func:`old_secrets`, :func:`keep_current_secrets`); a backup ``taosync prune``
+  dropped (``pruned``) stops a step that needs it (engine/prune.py);
 * a new ``apply`` drops the redo chain (the rollbacks before it can no longer be redone);
 * a ``destroy`` is a step like an apply (rolling it back puts everything back);
 * watch's ``reassert`` records move nothing: rolling back over an apply also undoes the
