@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import TEST_KEY
 
 STATE = ".local/state/taosync"
@@ -116,7 +114,6 @@ USER_KEY = "sk-user-OWNKEY-5555555555555555cd34"
 def test_prune_drops_the_backups_holding_a_rotated_key(taosync, home, fleet_file,
                                                        monkeypatch):
     rotate_between_two_applies(taosync, home, fleet_file, monkeypatch)
-    state = home / STATE
     assert files_holding(home, TEST_KEY, state=True)  # the backups of #2
     r = taosync("prune", "--dry-run")
     assert r.rc == 0, r.both
@@ -152,7 +149,6 @@ def test_prune_secrets_drops_your_own_earlier_key_too(taosync, home, fleet_file,
     auth.parent.mkdir()
     auth.write_text(json.dumps({"OPENAI_API_KEY": USER_KEY}) + "\n")
     rotate_between_two_applies(taosync, home, fleet_file, monkeypatch)
-    state = home / STATE
     assert files_holding(home, USER_KEY, state=True)  # priors.json and #1's backup
     r = taosync("prune")  # your own key stays: destroy gives it back
     assert r.rc == 0, r.both
