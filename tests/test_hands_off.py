@@ -47,7 +47,7 @@ def test_rollback_and_redo_leave_a_forgotten_clients_files_alone(taosync, home, 
     kept = codex_files(home)
     assert ROTATED.encode() in kept[".codex/auth.json"]
 
-    r = taosync("rollback")
+    r = taosync("rollback", "--restore-secrets")  # the old key back, where managed
     assert r.rc == 0, r.both
     assert codex_files(home) == kept  # not the pre-rotation key, not anything
     assert TEST_KEY.encode() in (home / ".claude/settings.json").read_bytes()  # others did
@@ -105,8 +105,8 @@ def test_a_broken_fleet_still_keeps_hands_off_what_the_state_forgot(home, fleet_
     fleet_file.write_text(fleet_file.read_text() + "\nnot: [valid\n")
     before = snapshot(home / ".claude")
     r = subprocess.run([sys.executable, "-m", "taosync", "--home", str(home), "-c",
-                        str(fleet_file), "rollback"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
+                        str(fleet_file), "rollback", "--restore-secrets"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "skipped codex (managed: false): ~/.codex/auth.json, ~/.codex/config.toml" in r.stdout
     assert codex_files(home) == kept
@@ -141,7 +141,7 @@ def test_rollback_warns_of_replaced_edits_only_in_files_it_writes(taosync, home,
 def test_redo_of_a_rollback_made_before_forget_leaves_the_client_alone(taosync, home,
                                                                       fleet_file, monkeypatch):
     rotate_and_apply(taosync, monkeypatch)
-    assert taosync("rollback").rc == 0  # codex back on the old key, with everyone
+    assert taosync("rollback", "--restore-secrets").rc == 0  # all back on the old key
     assert TEST_KEY.encode() in (home / ".codex/auth.json").read_bytes()
     assert taosync("forget", "codex").rc == 0
     kept = codex_files(home)

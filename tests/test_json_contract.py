@@ -100,7 +100,7 @@ def test_validate_failure_matches_its_own_problems(taosync, broken):
 @pytest.mark.parametrize("args,rc", [
     (("validate",), 0), (("plan",), 0), (("plan", "--check"), 1), (("status",), 1),
     (("route", "fast"), 0), (("route",), 0), (("env",), 0), (("managed",), 0),
-    (("log",), 0), (("stats",), 0), (("schema",), 0), (("import",), (0, 1)),
+    (("log",), 0), (("prune",), 0), (("stats",), 0), (("schema",), 0), (("import",), (0, 1)),
     (("completion", "bash"), 0), (("doctor",), (0, 1)),
     (("destroy", "--dry-run"), 0), (("verify", "--stub", "--desired"), 0),
 ], ids=case_id)
@@ -141,6 +141,7 @@ def test_status_items_carry_the_display_path(taosync, home):
     (("forget", "nosuchclient"), 2),
     (("stats", "--since", "bogus"), 2),
     (("log", "--bogus"), 2),
+    (("prune", "--bogus"), 2),
     (("managed", "--bogus"), 2),
     (("completion", "tcsh"), 2),
     (("import", "--bogus"), 2),

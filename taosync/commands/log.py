@@ -30,6 +30,7 @@ def log(count):
     each); rollback steps over them.
     """
     from taosync import ui
+    from taosync.engine.prune import not_restorable
     from taosync.engine.rollback import cursor
     from taosync.engine.state import StateStore
     from taosync.pipeline import display_path
@@ -45,9 +46,11 @@ def log(count):
             "id": record.id, "time": record.time, "kind": record.kind,
             "undoes": record.undoes, "summary": summary(record, state),
             "status": _status(record, at),
+            "restorable": not not_restorable(record),
             "files": [{"path": e["path"], "display": display_path(e["path"], home),
                        "action": e.get("action"), "clients": _clients(e),
-                       "backup": e.get("backup")} for e in record.files],
+                       "backup": None if e.get("pruned") else e.get("backup"),
+                       "pruned": bool(e.get("pruned"))} for e in record.files],
         })
     if s.json:
         ui.emit_json({"records": rows, "in_effect": at.in_effect, "redoable": at.redoable})
@@ -60,14 +63,18 @@ def log(count):
             ui.out(f"  #{row['id']:<4} {row['time']:<25}  route     {row['summary']}")
             continue
         mark = {"current": "*", "rolled back": "-", "redoable": "~"}.get(row["status"], " ")
-        note = f"  ({row['status']})" if row["status"] not in ("", "current") else ""
+        notes = [row["status"]] if row["status"] not in ("", "current") else []
+        if not row["restorable"]:
+            notes.append("not restorable: backups dropped by taosync prune")
+        note = f"  ({'; '.join(notes)})" if notes else ""
         ui.out(f"{mark} #{row['id']:<4} {row['time']:<25}  {row['kind']:<8}  "
                f"{row['summary']}{note}")
         if s.verbosity > 0 or len(row["files"]) <= 3:
             for f in row["files"]:
                 clients = ", ".join(f["clients"])
                 ui.out(f"{'':8}{f['action'] or 'write':<9} {f['display']}"
-                       + (f"  {clients}" if clients else ""))
+                       + (f"  {clients}" if clients else "")
+                       + ("  (backup pruned)" if f["pruned"] else ""))
         else:
             ui.out(f"{'':8}{len(row['files'])} files (-v lists them)")
     return 0

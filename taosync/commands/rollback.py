@@ -20,13 +20,20 @@ Examples:
 @click.option("--redo", is_flag=True,
               help="Take back the last rollback (its applies are in effect again).")
 @click.option("--dry-run", is_flag=True, help="Show what would be restored; write nothing.")
-def rollback(to, redo, dry_run):
+@click.option("--keep-secrets", is_flag=True,
+              help="Where the backup holds another secret than the one in use now (a "
+                   "rotated key), keep the one in use (the default without a terminal).")
+@click.option("--restore-secrets", is_flag=True,
+              help="Put the backup's older secrets back too (a key rotated away since).")
+def rollback(to, redo, dry_run, keep_secrets, restore_secrets):
     """Step back one apply (again: one more; --to N, --redo) from the backups.
 
     Each rollback goes one apply further back; --redo goes forward again. Files are put back from the backups taosync took before each apply. With no apply
     left to step back over, a plain rollback takes back the last rollback (as --redo).
     A new apply ends the redo chain. A client set managed: false (taosync forget) is
-    left alone: its files are named and not touched.
+    left alone: its files are named and not touched. Where a backup holds another
+    secret than the one in use now (a key rotated since), a terminal asks; otherwise
+    the secret in use stays (--restore-secrets puts the old one back).
     """
     from taosync import pipeline, ui
     from taosync.errors import BadInput
@@ -34,10 +41,12 @@ def rollback(to, redo, dry_run):
     from taosync.engine.apply import RealWriter, execute
     from taosync.engine.state import locked
     from taosync.engine.recovery import recover
-    from taosync.engine.rollback import plan_step
+    from taosync.engine.rollback import keep_current_secrets, old_secrets, plan_step
 
     if redo and to is not None:
         raise BadInput("rollback: --redo and --to do not go together")
+    if keep_secrets and restore_secrets:
+        raise BadInput("rollback: --keep-secrets and --restore-secrets do not go together")
     s = current()
     # an apply cut short is undone first (whether or not the fleet still loads); it is
     # the apply the user wants rolled back, so without --to nothing more is undone
@@ -50,6 +59,11 @@ def rollback(to, redo, dry_run):
     unmanaged = unmanaged_clients(ctx, state)
     step = plan_step(store, state, to, redo, unmanaged)
     protect(ctx, state, step.plan, rollback=True)
+    secrets = old_secrets(step, state, store.hmac_key(create=False), ctx.key)
+    keep = bool(secrets) and _keep_secrets(s, secrets, step.kind, dry_run, keep_secrets,
+                                           restore_secrets, ctx.key)
+    if keep:
+        keep_current_secrets(secrets)
     if dry_run:
         result_files, record_id = step.plan.changed, None
     else:
@@ -61,6 +75,8 @@ def rollback(to, redo, dry_run):
             recover(store, state, RealWriter(), pipeline.client_locations(env))
             step = plan_step(store, state, to, redo, unmanaged)
             protect(ctx, state, step.plan, rollback=True)
+            if keep:
+                keep_current_secrets(old_secrets(step, state, store.hmac_key(), ctx.key))
             state.forgotten = sorted(unmanaged)
             result = execute(step.plan, state, store, RealWriter(), kind=step.kind,
                              undoes=step.undoes)
@@ -73,13 +89,16 @@ def rollback(to, redo, dry_run):
     say_skipped(step.skipped, home)
     for path in step.edited:
         ui.warn(f"{pipeline.display_path(path, home)} was edited after taosync wrote it; "
-                f"{'the rollback would replace' if dry_run else 'the rollback replaced'} "
-                "those edits too (taosync rollback --redo brings them back)")
+                f"the {step.kind} {'would replace' if dry_run else 'replaced'} those edits "
+                f"too (taosync rollback{' --redo' if step.kind == 'rollback' else ''} "
+                "brings them back)")
     if s.json:
         ui.emit_json({"kind": step.kind, "undone": step.undoes if step.kind == "rollback" else [],
                       "redone": step.undoes if step.kind == "redo" else [],
                       "rollback_id": record_id, "dry_run": dry_run,
                       "edited_since_apply": [str(p) for p in step.edited],
+                      "older_secrets": [{"path": str(o.path), "keys": o.keys, "kept": keep}
+                                        for o in secrets],
                       "skipped": step.skipped,
                       "sources": {p: f"#{i}" for p, i in step.source.items()},
                       **plan_json(step.plan, ctx)})
@@ -106,6 +125,41 @@ def rollback(to, redo, dry_run):
                "its files are those of clients set managed: false")
         ui.out(f"{what}: nothing to restore ({why})")
     return 0
+
+
+def _keep_secrets(s, secrets, kind: str, dry_run: bool, keep: bool, restore: bool,
+                  key) -> bool:
+    """Warn about each older secret the step would put back (the one in use shown as
+    ``sk-…ab12`` when it is the fleet's key, never the old one) and decide: the flags;
+    else a terminal asks (default: keep); else keep — a rotated key may be revoked or
+    leaked, and rolling back settings should not roll back a credential unasked."""
+    import sys
+
+    from taosync import ui
+    from taosync.pipeline import display_path
+
+    for o in secrets:
+        now = ", ".join(key.redacted() if key is not None and n == key.reveal()
+                        else "(sensitive value)" for n in o.now)
+        ui.warn(f"{display_path(o.path, s.home_dir)}: the {kind} would put back an older "
+                f"secret (sensitive value) at {', '.join(o.keys)} in place of the one in "
+                f"use now ({now})")
+    if keep or restore:
+        decided = keep
+    elif not dry_run and not s.json and sys.stdin.isatty() and sys.stderr.isatty():
+        sys.stderr.write(f"Keep the secret{'s' if len(secrets) != 1 else ''} in use now "
+                         "and roll back everything else? [Y/n] ")
+        sys.stderr.flush()
+        decided = sys.stdin.readline().strip().lower() not in ("n", "no")
+    else:
+        decided = True
+    if decided:
+        ui.warn(f"{'would keep' if dry_run else 'kept'} the secrets in use now "
+                "(--restore-secrets puts the older ones back)")
+    else:
+        ui.warn(f"{'would put' if dry_run else 'put'} back the older secrets "
+                "(--keep-secrets keeps the ones in use now)")
+    return decided
 
 
 def history_context(s):

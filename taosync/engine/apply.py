@@ -124,6 +124,10 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
             record.files.append({
                 "path": str(fp.path), "backup": backup_name, "mode": fp.mode,
                 "before": _as_json(prev), "action": fp.action, "clients": list(fp.clients),
+                # what this record leaves there (None: removed), so a later step can
+                # tell hand edits made since (engine/rollback.py edited_since_written)
+                "after": None if fp.new_text is None
+                else sha256_bytes(fp.new_text.encode("utf-8")),
             })
             journal_files.append({"path": str(fp.path), "real_path": str(fp.real_path),
                                   "backup": backup_name,

@@ -23,6 +23,8 @@ import sys
 from taosync import __version__
 
 KEY_TOKEN = "\x00taosync-key\x00"
+#: formats whose every value is a plain string or number (a damaged cache may say else)
+FLAT_FORMATS = ("dotenv", "text", "keyvalue")
 #: ``{MCP_TOKEN: "<the value as written in fleet.yaml>"}`` stands for an MCP secret
 MCP_TOKEN = "\x00taosync-mcp-secret\x00"
 #: 2: warnings stored as whole lines; 3: MCP secrets as references; 4: a probed path
@@ -153,6 +155,9 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
         return None  # an MCP secret no longer resolves: the full load locates it
     if any(_holds_null(v) for p in patches for v in p.values.values()):
         return None  # no client renders a null (TOML cannot hold one): not our render
+    if any(isinstance(v, (dict, list)) for p in patches if p.format in FLAT_FORMATS
+           for v in p.values.values()):
+        return None  # a .env or text file holds one plain value per key: not our render
     return patches, key, list(entry["warnings"]), list(entry["clients"])
 
 

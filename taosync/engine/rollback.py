@@ -9,6 +9,13 @@ from the records themselves, so nothing else needs keeping in step:
   record it touched since — the backups of that record;
 * ``rollback --redo`` takes back the newest rollback (its own backups hold the files as
   they were just before it, hand edits included), so its applies are in effect again;
+* a ``rollback`` right after a redo takes back the redo the same way (from the redo's
+  backups), so hand edits a redo replaced come back too;
+* a step that replaces a file edited since taosync last wrote it names it (``edited``):
+  each record keeps the digest of what it left in each file (``after``);
+* a step never puts back an older secret than the one in use unasked
+  (:func:`old_secrets`, :func:`keep_current_secrets`); a backup ``taosync prune``
+  dropped (``pruned``) stops a step that needs it (engine/prune.py);
 * a new ``apply`` drops the redo chain (the rollbacks before it can no longer be redone);
 * a ``destroy`` is a step like an apply (rolling it back puts everything back);
 * watch's ``reassert`` records move nothing: rolling back over an apply also undoes the
@@ -31,8 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from taosync.engine.plan import FilePlan, Plan, read_target, released_file
-from taosync.engine.state import ApplyRecord, FileState, State, StateStore
+from taosync.engine.state import ApplyRecord, FileState, OwnedKey, State, StateStore
 from taosync.errors import BadInput
+from taosync.fleet.secrets import value_hash
+from taosync.formats.base import keypath_parse
 
 
 #: the record kinds rollback steps back over
@@ -45,6 +54,9 @@ class Cursor:
 
     in_effect: list[int] = field(default_factory=list)  # apply ids, oldest first
     redoable: list[int] = field(default_factory=list)  # rollback ids, newest last
+    #: (redo id, the applies it brought back) while that redo is the newest user step:
+    #: a plain rollback then takes back the redo itself, from its own backups
+    last_redo: tuple[int, list[int]] | None = None
 
 
 def cursor(state: State) -> Cursor:
@@ -55,15 +67,20 @@ def cursor(state: State) -> Cursor:
         if record.kind in STEPS:
             at.in_effect.append(record.id)
             at.redoable.clear()
+            at.last_redo = None
         elif record.kind == "rollback":
+            at.last_redo = None
             undone_by[record.id] = [i for i in record.undoes if i in at.in_effect]
             at.in_effect = [i for i in at.in_effect if i not in record.undoes]
             at.redoable.append(record.id)
         elif record.kind == "redo":
+            back: list[int] = []
             for rollback_id in record.undoes:
                 if rollback_id in at.redoable:
                     at.redoable.remove(rollback_id)
+                    back += undone_by.get(rollback_id, [])
                     at.in_effect = sorted(at.in_effect + undone_by.get(rollback_id, []))
+            at.last_redo = (record.id, sorted(back)) if back else None
     return at
 
 
@@ -113,6 +130,10 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
     if not undoes:
         raise BadInput(f"apply #{to} is rolled back already; taosync rollback --redo "
                        "brings it back")
+    if at.last_redo and undoes == at.last_redo[1]:
+        # stepping back over exactly what the newest redo brought back: take back the
+        # redo itself, so the files return as they were just before it (hand edits too)
+        return _restore(store, state, at.last_redo[0], "rollback", undoes, unmanaged)
     return _restore(store, state, to, "rollback", undoes, unmanaged)
 
 
@@ -136,6 +157,11 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
             if last is not None:  # still owned: forgotten now, as apply would
                 step.plan.files.append(released_file(last))
             continue
+        if entry.get("pruned"):
+            raise BadInput(f"cannot {'redo' if kind == 'redo' else 'roll back'} past "
+                           f"#{record.id}: the backup of {path} it needs was dropped by "
+                           "taosync prune (it held a secret no longer in use); nothing "
+                           "was restored (taosync log shows which records are restorable)")
         real, current, mode = read_target(path)
         if entry["backup"] is None:
             restored = None
@@ -146,9 +172,9 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
             except OSError as exc:
                 raise BadInput(f"backup {backup} of {path} cannot be read ({exc.strerror}); "
                                "nothing was restored") from None
-        if (current not in (None, restored) and last is not None
-                and not last.holds(current)):  # edits this step replaces (it writes)
-            step.edited.append(path)
+        if current not in (None, restored) and edited_since_written(state, path_text,
+                                                                     current):
+            step.edited.append(path)  # edits this step replaces (it writes)
         # The state as it was. Its sha256 stays that of the bytes taosync wrote then, so
         # a backup holding later hand edits (a redo) is not trusted as "byte for byte
         # what taosync left": status, plan and apply parse it again.
@@ -166,6 +192,24 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
     return step
 
 
+def edited_since_written(state: State, path_text: str, text: str) -> bool:
+    """``text`` (on disk at ``path_text``) is neither what the state says taosync left
+    nor what the newest record that wrote the file left there (its ``after`` digest):
+    someone edited it since. A rollback to before taosync owned the file leaves no
+    state entry, so the record is what tells a later redo about hand edits made since."""
+    from taosync.engine.state import sha256_bytes
+
+    last = state.files.get(path_text)
+    if last is not None and last.holds(text):
+        return False
+    for record in reversed(state.applies):
+        entry = next((e for e in record.files if e["path"] == path_text), None)
+        if entry is not None:
+            if "after" not in entry:  # a record from before "after" was kept
+                break
+            return entry["after"] != sha256_bytes(text.encode("utf-8"))
+    return last is not None
+
 
 def file_clients(entry: dict, last: FileState | None) -> set[str]:
     """Every client a history entry, its state before, and the state now name for a file."""
@@ -180,3 +224,121 @@ def skip_file(skipped: dict[str, list[str]], clients: set[str], path_text: str) 
         paths = skipped.setdefault(client, [])
         if path_text not in paths:
             paths.append(path_text)
+
+
+@dataclass
+class OldSecret:
+    """Owned secret keys of one file where a step would put back another secret than
+    the one in use now (a key rotated since, a renewed MCP token). Never printed."""
+
+    path: Path
+    keys: list[str]  # owned key paths, as text
+    now: list[str]  # the secrets in use now that would be replaced (never printed)
+    fp: FilePlan
+    #: the step's text and state for this file with the secrets in use now kept
+    kept_text: str = ""
+    kept_owned: dict = field(default_factory=dict)
+
+
+def old_secrets(step: Step, state: State, hmac_key: bytes, key=None) -> list[OldSecret]:
+    """Every file where the step would write an older secret than the one in use now.
+
+    The pairs (secret put back → secret on disk now) are learned where both sides own
+    the same secret key (``OPENAI_API_KEY`` in one file, a named ``*_TOKEN`` in an MCP
+    server's env), then looked for at every owned secret key the step puts back — the
+    rotated key also sits under a route's old model name. ``key``, the fleet's key now,
+    is never an older secret."""
+    from taosync.formats.base import FormatError
+    from taosync.formats.registry import editor_for
+
+    parsed: dict[int, tuple] = {}
+    for fp in step.plan.files:
+        if fp.released or fp.new_state is None or fp.new_text is None:
+            continue
+        editor = editor_for(fp.format)
+        try:
+            restored = editor.parse(fp.new_text)
+            on_disk = editor.parse(fp.old_text) if fp.old_text is not None else None
+        except FormatError:
+            continue  # a file that does not parse is put back whole, as before
+        parsed[id(fp)] = (fp, editor, restored, on_disk)
+
+    newer: dict[str, str] = {}  # secret put back → the one in use now
+    for fp, editor, restored, on_disk in parsed.values():
+        now = state.files.get(str(fp.path))
+        if now is None or on_disk is None:
+            continue
+        for k, o in fp.new_state.owned.items():
+            if o.secret and now.owned.get(k) is not None and now.owned[k].secret:
+                kp = keypath_parse(k)
+                _pair(editor.get(restored, kp), editor.get(on_disk, kp), "", newer)
+    if key is not None:
+        newer = {old: new for old, new in newer.items() if not key.found_in(old)}
+    if not newer:
+        return []
+
+    found: list[OldSecret] = []
+    for fp, editor, restored, _ in parsed.values():
+        hit = OldSecret(fp.path, [], [], fp)
+        for k, o in fp.new_state.owned.items():
+            if not o.secret:
+                continue
+            kp = keypath_parse(k)
+            value, used = _swap(editor.get(restored, kp), newer)
+            if used:
+                hit.keys.append(k)
+                hit.now += [n for n in used if n not in hit.now]
+                editor.set(restored, kp, value)
+                hit.kept_owned[k] = OwnedKey(value_hash(hmac_key, value), None, True,
+                                             o.volatile, o.release, o.prior)
+        if hit.keys:
+            hit.kept_text = editor.dump(restored)
+            found.append(hit)
+    return found
+
+
+def keep_current_secrets(found: list[OldSecret]) -> None:
+    """Change the step so the secrets in use now stay where it would put back older
+    ones; every other byte it puts back is as the backup has it."""
+    for hit in found:
+        hit.fp.new_text = hit.kept_text
+        hit.fp.new_state.owned.update(hit.kept_owned)
+
+
+def _pair(back, now, name: str, newer: dict[str, str]) -> None:
+    """Learn (secret put back → secret in use now) from one owned secret key's two
+    values: the value itself when it is a string (the key is secret as a whole), else
+    the leaves that differ under a secret-looking name (an MCP server's env)."""
+    from taosync.fleet.secrets import POINTER_NAME, SECRET_NAME
+
+    if isinstance(back, str) and isinstance(now, str):
+        leaf = name.rsplit(".", 1)[-1].rstrip("]")
+        whole = name == "" or SECRET_NAME.search(leaf) and not POINTER_NAME.search(leaf)
+        if back != now and len(back) >= 8 and whole:
+            newer.setdefault(back, now)
+    elif isinstance(back, dict) and isinstance(now, dict):
+        for k in back.keys() & now.keys():
+            _pair(back[k], now[k], str(k), newer)
+
+
+def _swap(value, newer: dict[str, str]):
+    """``value`` with every older secret in it replaced by the one in use now, and the
+    ones used."""
+    if isinstance(value, str):
+        used = []
+        for old, new in newer.items():
+            if old in value:
+                value = value.replace(old, new)
+                used.append(new)
+        return value, used
+    if isinstance(value, dict):
+        out, used = {}, []
+        for k, v in value.items():
+            out[k], u = _swap(v, newer)
+            used += u
+        return (out if used else value), used
+    if isinstance(value, list):
+        items = [_swap(v, newer) for v in value]
+        used = [u for _, us in items for u in us]
+        return ([v for v, _ in items] if used else value), used
+    return value, []
