@@ -126,10 +126,13 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
 
     if not entry or entry.get("fingerprint", {}).get("cache") != CACHE_VERSION:
         return None
+    from taosync.privilege import invoker_rights
+
     fp = entry["fingerprint"]
     system = current()
     try:
-        fleet_sha = sha256_bytes(system.read_bytes(fleet_path))
+        with invoker_rights():  # fleet.yaml and its includes are the invoker's
+            fleet_sha = sha256_bytes(system.read_bytes(fleet_path))
     except OSError:
         fleet_sha = None
     if not fingerprint_holds(fp, fleet_sha=fleet_sha, home=str(home), sandboxed=sandboxed,
@@ -166,7 +169,8 @@ def resolve_recorded(ref, *, environ, home):
     system = current()
     if ref.kind == "file":
         try:
-            system.read_bytes(expand_path(ref.arg, home))
+            with system.resolving():  # the invoker's key file: the invoker's rights
+                system.read_bytes(expand_path(ref.arg, home))
         except OSError:
             pass  # resolve says what is wrong
     with system.resolving():
@@ -192,8 +196,11 @@ def _sha_or_none(system, path: str) -> str | None:
 
     from taosync.engine.state import sha256_bytes
 
+    from taosync.privilege import invoker_rights
+
     try:
-        return sha256_bytes(system.read_bytes(Path(path)))
+        with invoker_rights():
+            return sha256_bytes(system.read_bytes(Path(path)))
     except OSError:
         return None
 
