@@ -78,14 +78,17 @@ class World:
                 os.chown(os.path.join(dirpath, name), NOBODY, NOBODY, follow_symlinks=False)
         os.chown(self.home, NOBODY, NOBODY)
 
-    def run(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-        """``python -m taosync --home HOME -c fleet.yaml ARGS`` as root."""
+    def run(self, *args: str, env: dict | None = None,
+            config: bool = True) -> subprocess.CompletedProcess:
+        """``python -m taosync --home HOME -c fleet.yaml ARGS`` as root (``config``
+        False: no ``-c``, the home's ``~/.config/taosync/fleet.yaml``)."""
         environ = {k: v for k, v in os.environ.items()
                    if not k.startswith(("XDG_", "CODEX", "CLAUDE", "TAOSYNC"))}
         environ.update(TAOTOKEN_API_KEY=TEST_KEY, HOME="/root", PYTHONPATH=str(self.lib),
                        PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1", **(env or {}))
+        fleet = ["-c", str(self.fleet)] if config else []
         return subprocess.run([sys.executable, "-m", "taosync", "--home", str(self.home),
-                               "-c", str(self.fleet), *args], env=environ, cwd=self.base,
+                               *fleet, *args], env=environ, cwd=self.base if config else "/",
                               capture_output=True, text=True, timeout=120)
 
     def roots_files(self) -> dict[str, tuple]:
@@ -284,3 +287,37 @@ def test_the_kernel_refuses_a_write_into_roots_file_with_no_link_on_the_way(worl
     assert world.roots_files() == roots
     after = world.home_bytes()
     assert {k: v for k, v in after.items() if not k.startswith(".local/state")} == home
+
+
+def test_a_fleet_in_the_home_is_the_homes_its_key_command_runs_as_the_owner(world):
+    """No -c: root uses the home's own ~/.config/taosync/fleet.yaml. It is the user's
+    file, so its ${shell:} key command runs as the user, never as root."""
+    ran = world.base / "ran"
+    ran.mkdir(mode=0o777)
+    os.chmod(ran, 0o777)
+    fleet = world.home / ".config/taosync/fleet.yaml"
+    fleet.parent.mkdir(parents=True)
+    fleet.write_text(EXAMPLE_FLEET.read_text().replace(
+        "key: ${env:TAOTOKEN_API_KEY}",
+        f"key: ${{shell:id -u >> {ran}/uids; echo sk-uid$(id -u)-0123456789abcdef}}"))
+    world.give_home_to_nobody()
+    for _ in range(2):  # the second from the cached render
+        r = world.run("apply", "--no-verify", config=False)
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert b"sk-uid65534-0123456789abcdef" in (world.home / ".codex/auth.json").read_bytes()
+    uids = (ran / "uids").read_text().split()
+    assert len(uids) >= 2 and set(uids) == {str(NOBODY)}
+
+
+def test_a_fleet_in_the_home_linked_to_roots_file_is_not_read(world):
+    """The home's fleet.yaml as a link to /etc/shadow: read with the owner's rights,
+    so "Permission denied", and not a line of the shadow in a parse error."""
+    world.link(".config/taosync/fleet.yaml", world.shadow)
+    roots = world.roots_files()
+    for args in (("validate",), ("apply", "--no-verify"), ("plan",)):
+        r = world.run(*args, config=False)
+        assert r.returncode == 2, (args, r.stdout + r.stderr)
+        assert "ermission denied" in r.stdout + r.stderr and "Traceback" not in r.stderr
+        assert_roots_text_nowhere(world, r)
+        assert "SHADOW" not in r.stdout + r.stderr
+    assert world.roots_files() == roots

@@ -126,12 +126,12 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
 
     if not entry or entry.get("fingerprint", {}).get("cache") != CACHE_VERSION:
         return None
-    from taosync.privilege import invoker_rights
+    from taosync.privilege import rights_for
 
     fp = entry["fingerprint"]
     system = current()
     try:
-        with invoker_rights():  # fleet.yaml and its includes are the invoker's
+        with rights_for(fleet_path, fleet=True):  # the invoker's, unless the home holds it
             fleet_sha = sha256_bytes(system.read_bytes(fleet_path))
     except OSError:
         fleet_sha = None
@@ -168,8 +168,10 @@ def resolve_recorded(ref, *, environ, home):
 
     system = current()
     if ref.kind == "file":
+        from taosync.privilege import rights_for
+
         try:
-            with system.resolving():  # the invoker's key file: the invoker's rights
+            with system.resolving(), rights_for(expand_path(ref.arg, home)):
                 system.read_bytes(expand_path(ref.arg, home))
         except OSError:
             pass  # resolve says what is wrong
@@ -196,10 +198,10 @@ def _sha_or_none(system, path: str) -> str | None:
 
     from taosync.engine.state import sha256_bytes
 
-    from taosync.privilege import invoker_rights
+    from taosync.privilege import rights_for
 
     try:
-        with invoker_rights():
+        with rights_for(path, fleet=True):
             return sha256_bytes(system.read_bytes(Path(path)))
     except OSError:
         return None
