@@ -321,3 +321,21 @@ def test_a_fleet_in_the_home_linked_to_roots_file_is_not_read(world):
         assert_roots_text_nowhere(world, r)
         assert "SHADOW" not in r.stdout + r.stderr
     assert world.roots_files() == roots
+
+
+def test_every_command_runs_as_root_on_the_users_home(world):
+    """The commands that read a home's files around the System (import's read-back,
+    doctor, managed, log) work as root acting for its owner, and destroy gives every
+    file back with the owner's rights."""
+    world.give_home_to_nobody()
+    assert world.run("apply", "--no-verify").returncode == 0
+    for args, codes in [(("plan",), {0}), (("status",), {0}), (("managed",), {0}),
+                        (("log",), {0}), (("doctor",), {0, 1}), (("import",), {0, 1}),
+                        (("managed", "--json"), {0}), (("destroy", "--yes"), {0})]:
+        r = world.run(*args)
+        assert r.returncode in codes, (args, r.stdout + r.stderr)
+        assert "internal error" not in r.stderr and "Traceback" not in r.stderr, args
+        assert TEST_KEY not in r.stdout + r.stderr
+    for dirpath, dirs, files in os.walk(world.home):
+        for name in dirs + files:
+            assert os.lstat(os.path.join(dirpath, name)).st_uid == NOBODY

@@ -108,6 +108,8 @@ def _file(path_text: str, fmt: str, keys, state, *, rendered: bool) -> dict:
 
 
 def _present(path_text: str) -> bool:
+    from pathlib import Path
+
     from taosync.privilege import owner_rights
 
     with owner_rights():  # root on a user's home: looked at as its owner

@@ -496,6 +496,8 @@ class Includes:
         return merged
 
     def _merge_from(self, source, data: dict, fast: bool, merged: dict, stack: list) -> None:
+        from taosync.privilege import rights_for
+
         entries = data.pop("include", None)
         for index, target in self._include_paths(source, entries):
             resolved = self._resolved(target)
