@@ -339,3 +339,27 @@ def test_every_command_runs_as_root_on_the_users_home(world):
     for dirpath, dirs, files in os.walk(world.home):
         for name in dirs + files:
             assert os.lstat(os.path.join(dirpath, name)).st_uid == NOBODY
+
+
+def test_init_and_forget_write_a_fleet_in_the_home_as_its_owner(world):
+    """fleet.yaml in the home is the home's: ``init`` through a dangling link into a
+    root-only directory and ``forget`` through a link to /etc/shadow are refused by the
+    kernel (nobody's rights) — nothing created or changed in root's files, no text of
+    them printed. ``init`` of a path of root's own still works (the invoker's file)."""
+    link = world.link(".config/taosync/fleet.yaml", world.vault / "fleet.yaml")
+    roots = world.roots_files()
+    r = world.run("init", str(link), config=False)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "Permission denied" in r.stderr and "Traceback" not in r.stderr
+    assert world.roots_files() == roots and not (world.vault / "fleet.yaml").exists()
+    link.unlink()
+    link.symlink_to(world.shadow)
+    r = world.run("forget", "codex", config=False)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "ermission denied" in r.stderr and "Traceback" not in r.stderr
+    assert world.roots_files() == roots
+    assert_roots_text_nowhere(world, r)
+    mine = world.vault / "mine" / "fleet.yaml"
+    r = world.run("init", str(mine), config=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert mine.is_file() and os.stat(mine).st_uid == 0

@@ -113,7 +113,7 @@ def state_checks(store: Any, state: Any, home: Path) -> list[Check]:
     if held:
         out.append(Check("state", "lock", "warn", f"{store.lock_path} is held: a taosync apply "
                          "or watch is running now (its results may change what follows)"))
-    if store.journal_path.exists() and held is not True:
+    if store.system.exists(store.journal_path) and held is not True:
         out.append(Check("state", "journal", "warn",
                          f"{store.journal_path} was left by an interrupted apply; the next "
                          "`taosync apply` puts its files back first, then applies"))
