@@ -78,17 +78,19 @@ class World:
                 os.chown(os.path.join(dirpath, name), NOBODY, NOBODY, follow_symlinks=False)
         os.chown(self.home, NOBODY, NOBODY)
 
-    def run(self, *args: str, env: dict | None = None,
-            config: bool = True) -> subprocess.CompletedProcess:
+    def run(self, *args: str, env: dict | None = None, config: bool = True,
+            sandboxed: bool = True) -> subprocess.CompletedProcess:
         """``python -m taosync --home HOME -c fleet.yaml ARGS`` as root (``config``
-        False: no ``-c``, the home's ``~/.config/taosync/fleet.yaml``)."""
+        False: no ``-c``, the home's ``~/.config/taosync/fleet.yaml``; ``sandboxed``
+        False: no ``--home`` but ``HOME=HOME``, as ``sudo -E`` runs it)."""
         environ = {k: v for k, v in os.environ.items()
                    if not k.startswith(("XDG_", "CODEX", "CLAUDE", "TAOSYNC"))}
-        environ.update(TAOTOKEN_API_KEY=TEST_KEY, HOME="/root", PYTHONPATH=str(self.lib),
+        environ.update(TAOTOKEN_API_KEY=TEST_KEY, PYTHONPATH=str(self.lib),
+                       HOME="/root" if sandboxed else str(self.home),
                        PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1", **(env or {}))
         fleet = ["-c", str(self.fleet)] if config else []
-        return subprocess.run([sys.executable, "-m", "taosync", "--home", str(self.home),
-                               *fleet, *args], env=environ, cwd=self.base if config else "/",
+        home = ["--home", str(self.home)] if sandboxed else []
+        return subprocess.run([sys.executable, "-m", "taosync", *home, *fleet, *args], env=environ, cwd=self.base if config else "/",
                               capture_output=True, text=True, timeout=120)
 
     def roots_files(self) -> dict[str, tuple]:
@@ -363,3 +365,29 @@ def test_init_and_forget_write_a_fleet_in_the_home_as_its_owner(world):
     r = world.run("init", str(mine), config=False)
     assert r.returncode == 0, r.stdout + r.stderr
     assert mine.is_file() and os.stat(mine).st_uid == 0
+
+
+def test_sudo_keeping_the_users_HOME_acts_for_that_user_too(world):
+    """``sudo -E taosync apply`` (HOME is alice's, no --home): the same refusal, and a
+    location variable pointing out of the home at a directory of the user's own is
+    written as the user; one of root's the user cannot even look into: "cannot be
+    read", exit 2, nothing written."""
+    world.link(".gemini/.env", world.environment)
+    roots = world.roots_files()
+    r = world.run("apply", "--no-verify", sandboxed=False)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "refused as root" in r.stderr and "outside the home" in r.stderr
+    assert world.roots_files() == roots
+    (world.home / ".gemini/.env").unlink()
+    elsewhere = world.base / "alice-codex"
+    elsewhere.mkdir()
+    os.chown(elsewhere, NOBODY, NOBODY)
+    r = world.run("apply", "--no-verify", sandboxed=False, env={"CODEX_HOME": str(elsewhere)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert os.stat(elsewhere / "config.toml").st_uid == NOBODY
+    assert world.roots_files() == roots
+    r = world.run("apply", "--no-verify", sandboxed=False, env={"CODEX_HOME": str(world.vault)})
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "config.toml: cannot be read (Permission denied)" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert world.roots_files() == roots and sorted(os.listdir(world.vault)) == ["secret"]
