@@ -8,9 +8,12 @@ that home, backups, the journal, the lock) runs with the owner's file rights: on
 the calling thread's fsuid/fsgid and supplementary groups become the owner's
 (``setfsuid(2)``: the kernel then drops CAP_DAC_OVERRIDE, CAP_FOWNER and the other file
 capabilities from that thread until fsuid is 0 again), so the kernel itself refuses what
-the owner could not do. The invoker's own files — fleet.yaml, its includes, the key and
-MCP secret references — are read inside :func:`invoker_rights`, with root's rights: they
-are the invoker's, not the home's.
+the owner could not do. The files the invoker names — fleet.yaml, its includes, a
+``${file:}`` key — are read as :func:`rights_for` says: with root's rights when they lie
+outside the home (the invoker's), with the owner's when they lie in it (the home's: a
+link there must not turn root's read into a leak); the key commands of a fleet.yaml the
+home holds run as the owner (:func:`command_identity`). Code that must not switch
+(imports: taosync may be installed where only root reads) stays outside these blocks.
 
 Before any write, :func:`refuse_foreign_link` also refuses, with one line naming the
 link and where it leads, a target reached through a symlink that leaves the home or
