@@ -22,8 +22,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol
 
-from taosync.privilege import invoker_rights, owner_rights
 from taosync.errors import WriteFailed
+from taosync.privilege import invoker_rights, owner_rights
 
 #: directories taosync creates for client files (they may hold the key)
 CLIENT_DIR_MODE = 0o700
@@ -69,7 +69,7 @@ class System(Protocol):
 
 class _Reads:
     """The reads every System does on the real disk, and the guard of a target write.
-    Root on another user's home does each with the owner's rights (engine/privilege.py)."""
+    Root on another user's home does each with the owner's rights (taosync/privilege.py)."""
 
     def __init__(self):
         self.guarded: dict[Path, Callable[[], None]] = {}
