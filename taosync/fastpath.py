@@ -75,6 +75,8 @@ def _replay(argv: list[str], environ):
         return None
     words, options, quiet = _parse(argv)
     home, sandboxed = _home(options, environ)
+    if os.geteuid() == 0 and os.stat(home).st_uid != 0:
+        return None  # root on a user's home: the full path acts with the owner's rights
     cert_dir = _state_dir(home, sandboxed, environ)
     cert = certificate.loads(certificate.read(os.path.join(cert_dir, certificate.FILE))
                              .decode("utf-8"))

@@ -111,7 +111,17 @@ def recover_first(store, env) -> list[str]:
     """Before reading or writing client files: put back the files of an apply that was
     cut short (a journal is left), under the lock, and say so; warn about any journal
     entry refused. One ``stat`` when there is nothing to recover."""
-    if not store.journal_path.exists():
+    from taosync.privilege import owner_rights
+
+    try:
+        with owner_rights():
+            journal = store.journal_path.exists()
+    except OSError as exc:  # EACCES: a state directory this user (or root acting) cannot read
+        from taosync.errors import WriteFailed
+
+        raise WriteFailed(f"{store.journal_path}: cannot be read ({exc.strerror}); "
+                          "nothing was written") from None
+    if not journal:
         return []
     from taosync import ui
     from taosync.engine.recovery import recover_locked

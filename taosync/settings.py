@@ -62,7 +62,9 @@ class Settings:
         """Where client files live; its environment is the System's (a certified run
         records each variable a client looks at)."""
         from taosync.clients.base import ClientEnv
+        from taosync.privilege import act_for_home
 
+        act_for_home(self.home_dir)  # root on another user's home acts with their rights
         return ClientEnv(home=self.home_dir, sandboxed=self.sandboxed,
                          environ=environ().copy())
 
@@ -76,8 +78,12 @@ class Settings:
         env = environ().get("TAOSYNC_CONFIG")
         if env:
             return Path(env)
+        from taosync.privilege import invoker_rights
+
         local = Path("fleet.yaml")
-        if system().exists(local):
+        with invoker_rights():  # the invoker's fleet, in the invoker's directory
+            here = system().exists(local)
+        if here:
             return local
         base = self._location("XDG_CONFIG_HOME") or self.home_dir / ".config"
         return base / "taosync" / "fleet.yaml"

@@ -41,7 +41,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engine", ("taosync.engine",)),
     ("fleet", ("taosync.fleet",)),
     ("formats", ("taosync.formats",)),
-    ("base", ("taosync.errors", "taosync.paths")),
+    ("base", ("taosync.errors", "taosync.paths", "taosync.privilege")),
 ]
 
 #: ("upward", importer, imported): a lower layer imports a higher one;
@@ -182,9 +182,10 @@ def test_format_and_settings_contracts_import_nothing_above_them():
     graph = import_graph()
     assert graph["taosync.formats.base"] == set()
     # settings reads the environment and ./fleet.yaml through the System (a certified
-    # run records those reads: engine/certificate.py)
+    # run records those reads: engine/certificate.py); root on another user's home acts
+    # with its owner's rights from the moment settings name the home (taosync/privilege.py)
     assert graph["taosync.settings"] <= {"taosync.errors", "taosync.clients.base",
-                                         "taosync.engine.system"}
+                                         "taosync.engine.system", "taosync.privilege"}
 
 
 def test_watch_imports_no_command_module_and_no_click():

@@ -228,8 +228,22 @@ def test_umask_000_never_widens_what_taosync_creates(taosync, home, umask_000):
 
 # ---------------------------------------------------------------- sudo on a user's home
 
+@pytest.fixture
+def reachable(home):
+    """The directories above ``home`` searchable by its owner-to-be, as a real home's
+    are: as root on a user's home taosync acts with the user's rights
+    (tests/test_root_links.py), and pytest's base directory is root's alone (0700)."""
+    above = [p for p in home.parents if not p.stat().st_mode & 0o001]
+    modes = {p: p.stat().st_mode & 0o7777 for p in above}
+    for p in above:
+        os.chmod(p, modes[p] | 0o001)
+    yield home
+    for p in above:
+        os.chmod(p, modes[p])
+
+
 @pytest.mark.skipif(not IS_ROOT, reason="changing a file's owner needs root")
-def test_root_applying_in_a_users_home_keeps_the_users_ownership(taosync, home):
+def test_root_applying_in_a_users_home_keeps_the_users_ownership(taosync, home, reachable):
     user_files(home)
     os.chmod(home / ".claude/settings.json", 0o640)
     for dirpath, dirs, files in os.walk(home):

@@ -240,9 +240,11 @@ def read_plain(path: Path, fmt: str, obs: Observation, key: KeyPath = ()) -> Any
     ``obs.problems`` (and gives None)."""
     from taosync.formats.base import MISSING, FormatError
     from taosync.formats.registry import editor_for
+    from taosync.privilege import owner_rights
 
     try:
-        text = path.read_bytes().decode("utf-8")
+        with owner_rights():  # root on a user's home: read as its owner
+            text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -388,9 +390,11 @@ def differing_keys(patch: Patch, unknown: Any = None) -> list[str]:
     from taosync.engine.plan import materialize
     from taosync.formats.base import FormatError, keypath_str, same_value
     from taosync.formats.registry import editor_for
+    from taosync.privilege import owner_rights
 
     try:
-        text = patch.path.read_bytes().decode("utf-8")
+        with owner_rights():  # root on a user's home: read as its owner
+            text = patch.path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return [""]
     except (OSError, UnicodeDecodeError):

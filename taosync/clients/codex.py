@@ -25,6 +25,7 @@ from taosync.clients.base import (Finding, safe_url, same_key, ClientEnv, Observ
 from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
+from taosync.privilege import owner_rights
 
 ID = "codex"
 BINARY = "codex"  # taosync doctor shows its --version
@@ -370,7 +371,7 @@ def observe(env: ClientEnv) -> Observation:
                              f"taosync writes its own [model_providers.<id>] and points "
                              f"model_provider at it")
             uses_auth_json = True
-        elif "model" in config or (home / "auth.json").exists():
+        elif "model" in config or _exists(home / "auth.json"):
             obs.provider = Seen(_BUILTIN["openai"] + " (no model_provider)", config_path,
                                 "model_provider")
     else:
@@ -395,7 +396,9 @@ def observe(env: ClientEnv) -> Observation:
     if isinstance(config.get("profiles"), dict) and config["profiles"]:
         obs.notes.append(f"{config_path}: [profiles.*] tables are not read by Codex since "
                          f"0.134; not imported (profiles are <name>.config.toml files)")
-    for path in sorted(home.glob("*.config.toml")):
+    with owner_rights():  # root on a user's home: listed as its owner
+        profiles = sorted(home.glob("*.config.toml"))
+    for path in profiles:
         name = path.name[: -len(".config.toml")]
         profile = read_plain(path, "toml", obs)
         if not isinstance(profile, dict):
@@ -471,3 +474,8 @@ def doctor(fleet, key, environ) -> list[Finding]:
                            "providers with requires_openai_auth; taosync's provider reads its "
                            "own env_key / token"))
     return out
+
+
+def _exists(path) -> bool:
+    with owner_rights():  # root on a user's home: looked at as its owner
+        return path.exists()

@@ -302,7 +302,11 @@ def observe(env: ClientEnv) -> Observation:
     path = home / "config.yaml"
     obs = Observation(ID, protocol="openai")
     config = read_plain(path, "yaml", obs)
-    if (home / "config.json").exists():
+    from taosync.privilege import owner_rights
+
+    with owner_rights():  # root on a user's home: looked at as its owner
+        deprecated = (home / "config.json").exists()
+    if deprecated:
         obs.notes.append(f"{home / 'config.json'}: the deprecated config.json is not read "
                          f"by import; taosync writes config.yaml")
     if not isinstance(config, dict):

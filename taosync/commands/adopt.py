@@ -183,11 +183,14 @@ def _check(edit) -> None:
     import tempfile
 
     from taosync.fleet.load import load_fleet
+    from taosync.privilege import rights_for
 
-    fd, tmp = tempfile.mkstemp(suffix=".yaml", dir=edit.path.parent)
+    with rights_for(edit.path):  # beside fleet.yaml, with the rights it is written with
+        fd, tmp = tempfile.mkstemp(suffix=".yaml", dir=edit.path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(edit.new_text)
         load_fleet(Path(tmp), home=current().home_dir, resolve_key=False)
     finally:
-        os.unlink(tmp)
+        with rights_for(edit.path):
+            os.unlink(tmp)

@@ -223,8 +223,9 @@ def _warn_if_root_in_someone_elses_home(home) -> None:
     except OSError:
         return
     if owner != 0:
-        ui.warn(f"running as root in {home}, which belongs to uid {owner}: existing files "
-                "keep their owner and group, new ones take their directory's")
+        ui.warn(f"running as root in {home}, which belongs to uid {owner}: every client "
+                f"file and taosync's state there is read and written with uid {owner}'s "
+                "rights, and a link leading out of the home is refused")
 
 
 def _verify(ctx, s, only, stub) -> tuple[int, dict | None]:

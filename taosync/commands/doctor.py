@@ -84,8 +84,11 @@ def _lock_held(path: Path) -> bool | None:
         import fcntl
     except ImportError:  # Windows: cannot tell without taking it
         return None
+    from taosync.privilege import owner_rights
+
     try:
-        fd = os.open(path, os.O_RDONLY)
+        with owner_rights():  # root on a user's home: its state, as its owner
+            fd = os.open(path, os.O_RDONLY)
     except OSError:
         return False
     try:
@@ -110,7 +113,7 @@ def state_checks(store: Any, state: Any, home: Path) -> list[Check]:
     if held:
         out.append(Check("state", "lock", "warn", f"{store.lock_path} is held: a taosync apply "
                          "or watch is running now (its results may change what follows)"))
-    if store.journal_path.exists() and held is not True:
+    if store.system.exists(store.journal_path) and held is not True:
         out.append(Check("state", "journal", "warn",
                          f"{store.journal_path} was left by an interrupted apply; the next "
                          "`taosync apply` puts its files back first, then applies"))
@@ -289,6 +292,8 @@ def override_checks(patches: list, environ: Mapping[str, str], home: Path) -> li
     set, and an ``apiKeyHelper`` reading an unset variable sends no key."""
     import json as json_mod
 
+    from taosync.privilege import owner_rights
+
     out: list[Check] = []
     seen: set[Path] = set()
     for patch in patches:
@@ -296,7 +301,8 @@ def override_checks(patches: list, environ: Mapping[str, str], home: Path) -> li
             continue
         seen.add(patch.path)
         try:
-            data = json_mod.loads(Path(patch.path).read_text(encoding="utf-8"))
+            with owner_rights():  # root on a user's home: read as its owner
+                data = json_mod.loads(Path(patch.path).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue  # absent, or the targets section says it does not parse
         if not isinstance(data, dict):
@@ -372,8 +378,11 @@ def modeline_checks(path: Path, text: str) -> list[Check]:
     target = Path(os.path.expanduser(found.group(1)))
     target = target if target.is_absolute() else path.parent / target
     fix = f"`taosync -c {path} schema --write` writes it"
+    from taosync.privilege import rights_for
+
     try:
-        current = target.read_text(encoding="utf-8")
+        with rights_for(target):
+            current = target.read_text(encoding="utf-8")
     except OSError:
         return [Check("fleet", "editor schema", "warn",
                       f"the modeline points at {target}, which cannot be read: editors give "

@@ -16,10 +16,12 @@ class FleetEdit:
 
     def __init__(self, path: Path):
         from taosync.formats.yaml import EDITOR
+        from taosync.privilege import rights_for
 
         self.path = path
         try:
-            self.old_text = path.read_bytes().decode("utf-8")
+            with rights_for(path):  # in a home root acts for: read (and written) as its owner
+                self.old_text = path.read_bytes().decode("utf-8")
         except FileNotFoundError:
             raise BadInput(f"{path}: no such file (taosync init writes one)") from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -62,10 +64,12 @@ class FleetEdit:
         import stat
 
         from taosync.engine.system import atomic_write
+        from taosync.privilege import rights_for
 
         try:
-            mode = stat.S_IMODE(os.stat(self.path).st_mode)
-            atomic_write(self.path, self.new_text.encode("utf-8"), mode)
+            with rights_for(self.path):
+                mode = stat.S_IMODE(os.stat(self.path).st_mode)
+                atomic_write(self.path, self.new_text.encode("utf-8"), mode)
         except OSError as exc:
             raise WriteFailed(f"cannot write {self.path} ({exc.strerror or exc}); "
                               "it was left as it was") from None

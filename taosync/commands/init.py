@@ -47,11 +47,34 @@ def _target(path: Path | None, s) -> Path:
 def init(force: bool, path: Path | None) -> int:
     """Write a commented starter fleet.yaml (PATH, else -c, $TAOSYNC_CONFIG, ./fleet.yaml)."""
     from taosync import ui
-    from taosync.engine.system import current as current_system
+    from taosync.privilege import act_for_home, rights_for
 
     s = current()
-    system = current_system()
     target = _target(path, s).expanduser()
+    try:
+        act_for_home(s.home_dir)  # a PATH in a home root acts for is written as its owner
+    except BadInput:
+        pass  # no home: nobody to act for
+    text = starter_text()  # the package's file: read before any switch of rights
+    with rights_for(target):  # the invoker's file, unless it lies in the home root acts for
+        existed = _write_starter(target, text, force)
+
+    if s.json:
+        ui.emit_json({"ok": True, "path": str(target), "replaced": existed})
+        return 0
+    ui.out(f"{'replaced' if existed else 'wrote'} {target}")
+    ui.out("next: edit gateway.base_url and models, export TAOTOKEN_API_KEY=<your key>, "
+           "then `taosync validate` and `taosync plan`")
+    ui.out("editor completion: `taosync schema --write` puts fleet.schema.json beside it "
+           "(the file's first line points there)")
+    return 0
+
+
+def _write_starter(target: Path, text: str, force: bool) -> bool:
+    """Write ``text`` at ``target``; whether a file was there (--force)."""
+    from taosync.engine.system import current as current_system
+
+    system = current_system()
     real = system.realpath(target)
     if system.is_dir(real):
         raise BadInput(f"{target}: is a directory; pass a file path such as "
@@ -60,7 +83,6 @@ def init(force: bool, path: Path | None) -> int:
     if existed and not force:
         raise BadInput(f"{target}: already exists; taosync init never replaces a file "
                        f"(use --force to overwrite it, or `taosync validate` to check it)")
-    text = starter_text()
     mode = (system.stat(real).st_mode & 0o777) if existed else STARTER_MODE
 
     def still_absent() -> None:
@@ -73,13 +95,4 @@ def init(force: bool, path: Path | None) -> int:
     except OSError as exc:
         raise WriteFailed(f"{target}: cannot be written ({exc.strerror}); nothing was "
                           f"changed") from None
-
-    if s.json:
-        ui.emit_json({"ok": True, "path": str(target), "replaced": existed})
-        return 0
-    ui.out(f"{'replaced' if existed else 'wrote'} {target}")
-    ui.out("next: edit gateway.base_url and models, export TAOTOKEN_API_KEY=<your key>, "
-           "then `taosync validate` and `taosync plan`")
-    ui.out("editor completion: `taosync schema --write` puts fleet.schema.json beside it "
-           "(the file's first line points there)")
-    return 0
+    return existed

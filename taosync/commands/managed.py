@@ -103,5 +103,14 @@ def _file(path_text: str, fmt: str, keys, state, *, rendered: bool) -> dict:
         entries.append({"key": key, "role": role, "present": present,
                         "owned": owned is not None and key in owned.owned})
     return {"path": path_text, "format": fmt, "rendered": rendered,
-            "present": Path(path_text).exists(), "owned": owned is not None,
+            "present": _present(path_text), "owned": owned is not None,
             "keys": entries, **({"error": error} if error else {})}
+
+
+def _present(path_text: str) -> bool:
+    from pathlib import Path
+
+    from taosync.privilege import owner_rights
+
+    with owner_rights():  # root on a user's home: looked at as its owner
+        return Path(path_text).exists()

@@ -25,14 +25,17 @@ def write_schema(directory: Path) -> tuple[Path, bool]:
     from taosync.errors import WriteFailed
     from taosync.fleet import schema as fleet_schema
 
+    from taosync.privilege import rights_for
+
     system = current_system()
     target = Path(directory) / SCHEMA_NAME
     data = fleet_schema.text().encode("utf-8")
     try:
-        if system.exists(target) and system.read_bytes(target) == data:
-            return target, False
-        system.make_dirs(target.parent, 0o755)
-        system.write_atomic(target, data, SCHEMA_MODE)
+        with rights_for(target):  # beside fleet.yaml: with the rights fleet.yaml is read with
+            if system.exists(target) and system.read_bytes(target) == data:
+                return target, False
+            system.make_dirs(target.parent, 0o755)
+            system.write_atomic(target, data, SCHEMA_MODE)
     except OSError as exc:
         raise WriteFailed(f"{target}: cannot be written ({exc.strerror}); nothing was "
                           "changed") from None

@@ -44,9 +44,12 @@ class TargetMoved(WriteFailed):
 
 
 def fingerprint(path: Path) -> tuple[Fingerprint, bytes | None]:
-    """What ``path`` is now: its fingerprint and bytes (None, None when absent)."""
+    """What ``path`` is now: its fingerprint and bytes (None, None when absent), read
+    with the home owner's rights when root acts for one (taosync/privilege.py)."""
+    from taosync.privilege import owner_rights
+
     try:
-        with open(path, "rb") as fh:
+        with owner_rights(), open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
             data = fh.read()
     except FileNotFoundError:

@@ -128,10 +128,13 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
 
     if not entry or entry.get("fingerprint", {}).get("cache") != CACHE_VERSION:
         return None
+    from taosync.privilege import rights_for
+
     fp = entry["fingerprint"]
     system = current()
     try:
-        fleet_sha = sha256_bytes(system.read_bytes(fleet_path))
+        with rights_for(fleet_path, fleet=True):  # the invoker's, unless the home holds it
+            fleet_sha = sha256_bytes(system.read_bytes(fleet_path))
     except OSError:
         fleet_sha = None
     if not fingerprint_holds(fp, fleet_sha=fleet_sha, home=str(home), sandboxed=sandboxed,
@@ -170,8 +173,11 @@ def resolve_recorded(ref, *, environ, home):
 
     system = current()
     if ref.kind == "file":
+        from taosync.privilege import rights_for
+
         try:
-            system.read_bytes(expand_path(ref.arg, home))
+            with system.resolving(), rights_for(expand_path(ref.arg, home)):
+                system.read_bytes(expand_path(ref.arg, home))
         except OSError:
             pass  # resolve says what is wrong
     with system.resolving():
@@ -197,8 +203,11 @@ def _sha_or_none(system, path: str) -> str | None:
 
     from taosync.engine.state import sha256_bytes
 
+    from taosync.privilege import rights_for
+
     try:
-        return sha256_bytes(system.read_bytes(Path(path)))
+        with rights_for(path, fleet=True):
+            return sha256_bytes(system.read_bytes(Path(path)))
     except OSError:
         return None
 

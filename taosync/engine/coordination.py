@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from taosync.privilege import with_owner_rights
+
 WATCH_DIR = "watch"
 OPS_FILE = "ops.json"
 KEEP_OPS = 20
@@ -51,6 +53,7 @@ class Op:
 
 # -- watches -----------------------------------------------------------------------------
 
+@with_owner_rights
 def register_watch(root: Path, fleet: str) -> Path | None:
     """Say this process watches ``fleet`` (None when the state directory does not exist
     yet: the watch registers after its first apply made it)."""
@@ -66,6 +69,7 @@ def register_watch(root: Path, fleet: str) -> Path | None:
     return path
 
 
+@with_owner_rights
 def unregister_watch(path: Path | None) -> None:
     if path is None:
         return
@@ -75,6 +79,7 @@ def unregister_watch(path: Path | None) -> None:
         pass
 
 
+@with_owner_rights
 def running_watches(root: Path) -> list[int]:
     """The pids of the watches running on this state directory (not this process)."""
     folder = root / WATCH_DIR
@@ -122,6 +127,7 @@ def alive(pid: int) -> bool:
 
 # -- operations --------------------------------------------------------------------------
 
+@with_owner_rights
 def record_op(root: Path, kind: str, *, record: int | None = None, fleet: str | None = None,
               client: str | None = None) -> None:
     """Remember an operation of this process for the watches (best effort: a watch that
@@ -135,6 +141,7 @@ def record_op(root: Path, kind: str, *, record: int | None = None, fleet: str | 
         pass
 
 
+@with_owner_rights
 def read_ops(root: Path) -> list[Op]:
     try:
         data = json.loads((root / OPS_FILE).read_bytes())

@@ -116,7 +116,11 @@ def materialize(value: Any) -> tuple[Any, bool]:
 
 def read_target(path: Path) -> tuple[Path, str | None, int | None]:
     """Follow symlinks; return (real path, text or None if absent, mode bits or None).
-    Reads through the System in effect."""
+    Reads through the System in effect. Root on another user's home follows none that
+    leaves the home or leads to another owner's file (taosync/privilege.py)."""
+    from taosync.privilege import refuse_foreign_link
+
+    refuse_foreign_link(path)
     system = current()
     real = system.realpath(path)
     try:

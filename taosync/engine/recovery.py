@@ -23,6 +23,7 @@ from taosync.engine import state as state_module
 from taosync.engine.state import BACKUPS_DIR, State, StateStore, locked
 from taosync.engine.system import current
 from taosync.errors import WriteFailed
+from taosync.privilege import owner_rights
 
 if TYPE_CHECKING:
     from taosync.engine.system import System
@@ -85,7 +86,9 @@ def recover(store: StateStore, state: State, writer: "System", locations: Locati
                                f"{entry.get('path')!r}: {problem}; left untouched")
             continue
         target = Path(entry["real_path"])
-        for stale in target.parent.glob(f".{target.name}.taosync-*.tmp"):
+        with owner_rights():  # root on a user's home: listed as its owner
+            stale_files = list(target.parent.glob(f".{target.name}.taosync-*.tmp"))
+        for stale in stale_files:
             writer.remove(stale)  # a write the kill cut short
         restore_entry(writer, target, entry, backups)
         restored.append(entry["path"])
@@ -152,7 +155,9 @@ def _entry_problem(entry: dict, backups: Path | None, allowed: _Targets) -> str 
         return "its backup directory is outside the state directory's backups"
     if not isinstance(backup, str) or Path(backup).name != backup or backup in (".", ".."):
         return f"backup {backup!r} is not a file name"
-    if _inside(backups / backup, backups) is None or not (backups / backup).is_file():
+    with owner_rights():
+        missing = not (backups / backup).is_file()
+    if _inside(backups / backup, backups) is None or missing:
         return f"backup {backup!r} is missing or leads outside the state directory"
     return None
 

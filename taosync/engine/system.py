@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol
 
 from taosync.errors import WriteFailed
+from taosync.privilege import invoker_rights, owner_rights
 
 #: directories taosync creates for client files (they may hold the key)
 CLIENT_DIR_MODE = 0o700
@@ -67,7 +68,8 @@ class System(Protocol):
 
 
 class _Reads:
-    """The reads every System does on the real disk, and the guard of a target write."""
+    """The reads every System does on the real disk, and the guard of a target write.
+    Root on another user's home does each with the owner's rights (taosync/privilege.py)."""
 
     def __init__(self):
         self.guarded: dict[Path, Callable[[], None]] = {}
@@ -81,28 +83,35 @@ class _Reads:
         return self.guarded.pop(Path(path), _nothing)
 
     def read_bytes(self, path: Path) -> bytes:
-        return Path(path).read_bytes()
+        with owner_rights():
+            return Path(path).read_bytes()
 
     def stat(self, path: Path) -> os.stat_result:
-        return os.stat(path)
+        with owner_rights():
+            return os.stat(path)
 
     def lstat(self, path: Path) -> os.stat_result:
-        return os.lstat(path)
+        with owner_rights():
+            return os.lstat(path)
 
     def realpath(self, path: Path) -> Path:
-        return Path(os.path.realpath(path))
+        with owner_rights():
+            return Path(os.path.realpath(path))
 
     def exists(self, path: Path) -> bool:
-        return os.path.exists(path)
+        with owner_rights():
+            return os.path.exists(path)
 
     def is_dir(self, path: Path) -> bool:
-        return os.path.isdir(path)
+        with owner_rights():
+            return os.path.isdir(path)
 
     def kind(self, path: Path) -> str | None:
         return path_kind(path)
 
     def lexists(self, path: Path) -> bool:
-        return os.path.lexists(path)
+        with owner_rights():
+            return os.path.lexists(path)
 
     def cwd(self) -> Path:
         return Path.cwd()
@@ -122,8 +131,10 @@ class _Reads:
     @contextmanager
     def resolving(self) -> Iterator[None]:
         """A key reference is resolved by fleet.secrets (below the engine) inside this
-        block: its caller records what it read or ran (engine/cache.py resolve)."""
-        yield
+        block: its caller records what it read or ran (engine/cache.py resolve). It is
+        the invoker's: read (or run) with the invoker's rights."""
+        with invoker_rights():
+            yield
 
 
 def path_kind(path) -> str | None:
@@ -131,7 +142,8 @@ def path_kind(path) -> str | None:
     can hang on whether a file exists (opencode and Kilo write into the file they read
     last), so files count as much as directories."""
     try:
-        mode = os.stat(path).st_mode
+        with owner_rights():
+            mode = os.stat(path).st_mode
     except (OSError, ValueError):
         return None
     return "dir" if stat_mod.S_ISDIR(mode) else "file" if stat_mod.S_ISREG(mode) else "other"
@@ -152,45 +164,54 @@ class RealSystem(_Reads):
     def write(self, path: Path, data: bytes, mode: int) -> None:
         """A client file: its missing directories 0700, guarded, hard links kept."""
         check = self._check_for(path)  # taken first: a failure below never leaves it set
-        self.make_dirs(path.parent, CLIENT_DIR_MODE)
-        try:
-            links = os.stat(path).st_nlink
-        except FileNotFoundError:
-            links = 1
-        if links > 1:
-            write_in_place(path, data, mode, check)
-        else:
-            self.write_atomic(path, data, mode, before_replace=check)
+        with owner_rights():
+            self.make_dirs(path.parent, CLIENT_DIR_MODE)
+            try:
+                links = os.stat(path).st_nlink
+            except FileNotFoundError:
+                links = 1
+            if links > 1:
+                write_in_place(path, data, mode, check)
+            else:
+                self.write_atomic(path, data, mode, before_replace=check)
 
     def write_atomic(self, path: Path, data: bytes, mode: int,
                      before_replace: Callable[[], None] | None = None) -> None:
-        atomic_write(path, data, mode, before_replace)
+        with owner_rights():
+            atomic_write(path, data, mode, before_replace)
 
     def remove(self, path: Path) -> None:
-        self._check_for(path)()
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            return
-        fsync_dir(path.parent)
+        check = self._check_for(path)
+        with owner_rights():
+            check()
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                return
+            fsync_dir(path.parent)
 
     def remove_tree(self, path: Path) -> None:
         import shutil  # only when something is pruned or discarded
 
-        shutil.rmtree(path, ignore_errors=True)
+        with owner_rights():
+            shutil.rmtree(path, ignore_errors=True)
 
     def rename(self, src: Path, dst: Path) -> None:
-        os.replace(src, dst)
+        with owner_rights():
+            os.replace(src, dst)
 
     def make_dirs(self, path: Path, mode: int) -> None:
-        make_dirs(path, mode)
+        with owner_rights():
+            make_dirs(path, mode)
 
     def make_private_dir(self, path: Path) -> None:
-        make_private_dir(path)
+        with owner_rights():
+            make_private_dir(path)
 
     def append(self, path: Path, data: bytes, mode: int) -> None:
         """One write, so concurrent appenders never interleave lines."""
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+        with owner_rights():
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
         try:
             os.write(fd, data)
         finally:
@@ -201,10 +222,12 @@ class RealSystem(_Reads):
         """An exclusive lock on ``path`` (created 0600, its directory's owner kept). The
         holder writes its pid and command into the file, so a second taosync waiting for
         it says who it waits for (after :data:`LOCK_NOTICE_AFTER` seconds, once)."""
-        owner = owner_to_keep(path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        with owner_rights():
+            owner = owner_to_keep(path)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            give_owner(path, owner)  # root in a user's home: still the user's
+            with owner_rights():
+                give_owner(path, owner)  # root in a user's home: still the user's
             start = time.monotonic()
             deadline, told = start + timeout, False
             while True:
@@ -262,7 +285,8 @@ def _write_holder(fd: int) -> None:
 def lock_holder(path: Path) -> str:
     """``pid 1234 (watch)`` from the lock file, or ``unknown pid`` when it says nothing."""
     try:
-        words = Path(path).read_text(encoding="utf-8", errors="replace").split()
+        with owner_rights():
+            words = Path(path).read_text(encoding="utf-8", errors="replace").split()
     except OSError:
         words = []
     if not words or not words[0].isdigit():
@@ -369,7 +393,8 @@ class RecordingSystem(ErrorOnWriteSystem):
     def _reading(self, what: str, path, call):
         self.reading += 1
         try:
-            return call()
+            with owner_rights():
+                return call()
         except OSError as exc:
             self.note(f"{what}:{path}", "!" + type(exc).__name__)
             raise
@@ -436,7 +461,8 @@ class RecordingSystem(ErrorOnWriteSystem):
     def resolving(self) -> Iterator[None]:
         self.reading += 1
         try:
-            yield
+            with invoker_rights():
+                yield
         finally:
             self.reading -= 1
 

@@ -177,9 +177,12 @@ def resolve(ref: Reference, *, environ=None, home: Path | None = None,
             raise SecretError(f"environment variable {ref.arg} is empty")
         return Secret(value.strip(), ref.describe())
     if ref.kind == "file":
+        from taosync.privilege import rights_for
+
         path = expand_path(ref.arg, home)
         try:
-            value = path.read_text(encoding="utf-8")
+            with rights_for(path):  # in the home: read as its owner (root follows no link)
+                value = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise SecretError(f"key file {path} does not exist") from None
         except IsADirectoryError:
@@ -210,9 +213,13 @@ def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
         argv, shell = ref.arg, True
     try:
         # Its own session (process group), so a timeout can kill the command's children too.
-        proc = subprocess.Popen(argv, shell=shell, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=dict(environ), start_new_session=True)
+        from taosync.privilege import command_identity, invoker_rights
+
+        with invoker_rights():  # exec'd with the rights of the process, not of a thread
+            proc = subprocess.Popen(argv, shell=shell, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env=dict(environ), start_new_session=True,
+                                    **command_identity())
     except FileNotFoundError:
         raise SecretError(f"key command not found: {argv[0]}") from None
     except OSError as exc:

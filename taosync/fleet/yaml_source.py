@@ -49,9 +49,11 @@ class YamlSource:
     # ---- 1. bytes
 
     def read_bytes(self) -> bytes:
+        from taosync.privilege import rights_for
+
         path = self.path
         try:
-            with open(path, "rb") as fh:
+            with rights_for(getattr(self, "named", path), fleet=True), open(path, "rb") as fh:
                 raw = fh.read(MAX_BYTES + 1)
                 if len(raw) > MAX_BYTES:
                     import os
@@ -494,6 +496,8 @@ class Includes:
         return merged
 
     def _merge_from(self, source, data: dict, fast: bool, merged: dict, stack: list) -> None:
+        from taosync.privilege import rights_for
+
         entries = data.pop("include", None)
         for index, target in self._include_paths(source, entries):
             resolved = self._resolved(target)
@@ -502,11 +506,14 @@ class Includes:
                 chain = " → ".join(str(p) for p in [*stack[stack.index(resolved):], resolved])
                 source.error(where, f"include cycle: {chain}")
                 continue
-            if not resolved.is_file():
-                what = "is a directory" if resolved.is_dir() else "does not exist"
+            with rights_for(target):
+                what = (None if resolved.is_file() else
+                        "is a directory" if resolved.is_dir() else "does not exist")
+            if what is not None:
                 source.error(where, f"cannot include {target}: {what}")
                 continue
             included = self._included(resolved)
+            included.named = target  # as named: one in the home is read as its owner
             try:
                 included.read()
                 try:

@@ -85,12 +85,15 @@ class Arming:
             from taosync.engine.cache import path_kind
 
             return path_kind(path) != self._inputs.get(path)
-        if not os.path.exists(path):
-            return False
+        from taosync.privilege import rights_for
+
+        with rights_for(path):
+            if not os.path.exists(path):
+                return False
         if source == FLEET and self._ctx is not None and self._ctx.loaded is not None:
             known = self._included().get(path, self._ctx.loaded.sha256)
             try:
-                with open(path, "rb") as fh:
+                with rights_for(path), open(path, "rb") as fh:
                     return digest(fh.read()) != known
             except OSError:
                 return False
@@ -121,11 +124,20 @@ class Arming:
             interest.setdefault(path, INPUT)
         for path in self._targets:
             interest[path] = TARGET
+        from taosync.privilege import in_home, invoker_rights, owner_rights
+
         ancestors = set()
-        want = set()
-        for path in interest:
+        want, invokers = set(), set()
+        for path, source in interest.items():
             parent = os.path.dirname(path)
-            want.add(_nearest_dir(parent))
+            # root on a user's home watches the home's directories as their owner (no
+            # watch through a link of theirs), fleet.yaml's and the key's as the invoker
+            invoker = source in (FLEET, KEY) and not in_home(path)
+            with invoker_rights() if invoker else owner_rights():
+                nearest = _nearest_dir(parent)
+            want.add(nearest)
+            if invoker:
+                invokers.add(nearest)
             while True:
                 ancestors.add(parent)
                 up = os.path.dirname(parent)
@@ -144,7 +156,9 @@ class Arming:
                 return
             alive = {e.watch.path for e in self._observer.emitters if e.is_alive()}
             for d, (watch, ident) in list(self._watches.items()):
-                if d in want and d in alive and _ident(d) == ident:
+                with invoker_rights() if d in invokers else owner_rights():
+                    same = _ident(d) == ident
+                if d in want and d in alive and same:
                     continue
                 try:
                     self._observer.unschedule(watch)
@@ -152,10 +166,11 @@ class Arming:
                     pass
                 del self._watches[d]
             for d in sorted(want - set(self._watches)):
-                ident = _ident(d)
                 try:
-                    watch = self._observer.schedule(self._handler, d, recursive=False,
-                                                    event_filter=kinds)
+                    with invoker_rights() if d in invokers else owner_rights():
+                        ident = _ident(d)  # the emitter's thread keeps these rights
+                        watch = self._observer.schedule(self._handler, d, recursive=False,
+                                                        event_filter=kinds)
                 except OSError:
                     continue  # vanished meanwhile; the next check tries again
                 self._watches[d] = (watch, ident)

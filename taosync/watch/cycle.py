@@ -35,10 +35,13 @@ class Cycle:
     def _cycle_body(self, batch: Pending) -> None:
         if batch.rearm:
             self._rearm()
+        from taosync.privilege import rights_for
+
         for path, source in sorted(batch.sources.items()):
             if source != TARGET:
                 what = "the key file" if source == KEY else self._show(path)
-                gone = not os.path.exists(path)
+                with rights_for(path):
+                    gone = not os.path.exists(path)
                 self._emit("changed", f"{what} {'deleted' if gone else 'changed'}",
                            {"source": source, "path": path, "deleted": gone})
         if fleet_sources_touched(batch):
@@ -154,8 +157,10 @@ class Cycle:
         same a debounce later: a save caught half-way (truncated and not yet written,
         moved aside and not yet back) is loaded again instead. The first cycle does not
         wait: nobody is saving then."""
+        from taosync.privilege import rights_for
+
         try:
-            with open(self.fleet_path, "rb") as fh:
+            with rights_for(self.fleet_path), open(self.fleet_path, "rb") as fh:
                 now = digest(fh.read())
         except OSError:
             now = "absent"
@@ -194,10 +199,13 @@ class Cycle:
         state = state if state is not None else ctx.store.load()
         self._know(ctx, state)
         paths = {str(p.path) for p in ctx.patches} | set(state.files)
+        from taosync.privilege import owner_rights
+
         targets = {}
         for key in paths:
             targets[os.path.abspath(key)] = key
-            targets[os.path.realpath(key)] = key
+            with owner_rights():  # root on a user's home: through their links as them
+                targets[os.path.realpath(key)] = key
         # what the render looked at: the cached render's record of it, or this render's
         inputs = dict(ctx.cache_entry.get("fingerprint", {}).get("paths", {}))
         inputs.update(getattr(ctx.env, "probed", {}))

@@ -139,8 +139,10 @@ class Scheduler:
         if spec.error is not None and not _is_taosync(spec.error):
             return None  # run it again in the cycle, where it is reported
         if spec.ctx is not None and spec.ctx.loaded is not None:
+            from taosync.privilege import rights_for
+
             try:
-                with open(self.fleet_path, "rb") as fh:
+                with rights_for(self.fleet_path), open(self.fleet_path, "rb") as fh:
                     if digest(fh.read()) != spec.ctx.loaded.sha256:
                         return None
             except OSError:
