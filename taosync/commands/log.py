@@ -28,11 +28,10 @@ def log(count):
     """
     from taosync import ui
     from taosync.engine.rollback import cursor
-    from taosync.engine.state import StateStore
-    from taosync.pipeline import display_path
+    from taosync.pipeline import display_path, state_store
 
     s = current()
-    state = StateStore(s.state_dir()).load()
+    state = state_store(s).load()
     at = cursor(state)
     records = list(reversed(state.applies))[:count]
     home = s.home_dir
