@@ -81,7 +81,7 @@ def _replay(argv: list[str], environ):
     cert = certificate.loads(certificate.read(os.path.join(cert_dir, certificate.FILE))
                              .decode("utf-8"))
     if not certificate.made_for(cert, certificate.context_of(home if sandboxed else None,
-                                                             _config(options))):
+                                                             _config(options), home)):
         return None
     key = certificate.read(os.path.join(cert_dir, "hmac.key")).decode().strip()
     if not certificate.holds(cert, certificate.Hmac(bytes.fromhex(key)), environ, home):
@@ -144,7 +144,7 @@ def _home(options: dict, environ) -> tuple[str, bool]:
         return _pathlib(raw if os.path.isabs(raw) else os.path.join(os.getcwd(), raw)), True
     if not environ.get("HOME"):
         raise _Unsure  # the full path says so
-    return environ["HOME"], False
+    return _pathlib(environ["HOME"]), False  # as Path.home() spells it
 
 
 def _state_dir(home: str, sandboxed: bool, environ) -> str:

@@ -33,6 +33,22 @@ class Context:
     #: every environment variable the render read → its value (a fresh render only): the
     #: cache entry hashes them again with the state's key when it is saved
     consulted: dict | None = None
+    #: ``apply --release-moved``: give back the files owned where a client's files lived
+    #: before a location variable moved them (engine/owner.py), instead of keeping them
+    release_moved: bool = False
+
+
+def state_store(settings):
+    """The state directory of this run, refusing another home's state at each load: its
+    owner is the home and the location variables in force (engine/owner.py)."""
+    from taosync.engine.owner import LOCATION_VARS, Owner
+    from taosync.engine.state import StateStore
+
+    env = settings.client_env()
+    found = {var: env.location(var) for var in LOCATION_VARS}
+    owner = Owner(str(env.home), {var: str(path) for var, path in found.items() if path},
+                  sandboxed=settings.sandboxed)
+    return StateStore(settings.state_dir(), owner=owner)
 
 
 def prepare(settings, *, use_cache: bool = True, no_key: bool = False,
@@ -42,19 +58,19 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False,
     fleet.yaml and render every enabled client (or reuse the cached render). ``no_key``:
     do not resolve the key (CI without secrets); it renders as a placeholder."""
     from taosync.engine import cache
-    from taosync.engine.state import StateStore
 
     env = settings.client_env()
-    store = StateStore(settings.state_dir())
+    store = state_store(settings)
+    state = store.load()  # another home's state is refused before anything is read or written
     if recover:
-        recover_first(store, env)
+        if recover_first(store, env):
+            state = store.load()
     else:
         report_interrupted(store, env)
     path = settings.config_path()
     if no_key:
         return _full(settings, env, store, path, no_key=True)
     if use_cache:
-        state = store.load()
         entry = state.inputs
         routes: dict = {}
 
@@ -147,19 +163,32 @@ def report_interrupted(store, env) -> bool:
     return True
 
 
-def client_locations(env):
-    """(directories, single files) the clients may write under this home: the only
-    places journal recovery may put a file back (engine/recovery.py knows no client)."""
+def client_locations(env, client: str | None = None):
+    """(directories, single files) the clients (or ``client`` alone; none for a client
+    taosync no longer knows) may write under this home: the only places journal recovery
+    may put a file back, and a file no longer desired be given back (engine/recovery.py
+    and engine/owner.py know no client)."""
     import os
 
     from taosync.clients.registry import all as all_clients
 
+    registry = all_clients()
+    modules = (registry.values() if client is None else
+               [registry[client]] if client in registry else [])
     dirs, files = [], set()
-    for module in all_clients().values():
+    for module in modules:
         more_dirs, more_files = module.locations(env)
         dirs += more_dirs
         files.update(more_files)
     return [Path(os.path.abspath(d)) for d in dirs], {os.path.abspath(f) for f in files}
+
+
+def bounds(env, release_moved: bool = False):
+    """Where this run may give back a file it no longer wants (engine/owner.py Bounds):
+    this home and where each client's files live under the variables in force."""
+    from taosync.engine.owner import Bounds
+
+    return Bounds(env.home, lambda client: client_locations(env, client), release_moved)
 
 
 def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
@@ -251,9 +280,16 @@ def check_only(only: tuple[str, ...] | list[str] | None, option: str = "--only")
 def make_plan(ctx: Context, state, only: set[str] | None = None, *, for_write: bool = False):
     from taosync.engine.plan import build_plan
 
+    from taosync.engine.owner import moved_vars
+
     patches = [p for p in ctx.patches if only is None or p.client in only]
-    return build_plan(patches, state, ctx.key, ctx.store.hmac_key(create=for_write), only,
-                      no_key=ctx.no_key, released=ctx.unmanaged)
+    the_plan = build_plan(patches, state, ctx.key, ctx.store.hmac_key(create=for_write), only,
+                          no_key=ctx.no_key, released=ctx.unmanaged,
+                          bounds=bounds(ctx.env, ctx.release_moved))
+    owner = ctx.store.owner
+    if the_plan.held and owner is not None and state.home is not None:
+        the_plan.moved_vars = moved_vars(state.locations, owner.locations)
+    return the_plan
 
 
 def plan_apply(ctx: Context, only: set[str] | None = None):
@@ -291,7 +327,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
     result = Result(None, [])
     the_plan = _without(the_plan, skip)
     if (the_plan.changed or store.system.exists(store.journal_path) or _state_moves(the_plan, state)
-            or ctx.cache_entry != state.inputs):
+            or ctx.cache_entry != state.inputs or _unrecorded_home(store, state)):
         # a plan hashed with a made-up key (first apply) is never reused
         planned_against = object() if store.hmac_is_ephemeral else store.digest
         with locked(store, LOCK_TIMEOUT if lock_timeout is None else lock_timeout):
@@ -383,7 +419,8 @@ def _without(the_plan, skip: set[str]):
         return the_plan
     from taosync.engine.plan import Plan
 
-    return Plan([fp for fp in the_plan.files if str(fp.path) not in skip])
+    return Plan([fp for fp in the_plan.files if str(fp.path) not in skip], the_plan.held,
+                the_plan.moved_vars)
 
 
 def _still_on_disk(the_plan) -> bool:
@@ -391,6 +428,11 @@ def _still_on_disk(the_plan) -> bool:
     from taosync.engine.plan import read_target
 
     return all(read_target(fp.path)[1] == fp.old_text for fp in the_plan.files if fp.changed)
+
+
+def _unrecorded_home(store, state) -> bool:
+    """A state written before taosync recorded its home: the next apply records it."""
+    return store.owner is not None and state.home is None and bool(state.files)
 
 
 def _state_moves(the_plan, state) -> bool:

@@ -26,14 +26,18 @@ taosync adopt takes values you edited by hand into fleet.yaml instead.""")
 @click.option("--stub", is_flag=True,
               help="Verify against a stand-in gateway on loopback instead of the real one "
                    "(the files still name the fleet's gateway).")
+@click.option("--release-moved", is_flag=True,
+              help="Give back the files taosync owns where a client kept its files before "
+                   "a location variable (CLAUDE_CONFIG_DIR, CODEX_HOME, …) moved them; "
+                   "without it they are left alone, kept and named.")
 @no_key_option
-def apply(only, dry_run, no_verify, stub, force, no_key):
+def apply(only, dry_run, no_verify, stub, force, no_key, release_moved):
     """Write the fleet into every client's files, changing only owned keys."""
     import contextlib
 
     from taosync import pipeline, ui
     from taosync.commands.report import (plan_json, print_plan, print_warnings, protect,
-                                         read_only, warn_dotfiles)
+                                         read_only, warn_dotfiles, warn_held)
     from taosync.errors import BadInput
 
     if no_key and not dry_run:
@@ -43,6 +47,7 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
     s.certify = not dry_run  # afterwards, certify the no-op answers (engine/certificate.py)
     with read_only() if dry_run else contextlib.nullcontext():
         ctx = pipeline.prepare(s, no_key=no_key, recover=not dry_run)
+        ctx.release_moved = release_moved
         protect(ctx)
         only_set = pipeline.check_only(only)
         print_warnings(ctx)
@@ -69,6 +74,7 @@ def apply(only, dry_run, no_verify, stub, force, no_key):
             on_recover=lambda path: ui.warn(f"an earlier apply was interrupted; "
                                             f"{'apply would put' if dry_run else 'put'} back {path}"))
     protect(ctx, state, the_plan)  # the plan written may be a fresh one
+    warn_held(the_plan.held, ctx, the_plan.moved_vars)
     if dry_run:
         if s.json:
             ui.emit_json({"dry_run": True, **plan_json(the_plan, ctx)})

@@ -32,7 +32,7 @@ def destroy(yes, purge, dry_run):
     and not touched.
     """
     from taosync import ui
-    from taosync.commands.report import plan_json, print_plan, protect
+    from taosync.commands.report import plan_json, print_plan, protect, warn_held
     from taosync.commands.rollback import history_context, say_skipped, unmanaged_clients
     from taosync.engine.destroy import holds_or_in, plan_destroy, remove_made_dirs
     from taosync.engine.recovery import recover
@@ -44,8 +44,10 @@ def destroy(yes, purge, dry_run):
     store = ctx.store
     state = store.load()
     unmanaged = unmanaged_clients(ctx, state)
-    teardown = plan_destroy(store, state, store.hmac_key(create=False), unmanaged)
+    teardown = plan_destroy(store, state, store.hmac_key(create=False), unmanaged,
+                            pipeline.bounds(ctx.env))
     protect(ctx, state, teardown.plan, rollback=True)
+    warn_held(teardown.plan.held, ctx)
     home = s.home_dir
     dirs = [d for d in state.made_dirs if purge or not holds_or_in(d, store.root)]
     if s.json and dry_run:
@@ -78,7 +80,8 @@ def destroy(yes, purge, dry_run):
     with locked(store):
         state = store.load()
         recover(store, state, store.system, pipeline.client_locations(ctx.env))
-        teardown = plan_destroy(store, state, store.hmac_key(create=False), unmanaged)
+        teardown = plan_destroy(store, state, store.hmac_key(create=False), unmanaged,
+                            pipeline.bounds(ctx.env))
         protect(ctx, state, teardown.plan, rollback=True)
         state.forgotten = sorted(unmanaged)
         from taosync.engine.apply import execute

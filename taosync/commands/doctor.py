@@ -455,10 +455,10 @@ def gateway_is_private(fleet: Any) -> bool:
 
 
 def _store_and_state(s: Any) -> tuple[Any, Any, list[Check]]:
-    from taosync.engine.state import StateStore
     from taosync.errors import TaosyncError
+    from taosync.pipeline import state_store
 
-    store = StateStore(s.state_dir())
+    store = state_store(s)
     try:
         return store, store.load(), []
     except TaosyncError as exc:

@@ -32,11 +32,10 @@ def log(count):
     from taosync import ui
     from taosync.engine.prune import not_restorable
     from taosync.engine.rollback import cursor
-    from taosync.engine.state import StateStore
-    from taosync.pipeline import display_path
+    from taosync.pipeline import display_path, state_store
 
     s = current()
-    state = StateStore(s.state_dir()).load()
+    state = state_store(s).load()
     at = cursor(state)
     records = list(reversed(state.applies))[:count]
     home = s.home_dir

@@ -25,7 +25,7 @@ def plan(only, check, no_key):
     """Show what apply would change in each client file (alias: diff)."""
     from taosync import pipeline, ui
     from taosync.commands.report import (plan_json, print_plan, print_warnings, protect,
-                                         read_only, warn_dotfiles)
+                                         read_only, warn_dotfiles, warn_held)
 
     s = current()
     with read_only():
@@ -37,6 +37,7 @@ def plan(only, check, no_key):
     protect(ctx, state, the_plan)
     print_warnings(ctx)
     warn_dotfiles(the_plan, ctx)
+    warn_held(the_plan.held, ctx, the_plan.moved_vars)
     rc = 1 if check and the_plan.changed else 0
     if s.json:
         ui.emit_json(plan_json(the_plan, ctx), exit_code=rc)

@@ -30,6 +30,33 @@ def warn_dotfiles(plan, ctx) -> None:
         ui.warn(line)
 
 
+def warn_held(held: dict, ctx, moved_vars=()) -> None:
+    """One warning per group of files a run leaves alone though taosync owns them
+    (engine/owner.py): outside this home and the locations in force, or where a client's
+    files lived before a location variable moved them — and what gives them back."""
+    from taosync.engine.owner import OUTSIDE
+
+    home = ctx.settings.home_dir
+    groups: dict[tuple, list[str]] = {}
+    for path, (why, clients) in sorted(held.items()):
+        who = "" if why == OUTSIDE else ", ".join(clients) or "no client"
+        groups.setdefault((why, who), []).append(path)
+    for (why, clients), paths in groups.items():
+        shown = ", ".join(display_path(p, home) for p in paths)
+        left = f"left {shown} as {'it is' if len(paths) == 1 else 'they are'} (still owned)"
+        if why == OUTSIDE:
+            ui.warn(f"{left}: outside this home {home} and the client locations in force, "
+                    "so taosync never touches them from here; run with the home they "
+                    "belong to to manage them")
+        else:
+            changed = "".join(
+                f"; {var} was {display_path(was, home) if was else 'unset'}, now "
+                f"{display_path(now, home) if now else 'unset'}" for var, was, now in moved_vars)
+            ui.warn(f"{left}: not where {clients} keeps its files now — a location "
+                    f"variable moved them{changed}: run with the earlier location to "
+                    "manage them, or taosync apply --release-moved to give them back")
+
+
 def protect(ctx, state=None, plan=None, drift=(), rollback: bool = False):
     """Build the run's Redactor from everything it knows of and install it in ui, so
     every line printed from here on is scrubbed: the current key, every Secret in the
@@ -108,7 +135,9 @@ def plan_json(plan, ctx) -> dict:
             **({"sensitive": fp.sensitive} if fp.sensitive else {}),
             **({"kept": fp.kept} if fp.kept else {}),
         })
-    return {"changed": len(plan.changed), "files": files,
+    held = [{"path": p, "display": display_path(p, home), "clients": clients, "why": why}
+            for p, (why, clients) in sorted(getattr(plan, "held", {}).items())]
+    return {"changed": len(plan.changed), "files": files, **({"held": held} if held else {}),
             **({"routes": {n: c.to_dict() for n, c in ctx.routes.items()}}
                if getattr(ctx, "routes", None) else {})}
 

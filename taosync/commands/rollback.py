@@ -37,7 +37,7 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets):
     """
     from taosync import pipeline, ui
     from taosync.errors import BadInput
-    from taosync.commands.report import plan_json, print_plan, protect
+    from taosync.commands.report import plan_json, print_plan, protect, warn_held
     from taosync.engine.apply import RealWriter, execute
     from taosync.engine.state import locked
     from taosync.engine.recovery import recover
@@ -57,7 +57,7 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets):
     if recovered and to is None and not redo:
         return _recovered_only(s, recovered, state)
     unmanaged = unmanaged_clients(ctx, state)
-    step = plan_step(store, state, to, redo, unmanaged)
+    step = plan_step(store, state, to, redo, unmanaged, pipeline.bounds(env))
     protect(ctx, state, step.plan, rollback=True)
     secrets = old_secrets(step, state, store.hmac_key(create=False), ctx.key)
     keep = bool(secrets) and _keep_secrets(s, secrets, step.kind, dry_run, keep_secrets,
@@ -73,7 +73,7 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets):
         with locked(store):
             state = store.load()
             recover(store, state, RealWriter(), pipeline.client_locations(env))
-            step = plan_step(store, state, to, redo, unmanaged)
+            step = plan_step(store, state, to, redo, unmanaged, pipeline.bounds(env))
             protect(ctx, state, step.plan, rollback=True)
             if keep:
                 keep_current_secrets(old_secrets(step, state, store.hmac_key(), ctx.key))
@@ -87,6 +87,7 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets):
             watch_note.note(step.kind, pids)
     home = s.home_dir
     say_skipped(step.skipped, home)
+    warn_held(step.plan.held, ctx)
     for path in step.edited:
         ui.warn(f"{pipeline.display_path(path, home)} was edited after taosync wrote it; "
                 f"the {step.kind} {'would replace' if dry_run else 'replaced'} those edits "
@@ -167,12 +168,12 @@ def history_context(s):
     (rollback, destroy): an interrupted apply is put back first, and the fleet is
     loaded only for its key, to redact diffs — they must work without a valid fleet."""
     from taosync import pipeline
-    from taosync.engine.state import StateStore
     from taosync.errors import TaosyncError
-    from taosync.pipeline import Context
+    from taosync.pipeline import Context, state_store
 
-    store = StateStore(s.state_dir())
+    store = state_store(s)
     env = s.client_env()
+    store.load()  # another home's state is refused before anything is put back
     recovered = pipeline.recover_first(store, env)
     try:
         ctx = pipeline.prepare(s)

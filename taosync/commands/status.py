@@ -15,7 +15,7 @@ from taosync.commands.plan import no_key_option, only_option
 def status(only, no_key):
     """Show drift (owned keys edited on disk) and pending changes; exit 1 when either."""
     from taosync import pipeline, ui
-    from taosync.commands.report import print_warnings, protect, read_only
+    from taosync.commands.report import print_warnings, protect, read_only, warn_held
     from taosync.engine.drift import find_drift
     from taosync.fleet.secrets import shown
 
@@ -29,6 +29,7 @@ def status(only, no_key):
         drift = find_drift(state, ctx.store.hmac_key(create=False), only_set)
         the_plan = pipeline.make_plan(ctx, state, only_set)
     protect(ctx, state, the_plan, drift)
+    warn_held(the_plan.held, ctx, the_plan.moved_vars)
     drifted_files = {d.path for d in drift}
     pending = [fp for fp in the_plan.changed]
     home = s.home_dir

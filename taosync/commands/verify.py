@@ -60,10 +60,10 @@ def use_redactor(s: Any, key: Any) -> Any:
     """Install (and return) the run's redactor: the fleet's key and the keyed hashes of
     every key taosync wrote; the caller adds each key a probe sent."""
     from taosync import ui
-    from taosync.engine.state import StateStore
     from taosync.fleet.secrets import Redactor
+    from taosync.pipeline import state_store
 
-    store = StateStore(s.state_dir())
+    store = state_store(s)
     try:
         known = store.load().remembered_secrets()
     except TaosyncError:  # a damaged state must not stop a verify from reporting
@@ -243,15 +243,17 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bo
     bad input.
     """
     from taosync import ui
-    from taosync.engine.state import StateStore
-    from taosync.pipeline import recover_first
+    from taosync.pipeline import recover_first, state_store
 
     s = current()
     env = s.client_env()
-    recover_first(StateStore(s.state_dir()), env)  # an interrupted apply is put back first
+    store = state_store(s)
+    state = store.load()  # another home's state is refused before anything is put back
+    if recover_first(store, env):  # an interrupted apply is put back first
+        state = store.load()
     loaded, notes = _load(s, env, use_stub)
     on_disk = not desired
-    if use_stub and on_disk and not StateStore(s.state_dir()).load().applies:
+    if use_stub and on_disk and not state.applies:
         on_disk = False  # the offline demo of a fleet not applied yet
         notes.append("nothing was applied here yet: --stub probes fleet.yaml's values")
     for w in getattr(loaded, "warnings", []):

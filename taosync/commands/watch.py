@@ -40,9 +40,11 @@ def watch(debounce, drift, no_verify, stub, reverify):
     every client on a timer, so a failing backend moves its routes (and back on
     recovery) within one interval. Stop with Ctrl-C or SIGTERM.
     """
+    from taosync.pipeline import state_store
     from taosync.watch import Options, Watcher
 
     s = current()
+    state_store(s).load()  # another home's state is refused before watching starts
     printer = _Printer(s)
     watcher = Watcher(s, Options(debounce=debounce, drift=drift, verify=not no_verify,
                                  stub=stub, reverify=reverify), on_event=printer)

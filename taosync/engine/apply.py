@@ -101,9 +101,11 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
         else:
             new_files[str(fp.path)] = fp.new_state
     if not changed:
-        if new_files != state.files or (inputs and inputs != state.inputs):
-            _save(store, replace(state, files=new_files, inputs=inputs or state.inputs),
-                  "no client file was changed")
+        unrecorded = store.owner is not None and state.home is None  # engine/owner.py
+        if new_files != state.files or (inputs and inputs != state.inputs) or unrecorded:
+            saved = replace(state, files=new_files, inputs=inputs or state.inputs)
+            _save(store, saved, "no client file was changed")
+            state.home, state.locations = saved.home, saved.locations
             state.files = new_files
             state.inputs = inputs or state.inputs
         return Result(None, [])
@@ -172,6 +174,7 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
 
     state.files, state.applies, state.inputs = new_state.files, new_state.applies, new_state.inputs
     state.made_dirs = new_state.made_dirs
+    state.home, state.locations = new_state.home, new_state.locations
     try:
         store.system.remove(store.journal_path)
     except OSError:

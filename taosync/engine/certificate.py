@@ -252,7 +252,7 @@ def certify(settings, run) -> bool:
         return False  # nothing applied here yet: no hash to keep
     path = store.root / FILE
     digest = Hmac(key)
-    context = context_of(settings.home, settings.config)
+    context = context_of(settings.home, settings.config, str(settings.home_dir))
     if _still_holds(path, context, digest, settings):
         return True  # a no-op apply: the answers filed are still the full path's
     recorder = RecordingSystem(digest)
@@ -311,11 +311,13 @@ def forget(store) -> None:
         pass
 
 
-def context_of(home, config) -> dict:
+def context_of(home, config, made_for: str) -> dict:
     """What the command line said, as the certificate files it: ``--home`` (absolute) and
-    ``-c`` as the settings hold them (None when not given)."""
+    ``-c`` as the settings hold them (None when not given), and the home the run was for
+    (``$HOME`` without --home): a run with another home sharing the state directory
+    (XDG_STATE_HOME) never replays this one's answer (engine/owner.py)."""
     return {"home": None if home is None else str(home),
-            "config": None if config is None else str(config)}
+            "config": None if config is None else str(config), "for": made_for}
 
 
 class _Capture:

@@ -38,9 +38,10 @@ class Teardown:
 
 
 def plan_destroy(store: StateStore, state: State, hmac_key: bytes,
-                 unmanaged: set[str] = frozenset()) -> Teardown:
+                 unmanaged: set[str] = frozenset(), bounds=None) -> Teardown:
     """Every owned file planned back to what it was before taosync (see module doc),
-    but those of ``unmanaged`` clients."""
+    but those of ``unmanaged`` clients and those outside the home and locations of
+    ``bounds`` (engine/owner.py: named in ``plan.held``, kept in the state)."""
     teardown = Teardown(Plan())
     for record in state.applies:  # files forgotten already: named, never read
         for entry in record.files:
@@ -49,6 +50,11 @@ def plan_destroy(store: StateStore, state: State, hmac_key: bytes,
                 skip_file(teardown.skipped, hands_off, entry["path"])
     older_priors(store, state, hmac_key)
     for path_text, previous in sorted(state.files.items()):
+        if bounds is not None and not bounds.in_scope(path_text):
+            from taosync.engine.owner import OUTSIDE
+
+            teardown.plan.held[path_text] = (OUTSIDE, list(previous.clients))
+            continue
         hands_off = set(previous.clients) & set(unmanaged)
         if hands_off:
             skip_file(teardown.skipped, hands_off, path_text)

@@ -92,6 +92,12 @@ class FilePlan:
 @dataclass
 class Plan:
     files: list[FilePlan] = field(default_factory=list)
+    #: state entries no longer desired that this run leaves alone and keeps owning:
+    #: path → (why: engine/owner.py OUTSIDE or MOVED, the clients of the file)
+    held: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    #: (variable, path then, path now) for each location variable that changed since
+    #: the state was written (named with ``held``; engine/owner.py moved_vars)
+    moved_vars: list[tuple] = field(default_factory=list)
 
     @property
     def changed(self) -> list[FilePlan]:
@@ -426,15 +432,21 @@ def _is_empty(editor, doc) -> bool:
 
 def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,
                only: set[str] | None = None, no_key: bool = False,
-               released: set[str] = frozenset()) -> Plan:
+               released: set[str] = frozenset(), bounds=None) -> Plan:
     """Plan every target file: the ones desired now and the ones owned last time.
     A file of a ``released`` client (``managed: false``) is never touched: the state
-    forgets what taosync owned there."""
+    forgets what taosync owned there. A file owned last time that ``bounds``
+    (engine/owner.py) says lies outside this home and its locations, or where its
+    clients' files no longer live, is neither planned nor forgotten (``Plan.held``)."""
     desired = merge_patches(patches)
     plan = Plan()
     paths = list(desired)
     for p, fs in state.files.items():
         if p not in desired and (only is None or set(fs.clients) & only):
+            why = None if bounds is None else bounds.held(p, fs.clients)
+            if why is not None:
+                plan.held[p] = (why, list(fs.clients))
+                continue
             paths.append(p)
     unusable: list[BadInput] = []
     for p in paths:

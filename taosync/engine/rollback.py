@@ -98,11 +98,12 @@ class Step:
 
 
 def plan_step(store: StateStore, state: State, to: int | None = None,
-              redo: bool = False, unmanaged: set[str] = frozenset()) -> Step:
+              redo: bool = False, unmanaged: set[str] = frozenset(), bounds=None) -> Step:
     """The next step: back over the newest apply in effect (or apply ``to`` and later
     ones), or forward (``redo``) over the newest rollback. A plain rollback with no apply
     left in effect takes back the last rollback instead (a rollback of a rollback).
-    Files of ``unmanaged`` clients are left out (``Step.skipped``)."""
+    Files of ``unmanaged`` clients are left out (``Step.skipped``), and so are files
+    outside the home and locations of ``bounds`` (engine/owner.py; ``Step.plan.held``)."""
     if not state.applies:
         raise BadInput("nothing to roll back: taosync has not applied anything here yet")
     at = cursor(state)
@@ -111,7 +112,7 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
             raise BadInput("nothing to redo: no rollback since the last apply "
                            "(a new apply ends the redo chain)")
         rollback_id = at.redoable[-1]
-        return _restore(store, state, rollback_id, "redo", [rollback_id], unmanaged)
+        return _restore(store, state, rollback_id, "redo", [rollback_id], unmanaged, bounds)
     applies = [r.id for r in state.applies if r.kind in STEPS]
     if to is None:
         if not at.in_effect:
@@ -133,12 +134,12 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
     if at.last_redo and undoes == at.last_redo[1]:
         # stepping back over exactly what the newest redo brought back: take back the
         # redo itself, so the files return as they were just before it (hand edits too)
-        return _restore(store, state, at.last_redo[0], "rollback", undoes, unmanaged)
-    return _restore(store, state, to, "rollback", undoes, unmanaged)
+        return _restore(store, state, at.last_redo[0], "rollback", undoes, unmanaged, bounds)
+    return _restore(store, state, to, "rollback", undoes, unmanaged, bounds)
 
 
 def _restore(store: StateStore, state: State, since: int, kind: str,
-             undoes: list[int], unmanaged: set[str] = frozenset()) -> Step:
+             undoes: list[int], unmanaged: set[str] = frozenset(), bounds=None) -> Step:
     """Put every file touched by record ``since`` or a later one back as it was before
     the earliest of them (its backup), but those of an ``unmanaged`` client."""
     earliest: dict[str, tuple[ApplyRecord, dict]] = {}
@@ -151,6 +152,11 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
     for path_text, (record, entry) in earliest.items():
         path = Path(path_text)
         last = state.files.get(path_text)
+        if bounds is not None and not bounds.in_scope(path_text):
+            from taosync.engine.owner import OUTSIDE
+
+            step.plan.held[path_text] = (OUTSIDE, sorted(file_clients(entry, last)))
+            continue  # another home's file: never touched, its state entry kept
         hands_off = file_clients(entry, last) & set(unmanaged)
         if hands_off:
             skip_file(step.skipped, hands_off, path_text)

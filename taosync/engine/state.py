@@ -219,6 +219,11 @@ class State:
     #: clients set ``managed: false`` as the last write saw them: rollback, redo and
     #: destroy leave their files alone even when fleet.yaml cannot be loaded
     forgotten: list[str] = field(default_factory=list)
+    #: the home this state was made for, and the location variables in force then
+    #: (var → path): a run with another home refuses it (engine/owner.py); None in a
+    #: state written before taosync recorded it (adopted by the next write)
+    home: str | None = None
+    locations: dict[str, str] = field(default_factory=dict)
     #: the user's earlier secret values (priors.json, not part of state.json)
     priors: Priors = field(default_factory=Priors, compare=False, repr=False)
 
@@ -259,6 +264,8 @@ class State:
     def to_json(self) -> dict:
         return {
             "version": self.version,
+            **({"home": self.home, "locations": self.locations}
+               if self.home is not None else {}),
             "files": {p: f.to_json() for p, f in sorted(self.files.items())},
             "applies": [{name: getattr(a, name) for name in _RECORD_FIELD_ORDER}
                         for a in self.applies],
@@ -288,6 +295,11 @@ class State:
             routes=_route_choices(data.get("routes", {})),
             forgotten=[_expect(c, str, "forgotten[]")
                        for c in _expect(data.get("forgotten", []), list, "forgotten")],
+            home=(None if data.get("home") is None
+                  else _expect(data["home"], str, "home")),
+            locations={_expect(k, str, "locations key"): _expect(v, str, f"locations[{k!r}]")
+                       for k, v in _expect(data.get("locations", {}), dict,
+                                           "locations").items()},
         )
         if not _render_cache_ok(state.inputs):
             state.inputs = {}  # only a cache: a damaged one is a miss, rendered afresh
@@ -406,8 +418,12 @@ class StateStore:
     """The state directory: state.json, hmac.key, journal, lock, backups/. Every read
     and write of it goes through :attr:`system`."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, owner=None):
         self.root = root
+        #: the home and locations of this run (engine/owner.py Owner): each load refuses
+        #: another home's state, each save records this one. None: no check (a reader
+        #: of the history only, such as a watch's peer)
+        self.owner = owner
         #: sha256 of state.json as last read (None: absent), to tell whether another
         #: process saved it since
         self.digest: str | None = None
@@ -463,15 +479,19 @@ class StateStore:
         try:
             state = State.from_json(json.loads(raw.decode("utf-8")))
             state.priors = self._priors()
-            return state
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             from taosync.errors import BadInput
 
             raise BadInput(f"{self.state_path} is damaged: {exc}; move it away to start "
                            "afresh (taosync will then own only what it writes next; the "
                            "backups stay in backups/)") from None
+        if self.owner is not None:
+            self.owner.claim(state, self.state_path)
+        return state
 
     def save(self, state: State) -> None:
+        if self.owner is not None:  # an unrecorded state adopts this run's home here
+            state.home, state.locations = self.owner.home, dict(self.owner.locations)
         self.ensure()
         state.remember_dirs(self._made)
         self._save_priors(state)  # first: the state about to be saved refers to them
