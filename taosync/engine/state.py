@@ -475,6 +475,11 @@ class StateStore:
         except FileNotFoundError:
             self.digest = None
             return State(priors=self._priors())
+        except OSError as exc:  # taosync's own state out of reach is an I/O failure (3)
+            from taosync.errors import WriteFailed
+
+            raise WriteFailed(f"cannot read {self.state_path}: {exc.strerror or exc}; "
+                              "nothing was changed") from None
         self.digest = sha256_bytes(raw)
         try:
             state = State.from_json(json.loads(raw.decode("utf-8")))
