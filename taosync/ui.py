@@ -9,6 +9,7 @@ the caller forgot (Secret prints itself redacted anyway)."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import click
@@ -28,10 +29,74 @@ def style(text: str, kind: str) -> str:
     return click.style(text, fg=COLORS.get(kind))
 
 
+# -- text a terminal must not obey ----------------------------------------------------------
+
+#: C0 and C1 controls, DEL, and the characters that reorder or break lines on display:
+#: bidi embeddings/overrides/isolates/marks (Trojan Source), line/paragraph separators
+_LAYOUT = r"\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(rf"[\x00-\x1f\x7f-\x9f{_LAYOUT}]")
+#: the same but newline, tab and a CR ending a line (a CRLF file's line end) — the
+#: line structure of a multi-line text (a diff) is the output's own formatting
+_IN_LINES = rf"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{_LAYOUT}]"
+#: the safety net in :func:`_echo`: as _IN_LINES, but the colour sequences :func:`style`
+#: makes (and only those) pass
+_NET = re.compile(r"(\x1b\[(?:[01]|3[0-9]|9[0-7])m)|" + _IN_LINES)
+#: what JSON output writes as \uXXXX although json.dumps(ensure_ascii=False) would not
+_JSON_RAW = re.compile(rf"[\x7f-\x9f{_LAYOUT}]")
+
+
+def shown(ch: str) -> str:
+    """A control character as something that prints and does nothing: C0 and DEL as their
+    Unicode control pictures (ESC → ␛, BEL → ␇), the rest as U+FFFD."""
+    code = ord(ch)
+    if code < 0x20:
+        return chr(0x2400 + code)
+    return "\u2421" if code == 0x7F else "\ufffd"
+
+
+def untrusted(text) -> str:
+    """Text from the network (a gateway's error body, model ids, answers, headers) made safe
+    to print: whitespace controls (newline, tab, CR, …) become a space, so an answer cannot
+    forge an output line; every other control and bidi override is :func:`shown` (an OSC 52
+    that would write the clipboard prints as ``␛]52;c;…␇``). Applied once, where such text
+    enters taosync (verify's diagnosis and answer, the stand-in's request log)."""
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    if text.isprintable():
+        return text
+    return _CONTROLS.sub(lambda m: " " if m.group().isspace() else shown(m.group()), text)
+
+
+def visible(text: str) -> str:
+    """``text`` with newlines and tabs kept, every other control character :func:`shown`
+    (a client file's own bytes in a diff: its line structure is the diff's)."""
+    if text.isprintable():
+        return text
+    return re.sub(_IN_LINES, lambda m: shown(m.group()), text)
+
+
+def terminal_safe(text: str) -> str:
+    """The last net before the terminal: newline, tab and :func:`style`'s colours pass,
+    any other control prints as :func:`shown` (whatever reached here unfiltered)."""
+    if text.isprintable():
+        return text
+    return _NET.sub(lambda m: m.group(1) or shown(m.group()), text)
+
+
+def json_safe(text: str) -> str:
+    """JSON text with DEL, C1 controls and bidi/line-separator characters written as
+    ``\\uXXXX`` (json.dumps with ensure_ascii=False escapes only C0): the same JSON value,
+    and nothing a terminal showing it would obey. Valid because these characters can
+    only stand inside a JSON string."""
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _echo(text: str, err: bool = False) -> None:
     """click.echo with the run's colour setting — asked only for a line that holds an
     escape sequence (click strips them when colour is off; any other line prints the
-    same either way), so a run that styles nothing never asks for a terminal."""
+    same either way), so a run that styles nothing never asks for a terminal. Every
+    line passes :func:`terminal_safe` first."""
+    text = terminal_safe(text)
     click.echo(text, err=err, color=current().color if "\x1b" in text else False)
 
 
@@ -184,7 +249,7 @@ def emit_json(data, exit_code: int = 0) -> None:
     r = redactor()
     if r is not None:
         data = r.scrub_data(json.loads(json.dumps(data, ensure_ascii=False, default=str)))
-    click.echo(clean(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
+    click.echo(json_safe(clean(json.dumps(data, indent=2, ensure_ascii=False, default=str))))
 
 
 def located_problems(exc) -> list[dict]:
@@ -204,7 +269,7 @@ def fail(exc, force_json: bool = False) -> None:
                    "details": exc.details}, exit_code=exc.exit_code)
         return
     for line in exc.details:
-        click.echo(clean(line), err=True)
+        click.echo(terminal_safe(clean(line)), err=True)
     _echo(style("error: ", "fail") + clean(exc.message), err=True)
     sys.stderr.flush()
 
@@ -231,7 +296,7 @@ def internal_error(exc: BaseException) -> None:
     name = type(exc).__qualname__
     if s.verbosity > 0:
         trace = "".join(traceback.format_exception(exc))
-        click.echo(scrub(trace.rstrip("\n")), err=True)
+        click.echo(terminal_safe(scrub(trace.rstrip("\n"))), err=True)
         message = f"internal error: {name}: please report it, with the traceback above"
     else:
         message = (f"internal error: {name}: please report it (run again with -v for the "
