@@ -202,5 +202,8 @@ def route_choices(spec: dict, store: Any) -> dict:
     # such moment it stays as made (a certified answer holds until then)
     age = routing.parse_duration(spec.get("max_age", routing.DEFAULT_MAX_AGE))
     later = [t for t in (routing.when(r) + age for r in records) if t > now]
+    # … or where a record dated ahead of the clock starts to count
+    later += [routing.when(r) - routing.FUTURE_SKEW for r in records
+              if routing.dated_ahead(r, now)]
     system.holds_until(min(later) if later else float("inf"))
     return routing.choose_all(spec, records, now=now, previous=previous)
