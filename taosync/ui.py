@@ -35,8 +35,8 @@ def style(text: str, kind: str) -> str:
 #: bidi embeddings/overrides/isolates/marks (Trojan Source), line/paragraph separators
 _LAYOUT = r"\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
 _CONTROLS = re.compile(rf"[\x00-\x1f\x7f-\x9f{_LAYOUT}]")
-#: the same but newline, tab and a CR ending a line (a CRLF file's line end) — the
-#: line structure of a multi-line text (a diff) is the output's own formatting
+#: the same but newline, tab and a CR ending a line (a CRLF file's line end): the
+#: line structure of a multi-line text (a diff of a client file) is the output's own
 _IN_LINES = rf"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{_LAYOUT}]"
 #: the safety net in :func:`_echo`: as _IN_LINES, but the colour sequences :func:`style`
 #: makes (and only those) pass
@@ -65,14 +65,6 @@ def untrusted(text) -> str:
     if text.isprintable():
         return text
     return _CONTROLS.sub(lambda m: " " if m.group().isspace() else shown(m.group()), text)
-
-
-def visible(text: str) -> str:
-    """``text`` with newlines and tabs kept, every other control character :func:`shown`
-    (a client file's own bytes in a diff: its line structure is the diff's)."""
-    if text.isprintable():
-        return text
-    return re.sub(_IN_LINES, lambda m: shown(m.group()), text)
 
 
 def terminal_safe(text: str) -> str:

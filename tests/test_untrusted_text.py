@@ -151,13 +151,12 @@ def test_a_client_files_own_escape_bytes_do_not_reach_the_terminal_through_a_dif
 
 
 def test_untrusted_keeps_words_and_drops_what_a_terminal_obeys():
-    from taosync.ui import terminal_safe, untrusted, visible
+    from taosync.ui import terminal_safe, untrusted
 
     assert untrusted("gpt-4o ok") == "gpt-4o ok"
     assert untrusted(f"a{OSC52}b") == "a␛]52;c;ZXZpbA==␇b"
     assert untrusted("one\r\ntwo\tthree\x85four") == "one  two three four"
     assert untrusted("x\u202ey\u2066z\x9b") == "x\ufffdy\ufffdz\ufffd"
-    # a multi-line text (a diff) keeps its lines and CRLF ends, not a lone CR
-    assert visible("a\r\nb\rc\t\x1b\n") == "a\r\nb␍c\t␛\n"
-    # the last net keeps exactly taosync's own colours
+    # the last net keeps lines, CRLF ends and exactly taosync's own colours; not a lone CR
+    assert terminal_safe("a\r\nb\rc\t\x07\n") == "a\r\nb␍c\t␇\n"
     assert terminal_safe("\x1b[32mok\x1b[0m \x1b[8mx") == "\x1b[32mok\x1b[0m ␛[8mx"
