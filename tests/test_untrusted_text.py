@@ -160,3 +160,26 @@ def test_untrusted_keeps_words_and_drops_what_a_terminal_obeys():
     # the last net keeps lines, CRLF ends and exactly taosync's own colours; not a lone CR
     assert terminal_safe("a\r\nb\rc\t\x07\n") == "a\r\nb␍c\t␇\n"
     assert terminal_safe("\x1b[32mok\x1b[0m \x1b[8mx") == "\x1b[32mok\x1b[0m ␛[8mx"
+
+
+def test_route_explain_prints_a_history_line_inertly(taosync, home, fleet_file):
+    """history.jsonl is data: a line whose code holds an OSC 52 (a forged or damaged
+    history) is shown as pictures by `route --explain`."""
+    import time
+
+    from conftest import TEST_KEY
+    from test_routing_failover import MODELS, PREFERRED, choosing_fleet
+    from test_routing_future_probes import _line
+
+    from taosync.stub import Stub
+
+    with Stub(key=TEST_KEY, models=MODELS) as stub:
+        choosing_fleet(fleet_file, stub.root)
+        assert taosync("apply").rc == 0
+    line = {**_line(PREFERRED, False, time.time()), "status": None, "code": f"x{OSC52}"}
+    with next(home.rglob("history.jsonl")).open("a") as f:
+        f.write(json.dumps(line) + "\n")
+    r = taosync("route", "balanced", "--explain")
+    assert r.rc == 0, r.both
+    _inert(r.both)
+    assert "x␛]52;c;ZXZpbA==␇" in r.out
