@@ -183,3 +183,14 @@ def test_route_explain_prints_a_history_line_inertly(taosync, home, fleet_file):
     assert r.rc == 0, r.both
     _inert(r.both)
     assert "x␛]52;c;ZXZpbA==␇" in r.out
+
+
+def test_import_proposes_bidi_and_controls_escaped():
+    """A client file's model id holding a bidi override or ESC is proposed as a YAML
+    escape (the same value, inert on the terminal; validate then refuses it, located)."""
+    from taosync.importer.yaml_out import scalar
+
+    assert scalar("gpt\u202e-4o") == '"gpt\\u202e-4o"'
+    assert scalar(f"gpt{OSC52}") == '"gpt\\u001b]52;c;ZXZpbA==\\u0007"'
+    assert scalar("gpt\u2066x\u200f") == '"gpt\\u2066x\\u200f"'
+    assert scalar("modèle – ok") == '"modèle – ok"'
