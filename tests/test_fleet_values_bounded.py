@@ -57,6 +57,9 @@ CASES = {
     "LF in an MCP argument": (
         edited('args: [-y, "@taotoken/mcp-router"]', 'args: [-y, "@taotoken/mcp-router\\n--evil"]'),
         "44:16", "a line feed (LF)"),
+    "tab in an MCP command": (
+        edited("    command: npx", '    command: "npx\\t-y"'),
+        "43:14", "a tab"),
     "C1 control in a client slot": (
         edited("  llm: {model: fast}", '  llm: {model: "fast\\x9b"}'),
         "34:16", "the control character U+009B"),
@@ -134,6 +137,18 @@ def test_a_prompt_may_span_lines(taosync, tmp_path):
     """verify.prompt is free text sent inside JSON: its newline and tab are its own."""
     fleet = tmp_path / "ok.yaml"
     fleet.write_text(edited('prompt: "Reply with OK."', 'prompt: "Reply\\twith\\nOK."'))
+    r = taosync("validate", config=fleet)
+    assert r.rc == 0, r.both
+
+
+def test_a_tab_may_stand_in_an_mcp_servers_arguments_and_environment(taosync, tmp_path):
+    """A program's argument or environment value may hold a tab (written escaped into
+    every client format); never a newline."""
+    fleet = tmp_path / "ok.yaml"
+    fleet.write_text(edited('args: [-y, "@taotoken/mcp-router"]',
+                            'args: [-y, "@taotoken/mcp-router", "a\\tb"]')
+                     .replace("TAOTOKEN_MODEL: ${routes.balanced}",
+                              'TAOTOKEN_MODEL: ${routes.balanced}\n      SEP: "\\t"'))
     r = taosync("validate", config=fleet)
     assert r.rc == 0, r.both
 

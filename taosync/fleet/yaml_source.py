@@ -35,6 +35,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-
                       r"\u2066-\u2069]")
 #: free text that may span lines (a newline or tab in the probe's prompt is the prompt's)
 _MULTILINE = {("verify", "prompt")}
+#: values a program receives as they are, where a tab may be meant: an MCP server's
+#: arguments and environment values (written escaped into JSON/TOML/YAML files)
+_TAB_OK = ("args", "env")
 #: checked by their own rule (header names and values: CR/LF there inject a header)
 _OWN_RULE = ("gateway", "headers")
 _NAMES = {0x00: "NUL", 0x09: "a tab", 0x0A: "a line feed (LF)", 0x0D: "a carriage return (CR)",
@@ -321,7 +324,9 @@ class YamlSource:
         True when refused."""
         if path[:2] == _OWN_RULE:
             return False
-        allowed = "\n\t" if path in _MULTILINE else ""
+        allowed = "\n\t" if path in _MULTILINE else (
+            "\t" if at == "value" and len(path) == 4 and path[0] == "mcp_servers"
+            and path[2] in _TAB_OK else "")
         found = next((m for m in _CONTROL.finditer(text) if m.group() not in allowed), None)
         if found is None:
             return False
