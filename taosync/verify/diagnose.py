@@ -35,7 +35,7 @@ def protocol_title(name: str) -> str:
 class Diagnosis:
     """Why a probe failed and what to do. Its texts quote the gateway (error bodies, model
     ids, headers, exception texts): they are made safe to print here, once, for every
-    way out (table, -v, --json, watch, history)."""
+    way out (table, -v, --json, watch)."""
 
     code: str
     cause: str
