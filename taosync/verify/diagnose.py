@@ -42,7 +42,7 @@ class Diagnosis:
     fix: str
 
     def __post_init__(self) -> None:
-        from taosync.ui import untrusted
+        from taosync.terminal import untrusted
 
         self.cause, self.fix = untrusted(self.cause), untrusted(self.fix)
 

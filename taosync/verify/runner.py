@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from taosync.ui import untrusted
+from taosync.terminal import untrusted
 from taosync.verify import diagnose as dx
 from taosync.verify.probes import (
     ProbeGroup, SSEParser, build_request, display_url, first_words, group_specs,
