@@ -14,6 +14,8 @@ import sys
 import click
 
 from taosync.settings import current
+# text a terminal must not obey (a module below verify, which makes its diagnoses safe)
+from taosync.terminal import json_safe, terminal_safe, untrusted  # noqa: F401
 
 _redactor: tuple[object, object] | None = None  # (the run's Settings, its Redactor)
 
@@ -31,7 +33,9 @@ def style(text: str, kind: str) -> str:
 def _echo(text: str, err: bool = False) -> None:
     """click.echo with the run's colour setting — asked only for a line that holds an
     escape sequence (click strips them when colour is off; any other line prints the
-    same either way), so a run that styles nothing never asks for a terminal."""
+    same either way), so a run that styles nothing never asks for a terminal. Every
+    line passes :func:`terminal_safe` first."""
+    text = terminal_safe(text)
     click.echo(text, err=err, color=current().color if "\x1b" in text else False)
 
 
@@ -184,7 +188,7 @@ def emit_json(data, exit_code: int = 0) -> None:
     r = redactor()
     if r is not None:
         data = r.scrub_data(json.loads(json.dumps(data, ensure_ascii=False, default=str)))
-    click.echo(clean(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
+    click.echo(json_safe(clean(json.dumps(data, indent=2, ensure_ascii=False, default=str))))
 
 
 def located_problems(exc) -> list[dict]:
@@ -204,7 +208,7 @@ def fail(exc, force_json: bool = False) -> None:
                    "details": exc.details}, exit_code=exc.exit_code)
         return
     for line in exc.details:
-        click.echo(clean(line), err=True)
+        click.echo(terminal_safe(clean(line)), err=True)
     _echo(style("error: ", "fail") + clean(exc.message), err=True)
     sys.stderr.flush()
 
@@ -231,7 +235,7 @@ def internal_error(exc: BaseException) -> None:
     name = type(exc).__qualname__
     if s.verbosity > 0:
         trace = "".join(traceback.format_exception(exc))
-        click.echo(scrub(trace.rstrip("\n")), err=True)
+        click.echo(terminal_safe(scrub(trace.rstrip("\n"))), err=True)
         message = f"internal error: {name}: please report it, with the traceback above"
     else:
         message = (f"internal error: {name}: please report it (run again with -v for the "

@@ -143,7 +143,7 @@ def route(task: str | None, explain: bool, use_default: bool = False) -> int:
     click.echo(model)
     if explain:
         for line in explain_lines(name, model, choice):
-            click.echo(line)
+            click.echo(ui.terminal_safe(line))  # history text (its codes) is data
     return 0
 
 

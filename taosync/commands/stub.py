@@ -77,7 +77,7 @@ def stub(port: int, key_value: str | None, key_env: str | None, models: tuple[st
     previous = _stop_on_signals()  # before the root is printed: whoever reads it may signal
     try:
         if s.verbosity > 0:
-            server.log = lambda line: click.echo(line, err=True)
+            server.log = lambda line: click.echo(ui.untrusted(line), err=True)
         if s.json:
             click.echo(json.dumps({"ok": True, "exit_code": 0,
                                    "format_version": ui.JSON_FORMAT_VERSION, "root": server.root, "openai_base_url": server.root + "/v1",

@@ -15,6 +15,7 @@ import threading
 import click
 
 from taosync.settings import common_options, current
+from taosync import ui
 from taosync.ui import JSON_FORMAT_VERSION
 
 
@@ -113,6 +114,7 @@ class _Printer:
             for detail in event.data.get("problems", []) + event.data.get("details", []):
                 lines.append(pad + detail)
             line = "\n".join(lines)
+        line = ui.json_safe(line) if self.json else ui.terminal_safe(line)
         try:
             sys.stdout.write(line + "\n")
             sys.stdout.flush()

@@ -10,7 +10,8 @@ The pipeline, each step run only when the one before it could read the file:
    merge keys, dates, tags) do they run again on the round-trip tree, so every
    message is located exactly as before. Positions asked for later (a key that will
    not resolve) parse the round-trip tree then;
-3. convert to plain JSON-like data (string keys, finite numbers, no custom tags);
+3. convert to plain JSON-like data (string keys, finite numbers, integers a client file
+   can hold, no control characters or bidi overrides in keys and values, no custom tags);
 4. normalise ``gateway.base_url`` (http(s) only; a trailing ``/v1`` or ``/`` is dropped
    with a warning);
 5. check against the committed JSON schema (``taosync/schemas/fleet.schema.json``,

@@ -217,9 +217,12 @@ class FleetLogic:
         return [(slot, model) for (_route, model), slot in out.items()]
 
     def context_window(self, model: str) -> int | None:
-        """The catalogue's context window for a model id, when it gives one."""
+        """The catalogue's context window for a model id, when it gives one — as an int
+        (``2.0e5`` is an integer to the schema, but TOML would write it as a float that
+        Codex refuses)."""
         entry = self.models.get(model)
-        return entry.context_window if entry is not None else None
+        window = entry.context_window if entry is not None else None
+        return int(window) if window is not None else None
 
     def route_for(self, slot: str | None) -> str | None:
         """The route name a client slot stands for (None when it names a model id)."""

@@ -23,6 +23,10 @@ SUPPORTED_VERSIONS = (1,)
 
 SecretsMode = Literal["inline", "reference"]
 
+#: a context window no model comes near (100 M tokens): a larger number is a typo, and
+#: clients refuse it (Codex reads model_context_window as a 64-bit integer)
+MAX_CONTEXT_WINDOW = 100_000_000
+
 
 
 class _Strict(BaseModel):
@@ -70,8 +74,9 @@ class Model(_Strict):
         None, description="A free label for where the model runs (cuda, oneapi, …); "
         "reported by verify and stats, checked by doctor."
     )
-    context_window: Annotated[int, Field(gt=0)] | None = Field(
-        None, description="Context window in tokens, for clients that ask."
+    context_window: Annotated[int, Field(gt=0, le=MAX_CONTEXT_WINDOW)] | None = Field(
+        None, description="Context window in tokens, for clients that ask (at most "
+        "100000000)."
     )
     cost: float = Field(1.0, gt=0, description="Relative price multiplier (default 1); a "
                         "score route divides by it, so a dearer model must be faster to win.")

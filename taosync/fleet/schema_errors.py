@@ -124,7 +124,8 @@ class SchemaErrors:
         bounds = {"exclusiveMinimum": "greater than", "minimum": "at least",
                   "maximum": "at most", "exclusiveMaximum": "less than"}
         if kind in bounds:
-            self.error(path, f"must be {bounds[kind]} {value:g}, got {_scalar_text(inst)}")
+            shown = value if isinstance(value, int) else f"{value:g}"
+            self.error(path, f"must be {bounds[kind]} {shown}, got {_scalar_text(inst)}")
             return
         self.error(path, err.message)
 

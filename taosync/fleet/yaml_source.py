@@ -24,6 +24,24 @@ MAX_BYTES = 1024 * 1024
 MAX_NODES = 100_000
 #: nesting levels below the top-level mapping (checked while parsing, and after aliases)
 MAX_DEPTH = 64
+#: the largest integer fleet.yaml may hold: 2^53−1, what JSON clients (JavaScript)
+#: read exactly; TOML's signed 64-bit holds it too. Fields have tighter bounds of their own
+MAX_INT = 2**53 - 1
+#: what no key or value may hold: C0 and C1 controls, DEL, and the characters that make
+#: text display in another order or on another line (bidi controls, line separators).
+#: They would be written into client files as is (a NUL ends a C string, CR/LF start a
+#: new line: an injected setting or header)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+                      r"\u2066-\u2069]")
+#: free text that may span lines (a newline or tab in the probe's prompt is the prompt's)
+_MULTILINE = {("verify", "prompt")}
+#: values a program receives as they are, where a tab may be meant: an MCP server's
+#: arguments and environment values (written escaped into JSON/TOML/YAML files)
+_TAB_OK = ("args", "env")
+#: checked by their own rule (header names and values: CR/LF there inject a header)
+_OWN_RULE = ("gateway", "headers")
+_NAMES = {0x00: "NUL", 0x09: "a tab", 0x0A: "a line feed (LF)", 0x0D: "a carriage return (CR)",
+          0x1B: "ESC", 0x7F: "DEL"}
 
 
 class _TooMany(Exception):
@@ -164,13 +182,18 @@ class YamlSource:
             char = exc.character
             code = f"U+{ord(char):04X}" if isinstance(char, str) else f"0x{char:02x}"
             self.at(line, col, f"character {code} is not allowed in YAML "
-                    "(a control character? quote it as an escape in double quotes)")
+                    "(a control character? remove it: no value may hold one)")
         except RecursionError:
             self.at(1, 1, "the YAML nests too deeply")
         except YAMLError as exc:
             self.at(1, 1, f"YAML error: {str(exc).splitlines()[0] if str(exc) else exc!r}")
         except Exception as exc:  # a parser bug must not become a traceback
-            self.at(1, 1, f"cannot parse this YAML ({type(exc).__name__}: {exc})")
+            huge = re.search(r"\d{4000,}", text) if isinstance(exc, ValueError) else None
+            if huge is not None:  # Python refuses to read such an integer at all
+                line, col = _line_col(text, huge.start())
+                self.at(line, col, _too_large(len(huge.group())))
+            else:
+                self.at(1, 1, f"cannot parse this YAML ({type(exc).__name__}: {exc})")
         raise _Stop
 
     def marked(self, exc) -> None:
@@ -249,6 +272,8 @@ class YamlSource:
                     self.at(line, col, f"the key {_yaml_scalar(k)} is not a string; quote it "
                             "(keys are names)", path)
                     continue
+                if not k.isprintable():
+                    self.refuse_controls(path + (str(k),), str(k), at="key")
                 out[str(k)] = self.plain(v, path + (str(k),), depth + 1, active)
             active.discard(id(node))
             return out
@@ -267,6 +292,9 @@ class YamlSource:
         if type(node).__name__ == "ScalarBoolean":  # ruamel's anchored bool is an int
             return bool(node)
         if isinstance(node, int):
+            if not -MAX_INT <= node <= MAX_INT:
+                self.placeholder(path, _too_large(len(str(abs(int(node))))))
+                return None
             return int(node)
         if isinstance(node, float):
             if not math.isfinite(node):
@@ -274,6 +302,9 @@ class YamlSource:
                 return None
             return float(node)
         if isinstance(node, str):
+            if not node.isprintable() and self.refuse_controls(path, str(node)):
+                self._reported.add(path)  # later steps say nothing more about it
+                return None
             return str(node)
         import datetime
 
@@ -288,6 +319,25 @@ class YamlSource:
             what = f"a YAML {type(node).__name__}"
         self.placeholder(path, f"{what} is not supported here; write a plain value")
         return None
+
+    def refuse_controls(self, path: PathT, text: str, at: str = "value") -> bool:
+        """A located error for the first control character in a key or value (never
+        quoting it: it may be a secret), unless it is free text allowed to span lines.
+        True when refused."""
+        if path[:2] == _OWN_RULE:
+            return False
+        allowed = "\n\t" if path in _MULTILINE else (
+            "\t" if at == "value" and len(path) == 4 and path[0] == "mcp_servers"
+            and path[2] in _TAB_OK else "")
+        found = next((m for m in _CONTROL.finditer(text) if m.group() not in allowed), None)
+        if found is None:
+            return False
+        what = "key" if at == "key" else "value"
+        self.error(path, f"the {what} holds {_control_name(found.group())} at character "
+                   f"{found.start() + 1}; ids, names and values are written into client "
+                   "files as is, so it is refused: remove it (retype the text if it was "
+                   "pasted)", at=at)
+        return True
 
     def placeholder(self, path: PathT, message: str) -> None:
         """Report a value ``plain`` replaces by None, and keep later steps quiet about it."""
@@ -334,6 +384,25 @@ class YamlSource:
         if not (isinstance(line, int) and isinstance(col, int)):
             line, col = 0, 0
         return line + 1, col + 1
+
+
+def _too_large(digits: int) -> str:
+    return (f"this integer ({digits} digits) is larger than a client file can hold: at "
+            f"most {MAX_INT} (2^53−1, the largest integer JSON clients read exactly)")
+
+
+def _control_name(ch: str) -> str:
+    """``a carriage return (CR)``, ``NUL``, ``U+202E (RIGHT-TO-LEFT OVERRIDE, which
+    shows …)``: what a refused character is, in words."""
+    code = ord(ch)
+    if code in _NAMES:
+        return _NAMES[code]
+    if code < 0x20 or 0x7F <= code <= 0x9F:
+        return f"the control character U+{code:04X}"
+    import unicodedata
+
+    return f"U+{code:04X} ({unicodedata.name(ch, 'a layout control')}, which shows text " \
+           "in another order or on another line than it is stored)"
 
 
 def _limit_depth(yaml) -> None:

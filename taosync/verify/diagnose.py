@@ -33,9 +33,18 @@ def protocol_title(name: str) -> str:
 
 @dataclass
 class Diagnosis:
+    """Why a probe failed and what to do. Its texts quote the gateway (error bodies, model
+    ids, headers, exception texts): they are made safe to print here, once, for every
+    way out (table, -v, --json, watch)."""
+
     code: str
     cause: str
     fix: str
+
+    def __post_init__(self) -> None:
+        from taosync.terminal import untrusted
+
+        self.cause, self.fix = untrusted(self.cause), untrusted(self.fix)
 
     def to_dict(self) -> dict[str, str]:
         return {"code": self.code, "cause": self.cause, "fix": self.fix}

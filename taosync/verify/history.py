@@ -207,5 +207,8 @@ def route_choices(spec: dict, store: Any) -> dict:
     later = [t for t in (routing.when(r) + age for r in records) if t > now]
     choices = routing.choose_all(spec, records, now=now, previous=previous, since=since)
     later += [c.held_until for c in choices.values() if c.held_until is not None]
+    # … or where a record dated ahead of the clock starts to count
+    later += [routing.when(r) - routing.FUTURE_SKEW for r in records
+              if routing.dated_ahead(r, now)]
     system.holds_until(min(later) if later else float("inf"))
     return choices

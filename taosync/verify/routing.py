@@ -18,6 +18,7 @@ proxy sits in the request path: taosync writes the chosen model into each client
   prefers ("held on X until 12:34 (dwell 10m)"), so a flapping backend rewrites the
   clients at most once a dwell each way. A choice that is no longer healthy is left at
   once: a broken backend is never kept for hysteresis.
+* A probe dated more than :data:`FUTURE_SKEW` after now does not count (yet).
 
 Standard library only: the no-op fast path calls it to check the render cache.
 """
@@ -43,6 +44,11 @@ DEFAULT_MAX_AGE = "24h"
 DEFAULT_DWELL = "10m"
 
 HEALTHY, FAILING, STALE, UNKNOWN = "healthy", "failing", "stale", "unknown"
+#: how far in the future a probe may be dated and still count (clock skew between the
+#: machines that share a history); a later one — a clock set wrong, a forged line —
+#: would stay "the latest probe" of its candidate, pinning the route, so it is left out
+#: until the clock reaches it
+FUTURE_SKEW = 300.0
 
 
 def parse_duration(text: str | float | int) -> float:
@@ -68,6 +74,11 @@ def when(record: dict) -> float:
         return float(calendar.timegm(time.strptime(record.get("ts") or "", "%Y-%m-%dT%H:%M:%SZ")))
     except ValueError:
         return 0.0
+
+
+def dated_ahead(record: dict, now: float) -> bool:
+    """Is ``record`` dated beyond :data:`FUTURE_SKEW` after ``now`` (not counted yet)?"""
+    return when(record) > now + FUTURE_SKEW
 
 
 def _order(record: dict) -> tuple:
@@ -233,7 +244,7 @@ def _choose(route: str, spec: dict, records: Iterable[dict], *, now: float,
             protocols: Iterable[str] | None) -> Choice:
     """The policy's choice from the history alone (no hysteresis)."""
     age = parse_duration(max_age)
-    records = [r for r in records if not r.get("stub")]
+    records = [r for r in records if not r.get("stub") and not dated_ahead(r, now)]
     policy = spec.get("policy") or "failover"
     weight = weight_of(route, spec.get("weight"))
     costs = spec.get("cost") or {}

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from taosync.terminal import untrusted
 from taosync.verify import diagnose as dx
 from taosync.verify.probes import (
     ProbeGroup, SSEParser, build_request, display_url, first_words, group_specs,
@@ -234,8 +235,8 @@ async def _send(client: Any, group: ProbeGroup, key: Any, verify: Any,
     c = attempt.completion
     if c is not None:
         result.tokens_in, result.tokens_out = c.tokens_in, c.tokens_out
-        result.answer = dx.scrub(first_words(c.text or (f"(reasoning) {c.reasoning}"
-                                                        if c.reasoning else "")), key)
+        result.answer = untrusted(dx.scrub(first_words(
+            c.text or (f"(reasoning) {c.reasoning}" if c.reasoning else "")), key))
     mismatch = None
     if attempt.ok and not same_model(group.model, c.model):
         mismatch = c.model
