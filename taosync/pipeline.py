@@ -170,6 +170,7 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     patches = []
     for name in fleet.enabled_clients():
         patches.extend(registry[name].render(fleet, key, env))
+    hide_userinfo(patches, fleet.gateway_userinfos())
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in env.warnings]
     unmanaged = fleet.unmanaged_clients()
@@ -188,6 +189,20 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
         clients=list(fleet.enabled_clients()))
     return Context(settings, loaded, env, store, key, warnings, patches, entry, routes=routes,
                    unmanaged=unmanaged, consulted=consulted)
+
+
+def hide_userinfo(patches, userinfos) -> None:
+    """Make every rendered value that holds a gateway URL's ``user:password@`` a Secret
+    (in place): such a file is written 0600, its key kept in the state as a keyed hash
+    only, and the render is not cached (the state never holds the password)."""
+    if not userinfos:
+        return
+    from taosync.fleet.logic import hide_credentials
+
+    for patch in patches:
+        for attr in ("values", "skeleton", "volatile"):
+            setattr(patch, attr, {kp: hide_credentials(v, userinfos)
+                                  for kp, v in getattr(patch, attr).items()})
 
 
 def cache_routes(fleet, choices: dict) -> dict | None:
@@ -376,6 +391,9 @@ def redactor_for(ctx, state):
     for patch in ctx.patches:
         for part in (patch.values, patch.skeleton, patch.volatile):
             redactor.add_secrets_in(part)
+    if ctx.loaded is not None and ctx.loaded.fleet is not None:
+        for secret in ctx.loaded.fleet.gateway_credentials():  # userinfo, every header
+            redactor.add(secret)
     return redactor
 
 
