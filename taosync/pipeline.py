@@ -388,13 +388,26 @@ def redactor_for(ctx, state):
     redactor = Redactor(None if ctx.no_key else ctx.key,
                         hmac_key=ctx.store.hmac_key(create=False),
                         known_hashes=state.remembered_secrets())
+    from taosync.fleet.logic import secret_parts
+
     for patch in ctx.patches:
         for part in (patch.values, patch.skeleton, patch.volatile):
-            redactor.add_secrets_in(part)
+            redactor.add(list(secret_parts(part)))  # a Joined as its secrets only
     if ctx.loaded is not None and ctx.loaded.fleet is not None:
         for secret in ctx.loaded.fleet.gateway_credentials():  # userinfo, every header
             redactor.add(secret)
     return redactor
+
+
+def readable_around_secrets(ctx, redactor) -> None:
+    """Let ``redactor`` show the text around the secrets in each rendered :class:`Joined`
+    (a header's name, a URL's host) once a change has taught it the whole text: its
+    secret parts are known on their own (:func:`redactor_for`)."""
+    from taosync.fleet.logic import joined_texts
+
+    for patch in ctx.patches:
+        for text in joined_texts(patch.values):
+            redactor.forget(text.strip())
 
 
 def stand_in(wanted: bool):

@@ -127,9 +127,18 @@ def test_no_command_prints_a_gateway_credential(home, fleet, env):
         r = taosync(home, fleet, env, *args)
         assert r.returncode in (0, 1), (args, r.stdout, r.stderr)
         assert_no_leak(r, " ".join(args))
-    # the plan still says what it sets, without the value
-    r = taosync(home, fleet, env, "plan", "--json")
-    assert r.returncode == 0
+
+
+def test_the_text_around_a_credential_stays_readable(home, fleet, env):
+    """Only the secret is hidden: a header's name, a URL's host and path stay readable."""
+    r = taosync(home, fleet, env, "plan")
+    assert r.returncode == 0, r.stderr
+    assert_no_leak(r, "plan")
+    assert '"ANTHROPIC_BASE_URL": "https://(sensitive value)@gw.example/api"' in r.stdout
+    assert ('"ANTHROPIC_CUSTOM_HEADERS": "Helicone-Auth: (sensitive value)\\n'
+            'CF-Access-Client-Secret: (sensitive value)') in r.stdout
+    assert 'CF-Access-Client-Secret = "(sensitive value)"' in r.stdout  # Codex's TOML
+    assert 'base_url = "https://(sensitive value)@gw.example/api/v1"' in r.stdout
 
 
 def test_a_changed_header_shows_that_it_changed_never_what_it_was(home, fleet, env):
@@ -309,3 +318,21 @@ def test_verify_sends_the_resolved_headers_to_the_gateway(home, tmp_path, env):
         assert req.headers.get("x-secret-file") == FILE_SECRET
         assert req.headers.get("x-team") == "platform"
         assert req.auth == "ok"
+
+
+def test_reference_mode_writes_headers_resolved_and_says_so(home, tmp_path, env):
+    """No client reads a gateway header from its environment in every place it sends one,
+    so ``secrets: reference`` keeps only the key off disk; the headers are written resolved
+    (0600) and the run says so once, at gateway.headers."""
+    path = tmp_path / "ref.yaml"
+    path.write_text(fleet_text(base="https://gw.example/api").replace(
+        "default_route: fast\n", "default_route: fast\nsecrets: reference\n"))
+    r = taosync(home, path, env, "apply", "--no-verify")
+    assert r.returncode == 0, r.stderr
+    assert (f"{path}:6:3: gateway.headers: warning: secrets: reference keeps the key off "
+            "disk, not gateway.headers: CF-Access-Client-Secret, X-Secret-File are written "
+            "resolved into each client's file (mode 0600)") in r.stderr, r.stderr
+    assert_no_leak(r, "apply in reference mode")
+    codex = home / ".codex/config.toml"
+    assert CF_SECRET in codex.read_text() and TEST_KEY not in codex.read_text()
+    assert stat.S_IMODE(codex.stat().st_mode) == 0o600

@@ -303,6 +303,13 @@ class CrossChecks:
                            f"character {bad}: a header value is one line of text")
                 continue
             self.gateway_secrets[name] = McpSecret(text, prefix, ref, suffix, resolved)
+        references = [name for name, value in self.gateway_secrets.items()
+                      if isinstance(value, McpSecret)]
+        if references and _reference_mode_anywhere(data):
+            self.warn(("gateway", "headers"), f"secrets: reference keeps the key off disk, "
+                      f"not gateway.headers: {', '.join(references)} "
+                      f"{'is' if len(references) == 1 else 'are'} written resolved into "
+                      f"each client's file (mode 0600), as verify then sends them", at="key")
 
     def scrub(self) -> None:
         """No message may hold a secret: replace any occurrence with its redacted form."""
@@ -340,6 +347,13 @@ def control_character(text: str) -> str | None:
 def _shown_name(name) -> str:
     """A header name for a message: control characters escaped, never raw."""
     return ascii(name) if isinstance(name, str) else repr(name)
+
+
+def _reference_mode_anywhere(data: dict) -> bool:
+    """``secrets: reference`` for the fleet or for any client."""
+    clients = data.get("clients") if isinstance(data.get("clients"), dict) else {}
+    return data.get("secrets") == "reference" or any(
+        isinstance(c, dict) and c.get("secrets") == "reference" for c in clients.values())
 
 
 def looks_like_credential(name: str, value: str) -> bool:

@@ -101,6 +101,35 @@ class Joined(Secret):
                                  for p in self.parts), "joined")
 
 
+def secret_parts(value: Any):
+    """Each :class:`Secret` inside ``value`` (rendered patch values), a :class:`Joined`
+    as its secret parts: what a redactor must hide, so the text around them (a header's
+    name, a URL's host) stays readable."""
+    if isinstance(value, Joined):
+        for part in value.parts:
+            yield from secret_parts(part)
+    elif isinstance(value, Secret):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from secret_parts(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from secret_parts(v)
+
+
+def joined_texts(value: Any):
+    """The whole text of each :class:`Joined` inside ``value``."""
+    if isinstance(value, Joined):
+        yield value.reveal()
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from joined_texts(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from joined_texts(v)
+
+
 def joined(pairs, between: str, sep: str) -> Joined:
     """``name: value`` lines (or ``, ``-separated) from (name, value) pairs, as a secret."""
     parts: list = []
@@ -124,13 +153,15 @@ def url_userinfo(url) -> str | None:
 
 def hide_credentials(value: Any, userinfos) -> Any:
     """``value`` with every string holding one of ``userinfos`` (as ``//USERINFO@``) made a
-    :class:`Secret`: a client file that receives a URL's password is written 0600, its
+    :class:`Joined` secret of which only the userinfo is hidden: a client file that receives a URL's password is written 0600, its
     owned key is kept in the state as a keyed hash, and every output hides it."""
     if not userinfos:
         return value
     if isinstance(value, str):
-        if any(f"//{u}@" in value for u in userinfos):
-            return Secret(value, "a URL with a password")
+        for userinfo in userinfos:
+            before, found, after = value.partition(f"//{userinfo}@")
+            if found:  # only the userinfo is hidden where the URL is shown
+                return Joined([before + "//", Secret(userinfo, "URL userinfo"), "@" + after])
         return value
     if isinstance(value, Secret):
         return value
