@@ -118,12 +118,14 @@ def files_with_secrets(root: Path) -> dict[Path, list[str]]:
 
 def test_no_command_prints_a_gateway_credential(home, fleet, env):
     """plan, plan --json, apply -v, status (full and fast path), rollback --dry-run, log,
-    validate --explain, env: the URL's password and every header value stay hidden."""
+    validate --explain, env, doctor, verify --stub: the URL's password and every header
+    value stay hidden."""
     for args in (("validate",), ("validate", "--explain"), ("plan",), ("plan", "--json"),
                  ("plan", "-v"), ("apply", "-v", "--no-verify"), ("status",),
                  ("status", "--json"), ("plan",), ("apply", "--no-verify"),
                  ("rollback", "--dry-run"), ("rollback", "--dry-run", "--json"), ("log",),
-                 ("env",), ("env", "--json")):
+                 ("env",), ("env", "--json"), ("doctor",), ("verify", "--stub"),
+                 ("verify", "--stub", "--json", "-v")):
         r = taosync(home, fleet, env, *args)
         assert r.returncode in (0, 1), (args, r.stdout, r.stderr)
         assert_no_leak(r, " ".join(args))
