@@ -338,3 +338,27 @@ def test_reference_mode_writes_headers_resolved_and_says_so(home, tmp_path, env)
     codex = home / ".codex/config.toml"
     assert CF_SECRET in codex.read_text() and TEST_KEY not in codex.read_text()
     assert stat.S_IMODE(codex.stat().st_mode) == 0o600
+
+
+def test_a_rotated_header_secret_is_seen_by_the_no_op_fast_path(home, tmp_path, env):
+    """The no-op answer (certificate) is replayed only while the header's secret is the
+    one it was made with: a rotated ${env:…} header makes ``plan --check`` fail, and the
+    new value reaches the file on the next apply. (Only a fleet whose render is cached is
+    certified: one with a ${file:…} header, a literal header value or a URL password
+    takes the full path every time, as one with a literal key does.)"""
+    path = tmp_path / "refs.yaml"
+    path.write_text(fleet_text(base="https://gw.example/api", clients=("codex", "claude-code"))
+                    .replace(f"Bearer {HELICONE}", "Bearer ${env:HELICONE}")
+                    .replace("    X-Secret-File: ${file:~/hdr.secret}\n", "")
+                    .replace("    X-Team: platform\n", ""))  # a literal is never cached
+    env = dict(env, HELICONE=HELICONE)
+    assert taosync(home, path, env, "apply", "--no-verify").returncode == 0
+    assert (home / ".local/state/taosync/certificate.json").exists()
+    assert taosync(home, path, env, "plan", "--check").returncode == 0
+    rotated = dict(env, CF_SECRET="cfAccessSecretROTATED-0000111122223333")
+    r = taosync(home, path, rotated, "plan", "--check")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert_no_leak(r, "plan --check after a rotation")
+    assert "ROTATED" not in r.stdout + r.stderr
+    assert taosync(home, path, rotated, "apply", "--no-verify").returncode == 0
+    assert "cfAccessSecretROTATED" in (home / ".codex/config.toml").read_text()
