@@ -362,3 +362,25 @@ def test_a_rotated_header_secret_is_seen_by_the_no_op_fast_path(home, tmp_path, 
     assert "ROTATED" not in r.stdout + r.stderr
     assert taosync(home, path, rotated, "apply", "--no-verify").returncode == 0
     assert "cfAccessSecretROTATED" in (home / ".codex/config.toml").read_text()
+
+
+def test_a_cached_render_never_writes_a_header_that_turned_into_two(home, tmp_path, env):
+    """The render cache resolves a header's ${env:…} again on each run: a value that now
+    holds CR/LF misses the cache, and the full load refuses it at its line and column."""
+    path = tmp_path / "refs.yaml"
+    path.write_text(fleet_text(base="https://gw.example/api", clients=("codex", "claude-code"))
+                    .replace(f"Bearer {HELICONE}", "Bearer ${env:HELICONE}")
+                    .replace("    X-Secret-File: ${file:~/hdr.secret}\n", "")
+                    .replace("    X-Team: platform\n", ""))
+    env = dict(env, HELICONE=HELICONE)
+    assert taosync(home, path, env, "apply", "--no-verify").returncode == 0
+    state = json.loads((home / ".local/state/taosync/state.json").read_text())
+    assert state["inputs"].get("patches"), "the render was not cached"
+    before = snapshot(home)
+    evil = dict(env, CF_SECRET="abc\r\nX-Injected: 1")
+    for args in (("apply", "--no-verify"), ("plan",), ("status",)):
+        r = taosync(home, path, evil, *args)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert "gateway.headers.CF-Access-Client-Secret: ${env:CF_SECRET} gives a value " \
+               "holding the control character U+000D" in r.stderr, r.stderr
+    assert snapshot(home) == before

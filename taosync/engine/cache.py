@@ -229,6 +229,10 @@ class _McpResolver:
                 raise SecretError("not a key reference")
             prefix, ref, suffix = parts
             resolved = resolve_recorded(ref, environ=self.environ, home=self.home)
+            if any(c < " " or "\x7f" <= c <= "\x9f" for c in resolved.reveal()):
+                # a header must not hold one (a CR/LF would inject another): let the full
+                # load judge the value where it stands in fleet.yaml
+                raise SecretError("a control character")
             self.done[text] = McpSecret(text, prefix, ref, suffix, resolved)
         return self.done[text]
 

@@ -152,9 +152,10 @@ def url_userinfo(url) -> str | None:
 
 
 def hide_credentials(value: Any, userinfos) -> Any:
-    """``value`` with every string holding one of ``userinfos`` (as ``//USERINFO@``) made a
-    :class:`Joined` secret of which only the userinfo is hidden: a client file that receives a URL's password is written 0600, its
-    owned key is kept in the state as a keyed hash, and every output hides it."""
+    """``value`` with every string holding one of ``userinfos`` (as ``//USERINFO@``) made
+    a :class:`Joined` secret whose only secret part is the userinfo: a client file that
+    receives a URL's password is written 0600, its owned key is kept in the state as a
+    keyed hash, and every output hides the password but shows the rest of the URL."""
     if not userinfos:
         return value
     if isinstance(value, str):
