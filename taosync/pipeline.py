@@ -209,6 +209,7 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     patches = []
     for name in fleet.enabled_clients():
         patches.extend(registry[name].render(fleet, key, env))
+    hide_userinfo(patches, fleet.gateway_userinfos())
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in env.warnings]
     unmanaged = fleet.unmanaged_clients()
@@ -227,6 +228,20 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
         clients=list(fleet.enabled_clients()))
     return Context(settings, loaded, env, store, key, warnings, patches, entry, routes=routes,
                    unmanaged=unmanaged, consulted=consulted)
+
+
+def hide_userinfo(patches, userinfos) -> None:
+    """Make every rendered value that holds a gateway URL's ``user:password@`` a Secret
+    (in place): such a file is written 0600, its key kept in the state as a keyed hash
+    only, and the render is not cached (the state never holds the password)."""
+    if not userinfos:
+        return
+    from taosync.fleet.logic import hide_credentials
+
+    for patch in patches:
+        for attr in ("values", "skeleton", "volatile"):
+            setattr(patch, attr, {kp: hide_credentials(v, userinfos)
+                                  for kp, v in getattr(patch, attr).items()})
 
 
 def cache_routes(fleet, choices: dict) -> dict | None:
@@ -452,10 +467,26 @@ def redactor_for(ctx, state):
     redactor = Redactor(None if ctx.no_key else ctx.key,
                         hmac_key=ctx.store.hmac_key(create=False),
                         known_hashes=state.remembered_secrets())
+    from taosync.fleet.logic import secret_parts
+
     for patch in ctx.patches:
         for part in (patch.values, patch.skeleton, patch.volatile):
-            redactor.add_secrets_in(part)
+            redactor.add(list(secret_parts(part)))  # a Joined as its secrets only
+    if ctx.loaded is not None and ctx.loaded.fleet is not None:
+        for secret in ctx.loaded.fleet.gateway_credentials():  # userinfo, every header
+            redactor.add(secret)
     return redactor
+
+
+def readable_around_secrets(ctx, redactor) -> None:
+    """Let ``redactor`` show the text around the secrets in each rendered :class:`Joined`
+    (a header's name, a URL's host) once a change has taught it the whole text: its
+    secret parts are known on their own (:func:`redactor_for`)."""
+    from taosync.fleet.logic import joined_texts
+
+    for patch in ctx.patches:
+        for text in joined_texts(patch.values):
+            redactor.forget(text.strip())
 
 
 def stand_in(wanted: bool):

@@ -113,7 +113,7 @@ def probe_specs(fleet, client: str, models, *, protocol: str, base_url: str, pat
     """One probe per (slot, model) pair, POSTed to ``base_url`` + ``path`` with the
     gateway's extra headers (or ``headers`` read from the client's files), as ``client``
     sends it."""
-    sent = tuple((headers if headers is not None else fleet.gateway.headers).items())
+    sent = tuple((headers if headers is not None else fleet.gateway_headers()).items())
     return [ProbeSpec(client=client, route=fleet.route_for(slot), model=model,
                       protocol=protocol, base_url=base_url,
                       url=base_url.rstrip("/") + path, auth=auth, headers=sent,

@@ -24,7 +24,7 @@ from pathlib import Path
 from taosync.clients.base import (Finding, safe_url, same_key, ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
                                   fleet_mcp, probe_specs, read_plain, shown, slot_option,
                                   start_on_disk, stored_key)
-from taosync.fleet.logic import inline_mcp_secrets
+from taosync.fleet.logic import inline_mcp_secrets, joined
 from taosync.fleet.secrets import Secret, expand_path, parse_reference
 from taosync.formats.base import keypath_str
 
@@ -127,9 +127,8 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     for slot, value in _slots(cfg).items():
         values[("env", _SLOT_VARS[slot])] = fleet.model_for(value)
     if fleet.gateway.headers:
-        values[("env", "ANTHROPIC_CUSTOM_HEADERS")] = "\n".join(
-            f"{name}: {value}" for name, value in fleet.gateway.headers.items()
-        )
+        values[("env", "ANTHROPIC_CUSTOM_HEADERS")] = joined(
+            fleet.gateway_headers().items(), ": ", "\n")
 
     helper = _key_helper(fleet, env) if _reference_mode(fleet, cfg) else None
     if helper is not None:

@@ -150,7 +150,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     cfg = fleet.clients.cline
     _, data = cline_dirs(env)
     model = fleet.model_for(cfg.model)
-    headers = dict(fleet.gateway.headers)
+    headers = fleet.gateway_headers()
     providers_path = data / "settings" / "providers.json"
 
     if fleet.secrets_for(cfg) == "reference":

@@ -126,7 +126,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         provider + ("wire_api",): "responses",
     }
     if fleet.gateway.headers:
-        values[provider + ("http_headers",)] = dict(fleet.gateway.headers)
+        values[provider + ("http_headers",)] = fleet.gateway_headers()
 
     patches: list[Patch] = []
     env_key = _env_key(fleet, cfg)

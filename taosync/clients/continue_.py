@@ -114,7 +114,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         if context_window:
             values[e + ("defaultCompletionOptions", "contextLength")] = context_window
         if fleet.gateway.headers:
-            values[e + ("requestOptions", "headers")] = dict(fleet.gateway.headers)
+            values[e + ("requestOptions", "headers")] = fleet.gateway_headers()
 
     holds_key = False
     if cfg.mcp and fleet.mcp_servers:

@@ -25,7 +25,7 @@ from pathlib import Path
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
                                   disk_key, fleet_mcp, probe_specs, read_plain, shown,
                                   slot_option, start_on_disk, stored_key)
-from taosync.fleet.logic import McpSecret, inline_mcp_secrets
+from taosync.fleet.logic import McpSecret, inline_mcp_secrets, joined
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
@@ -187,8 +187,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
                 f"{dotenv_path}); gateway.key is not ${{env:{KEY_VAR}}}, so the key is "
                 f"written into {dotenv_path} (mode 0600)")
     if fleet.gateway.headers:
-        dotenv[(HEADERS_VAR,)] = ", ".join(f"{name}: {value}" for name, value
-                                           in fleet.gateway.headers.items())
+        dotenv[(HEADERS_VAR,)] = joined(fleet.gateway_headers().items(), ": ", ", ")
     return [Patch(settings_path, SETTINGS_FORMAT, values, ID, secret=holds_key),
             Patch(dotenv_path, "dotenv", dotenv, ID, secret=True)]
 

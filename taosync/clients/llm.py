@@ -91,7 +91,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         models[entry + ("api_base",)] = fleet.openai_url
         models[entry + ("api_key_name",)] = KEY_NAME
         if fleet.gateway.headers:
-            models[entry + ("headers",)] = dict(fleet.gateway.headers)
+            models[entry + ("headers",)] = fleet.gateway_headers()
     return [
         Patch(home / MODELS_FILE, "yaml", models, ID),
         Patch(keys_path, "json", {(KEY_NAME,): key}, ID, secret=True),
@@ -102,7 +102,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.llm.model]),
                        protocol="openai-chat", base_url=fleet.openai_url,
-                       path="/chat/completions", headers={**HEADERS, **fleet.gateway.headers})
+                       path="/chat/completions", headers={**HEADERS, **fleet.gateway_headers()})
 
 
 def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:

@@ -110,7 +110,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         p + ("api_key_env_var",): var,
     }
     if fleet.gateway.headers:
-        values[p + ("extra_headers",)] = dict(fleet.gateway.headers)
+        values[p + ("extra_headers",)] = fleet.gateway_headers()
     for model_id in _catalogue(fleet, model):
         m = ("models", Match("alias", model_id))
         values[m + ("name",)] = model_id
@@ -158,7 +158,7 @@ def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
     return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.mistral_vibe.model]),
                        protocol="openai-chat", base_url=fleet.openai_url,
                        path="/chat/completions",
-                       headers={**fleet.gateway.headers, **CLIENT_HEADERS})
+                       headers={**fleet.gateway_headers(), **CLIENT_HEADERS})
 
 
 def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:

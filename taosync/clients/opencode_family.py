@@ -171,7 +171,7 @@ def render(f: Flavor, fleet, key: Secret, env: ClientEnv) -> list[Patch]:
         provider + ("options", "apiKey"): token if token is not None else key,
     }
     if fleet.gateway.headers:
-        values[provider + ("options", "headers")] = dict(fleet.gateway.headers)
+        values[provider + ("options", "headers")] = fleet.gateway_headers()
     for model in fleet.models:
         entry = provider + ("models", model)
         values[entry + ("id",)] = model

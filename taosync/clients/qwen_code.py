@@ -79,7 +79,7 @@ def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     model = fleet.model_for(cfg.model)
     reference = fleet.secrets_for(cfg) == "reference"
     env_key = _env_key(fleet, cfg)
-    headers = dict(fleet.gateway.headers)
+    headers = fleet.gateway_headers()
 
     values: dict = {("security", "auth", "selectedType"): AUTH_TYPE, ("model", "name"): model}
     if env_key is not None:

@@ -359,6 +359,9 @@ def render_patches(fleet: Any, key: Any, env: Any) -> list:
             patches += registry[name].render(fleet, key, env)
         except TaosyncError:
             continue
+    from taosync.pipeline import hide_userinfo
+
+    hide_userinfo(patches, fleet.gateway_userinfos())  # as apply renders them
     return patches
 
 
@@ -492,6 +495,7 @@ def doctor(local: bool = False) -> int:
     for patch in patches:
         for part in (patch.values, patch.skeleton, patch.volatile):
             redactor.add_secrets_in(part)
+    redactor.add(fleet.gateway_credentials() if fleet is not None else [])
     checks += target_checks(patches, state, env.home)
     checks += client_checks(fleet, environ)
     checks += env_checks(fleet, key, environ)

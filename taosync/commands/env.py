@@ -72,6 +72,25 @@ def variables(view: dict, key=None, warn=None) -> dict[str, str]:
         out["GOOGLE_GEMINI_BASE_URL"] = view["gemini"]
         if key is not None:
             out["GEMINI_API_KEY"] = key.reveal()
+    if key is None:
+        out = _without_userinfo(out, warn)
+    return out
+
+
+def _without_userinfo(values: dict[str, str], warn=None) -> dict[str, str]:
+    """The URLs without their ``user:password@``: a credential, printed (as the key is)
+    only with --with-key."""
+    from taosync.fleet.logic import url_userinfo
+
+    out = dict(values)
+    for name, value in values.items():
+        userinfo = url_userinfo(value)
+        if userinfo:
+            out[name] = value.replace(f"//{userinfo}@", "//", 1)
+    dropped = [name for name in values if out[name] != values[name]]
+    if dropped and warn is not None:
+        warn(f"left the user:password out of {', '.join(dropped)} (a credential, as the key "
+             "is); --with-key exports it")
     return out
 
 

@@ -6,7 +6,7 @@ import contextlib
 
 from taosync import ui
 from taosync.fleet.secrets import shown
-from taosync.pipeline import display_path, redactor_for
+from taosync.pipeline import display_path, readable_around_secrets, redactor_for
 
 ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged": "dim",
                 "release": "dim"}
@@ -77,6 +77,7 @@ def protect(ctx, state=None, plan=None, drift=(), rollback: bool = False):
         if d.secret:
             redactor.add_change(d.new, None)
     redactor.forget(NO_KEY_VALUE)
+    readable_around_secrets(ctx, redactor)
     ui.use_redactor(redactor)
     return redactor
 

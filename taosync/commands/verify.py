@@ -145,6 +145,8 @@ class LiveTable:
 
         self.begun, self.pending, self.total = True, len(groups), len(groups)
         self.redactor = use_redactor(self.s, self.key)
+        for known in report.keys():  # the gateway's credentials
+            self.redactor.add(known)
         self.warned = len(report.warnings)
         print_preamble(report, self.s)
         self.table = Table.for_groups(groups, color=ui.style, verbose=self.s.verbosity > 0)

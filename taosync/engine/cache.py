@@ -25,13 +25,17 @@ from taosync import __version__
 KEY_TOKEN = "\x00taosync-key\x00"
 #: formats whose every value is a plain string or number (a damaged cache may say else)
 FLAT_FORMATS = ("dotenv", "text", "keyvalue")
-#: ``{MCP_TOKEN: "<the value as written in fleet.yaml>"}`` stands for an MCP secret
+#: ``{MCP_TOKEN: "<the value as written in fleet.yaml>"}`` stands for an MCP secret (or a
+#: ``gateway.headers`` secret)
 MCP_TOKEN = "\x00taosync-mcp-secret\x00"
+#: ``{JOINED_TOKEN: [part, …]}`` stands for a Joined secret (Claude Code's custom headers)
+JOINED_TOKEN = "\x00taosync-joined\x00"
 #: 2: warnings stored as whole lines; 3: MCP secrets as references; 4: a probed path
 #: records what was there (:func:`path_kind`), so a file created where none was misses;
 #: 5: environment values as keyed hashes (a client may look at a variable holding a key),
-#: and the variables include: paths expanded among them
-CACHE_VERSION = 5
+#: and the variables include: paths expanded among them; 6: gateway.headers values (and
+#: URL userinfo) as secrets — a version-5 cache holds them as plain text
+CACHE_VERSION = 6
 
 
 def path_kind(path) -> str | None:
@@ -70,13 +74,21 @@ def store(*, fingerprint: dict, key_ref, patches: list, key,
     """The cache entry saved in the state (no key in it)."""
     if key_ref.kind == "literal":
         return {}  # the key is in fleet.yaml itself: nothing to resolve it from
+    try:
+        dumped = [_dump_patch(p, key) for p in patches]
+    except _Literal:
+        return {}  # a literal secret (a header, a URL's password): the state never holds it
     return {
         "fingerprint": fingerprint,
         "key_ref": [key_ref.kind, key_ref.arg],
         "clients": clients,
         "warnings": [key.scrub(w) for w in warnings],
-        "patches": [_dump_patch(p, key) for p in patches],
+        "patches": dumped,
     }
+
+
+class _Literal(Exception):
+    """A rendered secret that is neither the key nor a reference resolved again on load."""
 
 
 def env_hashes(consulted: dict, hmac_key: bytes) -> dict:
@@ -232,6 +244,10 @@ class _McpResolver:
                 raise SecretError("not a key reference")
             prefix, ref, suffix = parts
             resolved = resolve_recorded(ref, environ=self.environ, home=self.home)
+            if any(c < " " or "\x7f" <= c <= "\x9f" for c in resolved.reveal()):
+                # a header must not hold one (a CR/LF would inject another): let the full
+                # load judge the value where it stands in fleet.yaml
+                raise SecretError("a control character")
             self.done[text] = McpSecret(text, prefix, ref, suffix, resolved)
         return self.done[text]
 
@@ -268,12 +284,16 @@ def _load_patch(data: dict, key, mcp: _McpResolver):
 
 
 def _encode(value, secret: str):
-    from taosync.fleet.logic import McpSecret  # loaded already: the render made them
+    from taosync.fleet.logic import Joined, McpSecret  # loaded already: the render made them
     from taosync.fleet.secrets import Secret
 
     if isinstance(value, McpSecret):
         return {MCP_TOKEN: value.text}
+    if isinstance(value, Joined):
+        return {JOINED_TOKEN: [_encode(p, secret) for p in value.parts]}
     if isinstance(value, Secret):
+        if value.reveal() != secret:
+            raise _Literal()
         return KEY_TOKEN
     if isinstance(value, str):
         return value.replace(secret, KEY_TOKEN) if secret else value
@@ -292,6 +312,10 @@ def _decode(value, key, mcp: _McpResolver):
     if isinstance(value, dict):
         if len(value) == 1 and MCP_TOKEN in value:
             return mcp(value[MCP_TOKEN])
+        if len(value) == 1 and JOINED_TOKEN in value:
+            from taosync.fleet.logic import Joined
+
+            return Joined([_decode(p, key, mcp) for p in value[JOINED_TOKEN]])
         return {k: _decode(v, key, mcp) for k, v in value.items()}
     if isinstance(value, list):
         return [_decode(v, key, mcp) for v in value]

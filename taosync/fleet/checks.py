@@ -11,7 +11,8 @@ from taosync.fleet import secrets as _secrets
 from taosync.fleet.secrets import Secret, SecretError, parse_reference
 from taosync.fleet.schema import client_entries
 from taosync.fleet.logic import (FLEET_REFERENCE, MCP_SECRET_FIELDS, SLOT, SLOT_LIST, SLOT_MAP,
-                                  McpSecret, mcp_secret_values)
+                                  McpSecret, mcp_secret_values, split_secret_reference,
+                                  url_userinfo)
 from taosync.fleet.problems import PathT, Problem, closest, did_you_mean
 from taosync.fleet.schema_errors import _URL_FIELDS
 
@@ -38,6 +39,11 @@ class CrossChecks:
                 self.error(path, problem)
                 self._reported.add(path)
                 continue
+            if ":" in (url_userinfo(url) or ""):
+                self.warn(path, "a literal password in fleet.yaml (user:password@ in the "
+                          "URL): anyone who can read this file (or your dotfiles repo) has "
+                          "it; taosync writes it only into files of mode 0600, but a header "
+                          "(gateway.headers with ${env:NAME}) keeps it out of fleet.yaml")
             if name == "gemini_base_url" and url.rstrip("/").endswith("/v1"):
                 self.warn(path, f"{_safe_url(url)} ends in /v1, but Gemini CLI appends "
                           f"/v1beta/models/… itself (…/v1/v1beta/…): give the root where "
@@ -236,9 +242,82 @@ class CrossChecks:
                 continue
             self.mcp_secrets[text] = McpSecret(text, prefix, ref, suffix, resolved)
 
+    def check_gateway_headers(self, data: dict) -> None:
+        """``gateway.headers``: each name an HTTP token and each value free of control
+        characters (a CR/LF would smuggle a header of its own into the client's request);
+        each value is a secret, resolved here as an MCP secret is (``${env:…}``,
+        ``${file:…}``, ``${cmd:…}``); a literal that looks like a credential is warned
+        about as a literal key is."""
+        gateway = data.get("gateway")
+        headers = gateway.get("headers") if isinstance(gateway, dict) else None
+        if not isinstance(headers, dict):
+            return
+        timeout = self.key_timeout if self.key_timeout is not None else _secrets.CMD_TIMEOUT
+        for name, text in headers.items():
+            path = ("gateway", "headers", name)
+            if not isinstance(name, str) or not _HTTP_TOKEN.fullmatch(name):
+                self.error(path, f"{_shown_name(name)} is not an HTTP header name: use "
+                           "letters, digits and !#$%&'*+.^_`|~- only (RFC 7230 token)",
+                           at="key")
+                continue
+            if not isinstance(text, str):
+                continue  # the schema step reported it
+            bad = control_character(text)
+            if bad:
+                self.error(path, f"holds the control character {bad}: a header value is "
+                           "one line of text (a CR or LF would add a header of its own "
+                           "to every request)")
+                continue
+            try:
+                parts = split_secret_reference(text)
+            except ValueError as exc:
+                self.error(path, str(exc))
+                continue
+            if parts is None:
+                shell = _secrets.shell_style_variable(text, whole=False)
+                if shell is not None:
+                    self.error(path, f"reads {shell} as a shell would, and taosync expands "
+                               f"no such form: every client would send the characters "
+                               f"themselves; did you mean `${{env:{shell}}}`?")
+                    continue
+                if looks_like_credential(name, text):
+                    self.warn(path, "a literal secret in fleet.yaml: anyone who can read "
+                              "this file (or your dotfiles repo) has it; use ${env:NAME}, "
+                              "${file:PATH} or ${cmd:COMMAND}")
+                self.gateway_secrets[name] = Secret(text, "literal")
+                continue
+            prefix, ref, suffix = parts
+            if not self.resolve_mcp:  # as --no-key renders the key: a placeholder
+                self.gateway_secrets[name] = McpSecret(text, prefix, ref, suffix, Secret(
+                    _secrets.NO_KEY_VALUE, "not resolved"))
+                continue
+            try:
+                resolved = _secrets.resolve(ref, environ=self.environ, home=self.home,
+                                            timeout=timeout)
+            except SecretError as exc:
+                reason = str(exc).replace("point gateway.key at", "use")
+                self.error(path, f"cannot resolve {ref.describe()}: {reason}")
+                continue
+            except (OSError, ValueError) as exc:
+                self.error(path, f"cannot resolve {ref.describe()}: {type(exc).__name__}")
+                continue
+            bad = control_character(resolved.reveal())
+            if bad:
+                self.error(path, f"{ref.describe()} gives a value holding the control "
+                           f"character {bad}: a header value is one line of text")
+                continue
+            self.gateway_secrets[name] = McpSecret(text, prefix, ref, suffix, resolved)
+        references = [name for name, value in self.gateway_secrets.items()
+                      if isinstance(value, McpSecret)]
+        if references and _reference_mode_anywhere(data):
+            self.warn(("gateway", "headers"), f"secrets: reference keeps the key off disk, "
+                      f"not gateway.headers: {', '.join(references)} "
+                      f"{'is' if len(references) == 1 else 'are'} written resolved into "
+                      f"each client's file (mode 0600), as verify then sends them", at="key")
+
     def scrub(self) -> None:
         """No message may hold a secret: replace any occurrence with its redacted form."""
-        values: list[Secret] = list(self.mcp_secrets.values())
+        values: list[Secret] = [*self.mcp_secrets.values(), *self.gateway_secrets.values()]
         if self.key is not None:
             values.append(self.key)
         if self.key_ref is not None and self.key_ref.kind == "literal" \
@@ -255,6 +334,39 @@ class CrossChecks:
                 if message != p.message:
                     bucket[i] = Problem(p.file, p.line, p.column, p.yaml_path, message,
                                         p.severity)
+
+
+#: an RFC 7230 token: what a header name may be made of
+_HTTP_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+#: C0 controls (CR, LF, NUL, TAB, ESC, …), DEL and the C1 controls
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def control_character(text: str) -> str | None:
+    """``U+000A`` for the first control character in ``text``, or None."""
+    match = _CONTROL.search(text)
+    return f"U+{ord(match.group(0)):04X}" if match else None
+
+
+def _shown_name(name) -> str:
+    """A header name for a message: control characters escaped, never raw."""
+    return ascii(name) if isinstance(name, str) else repr(name)
+
+
+def _reference_mode_anywhere(data: dict) -> bool:
+    """``secrets: reference`` for the fleet or for any client."""
+    clients = data.get("clients") if isinstance(data.get("clients"), dict) else {}
+    return data.get("secrets") == "reference" or any(
+        isinstance(c, dict) and c.get("secrets") == "reference" for c in clients.values())
+
+
+def looks_like_credential(name: str, value: str) -> bool:
+    """A header value worth a warning when written literally: a secret-looking name
+    (``…-Secret``, ``Authorization``, ``…-Auth``, ``…-Key``) or a credential-looking value
+    (``Bearer …``, ``Basic …``, a known token prefix)."""
+    return bool(_secrets.SECRET_NAME.search(name) or re.search(r"auth", name, re.IGNORECASE)
+                or re.match(r"\s*(?:Bearer|Basic|Token)\s+\S", value, re.IGNORECASE)
+                or re.match(r"\s*(?:sk-|ghp_|github_pat_|glpat-|xox)", value))
 
 
 def fleet_reference_names(model_ids: Iterable[str], route_names: Iterable[str]) -> list[str]:
@@ -343,6 +455,9 @@ def _unmet_requirements(clients: dict, data: dict):
 def _url_problem(url: str) -> str | None:
     from urllib.parse import urlsplit
 
+    bad = control_character(url)  # before urlsplit, which drops a CR, LF or TAB unseen
+    if bad:
+        return f"{_safe_url(url)!r} holds the control character {bad}"
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -358,6 +473,8 @@ def _url_problem(url: str) -> str | None:
 
 
 def _safe_url(url: str) -> str:
-    """A URL for messages: credentials in it (``user:pass@``) are hidden."""
+    """A URL for messages: credentials in it (``user:pass@``) are hidden, control
+    characters escaped."""
     url = re.sub(r"(://)[^/@]*@", r"\1…@", url)
+    url = _CONTROL.sub(lambda m: ascii(m.group(0))[1:-1], url)
     return url if len(url) <= 120 else url[:117] + "…"

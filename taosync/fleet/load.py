@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from taosync.fleet.secrets import Reference, Secret
 from taosync.fleet.schema import client_entries
-from taosync.fleet.logic import McpSecret
+from taosync.fleet.logic import McpSecret, url_userinfo
+from taosync.fleet.secrets import SENSITIVE
 from taosync.fleet.checks import CrossChecks
 from taosync.fleet.problems import FleetInvalid, PathT, Problem, _Stop, _order, format_path
 from taosync.fleet.schema_errors import SchemaErrors
@@ -110,6 +111,10 @@ class Loaded:
                     walk(v, (*path, k))
                 return
             shown = self.key_ref.describe() if path == ("gateway", "key") else node
+            if path[:2] == ("gateway", "headers") and isinstance(node, str):
+                shown = node if "${" in node else SENSITIVE  # a header value is a secret
+            elif path[:1] == ("gateway",) and isinstance(node, str) and url_userinfo(node):
+                shown = node.replace(f"//{url_userinfo(node)}@", "//…@", 1)
             out.append((format_path(path), shown, self.origin_of(path)))
 
         walk(self.data, ())
@@ -157,6 +162,8 @@ class _Loader(Includes, YamlSource, SchemaErrors, CrossChecks):
         self.key_ref: Reference | None = None
         #: MCP env/header value text → its resolved secret (step 7)
         self.mcp_secrets: dict[str, McpSecret] = {}
+        #: gateway.headers name → its value as a secret (step 7)
+        self.gateway_secrets: dict[str, Secret] = {}
         self.forget_findings()
 
     def forget_findings(self) -> None:
@@ -211,6 +218,7 @@ class _Loader(Includes, YamlSource, SchemaErrors, CrossChecks):
                 data = self.checked(fast=False)
             self.check_key(data)
             self.check_mcp_secrets(data)
+            self.check_gateway_headers(data)
         except _Stop:
             pass
         if self.errors:
@@ -218,6 +226,7 @@ class _Loader(Includes, YamlSource, SchemaErrors, CrossChecks):
         fleet = self.build_model(data) if build_model else None
         if fleet is not None:
             fleet.attach_mcp_secrets(self.mcp_secrets)
+            fleet.attach_gateway_secrets(self.gateway_secrets)
         self.scrub()
         assert self.key_ref is not None
         return Loaded(path=self.path, text=self.text, sha256=self.digest, fleet=fleet,

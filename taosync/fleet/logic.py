@@ -67,7 +67,8 @@ def expand_all(value: Any, fn) -> Any:
 
 
 class McpSecret(Secret):
-    """A resolved key reference in an MCP ``env`` or ``headers`` value.
+    """A resolved key reference in an MCP ``env`` or ``headers`` value, or in a
+    ``gateway.headers`` value.
 
     A :class:`Secret` (redacted, revealed only on write, 0600, never in the state) that
     remembers what it was written as — ``prefix`` + the reference + ``suffix`` — so a
@@ -85,6 +86,93 @@ class McpSecret(Secret):
         """The variable the value comes from, for a whole-value ``${env:NAME}``."""
         whole = not self.prefix and not self.suffix
         return self.ref.arg if whole and self.ref.kind == "env" else None
+
+
+class Joined(Secret):
+    """Text built from several values, some of them secrets (Claude Code's
+    ``ANTHROPIC_CUSTOM_HEADERS``: every gateway header on one line each): a secret as a
+    whole, which the render cache stores as its parts (each secret as its reference)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts):
+        self.parts = tuple(parts)
+        super().__init__("".join(p.reveal() if isinstance(p, Secret) else p
+                                 for p in self.parts), "joined")
+
+
+def secret_parts(value: Any):
+    """Each :class:`Secret` inside ``value`` (rendered patch values), a :class:`Joined`
+    as its secret parts: what a redactor must hide, so the text around them (a header's
+    name, a URL's host) stays readable."""
+    if isinstance(value, Joined):
+        for part in value.parts:
+            yield from secret_parts(part)
+    elif isinstance(value, Secret):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from secret_parts(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from secret_parts(v)
+
+
+def joined_texts(value: Any):
+    """The whole text of each :class:`Joined` inside ``value``."""
+    if isinstance(value, Joined):
+        yield value.reveal()
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from joined_texts(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from joined_texts(v)
+
+
+def joined(pairs, between: str, sep: str) -> Joined:
+    """``name: value`` lines (or ``, ``-separated) from (name, value) pairs, as a secret."""
+    parts: list = []
+    for i, (name, value) in enumerate(pairs):
+        parts += [sep] if i else []
+        parts += [f"{name}{between}", value]
+    return Joined(parts)
+
+
+#: ``scheme://USERINFO@host``: a user name and password written into a URL
+_USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#@]*)@")
+
+
+def url_userinfo(url) -> str | None:
+    """The ``user:password`` of ``url`` (what sits before ``@`` in its authority), or None."""
+    if not isinstance(url, str):
+        return None
+    match = _USERINFO.match(url)
+    return match.group(1) if match and match.group(1) else None
+
+
+def hide_credentials(value: Any, userinfos) -> Any:
+    """``value`` with every string holding one of ``userinfos`` (as ``//USERINFO@``) made
+    a :class:`Joined` secret whose only secret part is the userinfo: a client file that
+    receives a URL's password is written 0600, its owned key is kept in the state as a
+    keyed hash, and every output hides the password but shows the rest of the URL."""
+    if not userinfos:
+        return value
+    if isinstance(value, str):
+        for userinfo in userinfos:
+            before, found, after = value.partition(f"//{userinfo}@")
+            if found:  # only the userinfo is hidden where the URL is shown
+                return Joined([before + "//", Secret(userinfo, "URL userinfo"), "@" + after])
+        return value
+    if isinstance(value, Secret):
+        return value
+    if isinstance(value, list):
+        return [hide_credentials(v, userinfos) for v in value]
+    if isinstance(value, tuple):
+        return tuple(hide_credentials(v, userinfos) for v in value)
+    if isinstance(value, dict):
+        return {k: hide_credentials(v, userinfos) for k, v in value.items()}
+    return value
 
 
 def split_secret_reference(text: str) -> tuple[str, Reference, str] | None:
@@ -275,6 +363,40 @@ class FleetLogic:
         """Give the fleet its resolved MCP key references (value text → secret); the
         loader resolves them once, with the key, so every client renders the same."""
         self._mcp_secrets = dict(resolved)
+
+    def attach_gateway_secrets(self, resolved: dict[str, Secret]) -> None:
+        """Give the fleet its ``gateway.headers`` values as secrets (header name → a
+        :class:`McpSecret` for a key reference, a :class:`Secret` for a literal); the
+        loader resolves them with the key, as it does the MCP secrets."""
+        self._gateway_secrets = dict(resolved)
+
+    def gateway_headers(self) -> dict[str, Secret]:
+        """Every ``gateway.headers`` value as a :class:`Secret` (redacted, revealed only on
+        write and on the wire, 0600, never in the state): a header that carries the
+        gateway's credentials (Helicone-Auth, CF-Access-Client-Secret) is one."""
+        resolved = getattr(self, "_gateway_secrets", None)
+        if resolved is None:  # built without the loader (a test's model): literal values
+            return {name: Secret(value, "literal")
+                    for name, value in self.gateway.headers.items()}
+        return dict(resolved)
+
+    def gateway_userinfos(self) -> list[str]:
+        """The ``user:password`` written into any of the gateway's URLs."""
+        urls = (self.gateway.base_url, self.gateway.anthropic_base_url,
+                self.gateway.openai_base_url, self.gateway.gemini_base_url)
+        return list(dict.fromkeys(u for u in map(url_userinfo, urls) if u))
+
+    def gateway_credentials(self) -> list[Secret]:
+        """Every gateway credential besides the key, for the run's redactor: each URL's
+        userinfo (and its password alone), and each header value."""
+        out = []
+        for userinfo in self.gateway_userinfos():
+            out.append(Secret(userinfo, "URL userinfo"))
+            password = userinfo.partition(":")[2]
+            if password:
+                out.append(Secret(password, "URL password"))
+        out += self.gateway_headers().values()
+        return out
 
     def mcp_servers_expanded(self, key: "Secret | None") -> dict:
         """The MCP servers with fleet references expanded in every string value, and

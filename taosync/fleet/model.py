@@ -36,7 +36,8 @@ class _Strict(BaseModel):
 class Gateway(_Strict):
     base_url: str = Field(
         description="The gateway root, e.g. https://taotoken.net/api. Anthropic-shaped "
-        "clients get it as is, OpenAI-shaped ones get it + /v1.",
+        "clients get it as is, OpenAI-shaped ones get it + /v1. A user:password@ in it is "
+        "a secret (redacted, 0600 files only) and warned about.",
         pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://",
     )
     key: str = Field(
@@ -65,7 +66,12 @@ class Gateway(_Strict):
     )
     headers: dict[str, str] = Field(
         default_factory=dict,
-        description="Extra HTTP headers every client sends to the gateway.",
+        description="Extra HTTP headers every client sends to the gateway (e.g. "
+        "Helicone-Auth, CF-Access-Client-Secret). Every value is a secret: redacted in all "
+        "output, written only into files of mode 0600, never in taosync's state. A value "
+        "may hold one secret: ${env:NAME}, ${file:PATH}, ${cmd:COMMAND}, ${shell:COMMAND} "
+        "(e.g. `Helicone-Auth: Bearer ${env:HELICONE_API_KEY}`); a literal credential is "
+        "warned about. Names are HTTP tokens; control characters (CR, LF, NUL, …) are refused.",
     )
 
 
@@ -281,6 +287,8 @@ class Fleet(FleetLogic, _Strict):
                              description="How routes with candidates read the verify history.")
     #: resolved MCP key references (FleetLogic.attach_mcp_secrets); never in the schema
     _mcp_secrets: dict = PrivateAttr(default_factory=dict)
+    #: gateway.headers as secrets (FleetLogic.attach_gateway_secrets); never in the schema
+    _gateway_secrets: dict | None = PrivateAttr(default=None)
     #: route → chosen candidate (FleetLogic.choose_routes); never in the schema
     _route_choices: dict = PrivateAttr(default_factory=dict)
 

@@ -204,8 +204,8 @@ def build_request(group: ProbeGroup, key: Any, verify: Any, url: str | None = No
         raise BadInput(f"unknown probe protocol {group.protocol!r}") from None
     shaped, body = protocol.probe(group.model, verify.prompt, verify.max_tokens, group.stream)
     headers = {"User-Agent": USER_AGENT, "Content-Type": "application/json", **shaped}
-    for name, value in group.headers:
-        headers[name] = value
+    for name, value in group.headers:  # a gateway header is a Secret: sent, never shown
+        headers[name] = value.reveal() if hasattr(value, "reveal") else value
     headers.update(auth_headers(group.auth, key.reveal()))
     return ProbeRequest("POST", url or group.url, headers, body)
 

@@ -14,6 +14,17 @@ from typing import Any, Iterable
 from taosync.errors import BadInput
 
 
+def sent_credentials(groups) -> list[Any]:
+    """Every header value and URL userinfo the probes send (read from client files too)."""
+    from taosync.fleet.logic import url_userinfo
+
+    out: list[Any] = []
+    for g in groups:
+        out += [value for _name, value in g.headers]
+        out += [u for u in (url_userinfo(g.url), url_userinfo(g.base_url)) if u]
+    return out
+
+
 @dataclass
 class Report:
     """One verify run: the results, and where the probes went."""
@@ -32,6 +43,9 @@ class Report:
     any_key: bool = False
     #: ``verify --strict``: a failing standby candidate fails the run too
     strict: bool = False
+    #: the gateway's other credentials (URL userinfo, header values: the fleet's and
+    #: those read from client files), each a secret no line may print
+    credentials: list[Any] = field(default_factory=list)
 
     @property
     def failed(self) -> list[Any]:
@@ -55,7 +69,7 @@ class Report:
         for r in self.results:
             if getattr(r, "key", None) is not None and r.key not in out:
                 out.append(r.key)
-        return out
+        return out + list(self.credentials)
 
     @property
     def exit_code(self) -> int:
@@ -119,7 +133,8 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
         key = stand_in_key()
     if state_dir is not None:
         choose_routes(fleet, state_dir)
-    report = Report(strict=standby_fails, any_key=unresolved)
+    report = Report(strict=standby_fails, any_key=unresolved,
+                    credentials=fleet.gateway_credentials())
     problem = diagnose.key_problem(key)
     if problem:
         report.warnings.append(f"the key ({key.redacted()}) {problem}")
@@ -134,6 +149,7 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     else:
         groups = collect_specs(fleet, key, env, **selection)
     groups = with_candidates(groups, fleet)
+    report.credentials += sent_credentials(groups)
     if not groups:
         return report
     if on_start is not None:  # the caller's progress line: how many requests are under way

@@ -15,6 +15,7 @@ from real import stand_in
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.formats.registry import editor_for
 from taosync.stub import Stub
+from taosync.fleet.secrets import Secret
 
 P = ("provider", "taotoken")
 MODELS = [MINI, SONNET, R1, LLAMA]
@@ -82,11 +83,11 @@ def check_options(module, clients_env) -> None:
     assert patch.values[gw + ("models", MINI, "limit", "context")] == 128000
     assert patch.values[gw + ("models", MINI, "limit", "output")] == 0
     assert gw + ("models", R1, "limit", "context") not in patch.values
-    assert patch.values[gw + ("options", "headers")] == {"X-Team": "core"}
+    assert patch.values[gw + ("options", "headers")] == {"X-Team": Secret("core")}
     assert not any(k[0] == "mcp" for k in patch.values) and not patch.secret
     assert module.probes(f, KEY, clients_env) == [
         ProbeSpec(module.ID, "deep", R1, "openai-chat", V1, V1 + "/chat/completions", "bearer",
-                  headers=(("X-Team", "core"),))]
+                  headers=(("X-Team", Secret("core")),))]
 
 
 def check_reference_tokens(module, clients_env, tmp_path) -> None:

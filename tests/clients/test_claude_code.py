@@ -58,9 +58,9 @@ def test_claude_slots_unset_and_sonnet_override(clients_env):
 def test_claude_headers(clients_env):
     f = fleet(gateway__headers={"X-Team": "core", "X-Trace": "1"})
     values = claude_code.render(f, KEY, clients_env)[0].values
-    assert values[("env", "ANTHROPIC_CUSTOM_HEADERS")] == "X-Team: core\nX-Trace: 1"
+    assert values[("env", "ANTHROPIC_CUSTOM_HEADERS")] == Secret("X-Team: core\nX-Trace: 1")
     (probe, *_) = claude_code.probes(f, KEY, clients_env)
-    assert probe.headers == (("X-Team", "core"), ("X-Trace", "1"))
+    assert probe.headers == (("X-Team", Secret("core")), ("X-Trace", Secret("1")))
 
 
 @pytest.mark.parametrize("ref, helper", [

@@ -15,6 +15,7 @@ from real import binary, run_real_client
 from contract import check_contract
 from taosync.clients import cline
 from taosync.clients.base import ClientEnv, ProbeSpec
+from taosync.fleet.secrets import Secret
 
 
 def test_contract(taosync, home, fleet_file):
@@ -62,7 +63,7 @@ def test_cline_headers_legacy_off_and_reference_fallback(clients_env, tmp_path):
     f = fleet(gateway__headers={"X-Team": "core"}, secrets="reference",
               clients__cline={"legacy": False, "mcp": False, "model": "deep"})
     (providers,) = cline.render(f, KEY, clients_env)
-    assert providers.values[P + ("settings", "headers")] == {"X-Team": "core"}
+    assert providers.values[P + ("settings", "headers")] == {"X-Team": Secret("core")}
     assert providers.values[P + ("settings", "apiKey")] == KEY
     assert providers.values[P + ("settings", "model")] == R1
     (warning,) = clients_env.warnings
@@ -70,7 +71,7 @@ def test_cline_headers_legacy_off_and_reference_fallback(clients_env, tmp_path):
     f = fleet(gateway__headers={"X-Team": "core"})
     state = by_path(cline.render(f, KEY, clients_env))[
         tmp_path / ".cline" / "data" / "globalState.json"]
-    assert state.values[("openAiHeaders",)] == {"X-Team": "core"}
+    assert state.values[("openAiHeaders",)] == {"X-Team": Secret("core")}
 
 
 def test_cline_mcp_remote_shapes(clients_env, tmp_path):

@@ -15,6 +15,7 @@ from real import binary, run_real_client
 from contract import check_contract
 from taosync.clients import codex
 from taosync.clients.base import ClientEnv, ProbeSpec
+from taosync.fleet.secrets import Secret
 
 
 def test_contract(taosync, home, fleet_file):
@@ -92,14 +93,14 @@ def test_codex_headers_and_mcp_shapes(clients_env):
         "old": {"url": "https://mcp.example/sse", "transport": "sse"},
     })
     values = codex.render(f, KEY, clients_env)[0].values
-    assert values[PROV + ("http_headers",)] == {"X-Team": "core"}
+    assert values[PROV + ("http_headers",)] == {"X-Team": Secret("core")}
     assert values[("mcp_servers", "local")] == {"command": "srv", "cwd": "/srv"}
     assert values[("mcp_servers", "remote")] == {"url": "https://mcp.example/mcp",
                                                  "http_headers": {"A": "b"}}
     assert values[("mcp_servers", "old")] == {"url": "https://mcp.example/sse"}
     (warning,) = clients_env.warnings
     assert "'old'" in warning and "sse" in warning
-    assert codex.probes(f, KEY, clients_env)[0].headers == (("X-Team", "core"),)
+    assert codex.probes(f, KEY, clients_env)[0].headers == (("X-Team", Secret("core")),)
 
 
 def test_codex_profile_names_sanitized(clients_env, tmp_path):

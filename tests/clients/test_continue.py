@@ -14,6 +14,7 @@ from contract import check_contract
 from taosync.clients import continue_
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.formats.base import Match
+from taosync.fleet.secrets import Secret
 
 
 def test_contract(taosync, home, fleet_file):
@@ -58,7 +59,7 @@ def test_continue_default_roles_reference_headers(clients_env, tmp_path):
         E(SONNET) + ("provider",): "openai", E(SONNET) + ("model",): SONNET,
         E(SONNET) + ("apiBase",): V1, E(SONNET) + ("apiKey",): "${{ secrets.TAO_KEY }}",
         E(SONNET) + ("roles",): ["chat", "edit", "apply", "summarize"],
-        E(SONNET) + ("requestOptions", "headers"): {"X-Team": "core"},
+        E(SONNET) + ("requestOptions", "headers"): {"X-Team": Secret("core")},
     }
     assert not config.secret
     assert dotenv.path == tmp_path / ".continue" / ".env"

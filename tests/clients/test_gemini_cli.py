@@ -17,6 +17,7 @@ from real import binary, run_real_client
 from taosync.clients import gemini_cli
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.formats.jsonc import blank
+from taosync.fleet.secrets import Secret
 
 GEMINI_ROOT = ROOT  # the example fleet's gemini_base_url: the root (Gemini's paths are /v1beta/…)
 GEMINI_URL = GEMINI_ROOT + "/v1beta/models/gpt-4o-mini:streamGenerateContent?alt=sse"
@@ -53,7 +54,7 @@ def test_gemini_reference_leaves_its_own_variable_to_the_environment(clients_env
     settings, dotenv = gemini_cli.render(f, KEY, clients_env)
     assert not settings.secret
     assert dotenv.values == {("GOOGLE_GEMINI_BASE_URL",): GEMINI_ROOT,
-                             ("GEMINI_CLI_CUSTOM_HEADERS",): "X-Team: core, X-Env: dev"}
+                             ("GEMINI_CLI_CUSTOM_HEADERS",): Secret("X-Team: core, X-Env: dev")}
     assert clients_env.warnings == []
 
 

@@ -46,7 +46,7 @@ def test_llm_headers_and_user_path(tmp_path):
                     sandboxed=True)
     models, keys, default = llm.render(fleet(gateway__headers={"X-Team": "core"}), KEY, env)
     assert {p.path.parent for p in (models, keys, default)} == {tmp_path / "l"}
-    assert models.values[E(MINI) + ("headers",)] == {"X-Team": "core"}
+    assert models.values[E(MINI) + ("headers",)] == {"X-Team": Secret("core")}
     assert default.values == {("text",): MINI}  # the example fleet's llm: {model: fast}
     mac = ClientEnv(home=tmp_path, environ={}, platform="darwin")
     assert llm.render(fleet(), KEY, mac)[0].path.parent == \
@@ -66,7 +66,7 @@ def test_llm_probes(clients_env):
     f = fleet(clients__llm={"model": "fast"}, gateway__headers={"X-Team": "core"})
     assert llm.probes(f, KEY, clients_env) == [
         ProbeSpec("llm", "fast", MINI, "openai-chat", V1, V1 + "/chat/completions", "bearer",
-                  headers=tuple({**UA, "X-Team": "core"}.items()))]
+                  headers=tuple({**UA, "X-Team": Secret("core")}.items()))]
 
 
 # -- on disk, import

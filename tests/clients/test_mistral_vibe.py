@@ -13,6 +13,7 @@ from contract import check_contract
 from taosync.clients import mistral_vibe
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.formats.base import Match
+from taosync.fleet.secrets import Secret
 
 P = ("providers", Match("name", "taotoken"))
 MCP = ("mcp_servers", Match("name", "taotoken-router"))
@@ -60,7 +61,7 @@ def test_vibe_reference_names_the_variable_only(clients_env, tmp_path):
     assert config.values == {
         ("active_model",): MINI,
         P + ("api_base",): V1, P + ("api_style",): "openai",
-        P + ("api_key_env_var",): "GW_KEY", P + ("extra_headers",): {"X-Team": "core"},
+        P + ("api_key_env_var",): "GW_KEY", P + ("extra_headers",): {"X-Team": Secret("core")},
         M(MINI) + ("name",): MINI, M(MINI) + ("provider",): "taotoken",
         M(MINI) + ("max_context_length",): 128000,
     }
@@ -112,7 +113,7 @@ def test_vibe_probes(clients_env):
                   headers=(("User-Agent", "python-httpx/0.28.1"),))]
     f = fleet(gateway__headers={"X-Team": "core"})
     assert mistral_vibe.probes(f, KEY, clients_env)[0].headers == (
-        ("X-Team", "core"), ("User-Agent", "python-httpx/0.28.1"))
+        ("X-Team", Secret("core")), ("User-Agent", "python-httpx/0.28.1"))
 
 
 # -- the real client (mistral-vibe 3.0.3 from PyPI, Python 3.12), when installed -----------

@@ -15,6 +15,7 @@ from taosync.clients import qwen_code
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.formats.base import Match
 from taosync.formats.jsonc import blank
+from taosync.fleet.secrets import Secret
 
 ROUTER = ("mcpServers", "taotoken-router")
 
@@ -50,7 +51,7 @@ def test_qwen_reference_names_the_variable_in_a_provider_entry(clients_env):
         ("model", "name"): "gpt-4o-mini",
         entry + ("envKey",): "TAOTOKEN_API_KEY",
         entry + ("baseUrl",): V1,
-        entry + ("generationConfig", "customHeaders"): {"X-Team": "core"},
+        entry + ("generationConfig", "customHeaders"): {"X-Team": Secret("core")},
     }
     assert not settings.secret and clients_env.warnings == []
 
@@ -60,7 +61,7 @@ def test_qwen_reference_with_a_file_key_falls_back_inline_and_says_so(clients_en
               gateway__headers={"X-Team": "core"})
     (settings,) = qwen_code.render(f, KEY, clients_env)
     assert settings.values[("security", "auth", "apiKey")] == KEY and settings.secret
-    assert settings.values[("model", "generationConfig", "customHeaders")] == {"X-Team": "core"}
+    assert settings.values[("model", "generationConfig", "customHeaders")] == {"X-Team": Secret("core")}
     assert any("envKey" in w and "inline" in w for w in clients_env.warnings)
 
 
