@@ -140,3 +140,15 @@ def test_import_leaves_out_an_mcp_server_with_a_token_in_its_args(taosync, home)
     assert "MCP server 'gh' passes a token in args" in r.err
     assert "gh:" not in r.out.split("mcp_servers:")[1]  # left out of the proposal
     assert "taotoken-router:" in r.out.split("mcp_servers:")[1]
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("url: https://alice:s3cret-Pw@mcp.example/x",
+     "url: https://alice:(sensitive value)@mcp.example/x"),
+    ('"url": "https://u:p%40ss@h/v1"', '"url": "https://u:(sensitive value)@h/v1"'),
+    ("https://user@host/x", "https://user@host/x"),
+    ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
+])
+def test_a_url_password_is_hidden_whoever_wrote_it(text, shown):
+    """The user's own MCP server URL with a password in it, shown as diff context."""
+    assert Redactor().scrub(text) == shown

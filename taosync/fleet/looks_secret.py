@@ -54,6 +54,9 @@ _TOKEN_BODY = "|".join(re.escape(prefix) + tail for prefix, tail in _PREFIXED)
 #: ``sk-`` token), nor running on into more token characters
 PREFIXED_TOKEN = re.compile(r"(?<![A-Za-z0-9])(?:%s)(?![A-Za-z0-9_-])" % _TOKEN_BODY)
 
+#: the password of a URL's userinfo (``https://user:PASSWORD@host``)
+URL_PASSWORD = re.compile(r"(?<=://)(?P<user>[^/\s:@\"']*):(?P<password>[^/\s@\"']+)@")
+
 #: ``NAME = "value"`` (TOML), ``"NAME": "value"`` (JSON), ``NAME: value`` (YAML),
 #: ``NAME=value`` (.env): one value under a name, on one line of a client file or of output
 NAMED_VALUE = re.compile(r"""(?P<q>["']?)(?P<name>[A-Za-z0-9_.-]+)(?P=q)[ \t]*[:=][ \t]*"""
@@ -149,12 +152,21 @@ def _strings(value):
 
 def hide(text: str, shown: str) -> str:
     """``text`` with every value that looks like a secret replaced by ``shown``: a token
-    by its prefix wherever it stands, and a value under a secret-looking name (an
-    ``Authorization`` scheme and the quotes kept, so the line still reads as it was)."""
+    by its prefix wherever it stands, a URL's password, and a value under a
+    secret-looking name (an ``Authorization`` scheme and the quotes kept, so the line
+    still reads as it was)."""
     if not text:
         return text
-    text = PREFIXED_TOKEN.sub(shown, text)
+    text = hide_by_value(text, shown)
     return NAMED_VALUE.sub(lambda m: _hidden_named(m, shown), text)
+
+
+def hide_by_value(text: str, shown: str) -> str:
+    """``text`` with every token known by its prefix and every URL password replaced."""
+    text = PREFIXED_TOKEN.sub(shown, text)
+    if "://" in text:
+        text = URL_PASSWORD.sub(lambda m: f"{m.group('user')}:{shown}@", text)
+    return text
 
 
 def _hidden_named(match: re.Match, shown: str) -> str:

@@ -397,7 +397,7 @@ class Redactor:
 
         if by_name:
             return looks_secret.hide(text, SENSITIVE)
-        return looks_secret.PREFIXED_TOKEN.sub(SENSITIVE, text)
+        return looks_secret.hide_by_value(text, SENSITIVE)
 
     def scrub_data(self, value):
         """``value`` (JSON-able data) with every string in it scrubbed, keys included."""
