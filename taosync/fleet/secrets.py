@@ -451,11 +451,7 @@ class Redactor:
         the same for what is left on either side."""
         if len(token) < MIN_FRAGMENT:
             return token
-        starts = [0] + [m.end() for m in _GLUE.finditer(token)]
-        ends = [len(token)] + [m.start() for m in _GLUE.finditer(token)]
-        spans = sorted(((i, j) for i in starts for j in ends if j - i >= MIN_FRAGMENT),
-                       key=lambda span: span[0] - span[1])
-        for i, j in spans:
+        for i, j in _glued_spans(token, MIN_FRAGMENT):
             shown = self._piece_shown(token[i:j])
             if shown is not None:
                 return self._hide_piece(token[:i]) + shown + self._hide_piece(token[j:])
@@ -477,14 +473,21 @@ class Redactor:
         chunk = match.group(0)
         candidates = {chunk, chunk.strip(_QUOTES), chunk.strip(_QUOTES).strip(_TOKEN_EDGES)}
         for m in re.finditer(r"[A-Za-z0-9._~+/=:-]{%d,}" % MIN_HASHED, chunk):
-            token = m.group(0)
-            starts = [0] + [g.end() for g in _GLUE.finditer(token)]
-            ends = [len(token)] + [g.start() for g in _GLUE.finditer(token)]
-            candidates.update(token[i:j] for i in starts for j in ends if j - i >= MIN_HASHED)
+            candidates.update(m.group(0)[i:j] for i, j in _glued_spans(m.group(0), MIN_HASHED))
         for candidate in candidates:
             if len(candidate) >= MIN_HASHED and value_hash(self._hmac_key, candidate) in self._hashes:
                 return chunk.replace(candidate, SENSITIVE)
         return chunk
+
+
+def _glued_spans(token: str, minimum: int) -> list[tuple[int, int]]:
+    """Every span of ``token`` at least ``minimum`` long that starts at its start or after
+    a glue character (``=``, ``/``, ``:``) and ends at its end or before one, longest
+    first: where a secret glued to other text can be."""
+    starts = [0] + [m.end() for m in _GLUE.finditer(token)]
+    ends = [len(token)] + [m.start() for m in _GLUE.finditer(token)]
+    return sorted(((i, j) for i in starts for j in ends if j - i >= minimum),
+                  key=lambda span: span[0] - span[1])
 
 
 def spellings(value: str) -> set[str]:
