@@ -85,7 +85,8 @@ def test_a_token_is_hidden_by_its_prefix_alone(token):
 @pytest.mark.parametrize("text", [
     "task-runner-abcdefghijklmnop", "sk-learn", "desk-0123456789abcdefghij",
     "claude-sonnet-4-20250514", "~/.config/io.datasette.llm/keys.json",
-    "secrets: reference", "~/.config/taotoken/key: Permission denied",
+    "secrets: reference", "set `secrets: reference` for it",
+    "~/.config/taotoken/key: Permission denied",
     "apiKeyHelper: printenv TAOTOKEN_API_KEY",
     'env_key = "TAOTOKEN_API_KEY"', "max_tokens: 4096", "TOKEN_LIMIT=4000",
     'apiKey: "${{ secrets.TAOTOKEN_API_KEY }}"', '"apiKey": "{env:TAOTOKEN_API_KEY}"',

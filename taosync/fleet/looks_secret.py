@@ -61,7 +61,7 @@ URL_PASSWORD = re.compile(r"(?<=://)(?P<user>[^/\s:@\"']*):(?P<password>[^/\s@\"
 #: ``NAME=value`` (.env): one value under a name, on one line of a client file or of output
 NAMED_VALUE = re.compile(r"""(?P<q>["']?)(?P<name>[A-Za-z0-9_.-]+)(?P=q)[ \t]*[:=][ \t]*"""
                          r"""(?P<value>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'"""
-                         r"""|(?:(?:Bearer|Token|Basic)[ \t]+)?[^\s,{}\[\]#'"]+)""", re.I)
+                         r"""|(?:(?:Bearer|Token|Basic)[ \t]+)?[^\s,{}\[\]#'"`]+)""", re.I)
 
 
 def _words(name: str) -> list[str]:
