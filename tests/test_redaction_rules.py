@@ -87,6 +87,8 @@ def test_a_token_is_hidden_by_its_prefix_alone(token):
     "claude-sonnet-4-20250514", "~/.config/io.datasette.llm/keys.json",
     "secrets: reference", "set `secrets: reference` for it",
     "~/.config/taotoken/key: Permission denied",
+    "gave back every owned key: ~/.codex/config.toml, ~/.aider.conf.yml",
+    "token_url: https://auth.example/oauth/token",
     "apiKeyHelper: printenv TAOTOKEN_API_KEY",
     'env_key = "TAOTOKEN_API_KEY"', "max_tokens: 4096", "TOKEN_LIMIT=4000",
     'apiKey: "${{ secrets.TAOTOKEN_API_KEY }}"', '"apiKey": "{env:TAOTOKEN_API_KEY}"',

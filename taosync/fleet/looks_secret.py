@@ -94,13 +94,15 @@ def could_be_token(value: str) -> bool:
     """Whether a value under a secret-looking name can be a secret: 8 characters or more,
     not a number, no whitespace (``TOKEN_LIMIT: 4000`` or a sentence is none), no
     reference (``${…}``, ``${{ secrets.X }}``, ``{env:X}``, ``$(…)``, ``$NAME``), not an
-    environment variable's name, not a plain word (a setting, ``secrets: reference``,
-    or prose: ``key: Permission denied``)
+    environment variable's name, not a path or a URL (``owned key: ~/.codex/…``; a URL's
+    password is :data:`URL_PASSWORD`'s), not a plain word (a setting, ``secrets:
+    reference``, or prose: ``key: Permission denied``)
     and not already shown redacted."""
     bare = AUTH_SCHEME.match(value.strip())
     text = (bare.group(2) if bare else value).strip()
     return (len(text) >= 8 and not text.isdigit() and not any(c.isspace() for c in text)
-            and not text.startswith(("$", "(", "{env:")) and "${" not in text
+            and not text.startswith(("$", "(", "{env:", "~/", "/", "./", "../"))
+            and "${" not in text and "://" not in text
             and "{{" not in text and "…" not in text
             and re.fullmatch(r"[A-Z][A-Z0-9_]*|[A-Z]?[a-z]+", text) is None)
 
