@@ -156,3 +156,19 @@ def test_import_leaves_out_an_mcp_server_with_a_token_in_its_args(taosync, home)
 def test_a_url_password_is_hidden_whoever_wrote_it(text, shown):
     """The user's own MCP server URL with a password in it, shown as diff context."""
     assert Redactor().scrub(text) == shown
+
+
+@pytest.mark.parametrize("name, secret", [
+    ("GITHUB_PERSONAL_ACCESS_TOKEN", True), ("OPENAI_API_KEY", True), ("apiKey", True),
+    ("accessToken", True), ("X-Api-Key", True), ("CF-Access-Client-Secret", True),
+    ("Authorization", True), ("DB_PASSWORD", True), ("MY_SERVICE_TOKEN", True),
+    ("openAiApiKey", True), ("SLACK_BOT_TOKEN", True),
+    # where a secret is, not one
+    ("apiKeyHelper", False), ("env_key", False), ("envKey", False), ("api_key_name", False),
+    ("secret_name", False), ("GITHUB_TOKEN_FILE", False),
+    # not about secrets at all
+    ("max_tokens", False), ("selectedAuthType", False), ("keybindings", False),
+    ("MY_OWN_VAR", False),
+])
+def test_secret_looking_names(name, secret):
+    assert looks_secret.secret_name(name) is secret

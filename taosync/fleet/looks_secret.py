@@ -47,8 +47,6 @@ _PREFIXED = (
     ("sk_live_", r"[A-Za-z0-9]{16,}"), ("rk_live_", r"[A-Za-z0-9]{16,}"),
     ("sk_test_", r"[A-Za-z0-9]{16,}"),
 )
-#: the literal prefixes alone
-TOKEN_PREFIXES = tuple(prefix for prefix, _ in _PREFIXED)
 _TOKEN_BODY = "|".join(re.escape(prefix) + tail for prefix, tail in _PREFIXED)
 #: such a token in free text: not glued to a letter or digit in front (``task-…`` is no
 #: ``sk-`` token), nor running on into more token characters
@@ -78,7 +76,8 @@ def secret_name(name: str) -> bool:
     low = str(name).lower()
     if not (any(w in _SECRET_WORDS for w in words) or any(p in low for p in _SECRET_PARTS)):
         return False
-    return words[-1] not in _POINTER_WORDS
+    # ``env_key``/``envKey`` (Codex, Qwen): the variable's name, not its value
+    return words[-1] not in _POINTER_WORDS and words[:1] != ["env"]
 
 
 def looks_like_token(value: str) -> bool:
