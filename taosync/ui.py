@@ -53,10 +53,26 @@ def redactor():
     return None
 
 
-def clean(text: str) -> str:
-    """``text`` without any secret the run knows of."""
+def clean(text: str, *, by_name: bool = True) -> str:
+    """``text`` without any secret the run knows of, nor any value that looks like one
+    (a token by its prefix, a value under a secret-looking name): before a command has
+    installed its redactor too, and in commands that install none (import, log, …)."""
+    return _redactor_or_rules().scrub(text, by_name=by_name)
+
+
+_rules_only = None  # a Redactor that knows no secret: the rules of looks_secret alone
+
+
+def _redactor_or_rules():
+    global _rules_only
     r = redactor()
-    return r.scrub(text) if r is not None else text
+    if r is not None:
+        return r
+    if _rules_only is None:
+        from taosync.fleet.secrets import Redactor
+
+        _rules_only = Redactor()
+    return _rules_only
 
 
 def out(text: str = "") -> None:
@@ -176,19 +192,24 @@ def probing(n: int) -> str:
 JSON_FORMAT_VERSION = 1
 
 
-def emit_json(data, exit_code: int = 0) -> None:
+def emit_json(data, exit_code: int = 0, *, reveal: bool = False) -> None:
     """Print one command's JSON object under the shared contract: ``ok``, ``exit_code`` and
     ``format_version`` first, then its own keys (``ok`` always means "exit code 0").
 
-    The data is scrubbed value by value (so an escaped secret is found decoded), then the
-    JSON text once more (so one escaped twice is found too)."""
+    The data is scrubbed value by value (so an escaped secret is found decoded, and a
+    value under a secret-looking name inside a string, a diff's line), then the JSON
+    text once more (so one escaped twice is found too; by value only: the document's
+    own ``"key": "env.X"`` fields are no secrets). ``reveal``: the user asked for the
+    key itself (``env --with-key``)."""
     if isinstance(data, dict):
         data = {**{"ok": None, "exit_code": None, "format_version": JSON_FORMAT_VERSION},
                 **data, "ok": exit_code == 0, "exit_code": exit_code}
-    r = redactor()
-    if r is not None:
-        data = r.scrub_data(json.loads(json.dumps(data, ensure_ascii=False, default=str)))
-    click.echo(json_safe(clean(json.dumps(data, indent=2, ensure_ascii=False, default=str))))
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    if not reveal:
+        data = _redactor_or_rules().scrub_data(json.loads(text))
+        text = clean(json.dumps(data, indent=2, ensure_ascii=False, default=str),
+                     by_name=False)
+    click.echo(json_safe(text))
 
 
 def located_problems(exc) -> list[dict]:

@@ -113,7 +113,7 @@ def env(shell: str, with_key: bool) -> int:
             ui.warn(p.format())
     values = variables(view, loaded.key if with_key else None, ui.warn)
     if s.json:
-        ui.emit_json(values)
+        ui.emit_json(values, reveal=with_key)  # the key itself, as asked
         return 0
     for name, value in values.items():
         click.echo(line(name, value, shell))

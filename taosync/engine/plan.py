@@ -69,12 +69,13 @@ class FilePlan:
         """Unified diff, scrubbed by ``redactor`` (a Redactor, or a bare Secret). The
         diff shows the user's lines around taosync's keys (a rollback, whole files), so
         a Redactor first learns the values either text holds under a secret-looking
-        name (the user's own tokens, in keys taosync does not own)."""
+        name, or at all in a credential store (the user's own tokens, in keys taosync
+        does not own), to hide them wherever else they show."""
         if hasattr(redactor, "add"):
-            from taosync.fleet.secrets import named_secrets
+            from taosync.fleet.looks_secret import secrets_in
 
             for text in (self.old_text, self.new_text):
-                for value in named_secrets(text):
+                for value in secrets_in(text, self.path.name):
                     redactor.add(value)
         old = (self.old_text or "").splitlines(keepends=True)
         new = (self.new_text or "").splitlines(keepends=True)

@@ -8,6 +8,7 @@ import re
 from typing import Iterable
 
 from taosync.fleet import secrets as _secrets
+from taosync.fleet.looks_secret import secret_name
 from taosync.fleet.secrets import Secret, SecretError, parse_reference
 from taosync.fleet.schema import client_entries
 from taosync.fleet.logic import (FLEET_REFERENCE, MCP_SECRET_FIELDS, SLOT, SLOT_LIST, SLOT_MAP,
@@ -395,8 +396,7 @@ def shell_style_mcp_secrets(servers):
                 if not isinstance(text, str):
                     continue
                 name = _secrets.shell_style_variable(text, whole=False)
-                if name is not None and (_secrets.SECRET_NAME.search(str(var))
-                                         or _secrets.SECRET_NAME.search(name)):
+                if name is not None and (secret_name(str(var)) or secret_name(name)):
                     yield ("mcp_servers", server_name, field, var), name
 
 

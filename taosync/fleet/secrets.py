@@ -91,8 +91,10 @@ class Secret:
         return False
 
     def scrub(self, text: str) -> str:
-        """``text`` with every occurrence of the key replaced by its redacted form."""
-        if not self._value:
+        """``text`` with every occurrence of the key replaced by its redacted form. A key
+        shorter than ``MIN_SECRET`` is not hunted in free text: it would be scrubbed out
+        of paths and client names (``shown`` hides it where it is known to be the key)."""
+        if len(self._value) < MIN_SECRET:
             return text
         return text.replace(self._value, self.redacted())
 
@@ -276,20 +278,13 @@ MIN_LINE = 8
 MIN_FRAGMENT = 10
 #: a token this long is hashed and compared with every key taosync ever wrote
 MIN_HASHED = 12
-#: a name under which a value is a secret whatever it holds (an MCP server's env/headers)
-SECRET_NAME = re.compile(r"(?:^|[_-])(?:token|key|pat)$|api_?key|secret|passw|authorization"
-                         r"|credential|cookie", re.IGNORECASE)
-#: a secret-looking name that says where a secret is rather than holding one
-#: (``apiKeyHelper``, ``env_key``, ``api_key_name``, ``envKey``, ``secret_name``)
-POINTER_NAME = re.compile(r"(?:name|env|env_?var|helper|file|path|cmd|command|source)$",
-                          re.IGNORECASE)
-#: ``NAME = "value"`` (TOML), ``"NAME": "value"`` (JSON), ``NAME: value`` (YAML),
-#: ``NAME=value`` (.env): one value under a name, on one line of a client file
-_NAMED_VALUE = re.compile(r"""["']?([A-Za-z0-9_.-]+)["']?[ \t]*[:=][ \t]*"""
-                          r"""("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s,{}\[#'"][^\n,}#]*)""")
-_TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]{%d,}" % MIN_FRAGMENT)
+_TOKEN = re.compile(r"[A-Za-z0-9._~+/=:-]{%d,}" % MIN_FRAGMENT)
 _CHUNK = re.compile(r"\S{%d,}" % MIN_HASHED)
-_TOKEN_EDGES = "._~+/=-"
+_TOKEN_EDGES = "._~+/=:-"
+#: where a token is split to find a secret glued to other text (``KEY=sk-…``,
+#: ``/keys/sk-…``, ``key:sk-…``): a secret piece may start after one or end before one
+_GLUE = re.compile(r"[=/:]")
+_NOTHING = r"(?!)"  # a pattern that matches nothing
 _QUOTES = "\"'`()[]{}<>,;:"
 
 
@@ -313,6 +308,7 @@ class Redactor:
         self._hashes = set(known_hashes) if hmac_key else set()
         self._pattern = None  # compiled lazily, reset by add()
         self._forms: dict[str, str] = {}
+        self._short = None  # the secrets shorter than MIN_SECRET, as whole values
         if self._current:
             self.add(self._current)
 
@@ -351,8 +347,10 @@ class Redactor:
                 self.add_change(o[i] if i < len(o) else None, n[i] if i < len(n) else None,
                                 name)
             return
+        from taosync.fleet.looks_secret import secret_name
+
         leaves = [v for v in (old, new) if isinstance(v, str)]
-        if not name or SECRET_NAME.search(name) or any(self._holds_known(v) for v in leaves):
+        if not name or secret_name(name) or any(self._holds_known(v) for v in leaves):
             for v in leaves:
                 self.add(v)
 
@@ -384,19 +382,29 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self._values or self._hashes)
 
-    def scrub(self, text: str) -> str:
-        """``text`` with every spelling of every known secret replaced."""
-        if not isinstance(text, str) or not text or not self:
+    def scrub(self, text: str, *, by_name: bool = True) -> str:
+        """``text`` with every spelling of every known secret replaced, then every value
+        that looks like a secret (:mod:`~taosync.fleet.looks_secret`): a token by its
+        prefix, and — unless ``by_name`` is false (a JSON document whose own field is
+        named ``key``) — a value under a secret-looking name. Those need no knowing:
+        the user's own tokens are hidden in whatever file they sit in."""
+        if not isinstance(text, str) or not text:
             return text
-        if self._pattern is None:
-            self._compile()
-        if self._pattern is not None:
+        if self:
+            if self._pattern is None:
+                self._compile()
             text = self._pattern.sub(lambda m: self._forms[m.group(0).lower()], text)
-        if self._values:
-            text = _TOKEN.sub(self._fragment, text)
-        if self._hashes:
-            text = _CHUNK.sub(self._hashed, text)
-        return text
+            if self._short is not None:
+                text = self._short.sub(lambda m: self._shown_as(m.group(0)), text)
+            if self._values:
+                text = _TOKEN.sub(self._fragment, text)
+            if self._hashes:
+                text = _CHUNK.sub(self._hashed, text)
+        from taosync.fleet import looks_secret
+
+        if by_name:
+            return looks_secret.hide(text, SENSITIVE)
+        return looks_secret.hide_by_value(text, SENSITIVE)
 
     def scrub_data(self, value):
         """``value`` (JSON-able data) with every string in it scrubbed, keys included."""
@@ -423,66 +431,70 @@ class Redactor:
                                 if len(line.strip()) >= MIN_LINE]
             for piece in pieces:
                 for form in spellings(piece):
-                    # the current key is hidden whatever its length, as Secret.scrub does
-                    if len(form) >= MIN_SECRET or form == self._current:
+                    # a shorter one would hide words, paths and client names: such a key
+                    # is hidden only where taosync knows it is one (``shown``)
+                    if len(form) >= MIN_SECRET:
                         forms[form.lower()] = shown if piece == value else SENSITIVE
         self._forms = forms
-        if not forms:
-            self._pattern = None
-            return
         alternatives = sorted(forms, key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(f) for f in alternatives), re.IGNORECASE)
+        self._pattern = re.compile("|".join(re.escape(f) for f in alternatives) or _NOTHING,
+                                   re.IGNORECASE)
+        # a key shorter than MIN_SECRET only as a whole value: quoted, after ``=`` or
+        # ``: ``, or the whole text (a ``changes`` value) — never inside a word or a path
+        short = sorted((v for v in self._values if len(v) < MIN_SECRET), key=len,
+                       reverse=True)
+        self._short = re.compile(
+            r"""(?:^|(?<=["'`=])|(?<=: ))(?:%s)(?=["'`,]|\s|$)"""
+            % "|".join(re.escape(v) for v in short)) if short else None
 
     def _fragment(self, match: re.Match) -> str:
-        """A token that is a piece of a secret (a gateway echoing it truncated)."""
-        token = match.group(0)
-        for candidate in (token, token.strip(_TOKEN_EDGES)):
-            if len(candidate) < MIN_FRAGMENT:
+        """A token that is a piece of a secret (a gateway echoing it truncated), or holds
+        one glued to other text at ``=``, ``/`` or ``:`` (``KEY=sk-proj-…``)."""
+        return self._hide_piece(match.group(0))
+
+    def _hide_piece(self, token: str) -> str:
+        """``token`` with its longest span that is a piece of a known secret replaced
+        (a span runs from the start or a glue character to the end or another), then
+        the same for what is left on either side."""
+        if len(token) < MIN_FRAGMENT:
+            return token
+        for i, j in _glued_spans(token, MIN_FRAGMENT):
+            shown = self._piece_shown(token[i:j])
+            if shown is not None:
+                return self._hide_piece(token[:i]) + shown + self._hide_piece(token[j:])
+        return token
+
+    def _piece_shown(self, candidate: str) -> str | None:
+        for piece in (candidate, candidate.strip(_TOKEN_EDGES)):
+            if len(piece) < MIN_FRAGMENT:
                 continue
-            low = candidate.lower()
+            low = piece.lower()
             if self._current and low in self._current.lower():
                 return redact(self._current)
             if any(low in value.lower() for value in self._values):
                 return SENSITIVE
-        return token
+        return None
 
     def _hashed(self, match: re.Match) -> str:
         """A chunk whose keyed hash is one of a key taosync once wrote."""
         chunk = match.group(0)
         candidates = {chunk, chunk.strip(_QUOTES), chunk.strip(_QUOTES).strip(_TOKEN_EDGES)}
-        candidates.update(m.group(0) for m in re.finditer(r"[A-Za-z0-9._~+/=-]{%d,}" % MIN_HASHED,
-                                                          chunk))
+        for m in re.finditer(r"[A-Za-z0-9._~+/=:-]{%d,}" % MIN_HASHED, chunk):
+            candidates.update(m.group(0)[i:j] for i, j in _glued_spans(m.group(0), MIN_HASHED))
         for candidate in candidates:
             if len(candidate) >= MIN_HASHED and value_hash(self._hmac_key, candidate) in self._hashes:
                 return chunk.replace(candidate, SENSITIVE)
         return chunk
 
 
-def named_secrets(text: str | None) -> list[str]:
-    """The values ``text`` (a client file) holds under a secret-looking name
-    (``MINE_TOKEN = "…"``, ``"GITHUB_TOKEN": "…"``) — the user's own tokens in parts of
-    the file taosync does not own, which a diff shows as context. A reference
-    (``${…}``, ``${{ secrets.X }}``), an environment variable's name, a value shorter
-    than 8 characters and one already redacted are not secrets."""
-    out = []
-    for match in _NAMED_VALUE.finditer(text or ""):
-        name, raw = match.groups()
-        if not SECRET_NAME.search(name) or POINTER_NAME.search(name):
-            continue
-        value = raw
-        if raw[:1] == '"':
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                value = raw[1:-1]
-        elif raw[:1] == "'":
-            value = raw[1:-1]
-        value = value.strip()
-        if (len(value) < 8 or "${" in value or "{{" in value or value.startswith("(")
-                or "…" in value or re.fullmatch(r"[A-Z][A-Z0-9_]*", value)):
-            continue
-        out.append(value)
-    return out
+def _glued_spans(token: str, minimum: int) -> list[tuple[int, int]]:
+    """Every span of ``token`` at least ``minimum`` long that starts at its start or after
+    a glue character (``=``, ``/``, ``:``) and ends at its end or before one, longest
+    first: where a secret glued to other text can be."""
+    starts = [0] + [m.end() for m in _GLUE.finditer(token)]
+    ends = [len(token)] + [m.start() for m in _GLUE.finditer(token)]
+    return sorted(((i, j) for i in starts for j in ends if j - i >= minimum),
+                  key=lambda span: span[0] - span[1])
 
 
 def spellings(value: str) -> set[str]:

@@ -14,16 +14,7 @@ from taosync.fleet.secrets import Secret
 DEFAULT_KEY_ENV = "TAOTOKEN_API_KEY"
 #: a slot → the route name it suggests (the last segment otherwise)
 ROUTE_NAME = {"model": "main"}
-#: a credential-like name: the word must stand alone between - or _ (GITHUB_TOKEN,
-#: X-Api-Key), so TAOTOKEN_MODEL or MONKEY do not count
-_CREDENTIAL = re.compile(
-    r"(?:^|[-_])(?:authorization|api[-_]?key|key|token|secret|password|passwd|cookie)(?:$|[-_])",
-    re.I)
 _SLOT_LIST = re.compile(r"^([A-Za-z_]+)\[(.+)\]$")
-#: values that are tokens whatever their name (GitHub, OpenAI-style, Slack, GitLab)
-_TOKEN_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "github_pat_", "sk-", "xox", "glpat-")
-#: an Authorization scheme kept in front of the reference (``Bearer ${env:NAME}``)
-_AUTH_SCHEME = re.compile(r"^((?:Bearer|Token|Basic)\s+)(\S.*)$", re.I | re.S)
 
 
 @dataclass

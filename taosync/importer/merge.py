@@ -11,10 +11,11 @@ from urllib.parse import urlsplit
 
 from taosync.clients.base import Observation, Seen
 from taosync.fleet.logic import expand_all
+from taosync.fleet.looks_secret import (AUTH_SCHEME, PREFIXED_TOKEN, could_be_token,
+                                        looks_like_token, secret_name)
 from taosync.fleet.secrets import Secret, redact
 from taosync.pipeline import display_path
-from taosync.importer.findings import (DEFAULT_KEY_ENV, _AUTH_SCHEME, _CREDENTIAL, _SLOT_LIST,
-                                       _TOKEN_PREFIXES, Finding, Proposal, _route_name_for,
+from taosync.importer.findings import (DEFAULT_KEY_ENV, _SLOT_LIST, Finding, Proposal, _route_name_for,
                                        _set_slot, _strings, url_root)
 from taosync.importer.yaml_out import emit
 
@@ -335,8 +336,13 @@ class _Builder:
         first: dict[str, tuple[str, Seen]] = {}
         differing: dict[str, list] = {}
         held_key: set[str] = set()
+        left_out: set[str] = set()
         for o in self.obs:
             for name, seen in o.mcp_servers.items():
+                if name in left_out or (name not in first and
+                                        self.token_outside_secrets(name, o.client, seen)):
+                    left_out.add(name)
+                    continue
                 value = expand_all(seen.value, clean)
                 if any(k.reveal() and k.reveal() in t for _, t in _strings(seen.value)
                        for k in keys):
@@ -356,6 +362,24 @@ class _Builder:
                      f"the proposal uses ${{gateway.key}} there")
         return out
 
+    def token_outside_secrets(self, server: str, client: str, seen: Seen) -> bool:
+        """Whether an MCP server passes a token where fleet.yaml cannot reference one
+        (``args``, ``url``, …: only ``env`` and ``headers`` values may be ``${env:…}``):
+        copying it would put the token into fleet.yaml and every client's file. Such a
+        server is left out of the proposal, said once, and apply leaves it alone."""
+        value = seen.value if isinstance(seen.value, dict) else {}
+        where = [field_name for field_name, v in value.items()
+                 if field_name not in ("env", "headers")
+                 and any(PREFIXED_TOKEN.search(t) for _, t in _strings(v))]
+        if where:
+            self.add("conflict", "mcp",
+                     f"MCP server {server!r} passes a token in {', '.join(where)}; taosync "
+                     f"can reference a secret only in env or headers, so the server is left "
+                     f"out of the proposal (apply leaves it alone) — pass the token through "
+                     f"env and import again to share it",
+                     [self.item(client, seen, f"{server}: {', '.join(where)}")])
+        return bool(where)
+
     def mcp_references(self, server: str, value: dict, client: str, seen: Seen) -> dict:
         """``value`` (one MCP server, fleet-shaped) with every token-looking env or header
         value replaced by an ``${env:NAME}`` reference; each is recorded with the line
@@ -370,7 +394,7 @@ class _Builder:
                 if not _looks_secret(label, text):
                     continue
                 scheme, bare = "", text
-                m = _AUTH_SCHEME.match(text) if field_name == "headers" else None
+                m = AUTH_SCHEME.match(text) if field_name == "headers" else None
                 if m:
                     scheme, bare = m.group(1), m.group(2)
                 secret = Secret(bare.strip(), f"{seen.file} {seen.key}.{field_name}.{label}")
@@ -423,7 +447,7 @@ class _Builder:
         for o in clients:
             for seen in o.headers:
                 for name, value in seen.value.items():
-                    if _CREDENTIAL.search(name):
+                    if secret_name(name):
                         self.add("note", "headers",
                                  f"{o.client}: header {name} looks like a credential; not put "
                                  f"into fleet.yaml (add it under gateway.headers yourself if "
@@ -575,14 +599,8 @@ def _looks_secret(label: str, text: Any) -> bool:
     """A literal MCP env/header value that is a token: by its name or by its prefix."""
     if not isinstance(text, str) or not text.strip() or "${" in text:
         return False
-    bare = _AUTH_SCHEME.match(text)
-    bare_text = (bare.group(2) if bare else text).strip()
-    if bare_text.startswith(_TOKEN_PREFIXES):
-        return True
     # by name only when the value could be a token (TOKEN_LIMIT: 4000 is not)
-    named = bool(_CREDENTIAL.search(label) or "secret" in label.lower())
-    return named and len(bare_text) >= 8 and not bare_text.isdigit() \
-        and not any(c.isspace() for c in bare_text)
+    return looks_like_token(text) or (secret_name(label) and could_be_token(text))
 
 
 def describe_mcp(value: dict) -> str:
