@@ -146,7 +146,7 @@ class Home:
                      ("env",), ("verify", "--stub"), ("verify", "--stub", "--desired"),
                      ("rollback", "--dry-run"), ("destroy", "--dry-run"),
                      ("adopt", "--dry-run"), ("forget", "codex", "--dry-run"),
-                     ("completion", "bash")]:
+                     ("prune", "--dry-run"), ("completion", "bash")]:
             self.run(*args)
 
     def watch_one_cycle(self) -> None:
@@ -217,6 +217,7 @@ def test_no_command_prints_the_users_own_tokens(tmp_path, home, fleet_file):
         h.run("adopt", "--yes", every_variant=False)
         h.run("forget", "codex", "-v", every_variant=False)
         h.watch_one_cycle()
+        h.run("prune", "--secrets", "-v", every_variant=False)
         h.run("destroy", "--yes", "-v", every_variant=False)
         h.run("log")
     finally:

@@ -151,10 +151,10 @@ def _secrets_in(data: bytes, keys: list[tuple[str, str]]) -> set[str]:
 
 
 def _leaves(value, name: str) -> set[str]:
-    from taosync.fleet.secrets import POINTER_NAME, SECRET_NAME
+    from taosync.fleet.looks_secret import secret_name
 
     if isinstance(value, str):
-        named = name == "" or (SECRET_NAME.search(name) and not POINTER_NAME.search(name))
+        named = name == "" or secret_name(name)
         return {value} if named and len(value) >= MIN_SECRET else set()
     if isinstance(value, dict):
         return {s for k, v in value.items() for s in _leaves(v, str(k))}

@@ -315,11 +315,11 @@ def _pair(back, now, name: str, newer: dict[str, str]) -> None:
     """Learn (secret put back → secret in use now) from one owned secret key's two
     values: the value itself when it is a string (the key is secret as a whole), else
     the leaves that differ under a secret-looking name (an MCP server's env)."""
-    from taosync.fleet.secrets import POINTER_NAME, SECRET_NAME
+    from taosync.fleet.looks_secret import secret_name
 
     if isinstance(back, str) and isinstance(now, str):
         leaf = name.rsplit(".", 1)[-1].rstrip("]")
-        whole = name == "" or SECRET_NAME.search(leaf) and not POINTER_NAME.search(leaf)
+        whole = name == "" or secret_name(leaf)
         if back != now and len(back) >= 8 and whole:
             newer.setdefault(back, now)
     elif isinstance(back, dict) and isinstance(now, dict):

@@ -365,9 +365,10 @@ def looks_like_credential(name: str, value: str) -> bool:
     """A header value worth a warning when written literally: a secret-looking name
     (``…-Secret``, ``Authorization``, ``…-Auth``, ``…-Key``) or a credential-looking value
     (``Bearer …``, ``Basic …``, a known token prefix)."""
-    return bool(_secrets.SECRET_NAME.search(name) or re.search(r"auth", name, re.IGNORECASE)
-                or re.match(r"\s*(?:Bearer|Basic|Token)\s+\S", value, re.IGNORECASE)
-                or re.match(r"\s*(?:sk-|ghp_|github_pat_|glpat-|xox)", value))
+    from taosync.fleet.looks_secret import AUTH_SCHEME, looks_like_token
+
+    return bool(secret_name(name) or re.search(r"auth", name, re.IGNORECASE)
+                or AUTH_SCHEME.match(value.strip()) or looks_like_token(value.strip()))
 
 
 def fleet_reference_names(model_ids: Iterable[str], route_names: Iterable[str]) -> list[str]:
