@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from taosync.bounded import read_regular
 from taosync.clients.base import safe_url
 from taosync.commands.doctor_checks import (Check, _run, dns_checks, gateway_urls,  # noqa: F401
                                             is_private_host, proxy_checks, runtime_checks)
@@ -296,7 +297,7 @@ def override_checks(patches: list, environ: Mapping[str, str], home: Path) -> li
             continue
         seen.add(patch.path)
         try:
-            data = json_mod.loads(Path(patch.path).read_text(encoding="utf-8"))
+            data = json_mod.loads(read_regular(patch.path).decode("utf-8"))
         except (OSError, ValueError):
             continue  # absent, or the targets section says it does not parse
         if not isinstance(data, dict):
@@ -373,8 +374,8 @@ def modeline_checks(path: Path, text: str) -> list[Check]:
     target = target if target.is_absolute() else path.parent / target
     fix = f"`taosync -c {path} schema --write` writes it"
     try:
-        current = target.read_text(encoding="utf-8")
-    except OSError:
+        current = read_regular(target).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
         return [Check("fleet", "editor schema", "warn",
                       f"the modeline points at {target}, which cannot be read: editors give "
                       f"no completion; {fix}")]

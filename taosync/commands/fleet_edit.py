@@ -19,7 +19,9 @@ class FleetEdit:
 
         self.path = path
         try:
-            self.old_text = path.read_bytes().decode("utf-8")
+            from taosync.bounded import read_regular
+
+            self.old_text = read_regular(path).decode("utf-8")
         except FileNotFoundError:
             raise BadInput(f"{path}: no such file (taosync init writes one)") from None
         except (OSError, UnicodeDecodeError) as exc:

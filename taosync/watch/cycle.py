@@ -155,8 +155,9 @@ class Cycle:
         moved aside and not yet back) is loaded again instead. The first cycle does not
         wait: nobody is saving then."""
         try:
-            with open(self.fleet_path, "rb") as fh:
-                now = digest(fh.read())
+            from taosync.bounded import read_regular
+
+            now = digest(read_regular(self.fleet_path))
         except OSError:
             now = "absent"
         if self._first_cycle or now == self._failed_read:

@@ -140,9 +140,10 @@ class Scheduler:
             return None  # run it again in the cycle, where it is reported
         if spec.ctx is not None and spec.ctx.loaded is not None:
             try:
-                with open(self.fleet_path, "rb") as fh:
-                    if digest(fh.read()) != spec.ctx.loaded.sha256:
-                        return None
+                from taosync.bounded import read_regular
+
+                if digest(read_regular(self.fleet_path)) != spec.ctx.loaded.sha256:
+                    return None
             except OSError:
                 return None
         return spec
