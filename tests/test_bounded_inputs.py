@@ -186,3 +186,21 @@ def test_a_fifo_as_an_included_fleet_is_refused(home, fleet_file, tmp_path):
     os.mkfifo(base)
     fleet_file.write_text(f"include: [{base}]\n" + fleet_file.read_text())
     one_line_error(cli(home, fleet_file, "validate"), str(base), "not a regular file")
+
+
+# -- history.jsonl --------------------------------------------------------------------------
+
+
+def test_bad_bytes_in_history_are_skipped(home, fleet_file, tmp_path):
+    assert cli(home, fleet_file, "apply", "--no-verify").returncode == 0
+    assert cli(home, fleet_file, "verify", "--stub").returncode == 0
+    history = home / ".local" / "state" / "taosync" / "history.jsonl"
+    good = history.read_bytes()
+    history.write_bytes(b'{"model": "\xff\xfe marker-q7", "ok": true}\n' + b"\x80\x81\n" +
+                        b'{"model": "m", "ts": 5, "ok": "yes", "latency_ms": "x"}\n' + good)
+    for command in (["plan"], ["status"], ["route"], ["stats"], ["stats", "--json"]):
+        proc = cli(home, fleet_file, *command)
+        assert proc.returncode in (0, 1), (command, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    stats = json.loads(cli(home, fleet_file, "stats", "--json", "--include-stub").stdout)
+    assert "marker-q7" not in json.dumps(stats) and stats  # the good lines still count
