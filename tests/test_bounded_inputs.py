@@ -204,3 +204,39 @@ def test_bad_bytes_in_history_are_skipped(home, fleet_file, tmp_path):
         assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     stats = json.loads(cli(home, fleet_file, "stats", "--json", "--include-stub").stdout)
     assert "marker-q7" not in json.dumps(stats) and stats  # the good lines still count
+
+
+# -- a byte-order mark in a KEY=VALUE file ---------------------------------------------------
+
+
+def _with_bom(path: Path) -> None:
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+
+
+def test_a_bom_in_sgptrc_is_named_with_its_fix(home, fleet_file):
+    assert cli(home, fleet_file, "apply", "--no-verify").returncode == 0
+    sgptrc = home / ".config" / "shell_gpt" / ".sgptrc"
+    _with_bom(sgptrc)
+    before = snapshot(home)
+    for command in ("plan", "apply", "status"):
+        proc = cli(home, fleet_file, command)
+        one_line_error(proc, f"{sgptrc}:1:1", "byte-order mark", "shell-gpt",
+                       "UTF-8 without a BOM")
+        assert "expected KEY=VALUE" not in proc.stderr
+    assert snapshot(home) == before
+
+
+def test_a_bom_in_a_dotenv_file_is_read_past_and_kept(home, fleet_file):
+    """npm dotenv (Gemini CLI) and python-dotenv (Mistral Vibe) both read past it."""
+    assert cli(home, fleet_file, "apply", "--no-verify").returncode == 0
+    dotenv = home / ".gemini" / ".env"
+    _with_bom(dotenv)
+    assert cli(home, fleet_file, "plan", "--check").returncode == 0  # nothing to change
+    text = dotenv.read_bytes().replace(b"GOOGLE_GEMINI_BASE_URL=", b"GOOGLE_GEMINI_BASE_URL=x")
+    dotenv.write_bytes(text)
+    proc = cli(home, fleet_file, "apply", "--no-verify")
+    assert proc.returncode == 0, proc.stderr
+    after = dotenv.read_bytes()
+    assert after.startswith(b"\xef\xbb\xbfGOOGLE_GEMINI_BASE_URL=https://") or \
+        after.startswith(b"\xef\xbb\xbf") and b"=xhttps" not in after
+    assert after.count(b"\xef\xbb\xbf") == 1
