@@ -93,7 +93,7 @@ def test_a_socket_as_the_key_file_is_refused(home, fleet_file, tmp_path):
         proc = cli(home, fleet_file, "validate")
     finally:
         sock.close()
-    one_line_error(proc, str(path), "socket")
+    one_line_error(proc, str(path), "a socket, not a regular file")
 
 
 def test_a_key_file_over_64_kib_is_refused(home, fleet_file):
@@ -237,6 +237,39 @@ def test_a_bom_in_a_dotenv_file_is_read_past_and_kept(home, fleet_file):
     proc = cli(home, fleet_file, "apply", "--no-verify")
     assert proc.returncode == 0, proc.stderr
     after = dotenv.read_bytes()
-    assert after.startswith(b"\xef\xbb\xbfGOOGLE_GEMINI_BASE_URL=https://") or \
-        after.startswith(b"\xef\xbb\xbf") and b"=xhttps" not in after
-    assert after.count(b"\xef\xbb\xbf") == 1
+    assert after.startswith(b"\xef\xbb\xbf") and after.count(b"\xef\xbb\xbf") == 1
+    assert b"GOOGLE_GEMINI_BASE_URL=https://" in after and b"=xhttps" not in after
+
+
+# -- a file holding the key, readable by others ----------------------------------------------
+
+
+def test_a_key_file_made_0644_is_drift_apply_fixes(home, fleet_file):
+    assert cli(home, fleet_file, "apply", "--no-verify").returncode == 0
+    auth = home / ".codex" / "auth.json"
+    assert auth.stat().st_mode & 0o777 == 0o600
+    assert cli(home, fleet_file, "apply", "--no-verify").returncode == 0  # certified no-op
+    auth.chmod(0o644)
+    plan = cli(home, fleet_file, "plan", "--check")
+    assert plan.returncode == 1, plan.stdout
+    assert "chmod" in plan.stdout and "0644 → 0600" in plan.stdout
+    status = cli(home, fleet_file, "status")
+    assert status.returncode == 1 and "0644 → 0600" in status.stdout
+    proc = cli(home, fleet_file, "apply", "--no-verify")
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing to do" not in proc.stdout
+    assert auth.stat().st_mode & 0o777 == 0o600
+    again = cli(home, fleet_file, "apply", "--no-verify")
+    assert "nothing to do" in again.stdout
+    assert cli(home, fleet_file, "status").returncode == 0
+
+
+def test_a_read_only_key_file_loses_only_group_and_other_bits(home, fleet_file):
+    assert cli(home, fleet_file, "apply", "--no-verify").returncode == 0
+    dotenv = home / ".gemini" / ".env"
+    before = dotenv.read_bytes()
+    dotenv.chmod(0o444)
+    proc = cli(home, fleet_file, "apply", "--no-verify")
+    assert proc.returncode == 0, proc.stderr
+    assert dotenv.stat().st_mode & 0o777 == 0o400  # still read-only, as the user chose
+    assert dotenv.read_bytes() == before

@@ -192,7 +192,8 @@ def target_checks(patches: list, state: Any, home: Path) -> list[Check]:
         problems = []
         if secret and mode is not None and mode & 0o077:
             problems.append(f"holds the key but is mode {stat_mod.filemode(mode)[1:]} "
-                            f"({mode:04o}): `chmod 600 {real}` (the next apply does it too)")
+                            f"({mode:04o}): `taosync apply` takes group and other access "
+                            f"away (every other bit kept), or `chmod go-rwx {real}`")
         if secret:
             tree = dotfiles.exposed(path, real)
             if tree is not None:
