@@ -273,3 +273,17 @@ def test_a_read_only_key_file_loses_only_group_and_other_bits(home, fleet_file):
     assert proc.returncode == 0, proc.stderr
     assert dotenv.stat().st_mode & 0o777 == 0o400  # still read-only, as the user chose
     assert dotenv.read_bytes() == before
+
+
+def test_capping_history_drops_a_line_of_bad_bytes_rather_than_mending_it(tmp_path):
+    """The cap rewrites the file: a damaged line must not come back as a record (it was
+    decoded with U+FFFD replacements, which made it valid JSON)."""
+    from taosync.engine.system import current
+    from taosync.verify import history
+
+    target = tmp_path / history.FILE
+    good = json.dumps({"model": "m", "ok": True, "t": 1.0}).encode()
+    target.write_bytes(b'{"model": "\xff marker-q7", "ok": true}\n' + (good + b"\n") * 50)
+    history._cap(current(), target, keep=20, max_bytes=100)
+    assert b"marker-q7" not in target.read_bytes()
+    assert [r["model"] for r in history.read(tmp_path)] == ["m"] * 50

@@ -94,21 +94,21 @@ def _cap(system: Any, target: Path, keep: int, max_bytes: int | None = None) -> 
     try:
         if system.stat(target).st_size <= (MAX_BYTES if max_bytes is None else max_bytes):
             return
-        lines = system.read_bytes(target).decode("utf-8", "replace").splitlines(keepends=True)
+        lines = system.read_bytes(target).splitlines(keepends=True)
     except OSError:
         return
     per_model: dict[str, int] = {}
     kept = []
     for index in range(len(lines) - 1, -1, -1):
-        try:
-            model = json.loads(lines[index]).get("model")
+        try:  # a damaged line (not UTF-8 included) is dropped, never mended into a record
+            model = json.loads(lines[index].decode("utf-8")).get("model")
         except (ValueError, AttributeError):
             continue
         seen = per_model.get(model, 0)
         if len(kept) < KEEP or seen < keep:
             kept.append(lines[index])
             per_model[model] = seen + 1
-    system.write_atomic(target, "".join(reversed(kept)).encode("utf-8"), 0o600)
+    system.write_atomic(target, b"".join(reversed(kept)), 0o600)
 
 
 def read(state_dir: Path) -> list[dict[str, Any]]:
