@@ -422,11 +422,6 @@ class StateStore:
         except FileNotFoundError:
             self.digest = None
             return State(priors=self._priors())
-        except OSError as exc:  # a FIFO or a device in its place: said, never waited on
-            from taosync.errors import BadInput
-
-            raise BadInput(f"{self.state_path} cannot be read ({exc.strerror}); move it "
-                           "away to start afresh") from None
         self.digest = sha256_bytes(raw)
         try:
             state = State.from_json(json.loads(raw.decode("utf-8")))
