@@ -258,6 +258,9 @@ def test_targets_unparseable_open_mode_and_doubled_v1(taosync, applied):
     assert ":2:" in found["~/.codex/config.toml"]["detail"]
     assert found["~/.codex/auth.json"]["status"] == "warn"
     assert "0644" in found["~/.codex/auth.json"]["detail"]
+    # a promise apply keeps (tests/test_bounded_inputs.py: a 0644 key file is drift)
+    assert "`taosync apply` takes group and other access away" in \
+        found["~/.codex/auth.json"]["detail"]
     assert "/v1 is doubled" in found["~/.claude/settings.json"]["detail"]
     assert f"the fleet renders {root} there" in found["~/.claude/settings.json"]["detail"]
     human = taosync("doctor")

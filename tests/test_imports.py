@@ -16,7 +16,7 @@ from conftest import ROOT
 #: what a no-op apply may load beyond what the interpreter had at start-up
 ALLOWED = {
     "taosync", "taosync.__main__", "taosync.fastpath", "taosync.engine",
-    "taosync.engine.certificate",
+    "taosync.engine.certificate", "taosync.bounded",
     "_json", "_sha2", "_sha256",  # the C parts only: json and hashlib cost a start-up each
 }
 #: never, whoever loaded them (the interpreter's start-up does not)

@@ -372,6 +372,22 @@ def test_vanished_target_directory_is_survived_and_rewatched(watch, home):
                        for e in h.of("drift")), what="drift in the re-created directory")
 
 
+@pytest.mark.parametrize("client_dir", [".codex", ".config/shell_gpt"])
+def test_a_client_directory_renamed_away_is_noticed(watch, home, client_dir):
+    """``mv ~/.codex ~/.codex.old`` takes every file in it away, as deleting them does
+    (issue 23): the watch puts them back and says so — whether or not the directory
+    above (~ or ~/.config) was watched already."""
+    h = watch()
+    files = [p for p in target_files(home) if (home / client_dir) in p.parents]
+    assert files
+    before = len(h.of("drift"))
+    os.rename(home / client_dir, home / (client_dir + ".old"))
+    wait_until(lambda: all(p.exists() for p in files), what=f"~/{client_dir} re-created")
+    h.settle()
+    assert len(h.of("drift")) > before
+    assert (home / (client_dir + ".old")).is_dir()  # the user's copy is left alone
+
+
 def test_key_file_change_reapplies_and_never_prints_the_key(watch, home, fleet_file):
     key_file = home / ".config/taotoken/key"
     key_file.parent.mkdir(parents=True)

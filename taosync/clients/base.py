@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from taosync.bounded import read_regular
 from taosync.engine.patch import Patch  # noqa: F401 - what render returns
 from taosync.fleet.logic import SLOT, SLOT_LIST, SLOT_MAP  # noqa: F401 - kinds of slot
 from taosync.formats.base import KeyPath
@@ -244,7 +245,7 @@ def read_plain(path: Path, fmt: str, obs: Observation, key: KeyPath = ()) -> Any
 
     try:
         with owner_rights():  # root on a user's home: read as its owner
-            text = path.read_bytes().decode("utf-8")
+            text = read_regular(path).decode("utf-8")
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -394,7 +395,7 @@ def differing_keys(patch: Patch, unknown: Any = None) -> list[str]:
 
     try:
         with owner_rights():  # root on a user's home: read as its owner
-            text = patch.path.read_bytes().decode("utf-8")
+            text = read_regular(patch.path).decode("utf-8")
     except FileNotFoundError:
         return [""]
     except (OSError, UnicodeDecodeError):

@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from taosync.bounded import read_regular
 from taosync.clients.base import safe_url
 from taosync.commands.doctor_checks import (Check, _run, dns_checks, gateway_urls,  # noqa: F401
                                             is_private_host, proxy_checks, runtime_checks)
@@ -194,7 +195,8 @@ def target_checks(patches: list, state: Any, home: Path) -> list[Check]:
         problems = []
         if secret and mode is not None and mode & 0o077:
             problems.append(f"holds the key but is mode {stat_mod.filemode(mode)[1:]} "
-                            f"({mode:04o}): `chmod 600 {real}` (the next apply does it too)")
+                            f"({mode:04o}): `taosync apply` takes group and other access "
+                            f"away (every other bit kept), or `chmod go-rwx {real}`")
         if secret:
             tree = dotfiles.exposed(path, real)
             if tree is not None:
@@ -302,7 +304,7 @@ def override_checks(patches: list, environ: Mapping[str, str], home: Path) -> li
         seen.add(patch.path)
         try:
             with owner_rights():  # root on a user's home: read as its owner
-                data = json_mod.loads(Path(patch.path).read_text(encoding="utf-8"))
+                data = json_mod.loads(read_regular(patch.path).decode("utf-8"))
         except (OSError, ValueError):
             continue  # absent, or the targets section says it does not parse
         if not isinstance(data, dict):
@@ -385,8 +387,8 @@ def modeline_checks(path: Path, text: str) -> list[Check]:
 
     try:
         with rights_for(target):
-            current = target.read_text(encoding="utf-8")
-    except OSError:
+            current = read_regular(target).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
         return [Check("fleet", "editor schema", "warn",
                       f"the modeline points at {target}, which cannot be read: editors give "
                       f"no completion; {fix}")]

@@ -20,8 +20,10 @@ class FleetEdit:
 
         self.path = path
         try:
+            from taosync.bounded import read_regular
+
             with rights_for(path):  # in a home root acts for: read (and written) as its owner
-                self.old_text = path.read_bytes().decode("utf-8")
+                self.old_text = read_regular(path).decode("utf-8")
         except FileNotFoundError:
             raise BadInput(f"{path}: no such file (taosync init writes one)") from None
         except (OSError, UnicodeDecodeError) as exc:

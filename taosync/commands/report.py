@@ -9,7 +9,7 @@ from taosync.fleet.secrets import shown
 from taosync.pipeline import display_path, readable_around_secrets, redactor_for
 
 ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged": "dim",
-                "release": "dim"}
+                "release": "dim", "chmod": "warn"}
 
 
 def print_warnings(ctx) -> None:
@@ -177,7 +177,9 @@ def print_plan(plan, ctx, *, diffs: bool) -> None:
         action = "release" if fp.released else fp.action
         label = ui.style(f"{action:<9}", ACTION_STYLE[action])
         keys = len(fp.changes)
-        what = (f"{keys} key{'s' if keys != 1 else ''}" if fp.changed else
+        what = (f"holds the key, readable by others: mode {fp.mode_change}"
+                if fp.action == "chmod" else
+                f"{keys} key{'s' if keys != 1 else ''}" if fp.changed else
                 "no longer managed: left as it is" if fp.released else
                 "nothing to give back" if fp.kept else "up to date")
         ui.out(f"{label} {display_path(fp.path, home):<{width}}  "

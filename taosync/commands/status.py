@@ -65,7 +65,9 @@ def status(only, no_key):
                        f"{_fmt(old)} → {_fmt(new)}")
         for fp in pending:
             where = pipeline.display_path(fp.path, home)
-            why = "re-asserts drifted keys" if str(fp.path) in drifted_files else \
+            why = f"holds the key, readable by others: mode {fp.mode_change}" \
+                if fp.action == "chmod" else \
+                "re-asserts drifted keys" if str(fp.path) in drifted_files else \
                 ", ".join(c.path for c in fp.changes[:4]) + (" …" if len(fp.changes) > 4 else "")
             ui.out(f"{ui.style('pending', 'warn')}  {where}: {fp.action} ({why})")
         for fp in the_plan.files if no_key else ():

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from taosync.bounded import read_regular_stat
 from taosync.engine.plan import FilePlan, Plan
 from taosync.engine.recovery import restore_entry
 from taosync.engine.state import (ApplyRecord, State, StateStore, missing_dirs, prune_history,
@@ -49,11 +50,12 @@ def fingerprint(path: Path) -> tuple[Fingerprint, bytes | None]:
     from taosync.privilege import owner_rights
 
     try:
-        with owner_rights(), open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            data = fh.read()
+        with owner_rights():
+            st, data = read_regular_stat(path)
     except FileNotFoundError:
         return None, None
+    except OSError as exc:  # a FIFO or a device put in its place: not what was planned
+        return ("!" + type(exc).__name__, 0, ""), None
     return (st.st_size, st.st_mtime_ns, sha256_bytes(data)), data
 
 
@@ -196,7 +198,8 @@ def _as_planned(fp: FilePlan, *, refuse_read_only: bool) -> Fingerprint:
     expected = None if fp.old_text is None else fp.old_text.encode("utf-8")
     if data != expected:
         raise TargetMoved(fp.real_path)
-    if refuse_read_only and fp.mode is not None and not fp.mode & 0o200:
+    if (refuse_read_only and fp.mode is not None and not fp.mode & 0o200
+            and fp.action != "chmod"):  # only taking bits away: read-only stays read-only
         raise WriteFailed(f"{fp.path} is read-only (mode {fp.mode:04o}), so taosync left it "
                           "alone and changed nothing; make it writable, or run taosync apply "
                           "--force to write it (it stays read-only)")

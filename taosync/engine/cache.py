@@ -181,6 +181,7 @@ def resolve_recorded(ref, *, environ, home):
     file a ``${file:…}`` names is read through it, a ``${cmd:…}``'s output told to it
     (``System.ran``), an ``${env:…}`` read from ``environ`` (the System's own)."""
     from taosync.engine.system import current
+    from taosync.bounded import SECRET_FILE_MAX
     from taosync.fleet.secrets import expand_path, resolve
 
     system = current()
@@ -189,7 +190,7 @@ def resolve_recorded(ref, *, environ, home):
 
         try:
             with system.resolving(), rights_for(expand_path(ref.arg, home)):
-                system.read_bytes(expand_path(ref.arg, home))
+                system.read_bytes(expand_path(ref.arg, home), SECRET_FILE_MAX)
         except OSError:
             pass  # resolve says what is wrong
     with system.resolving():

@@ -144,7 +144,9 @@ def record_op(root: Path, kind: str, *, record: int | None = None, fleet: str | 
 @with_owner_rights
 def read_ops(root: Path) -> list[Op]:
     try:
-        data = json.loads((root / OPS_FILE).read_bytes())
+        from taosync.bounded import read_regular
+
+        data = json.loads(read_regular(root / OPS_FILE))
         return [Op(**entry) for entry in data if isinstance(entry, dict)]
     except (OSError, ValueError, TypeError):
         return []

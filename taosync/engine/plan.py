@@ -54,9 +54,9 @@ class FilePlan:
 
     @property
     def action(self) -> str:
-        """create | update | unchanged | delete"""
+        """create | update | chmod | unchanged | delete"""
         if self.old_text == self.new_text:
-            return "unchanged"
+            return "chmod" if self.exposed else "unchanged"
         if self.old_text is None:
             return "create"
         return "delete" if self.new_text is None else "update"
@@ -64,6 +64,18 @@ class FilePlan:
     @property
     def changed(self) -> bool:
         return self.action != "unchanged"
+
+    @property
+    def exposed(self) -> bool:
+        """The file holds the key and its group or others may read it: drift an apply
+        fixes ("chmod": go-rwx, every other bit kept), whatever its text."""
+        return bool(self.secret and self.new_text is not None and self.mode is not None
+                    and self.mode & 0o077)
+
+    @property
+    def mode_change(self) -> str:
+        """``0644 → 0600`` for a "chmod" plan (the bits an apply takes away)."""
+        return f"{self.mode:04o} → {self.mode & ~0o077:04o}" if self.exposed else ""
 
     def diff(self, redactor=None) -> str:
         """Unified diff, scrubbed by ``redactor`` (a Redactor, or a bare Secret). The

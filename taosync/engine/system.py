@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol
 
+from taosync.bounded import CLIENT_FILE_MAX, read_regular
 from taosync.errors import WriteFailed
 from taosync.privilege import invoker_rights, owner_rights
 
@@ -40,7 +41,7 @@ class System(Protocol):
     ``holds_until``: when what was decided from the clock may change) and ``ran`` (the
     output of a command run for a value, such as ``${cmd:…}``). Writes: the rest."""
 
-    def read_bytes(self, path: Path) -> bytes: ...
+    def read_bytes(self, path: Path, limit: int = ...) -> bytes: ...
     def stat(self, path: Path) -> os.stat_result: ...
     def lstat(self, path: Path) -> os.stat_result: ...
     def realpath(self, path: Path) -> Path: ...
@@ -82,9 +83,11 @@ class _Reads:
     def _check_for(self, path: Path) -> Callable[[], None]:
         return self.guarded.pop(Path(path), _nothing)
 
-    def read_bytes(self, path: Path) -> bytes:
+    def read_bytes(self, path: Path, limit: int = CLIENT_FILE_MAX) -> bytes:
+        """A regular file's bytes, at most ``limit`` (taosync/bounded.py: a FIFO, a
+        device or a huge file is an OSError saying so, never a hang)."""
         with owner_rights():
-            return Path(path).read_bytes()
+            return read_regular(path, limit)
 
     def stat(self, path: Path) -> os.stat_result:
         with owner_rights():
@@ -401,8 +404,9 @@ class RecordingSystem(ErrorOnWriteSystem):
         finally:
             self.reading -= 1
 
-    def read_bytes(self, path: Path) -> bytes:
-        data = self._reading("file", path, lambda: super(RecordingSystem, self).read_bytes(path))
+    def read_bytes(self, path: Path, limit: int = CLIENT_FILE_MAX) -> bytes:
+        data = self._reading("file", path,
+                             lambda: super(RecordingSystem, self).read_bytes(path, limit))
         self.note(f"file:{path}", self.digest(data))
         return data
 

@@ -182,9 +182,11 @@ def resolve(ref: Reference, *, environ=None, home: Path | None = None,
         from taosync.privilege import rights_for
 
         path = expand_path(ref.arg, home)
+        from taosync.bounded import SECRET_FILE_MAX, read_regular
+
         try:
             with rights_for(path):  # in the home: read as its owner (root follows no link)
-                value = path.read_text(encoding="utf-8")
+                value = read_regular(path, SECRET_FILE_MAX).decode("utf-8")
         except FileNotFoundError:
             raise SecretError(f"key file {path} does not exist") from None
         except IsADirectoryError:
@@ -219,7 +221,7 @@ def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
 
         with invoker_rights():  # exec'd with the rights of the process, not of a thread
             proc = subprocess.Popen(argv, shell=shell, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     env=dict(environ), start_new_session=True,
                                     **command_identity())
     except FileNotFoundError:
@@ -227,20 +229,79 @@ def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
     except OSError as exc:
         raise SecretError(f"key command cannot run: {exc.strerror}") from None
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
+        out, err = _bounded_output(proc, timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         raise SecretError(f"key command did not finish within {timeout:g} s: "
                           f"{ref.describe()}") from None
+    except _TooMuch:
+        _kill_group(proc)
+        raise SecretError(f"key command printed more than {SECRET_MAX // 1024} KiB (a key "
+                          f"is one line; is it the right command?): {ref.describe()}") from None
     except BaseException:
         _kill_group(proc)
         raise
     if proc.returncode != 0:
-        err = stderr.strip().splitlines()[-1:] or ["(no stderr)"]
-        raise SecretError(f"key command exited {proc.returncode}: {err[0][:200]}")
+        last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["(no stderr)"]
+        raise SecretError(f"key command exited {proc.returncode}: {last[0][:200]}")
+    try:
+        stdout = out.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SecretError(f"key command printed bytes that are not UTF-8: "
+                          f"{ref.describe()}") from None
     if not stdout.strip():
         raise SecretError("key command printed nothing")
     return Secret(stdout.strip(), ref.describe())
+
+
+#: the most a key command may print: as much as a key file holds (taosync/bounded.py)
+SECRET_MAX = 64 * 1024
+
+
+class _TooMuch(Exception):
+    """The key command printed more than :data:`SECRET_MAX`."""
+
+
+def _bounded_output(proc, timeout: float) -> tuple[bytes, bytes]:
+    """(stdout, stderr) of ``proc`` once it exits, read in chunks as they come: stdout
+    past :data:`SECRET_MAX` raises :class:`_TooMuch`, stderr keeps only its last
+    :data:`SECRET_MAX` bytes, and the whole wait is bounded by ``timeout``
+    (``subprocess.TimeoutExpired``) — ``${cmd:yes}`` fills neither memory nor time."""
+    import selectors
+    import subprocess
+    import sys
+    import time
+
+    if sys.platform == "win32":  # no select() on pipes there: the timeout alone bounds it
+        out, err = proc.communicate(timeout=timeout)
+        if len(out) > SECRET_MAX:
+            raise _TooMuch
+        return out, err[-SECRET_MAX:]
+    deadline = time.monotonic() + timeout
+    out, err = bytearray(), bytearray()
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, timeout)
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                key.data.extend(chunk)
+                if key.data is out and len(out) > SECRET_MAX:
+                    raise _TooMuch
+                if key.data is err and len(err) > SECRET_MAX:
+                    del err[:-SECRET_MAX]
+    try:
+        proc.wait(max(0.0, deadline - time.monotonic()))
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+    return bytes(out), bytes(err)
 
 
 def _kill_group(proc) -> None:

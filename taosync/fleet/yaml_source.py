@@ -67,20 +67,18 @@ class YamlSource:
     # ---- 1. bytes
 
     def read_bytes(self) -> bytes:
+        from taosync.bounded import FileTooLarge, read_regular
         from taosync.privilege import rights_for
 
         path = self.path
         try:
-            with rights_for(getattr(self, "named", path), fleet=True), open(path, "rb") as fh:
-                raw = fh.read(MAX_BYTES + 1)
-                if len(raw) > MAX_BYTES:
-                    import os
-
-                    size = os.fstat(fh.fileno()).st_size
-                    size_text = f"{size / 1e6:.1f} MB" if size > len(raw) else "more than 1 MB"
-                    self.at(1, 1, f"the file is {size_text}; a fleet.yaml is at most 1 MB "
-                            "(is this the right file?)")
-                    raise _Stop
+            with rights_for(getattr(self, "named", path), fleet=True):
+                raw = read_regular(path, MAX_BYTES)
+        except FileTooLarge as exc:
+            size_text = f"{exc.size / 1e6:.1f} MB" if exc.size else "more than 1 MB"
+            self.at(1, 1, f"the file is {size_text}; a fleet.yaml is at most 1 MB "
+                    "(is this the right file?)")
+            raise _Stop from None
         except FileNotFoundError:
             self.at(0, 0, "no such file. Pass -c PATH or set $TAOSYNC_CONFIG; without them "
                     "taosync reads ./fleet.yaml, else $XDG_CONFIG_HOME/taosync/fleet.yaml "
@@ -92,7 +90,7 @@ class YamlSource:
         except PermissionError:
             self.at(0, 0, "cannot be read: permission denied (check its mode and owner)")
             raise _Stop from None
-        except OSError as exc:
+        except OSError as exc:  # a FIFO or a device too (taosync/bounded.py): never waited on
             self.at(0, 0, f"cannot be read: {exc.strerror or type(exc).__name__}")
             raise _Stop from None
         return raw
@@ -577,7 +575,8 @@ class Includes:
                 continue
             with rights_for(target):
                 what = (None if resolved.is_file() else
-                        "is a directory" if resolved.is_dir() else "does not exist")
+                        "is a directory" if resolved.is_dir() else
+                        "is not a regular file" if resolved.exists() else "does not exist")
             if what is not None:
                 source.error(where, f"cannot include {target}: {what}")
                 continue

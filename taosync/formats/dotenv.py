@@ -22,6 +22,10 @@ missing. Line endings follow the file (LF or CRLF).
 The ``literal`` dialect (format ``keyvalue``: shell-gpt's ``.sgptrc``) reads as
 shell-gpt does: a value is the rest of its line after the first ``=``, trailing space
 trimmed, quotes and ``#`` included; a value is written as is (a line break refused).
+
+A byte-order mark at the start is kept and read past in a ``.env`` (npm dotenv 18 and
+python-dotenv 1.2 read past it too), and refused with its own message in the literal
+dialect (shell-gpt 1.5.1's ``line.strip()`` keeps it: its first key would be lost).
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ class _Record:
 class DotenvDocument:
     records: list[_Record] = field(default_factory=list)
     newline: str = "\n"
+    bom: str = ""  # a byte-order mark before the first record, kept as it was
 
 
 def _unquote(raw: str) -> str:
@@ -116,8 +121,15 @@ class DotenvEditor:
         return text
 
     def parse(self, text: str) -> DotenvDocument:
+        bom = "\ufeff" if text.startswith("\ufeff") else ""
+        if bom and self.literal:  # shell-gpt reads "\ufeffKEY": its first key is lost
+            raise FormatError("the file starts with a byte-order mark (U+FEFF), which "
+                              "shell-gpt reads as part of the first key; save the file as "
+                              "UTF-8 without a BOM", 1, 1)
+        text = text[len(bom):]  # npm dotenv 18 and python-dotenv 1.2 read past it
         nl = text.find("\n")
-        doc = DotenvDocument(newline="\r\n" if nl > 0 and text[nl - 1] == "\r" else "\n")
+        doc = DotenvDocument(newline="\r\n" if nl > 0 and text[nl - 1] == "\r" else "\n",
+                             bom=bom)
         pos, n = 0, len(text)
         while pos < n:
             rec, pos = (self._literal_record if self.literal else self._record)(text, pos)
@@ -173,7 +185,7 @@ class DotenvEditor:
         return _Record(body, ending, m.group(1), vstart, vend), _next(text, line_end)
 
     def dump(self, doc: DotenvDocument) -> str:
-        return "".join(r.text + r.ending for r in doc.records)
+        return doc.bom + "".join(r.text + r.ending for r in doc.records)
 
     @staticmethod
     def _key(path: KeyPath) -> str:

@@ -94,30 +94,32 @@ def _cap(system: Any, target: Path, keep: int, max_bytes: int | None = None) -> 
     try:
         if system.stat(target).st_size <= (MAX_BYTES if max_bytes is None else max_bytes):
             return
-        lines = system.read_bytes(target).decode("utf-8", "replace").splitlines(keepends=True)
+        lines = system.read_bytes(target).splitlines(keepends=True)
     except OSError:
         return
     per_model: dict[str, int] = {}
     kept = []
     for index in range(len(lines) - 1, -1, -1):
-        try:
-            model = json.loads(lines[index]).get("model")
+        try:  # a damaged line (not UTF-8 included) is dropped, never mended into a record
+            model = json.loads(lines[index].decode("utf-8")).get("model")
         except (ValueError, AttributeError):
             continue
         seen = per_model.get(model, 0)
         if len(kept) < KEEP or seen < keep:
             kept.append(lines[index])
             per_model[model] = seen + 1
-    system.write_atomic(target, "".join(reversed(kept)).encode("utf-8"), 0o600)
+    system.write_atomic(target, b"".join(reversed(kept)), 0o600)
 
 
 def read(state_dir: Path) -> list[dict[str, Any]]:
-    """Every record; a damaged line is skipped, not fatal."""
+    """Every record; a damaged line — not JSON, not UTF-8, a field of the wrong type —
+    is skipped, not fatal (the file is taosync's, but a crash or an editor may damage
+    it; plan, status, route and stats read it)."""
     from taosync.engine.system import current
 
     try:
-        raw = current().read_bytes(path(state_dir)).decode("utf-8")
-    except FileNotFoundError:
+        raw = current().read_bytes(path(state_dir))
+    except OSError:  # absent, or not a regular file: no history to go by
         return []
     out = []
     for line in raw.splitlines():
@@ -125,12 +127,34 @@ def read(state_dir: Path) -> list[dict[str, Any]]:
         if not line:
             continue
         try:
-            rec = json.loads(line)
-        except ValueError:
+            rec = json.loads(line.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError too
             continue
-        if isinstance(rec, dict) and isinstance(rec.get("model"), str):
+        if isinstance(rec, dict) and _well_formed(rec):
             out.append(rec)
     return out
+
+
+#: the fields readers do arithmetic or comparisons on → the types records_for writes
+_NUMBER = (int, float)
+_FIELDS = {"ts": (str,), "t": _NUMBER, "ok": (bool,), "latency_ms": _NUMBER,
+           "ttfb_ms": _NUMBER, "tokens_in": (int,), "tokens_out": (int,),
+           "backend": (str,), "code": (str,), "stub": (bool,)}
+
+
+def _well_formed(rec: dict[str, Any]) -> bool:
+    """``rec`` has a model, and each field it has holds the type taosync wrote (or null)."""
+    if not isinstance(rec.get("model"), str):
+        return False
+    for name, types in _FIELDS.items():
+        value = rec.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            return False
+    routes = rec.get("routes")
+    return routes is None or (isinstance(routes, list) and
+                              all(isinstance(r, str) for r in routes))
 
 
 def summarize(records: Iterable[dict[str, Any]], *, include_stub: bool = False,

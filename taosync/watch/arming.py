@@ -93,8 +93,10 @@ class Arming:
         if source == FLEET and self._ctx is not None and self._ctx.loaded is not None:
             known = self._included().get(path, self._ctx.loaded.sha256)
             try:
-                with rights_for(path), open(path, "rb") as fh:
-                    return digest(fh.read()) != known
+                from taosync.bounded import read_regular
+
+                with rights_for(path):
+                    return digest(read_regular(path)) != known
             except OSError:
                 return False
         return True
@@ -112,7 +114,8 @@ class Arming:
     def _rearm(self) -> None:
         """Watch the directory of every path of interest (or its nearest existing
         ancestor); drop watches no longer needed, replace dead or replaced ones. Files
-        under a newly armed directory are checked, since their events may have been missed."""
+        under a newly armed directory, or under a watched one that vanished or was
+        replaced, are checked, since their events may have been missed."""
         interest = {self.fleet_path: FLEET}
         if self._key_file:
             interest[self._key_file] = KEY
@@ -150,7 +153,7 @@ class Arming:
 
         kinds = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent,
                  FileClosedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
-        fresh = []
+        fresh, gone = [], set()
         with self._watch_lock:
             if self._observer is None:
                 return
@@ -160,6 +163,8 @@ class Arming:
                     same = _ident(d) == ident
                 if d in want and d in alive and same:
                     continue
+                if not same:
+                    gone.add(d)  # renamed away (or replaced): its files are not there now
                 try:
                     self._observer.unschedule(watch)
                 except (KeyError, ValueError, OSError):
@@ -178,10 +183,14 @@ class Arming:
         with self._cond:
             self._interest = interest
             self._ancestors = frozenset(ancestors)
-            if fresh and not self._first_cycle:
+            if (fresh or gone) and not self._first_cycle:
+                # a file under a directory armed now, or under one that went away with
+                # its files (``mv ~/.codex ~/.codex.old``: no event names them)
                 now = time.monotonic()
                 for path, source in interest.items():
-                    if os.path.dirname(path) in fresh and self._missed(path, source):
+                    where = os.path.dirname(path)
+                    if (where in gone or where in fresh or _nearest_dir(where) in fresh) \
+                            and self._missed(path, source):
                         self._mark(source, path, now)
                         self._pending.last = now
                         if self._pending.first is None:

@@ -160,8 +160,10 @@ class Cycle:
         from taosync.privilege import rights_for
 
         try:
-            with rights_for(self.fleet_path), open(self.fleet_path, "rb") as fh:
-                now = digest(fh.read())
+            from taosync.bounded import read_regular
+
+            with rights_for(self.fleet_path):
+                now = digest(read_regular(self.fleet_path))
         except OSError:
             now = "absent"
         if self._first_cycle or now == self._failed_read:

@@ -142,8 +142,10 @@ class Scheduler:
             from taosync.privilege import rights_for
 
             try:
-                with rights_for(self.fleet_path), open(self.fleet_path, "rb") as fh:
-                    if digest(fh.read()) != spec.ctx.loaded.sha256:
+                from taosync.bounded import read_regular
+
+                with rights_for(self.fleet_path):
+                    if digest(read_regular(self.fleet_path)) != spec.ctx.loaded.sha256:
                         return None
             except OSError:
                 return None
