@@ -236,7 +236,7 @@ def test_a_fast_path_crash_gets_the_full_paths_answer(home, fleet, env, args):
     assert r.returncode == 2 and f"{state} is damaged" in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("value", ['"   "', '"\u00a0"', '"\t"'], ids=["spaces", "nbsp", "tab"])
+@pytest.mark.parametrize("value", ['"   "', '"\u00a0"', '"\u2003"'], ids=["spaces", "nbsp", "em-space"])
 @pytest.mark.parametrize("command", [("validate",), ("validate", "--json"),
                                      ("apply", "--no-verify")], ids=" ".join)
 def test_a_blank_key_is_a_located_error_not_a_crash(home, fleet, env, value, command):
