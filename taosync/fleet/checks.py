@@ -226,22 +226,29 @@ class CrossChecks:
                 continue
             if text in self.mcp_secrets:
                 continue
-            prefix, ref, suffix = parts
-            if not self.resolve_mcp:  # as --no-key renders the key: a placeholder
-                self.mcp_secrets[text] = McpSecret(text, prefix, ref, suffix, Secret(
-                    _secrets.NO_KEY_VALUE, "not resolved"))
-                continue
-            try:
-                resolved = _secrets.resolve(ref, environ=self.environ, home=self.home,
-                                            timeout=timeout)
-            except SecretError as exc:
-                reason = str(exc).replace("point gateway.key at", "use")
-                self.error(path, f"cannot resolve {ref.describe()}: {reason}")
-                continue
-            except (OSError, ValueError) as exc:
-                self.error(path, f"cannot resolve {ref.describe()}: {type(exc).__name__}")
-                continue
-            self.mcp_secrets[text] = McpSecret(text, prefix, ref, suffix, resolved)
+            secret = self.resolve_secret(path, text, parts, timeout)
+            if secret is not None:
+                self.mcp_secrets[text] = secret
+
+    def resolve_secret(self, path, text: str, parts, timeout: float) -> McpSecret | None:
+        """A value holding one key reference (``parts``: prefix, reference, suffix) as
+        an :class:`McpSecret`, resolved as the key is — a placeholder under ``--no-key``;
+        None (and a located error) when it cannot be resolved."""
+        prefix, ref, suffix = parts
+        if not self.resolve_mcp:  # as --no-key renders the key: a placeholder
+            return McpSecret(text, prefix, ref, suffix,
+                             Secret(_secrets.NO_KEY_VALUE, "not resolved"))
+        try:
+            resolved = _secrets.resolve(ref, environ=self.environ, home=self.home,
+                                        timeout=timeout)
+        except SecretError as exc:
+            reason = str(exc).replace("point gateway.key at", "use")
+            self.error(path, f"cannot resolve {ref.describe()}: {reason}")
+            return None
+        except (OSError, ValueError) as exc:
+            self.error(path, f"cannot resolve {ref.describe()}: {type(exc).__name__}")
+            return None
+        return McpSecret(text, prefix, ref, suffix, resolved)
 
     def check_gateway_headers(self, data: dict) -> None:
         """``gateway.headers``: each name an HTTP token and each value free of control
@@ -287,27 +294,15 @@ class CrossChecks:
                               "${file:PATH} or ${cmd:COMMAND}")
                 self.gateway_secrets[name] = Secret(text, "literal")
                 continue
-            prefix, ref, suffix = parts
-            if not self.resolve_mcp:  # as --no-key renders the key: a placeholder
-                self.gateway_secrets[name] = McpSecret(text, prefix, ref, suffix, Secret(
-                    _secrets.NO_KEY_VALUE, "not resolved"))
+            secret = self.resolve_secret(path, text, parts, timeout)
+            if secret is None:
                 continue
-            try:
-                resolved = _secrets.resolve(ref, environ=self.environ, home=self.home,
-                                            timeout=timeout)
-            except SecretError as exc:
-                reason = str(exc).replace("point gateway.key at", "use")
-                self.error(path, f"cannot resolve {ref.describe()}: {reason}")
-                continue
-            except (OSError, ValueError) as exc:
-                self.error(path, f"cannot resolve {ref.describe()}: {type(exc).__name__}")
-                continue
-            bad = control_character(resolved.reveal())
+            bad = control_character(secret.reveal())
             if bad:
-                self.error(path, f"{ref.describe()} gives a value holding the control "
-                           f"character {bad}: a header value is one line of text")
+                self.error(path, f"{secret.ref.describe()} gives a value holding the "
+                           f"control character {bad}: a header value is one line of text")
                 continue
-            self.gateway_secrets[name] = McpSecret(text, prefix, ref, suffix, resolved)
+            self.gateway_secrets[name] = secret
         references = [name for name, value in self.gateway_secrets.items()
                       if isinstance(value, McpSecret)]
         if references and _reference_mode_anywhere(data):
