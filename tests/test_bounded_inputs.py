@@ -159,6 +159,28 @@ def test_a_fifo_put_in_place_of_an_applied_file_is_refused_by_the_fast_path(home
         assert "FIFO" in proc.stderr and str(target) in proc.stderr
 
 
+def test_a_fifo_as_taosyncs_own_hmac_key_or_journal_is_no_crash(home, fleet_file):
+    """taosync's own files are read bounded too: a FIFO as ``hmac.key`` is an I/O
+    failure naming it (exit 3, never a hang or exit 70); one as ``journal.json`` is no
+    journal taosync wrote — set aside with a warning, and the run goes on."""
+    assert cli(home, fleet_file, "apply", "--no-verify").returncode == 0
+    state = home / ".local/state/taosync"
+    files = snapshot(home / ".claude")
+    (state / "hmac.key").unlink()
+    os.mkfifo(state / "hmac.key")
+    for command in ("apply", "status", "plan"):
+        proc = cli(home, fleet_file, command)
+        assert proc.returncode == 3, (command, proc.stdout, proc.stderr)
+        assert f"cannot read {state / 'hmac.key'}: a FIFO" in proc.stderr, proc.stderr
+    (state / "hmac.key").unlink()
+    os.mkfifo(state / "journal.json")
+    proc = cli(home, fleet_file, "apply", "--no-verify")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert "journal.json is not a journal taosync wrote (a FIFO" in proc.stderr
+    assert (state / "journal.json.rejected").exists() and not (state / "journal.json").exists()
+    assert snapshot(home / ".claude") == files
+
+
 def test_a_client_file_over_256_mib_is_refused_unread(home, fleet_file):
     target = _target(home)
     target.parent.mkdir(parents=True)

@@ -60,10 +60,19 @@ def recover(store: StateStore, state: State, writer: "System", locations: Locati
     whose apply is already in the state means that apply finished: only the journal is
     stale. Without ``locations`` only files already in the state may be put back.
     """
+    from taosync.bounded import FileTooLarge, NotRegularFile
+
     try:
         raw = store.system.read_bytes(store.journal_path)
     except FileNotFoundError:
         return []
+    except (NotRegularFile, FileTooLarge) as exc:  # no journal taosync wrote: set aside
+        _refuse(on_refuse, f"{store.journal_path} is not a journal taosync wrote "
+                           f"({exc.strerror}); nothing was put back")
+        _set_aside(store)
+        return []
+    except OSError as exc:
+        raise WriteFailed(f"cannot read {store.journal_path}: {exc.strerror or exc}") from None
     try:
         journal = json.loads(raw.decode("utf-8"))
         apply_id, backup_dir, entries = _journal_parts(journal)

@@ -532,6 +532,12 @@ class StateStore:
             if create:
                 self.ensure()
                 write_private(path, self._hmac.hex().encode() + b"\n")
+        except OSError as exc:  # a FIFO, a device, no permission: never a hang or a crash
+            from taosync.errors import WriteFailed
+
+            raise WriteFailed(f"cannot read {path}: {exc.strerror or exc}; move it away "
+                              "(taosync then makes a new one, and its hashes start afresh)"
+                              ) from None
         return self._hmac
 
     @property
