@@ -284,6 +284,12 @@ def test_a_key_file_made_0644_is_drift_apply_fixes(home, fleet_file):
     again = cli(home, fleet_file, "apply", "--no-verify")
     assert "nothing to do" in again.stdout
     assert cli(home, fleet_file, "status").returncode == 0
+    # rolling the chmod back never gives the key back to others, nor says it would
+    for args in (("rollback", "--dry-run"), ("rollback",)):
+        back = cli(home, fleet_file, *args)
+        assert back.returncode == 0, back.stderr
+        assert "0644" not in back.stdout + back.stderr, back.stdout
+    assert auth.stat().st_mode & 0o777 == 0o600
 
 
 def test_a_read_only_key_file_loses_only_group_and_other_bits(home, fleet_file):

@@ -188,12 +188,14 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
         clients = (before.clients if before else entry.get("clients")
                    or (last.clients if last else []))
         step.source[path_text] = record.id
+        secret = bool(before and before.secret)
+        mode = entry.get("mode") if entry.get("mode") is not None else mode
+        if secret and mode is not None:
+            mode &= ~0o077  # a file holding the key is never given back to group/other
         step.plan.files.append(FilePlan(
             path=path, real_path=real, format=before.format if before else "",
             clients=list(clients), old_text=current,
-            new_text=restored, changes=[], new_state=before,
-            secret=bool(before and before.secret),
-            mode=entry.get("mode") if entry.get("mode") is not None else mode,
+            new_text=restored, changes=[], new_state=before, secret=secret, mode=mode,
         ))
     return step
 
