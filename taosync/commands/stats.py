@@ -1,6 +1,6 @@
 """``taosync stats``: from verify history, per model or ``--by route`` — runs, failures,
-median and p95 latency, TTFB, tokens in/out — and ``--recommend``: the catalogue ranked
-per route by the score routes use, with advice (never an edit of fleet.yaml)."""
+median and p95 latency, TTFB, tokens in/out — and ``--recommend``: each route's declared
+candidates ranked by the score routes use, with advice (never an edit of fleet.yaml)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,9 @@ def _since(ctx, param, value: str | None) -> float | None:
 @click.option("--since", metavar="AGE", callback=_since,
               help="Only probes younger than AGE (e.g. 1h, 30m, 7d).")
 @click.option("--recommend", is_flag=True,
-              help="Rank the catalogue per route by the routing score and say which route "
-                   "would be faster or cheaper on the recorded history (advice only).")
+              help="For each route with candidates, rank those candidates by the routing "
+                   "score (latency × tokens × cost; quality is not measured) and say when "
+                   "another would be faster or cheaper (advice only).")
 @click.option("--include-stub", is_flag=True,
               help="Count runs against the stand-in gateway too (left out by default: their "
                    "latencies say nothing about the real backends).")
