@@ -151,3 +151,26 @@ def test_recommend_with_no_choosing_route_says_so_once(taosync, home):
     human = taosync("stats", "--recommend").out
     assert "no route declares candidates: nothing to recommend" in human
     assert "advice:" not in human
+
+
+def test_recommend_says_why_candidates_lack_data(taosync, home, fleet_file):
+    """A candidate whose probes failed, and one whose passing probes carry no latency
+    (a damaged or hand-written line), are `no data` with the reason — never a crash, nor
+    advice on nothing."""
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "balanced: claude-sonnet-4-20250514", CHOOSING))
+    no_latency = _probe("gpt-4o-mini", 0.0, "balanced")
+    no_latency["latency_ms"] = None
+    _write_history(home, [_probe("claude-sonnet-4-20250514", 900.0, "balanced", ok=False),
+                          no_latency])
+    doc = json.loads(taosync("stats", "--recommend", "--json").out)
+    balanced = {row["route"]: row for row in doc["routes"]}["balanced"]
+    assert balanced["ranking"] == [] and balanced["advice"] is None
+    why = {c["model"]: c["why"] for c in balanced["no_data"]}
+    assert why["claude-sonnet-4-20250514"].startswith("HTTP 500 at ")
+    assert why["gpt-4o-mini"] == "no passing probe with a latency"
+    assert why["nvidia/deepseek-r1"] == "no probe yet"
+    human = taosync("stats", "--recommend")
+    assert human.rc == 0, human.err
+    assert "claude-sonnet-4-20250514  no data: HTTP 500 at " in human.out
+    assert "no passing probe on record: run `taosync verify`" in human.out

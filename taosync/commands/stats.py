@@ -156,9 +156,9 @@ def recommendations(fleet, records, *, now: float | None = None) -> list[dict]:
 def _advice(route: str, current: str, best_model: str, ranked: list) -> str | None:
     """``prefer X for ROUTE: scores 1.8× Y (faster: …)`` when the best healthy candidate
     beats the route's current one by :data:`ADVICE_MARGIN`, else None."""
-    best = next(c for c in ranked if c.model == best_model)
+    best = next((c for c in ranked if c.model == best_model), None)
     mine = next((c for c in ranked if c.model == current), None)
-    if best.model == current or (mine is not None and best.score < mine.score * ADVICE_MARGIN):
+    if best is None or best.model == current or (mine is not None and best.score < mine.score * ADVICE_MARGIN):
         return None
     why = []
     if mine is not None:
