@@ -110,6 +110,17 @@ def test_before_any_apply(taosync, args, rc):
         assert "error" not in data
 
 
+def test_stats_recommend_keys(taosync):
+    """``stats --recommend --json``: the keys README's JSON table names — the per-route
+    keys kept from before issue #29, and the ``basis`` and ``candidates`` it added."""
+    data = contract(taosync("stats", "--recommend", "--json"), 0)
+    assert set(data["basis"]) == {"score", "window", "max_age", "not_measured"}
+    for row in data["routes"]:
+        assert {"route", "model", "pinned", "weight", "ranking", "advice",  # as before
+                "fixed", "policy", "candidates", "no_data"} <= set(row)
+        assert row["model"] in row["candidates"]
+
+
 def test_apply_status_rollback_forget_log_destroy_succeed(taosync):
     data = contract(taosync("apply", "--no-verify", "--json"), 0)
     assert data["apply_id"] == 1
