@@ -97,14 +97,57 @@ BAD_INPUT = {
     "mcp-unknown-reference": (edit("${routes.balanced}", "${routes.balancd}"), "48:23",
                               "unknown reference ${routes.balancd}; did you mean "
                               "${routes.balanced}?"),
-    "mcp-neither-stdio-nor-http": (edit("    command: npx\n", "    cmd: npx\n"), "42:3",
+    # a key that looks like neither kind's (`cmd:` now gets "did you mean 'command'")
+    "mcp-neither-stdio-nor-http": (edit("    command: npx\n", "    program: npx\n"), "42:3",
                                    "needs 'command' (a stdio server) or 'url' (an http server)"),
+    # did-you-mean in every mapping (issue 29), at the mistyped key's own line
+    "mcp-command-typo": (edit("    command: npx\n", "    comand: npx\n"), "43:5",
+                         "mcp_servers.taotoken-router.comand: unknown key 'comand'; did you "
+                         "mean 'command'? (this entry needs 'command' (a stdio server) or "
+                         "'url' (an http server))"),
+    "mcp-url-typo": (edit("verify:", "  docs:\n    ulr: https://mcp.example/x\n\nverify:"),
+                     "51:5", "mcp_servers.docs.ulr: unknown key 'ulr'; did you mean 'url'?"),
+    "mcp-args-typo": (edit("    args: [", "    arg: ["), "44:5",
+                      "mcp_servers.taotoken-router.arg: unknown key 'arg'; did you mean 'args'?"),
+    "mcp-headers-typo": (edit("verify:", "  docs:\n    url: https://mcp.example/x\n"
+                              "    header: {X-Team: a}\n\nverify:"), "52:5",
+                         "mcp_servers.docs.header: unknown key 'header'; did you mean "
+                         "'headers'?"),
+    "client-option-typo": (edit("weak_model: fast", "weakmodel: fast"), "33:28",
+                           "clients.aider.weakmodel: unknown key 'weakmodel'; did you mean "
+                           "'weak_model'?"),
     "codex-provider-openai": (edit("profiles: [deep, batch]}",
                                    "profiles: [deep, batch], provider_id: openai}"),
                               "28:62", "Codex reserves it"),
     "control-character": (edit("Reply with OK.", "Reply \x01 OK."), "50:25",
                           "character 0x01 is not allowed"),
 }
+
+
+# a required key mistyped: one problem, the unknown key with "did you mean" — not also
+# the entry "missing" the key the user did write (issue 29)
+REQUIRED_TYPOS = {
+    "gateway-base-url": (edit("  base_url: https://", "  base_ur: https://"), "7:3",
+                         "gateway.base_ur: unknown key 'base_ur'; did you mean 'base_url'?"),
+    "route-candidates": (edit("  deep: nvidia/deepseek-r1", "  deep: {candiates: [nvidia/deepseek-r1]}"),
+                         "20:10", "routes.deep.candiates: unknown key 'candiates'; did you mean "
+                         "'candidates'?"),
+    "mcp-command": (edit("    command: npx\n", "    comand: npx\n"), "43:5",
+                    "did you mean 'command'?"),
+}
+
+
+@pytest.mark.parametrize("case", list(REQUIRED_TYPOS))
+def test_a_mistyped_required_key_is_one_problem_with_did_you_mean(case, sandbox, capsys):
+    home, fleet = sandbox
+    content, where, fragment = REQUIRED_TYPOS[case]
+    write(fleet, content)
+    rc, out, err = cli(capsys, "--home", str(home), "-c", str(fleet), "validate")
+    assert rc == 2, err
+    assert err.splitlines() == [f"{fleet}:{where}: {err.splitlines()[0].split(': ', 1)[1]}",
+                                f"error: {fleet}: 1 problem"], err
+    assert fragment in err, err
+    assert "missing required" not in err and "needs" not in err.split("(this entry")[0]
 
 
 def write(path: Path, content) -> None:
@@ -183,9 +226,11 @@ def test_every_problem_in_one_run_sorted_by_line(sandbox, capsys):
     lines = [ln for ln in err.splitlines() if ln.startswith(str(fleet) + ":")]
     located = [tuple(int(x) for x in ln[len(str(fleet)) + 1:].split(":")[:2]) for ln in lines]
     assert located == sorted(located)
-    assert [ln for ln, _ in located] == [4, 6, 7, 18, 27, 50]
+    # `bse_url:` is one problem at line 7 (did you mean 'base_url'?), no longer also
+    # "gateway: missing required key 'base_url'" at line 6 (issue 29)
+    assert [ln for ln, _ in located] == [4, 7, 18, 27, 50]
     assert "must be greater than 0, got -1" in err
-    assert err.rstrip().endswith("6 problems")
+    assert err.rstrip().endswith("5 problems")
 
 
 def test_example_is_ok_one_line(sandbox, capsys):

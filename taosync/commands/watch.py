@@ -36,16 +36,20 @@ def watch(debounce, drift, no_verify, stub, reverify):
     """Re-apply after every save of fleet.yaml; keep owned keys asserted.
 
     Watches fleet.yaml, the key file of a ${file:…} key and every client file. A save
-    is applied after DEBOUNCE seconds of quiet (an invalid save changes nothing), then
-    the clients whose files changed are verified. --reverify INTERVAL also verifies
+    is applied after DEBOUNCE seconds of quiet (an invalid save is reported and changes
+    nothing), then the clients whose files changed are verified. An invalid fleet.yaml
+    or a key that does not resolve at start exits 2 before watching. --reverify INTERVAL also verifies
     every client on a timer, so a failing backend moves its routes (and back on
     recovery) within one interval. Stop with Ctrl-C or SIGTERM.
     """
-    from taosync.pipeline import state_store
+    from taosync import pipeline
     from taosync.watch import Options, Watcher
 
     s = current()
-    state_store(s).load()  # another home's state is refused before watching starts
+    # before watching starts, as every command does: another home's state, an invalid
+    # fleet.yaml or a key that does not resolve is bad input (exit 2, nothing written);
+    # only a later save that fails is reported and waited out
+    first = pipeline.prepare(s, use_cache=False)
     printer = _Printer(s)
     watcher = Watcher(s, Options(debounce=debounce, drift=drift, verify=not no_verify,
                                  stub=stub, reverify=reverify), on_event=printer)
@@ -56,7 +60,7 @@ def watch(debounce, drift, no_verify, stub, reverify):
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        watcher.start()
+        watcher.start(first)
         while not stop.wait(0.2):
             pass
     finally:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from taosync.errors import TaosyncError
 from taosync.fleet.fast_schema import Unsupported, _is_type, _num, fast_valid
-from taosync.fleet.problems import PathT, did_you_mean
+from taosync.fleet.problems import PathT, closest, did_you_mean
 
 
 _URL_FIELDS = ("base_url", "anthropic_base_url", "openai_base_url", "gemini_base_url")
@@ -84,8 +84,8 @@ class SchemaErrors:
             return
         if kind == "required" and isinstance(inst, dict):
             for name in value:
-                if name in inst:
-                    continue
+                if name in inst or name in _typo_targets(inst, schema, value):
+                    continue  # present, or mistyped: the unknown key says "did you mean"
                 if not path and name == "version":
                     self.error(path, "version is missing: add `version: 1` at the top (this "
                                f"taosync reads version {SUPPORTED_VERSIONS[0]})", at="key")
@@ -156,7 +156,8 @@ class SchemaErrors:
                     r in inst for i in keyed for r in branches[i]["required"]):
                 options = " or ".join(f"'{branches[i]['required'][0]}' "
                                       f"({_branch_name(branches[i])})" for i in keyed)
-                self.error(path, f"needs {options}", at="key")
+                if not self.required_typos(inst, path, keyed, branches, options):
+                    self.error(path, f"needs {options}", at="key")
                 return
 
             def score(i):
@@ -172,6 +173,22 @@ class SchemaErrors:
         for sub in subs:
             self.schema_error(sub)
 
+    def required_typos(self, inst: dict, path: PathT, keyed: list[int], branches: list,
+                       options: str) -> bool:
+        """A key no branch knows that is a likely typo of a branch's required key
+        (``comand:`` for ``command:``): report it, at its own line, as the unknown key it
+        is with "did you mean" — not the entry as missing what the user did write."""
+        required = [r for i in keyed for r in branches[i]["required"]]
+        known = {k for b in branches for k in b.get("properties", {})}
+        found = False
+        for key in inst:
+            meant = closest(key, required) if key not in known else None
+            if meant is not None:
+                found = True
+                self.error(path + (key,), f"unknown key '{key}'; did you mean '{meant}'? "
+                           f"(this entry needs {options})", at="key")
+        return found
+
     def deref(self, branch):
         ref = branch.get("$ref") if isinstance(branch, dict) else None
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
@@ -179,6 +196,17 @@ class SchemaErrors:
             if isinstance(target, dict):
                 return target
         return branch if isinstance(branch, dict) else {}
+
+
+def _typo_targets(inst: dict, schema: dict, required) -> set[str]:
+    """The required keys ``inst`` most likely has under a mistyped name (``base_ur:``),
+    when that name is reported as an unknown key (``additionalProperties: false``)."""
+    if schema.get("additionalProperties") is not False:
+        return set()
+    props = schema.get("properties", {})
+    missing = [r for r in required if r not in inst]
+    # the same guess the unknown key's message makes, so the two never disagree
+    return {closest(k, props) for k in inst if k not in props} & set(missing)
 
 
 def _pattern_message(path: PathT, pattern: str, inst) -> str:

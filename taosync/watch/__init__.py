@@ -124,7 +124,9 @@ class Watcher(Scheduler, Arming, Cycle, Peers):
 
     # -- life cycle --------------------------------------------------------------------
 
-    def start(self) -> "Watcher":
+    def start(self, ctx=None) -> "Watcher":
+        """Watch; the first cycle applies. ``ctx``: the fleet the command loaded to check
+        it before starting, used by that cycle unless fleet.yaml changed since."""
         from watchdog.observers import Observer
 
         self._observer = Observer()
@@ -136,6 +138,8 @@ class Watcher(Scheduler, Arming, Cycle, Peers):
         with self._cond:
             self._pending.fleet = True
             self._pending.first = self._pending.last = float("-inf")
+            if ctx is not None:
+                self._spec = Speculation(self._gen, ctx=ctx)
         self._verifier.start()
         self._worker.start()
         return self
