@@ -1,0 +1,77 @@
+"""Issue #29, Build 5: chezmoi's inspection verbs — ``cat`` (one file as taosync would
+leave it), ``where`` (which fleet.yaml and state directory are in effect, and why) and
+``help CMD`` — each through a real ``python -m taosync`` in a sandbox home."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, TEST_KEY, snapshot
+
+USER_TOKEN = "sk-proj-Wq4Er7Ty1Ui8Op5As2Df9Gh6Jk3Lz0Xc"
+
+
+def taosync(*args: str, cwd: Path = ROOT, env: dict | None = None):
+    return subprocess.run([sys.executable, "-m", "taosync", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL, env={**os.environ, **(env or {}),
+                                                         "PYTHONPATH": str(ROOT)})
+
+
+@pytest.fixture
+def seeded(home):
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"env": {"OPENAI_API_KEY": USER_TOKEN,
+                                            "MY_OWN_VAR": "mine"}}, indent=2) + "\n")
+    return settings
+
+
+# --------------------------------------------------------------------------- cat
+
+
+def test_cat_prints_the_file_as_apply_would_leave_it_and_writes_nothing(home, fleet_file,
+                                                                      seeded):
+    before = snapshot(home)
+    r = taosync("--home", str(home), "-c", str(fleet_file), "cat", "~/.claude/settings.json")
+    assert r.returncode == 0, r.stderr
+    assert '"MY_OWN_VAR": "mine"' in r.stdout  # the user's keys kept
+    assert "ANTHROPIC_BASE_URL" in r.stdout  # the plan's edits made
+    assert '"OPENAI_API_KEY": "(sensitive value)"' in r.stdout
+    assert USER_TOKEN not in r.stdout + r.stderr and TEST_KEY not in r.stdout + r.stderr
+    assert snapshot(home) == before
+
+
+def test_cat_equals_the_file_apply_then_writes(home, fleet_file, seeded):
+    revealed = taosync("--home", str(home), "-c", str(fleet_file), "cat", "--reveal",
+                       str(seeded))
+    assert revealed.returncode == 0, revealed.stderr
+    assert USER_TOKEN in revealed.stdout and TEST_KEY in revealed.stdout
+    applied = taosync("--home", str(home), "-c", str(fleet_file), "apply", "--no-verify")
+    assert applied.returncode == 0, applied.stderr
+    assert seeded.read_text() == revealed.stdout
+
+
+def test_cat_a_relative_path_and_json(home, fleet_file, seeded):
+    r = taosync("--home", str(home), "-c", str(fleet_file), "cat", "--json",
+                ".claude/settings.json", cwd=home)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["ok"] is True and data["client"] == "claude-code"
+    assert data["path"] == str(seeded) and data["display"] == "~/.claude/settings.json"
+    assert "ANTHROPIC_BASE_URL" in data["text"] and USER_TOKEN not in r.stdout
+    assert TEST_KEY not in r.stdout
+
+
+def test_cat_a_file_taosync_does_not_manage_is_bad_input(home, fleet_file):
+    (home / "notes.txt").write_text("mine\n")
+    r = taosync("--home", str(home), "-c", str(fleet_file), "cat", "~/notes.txt")
+    assert r.returncode == 2
+    assert "not a file taosync manages" in r.stderr and "taosync managed" in r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
