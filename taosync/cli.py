@@ -40,6 +40,7 @@ COMMANDS = {
     "adopt": "taosync.commands.adopt:adopt",
     "completion": "taosync.commands.completion:completion",
     "cat": "taosync.commands.cat:cat",
+    "where": "taosync.commands.where:where",
 }
 HELP = {
     "validate": "Check fleet.yaml; print every problem with its line and column.",
@@ -65,6 +66,7 @@ HELP = {
     "adopt": "Write values you changed in a client's files back into fleet.yaml.",
     "completion": "Print the shell completion script (bash, zsh, fish, powershell).",
     "cat": "Print one client file as taosync would leave it (secrets hidden; --reveal).",
+    "where": "Show which fleet.yaml and state directory are in effect, and why.",
 }
 
 #: what each exit code means per command (DESIGN.md: 0 ok · 1 the job found a problem ·
@@ -102,6 +104,7 @@ EXIT_CODES = {
     "adopt": {0: OK, 1: "you answered no", 2: BAD, 3: WRITE},
     "completion": {0: OK, 2: BAD},
     "cat": {0: "the file was printed", 2: BAD + " or PATH is no file taosync manages"},
+    "where": {0: "printed (also when no fleet.yaml is found: where it looked)", 2: BAD},
 }
 EXAMPLES = {
     "validate": "taosync validate --json",
@@ -127,6 +130,7 @@ EXAMPLES = {
     "adopt": "taosync adopt --dry-run",
     "completion": "eval \"$(taosync completion bash)\"",
     "cat": "taosync cat ~/.codex/config.toml",
+    "where": "taosync where --json",
 }
 
 

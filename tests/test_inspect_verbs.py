@@ -75,3 +75,50 @@ def test_cat_a_file_taosync_does_not_manage_is_bad_input(home, fleet_file):
     assert r.returncode == 2
     assert "not a file taosync manages" in r.stderr and "taosync managed" in r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+# --------------------------------------------------------------------------- where
+
+
+def test_where_names_the_fleet_its_includes_the_state_and_why(home, fleet_file, tmp_path):
+    base = tmp_path / "team" / "base.yaml"
+    base.parent.mkdir()
+    base.write_text(fleet_file.read_text())
+    fleet_file.write_text("include: [team/base.yaml]\nversion: 1\n")
+    r = taosync("--home", str(home), "-c", str(fleet_file), "where")
+    assert r.returncode == 0, r.stderr
+    assert str(fleet_file) in r.stdout and "-c/--config was given" in r.stdout
+    assert f"includes  {base}" in r.stdout
+    assert "~/.local/state/taosync" in r.stdout and "$XDG_STATE_HOME is unset" in r.stdout
+    assert "(--home)" in r.stdout
+    data = json.loads(taosync("--home", str(home), "-c", str(fleet_file), "where",
+                              "--json").stdout)
+    assert data["config"] == {**data["config"], "path": str(fleet_file), "exists": True}
+    assert data["includes"] == [str(base)]
+    assert data["state"]["path"] == str(home / ".local/state/taosync")
+    assert data["home"] == {"path": str(home), "reason": "--home"}
+
+
+def test_where_follows_taosync_config_then_the_current_directory(home, fleet_file, tmp_path):
+    r = taosync("--home", str(home), "where", "--json", cwd=tmp_path,
+                env={"TAOSYNC_CONFIG": str(fleet_file)})
+    data = json.loads(r.stdout)
+    assert data["config"]["path"] == str(fleet_file)
+    assert data["config"]["reason"] == "$TAOSYNC_CONFIG is set"
+    r = taosync("--home", str(home), "where", cwd=tmp_path)  # tmp_path/fleet.yaml
+    assert r.returncode == 0 and "./fleet.yaml exists in the current directory" in r.stdout
+
+
+def test_where_without_a_fleet_says_where_it_looked_and_needs_no_key(home, tmp_path):
+    state = home / "state"
+    env = {"XDG_STATE_HOME": str(state), "TAOTOKEN_API_KEY": ""}
+    r = taosync("--home", str(home), "where", cwd=home, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "~/.config/taosync/fleet.yaml  (not found)" in r.stdout
+    assert "$TAOSYNC_CONFIG: unset" in r.stdout and "taosync init" in r.stdout
+    assert "~/state/taosync" in r.stdout and "$XDG_STATE_HOME is set" in r.stdout
+    data = json.loads(taosync("--home", str(home), "where", "--json", cwd=home, env=env).stdout)
+    assert data["ok"] is True and data["config"]["exists"] is False
+    assert [p["source"] for p in data["config"]["searched"]][:3] == [
+        "-c", "$TAOSYNC_CONFIG", "./fleet.yaml"]
+    assert not (home / ".local").exists() and not state.exists()  # nothing written

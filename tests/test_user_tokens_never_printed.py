@@ -148,7 +148,7 @@ class Home:
                      ("adopt", "--dry-run"), ("forget", "codex", "--dry-run"),
                      ("prune", "--dry-run"), ("completion", "bash"),
                      ("cat", "~/.claude/settings.json"), ("cat", "~/.gemini/.env"),
-                     ("cat", "~/.claude.json")]:
+                     ("cat", "~/.claude.json"), ("where",)]:
             self.run(*args)
 
     def watch_one_cycle(self) -> None:
