@@ -41,6 +41,7 @@ COMMANDS = {
     "completion": "taosync.commands.completion:completion",
     "cat": "taosync.commands.cat:cat",
     "where": "taosync.commands.where:where",
+    "help": "taosync.commands.help_:help_",
 }
 HELP = {
     "validate": "Check fleet.yaml; print every problem with its line and column.",
@@ -67,6 +68,7 @@ HELP = {
     "completion": "Print the shell completion script (bash, zsh, fish, powershell).",
     "cat": "Print one client file as taosync would leave it (secrets hidden; --reveal).",
     "where": "Show which fleet.yaml and state directory are in effect, and why.",
+    "help": "Show the help of CMD (= taosync CMD --help); no CMD: every command.",
 }
 
 #: what each exit code means per command (DESIGN.md: 0 ok · 1 the job found a problem ·
@@ -105,6 +107,7 @@ EXIT_CODES = {
     "completion": {0: OK, 2: BAD},
     "cat": {0: "the file was printed", 2: BAD + " or PATH is no file taosync manages"},
     "where": {0: "printed (also when no fleet.yaml is found: where it looked)", 2: BAD},
+    "help": {0: OK, 2: BAD + " or no such command (did you mean …)"},
 }
 EXAMPLES = {
     "validate": "taosync validate --json",
@@ -131,6 +134,7 @@ EXAMPLES = {
     "completion": "eval \"$(taosync completion bash)\"",
     "cat": "taosync cat ~/.codex/config.toml",
     "where": "taosync where --json",
+    "help": "taosync help apply",
 }
 
 

@@ -122,3 +122,38 @@ def test_where_without_a_fleet_says_where_it_looked_and_needs_no_key(home, tmp_p
     assert [p["source"] for p in data["config"]["searched"]][:3] == [
         "-c", "$TAOSYNC_CONFIG", "./fleet.yaml"]
     assert not (home / ".local").exists() and not state.exists()  # nothing written
+
+
+# --------------------------------------------------------------------------- help
+
+
+@pytest.mark.parametrize("name", ["apply", "cat", "where", "help", "diff"])
+def test_help_cmd_is_cmd_help(name):
+    via_help = taosync("help", name)
+    assert via_help.returncode == 0, via_help.stderr
+    assert via_help.stdout == taosync(name, "--help").stdout
+    assert "Exit codes:" in via_help.stdout
+
+
+def test_help_alone_is_the_command_list():
+    r = taosync("help")
+    assert r.returncode == 0 and r.stdout == taosync("--help").stdout
+    for name in ("cat", "where", "help"):
+        assert f"\n  {name} " in r.stdout
+
+
+def test_help_of_an_unknown_command_is_bad_input_with_did_you_mean():
+    r = taosync("help", "aply")
+    assert r.returncode == 2 and r.stdout == ""
+    assert "no such command 'aply'; did you mean 'apply'?" in r.stderr
+    assert "Traceback" not in r.stderr
+    data = json.loads(taosync("help", "wher", "--json").stdout)
+    assert data["exit_code"] == 2 and "did you mean 'where'?" in data["error"]
+
+
+def test_completion_offers_the_new_verbs_and_help_completes_command_names():
+    env = {"_TAOSYNC_COMPLETE": "bash_complete", "COMP_WORDS": "taosync wh", "COMP_CWORD": "1"}
+    r = taosync(env=env)
+    assert "plain,where" in r.stdout.splitlines()
+    env.update(COMP_WORDS="taosync help ca", COMP_CWORD="2")
+    assert "plain,cat" in taosync(env=env).stdout.splitlines()

@@ -148,7 +148,7 @@ class Home:
                      ("adopt", "--dry-run"), ("forget", "codex", "--dry-run"),
                      ("prune", "--dry-run"), ("completion", "bash"),
                      ("cat", "~/.claude/settings.json"), ("cat", "~/.gemini/.env"),
-                     ("cat", "~/.claude.json"), ("where",)]:
+                     ("cat", "~/.claude.json"), ("where",), ("help", "apply"), ("help",)]:
             self.run(*args)
 
     def watch_one_cycle(self) -> None:
