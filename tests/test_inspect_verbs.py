@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +158,34 @@ def test_completion_offers_the_new_verbs_and_help_completes_command_names():
     assert "plain,where" in r.stdout.splitlines()
     env.update(COMP_WORDS="taosync help ca", COMP_CWORD="2")
     assert "plain,cat" in taosync(env=env).stdout.splitlines()
+
+
+def test_cat_reveal_of_every_managed_file_is_what_apply_writes(home, fleet_file, seeded):
+    """The invariant of cat: for each file of the render, before the apply, its output is
+    byte for byte the file the apply then leaves (a file the apply removes: none) — but
+    for a volatile key's value (Cline's ``updatedAt``: the time of the render), which is
+    compared as a timestamp."""
+    base = ("--home", str(home), "-c", str(fleet_file))
+    managed = json.loads(taosync(*base, "managed", "--json").stdout)
+    paths = [f["path"] for files in managed["clients"].values() for f in files]
+    assert len(paths) > 10
+    before = {}
+    for path in paths:
+        r = taosync(*base, "cat", "--reveal", "--json", path)
+        assert r.returncode == 0, (path, r.stderr)
+        before[path] = json.loads(r.stdout)["text"]
+    assert taosync(*base, "apply", "--no-verify").returncode == 0
+    volatile = {f["path"] for files in managed["clients"].values() for f in files
+                if any(k["role"] == "volatile" for k in f["keys"])}
+    assert volatile  # the example fleet has one (Cline): the exception is exercised
+
+    def stamped(text):
+        return re.sub(r'"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"', '"TIME"', text)
+
+    for path, text in before.items():
+        p = Path(path)
+        after = p.read_text() if p.exists() else None
+        if path in volatile:
+            after, text = stamped(after), stamped(text)
+            assert '"TIME"' in text, path
+        assert after == text, path

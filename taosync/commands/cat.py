@@ -46,7 +46,8 @@ def cat(path, reveal):
     if fp is None:
         raise BadInput(f"{path}: not a file taosync manages here; "
                        "`taosync managed` lists every file it writes"
-                       + (" (under --home, ~ means that home)" if s.sandboxed else ""))
+                       + (" (under --home, ~ means that home: quote it, '~/…', so the "
+                          "shell leaves it to taosync)" if s.sandboxed else ""))
     clients = list(fp.clients)
     text = fp.new_text
     if s.json:
