@@ -24,7 +24,7 @@ Examples:
               help="Print the file exactly as it would be written, secrets included "
                    "(mind your terminal's scrollback and any pipe).")
 def cat(path, reveal):
-    """Print one client file as taosync would leave it after an apply.
+    """Print one client file as taosync would leave it (secrets hidden; --reveal).
 
     PATH is ``~/…`` (under --home: that home), relative to the current directory, or
     absolute; it must be a file taosync manages (taosync managed lists them). Writes

@@ -23,7 +23,7 @@ Examples:
 @common_options
 @click.argument("command", required=False, metavar="[CMD]", shell_complete=_complete)
 def help_(command):
-    """Show the help of CMD (the same as taosync CMD --help); no CMD: every command."""
+    """Show the help of CMD (= taosync CMD --help); no CMD: every command."""
     from taosync import ui
     from taosync.errors import BadInput
 
