@@ -39,6 +39,9 @@ COMMANDS = {
     "forget": "taosync.commands.forget:forget",
     "adopt": "taosync.commands.adopt:adopt",
     "completion": "taosync.commands.completion:completion",
+    "cat": "taosync.commands.cat:cat",
+    "where": "taosync.commands.where:where",
+    "help": "taosync.commands.help_:help_",
 }
 HELP = {
     "validate": "Check fleet.yaml; print every problem with its line and column.",
@@ -63,6 +66,9 @@ HELP = {
     "forget": "Stop managing a client (managed: false); its files stay exactly as they are.",
     "adopt": "Write values you changed in a client's files back into fleet.yaml.",
     "completion": "Print the shell completion script (bash, zsh, fish, powershell).",
+    "cat": "Print one client file as taosync would leave it (secrets hidden; --reveal).",
+    "where": "Show which fleet.yaml and state directory are in effect, and why.",
+    "help": "Show the help of CMD (= taosync CMD --help); no CMD: every command.",
 }
 
 #: what each exit code means per command (DESIGN.md: 0 ok · 1 the job found a problem ·
@@ -99,6 +105,9 @@ EXIT_CODES = {
     "forget": {0: OK, 2: BAD, 3: WRITE},
     "adopt": {0: OK, 1: "you answered no", 2: BAD, 3: WRITE},
     "completion": {0: OK, 2: BAD},
+    "cat": {0: "the file was printed", 2: BAD + " or PATH is no file taosync manages"},
+    "where": {0: "printed (also when no fleet.yaml is found: where it looked)", 2: BAD},
+    "help": {0: OK, 2: BAD + " or no such command (did you mean …)"},
 }
 EXAMPLES = {
     "validate": "taosync validate --json",
@@ -123,6 +132,9 @@ EXAMPLES = {
     "forget": "taosync forget aider",
     "adopt": "taosync adopt --dry-run",
     "completion": "eval \"$(taosync completion bash)\"",
+    "cat": "taosync cat ~/.codex/config.toml",
+    "where": "taosync where --json",
+    "help": "taosync help apply",
 }
 
 

@@ -101,7 +101,8 @@ def test_validate_failure_matches_its_own_problems(taosync, broken):
     (("validate",), 0), (("plan",), 0), (("plan", "--check"), 1), (("status",), 1),
     (("route", "fast"), 0), (("route",), 0), (("env",), 0), (("managed",), 0),
     (("log",), 0), (("prune",), 0), (("stats",), 0), (("schema",), 0), (("import",), (0, 1)),
-    (("completion", "bash"), 0), (("doctor",), (0, 1)),
+    (("completion", "bash"), 0), (("doctor",), (0, 1)), (("cat", "~/.aider.conf.yml"), 0),
+    (("where",), 0), (("help", "cat"), 0),
     (("destroy", "--dry-run"), 0), (("verify", "--stub", "--desired"), 0),
 ], ids=case_id)
 def test_before_any_apply(taosync, args, rc):
@@ -159,6 +160,9 @@ def test_status_items_carry_the_display_path(taosync, home):
     (("stub", "--key", "a", "--key-env", "B"), 2),
     (("watch", "--bogus"), 2),
     (("schema", "--bogus"), 2),
+    (("cat", "~/not-a-client-file"), 2),
+    (("where", "--bogus"), 2),
+    (("help", "aply"), 2),
 ], ids=case_id)
 def test_failures(taosync, args, rc):
     failed(taosync(*args, "--json"), rc)

@@ -61,7 +61,7 @@ RULES = ["apply", "route_pin", "route_candidates", "context_window", "rotate_key
          "rotate_mcp_secret", "team_server", "switch_team", "toggle_include", "hand_edit_owned",
          "hand_add_user_key", "client_rewrite", "rollback", "redo", "destroy", "forget",
          "manage_again", "adopt", "set_fault", "clear_faults", "verify", "read_only",
-         "unset_mcp_secret", "shell_style_key", "damaged_state"]
+         "unset_mcp_secret", "shell_style_key", "damaged_state", "cat"]
 CHECKS = "abcdef"
 
 
@@ -318,6 +318,23 @@ class TaosyncMachine(RuleBasedStateMachine):
         before = self.w.snapshot()
         r = self.sh(*args)
         assert self.w.snapshot() == before, f"a read-only command wrote:\n{r}"
+
+    @action("cat", rel=st.sampled_from(sorted(PLANTED)))
+    def cat(self, rel):
+        """``cat`` prints no secret (c); where every owned key equals the render, the
+        file as the next apply leaves it (``cat --reveal``) is the file as it is, byte for
+        byte. The revealed run prints secrets by design: (c) does not read it, (f) does."""
+        before = self.w.snapshot()
+        r = self.sh("cat", f"~/{rel}")
+        assert r.rc in (0, 2), f"cat of a planted file:\n{r}"
+        in_sync = self.oracle_in_sync()
+        revealed = self.w.run("cat", "--reveal", f"~/{rel}")
+        self.ran_from = len(self.w.ran)  # not through (c): --reveal prints the key
+        assert "Traceback" not in revealed.err and revealed.rc == r.rc, f"{r}\n{revealed}"
+        assert self.w.snapshot() == before, f"cat wrote:\n{r}"
+        if in_sync and r.rc == 0 and checking("b"):
+            assert revealed.out == (self.w.home / rel).read_text(), (
+                f"(b) cat of a file in sync differs from it:\n{revealed}")
 
     @action("unset_mcp_secret")
     def unset_mcp_secret(self):

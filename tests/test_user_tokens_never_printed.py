@@ -146,7 +146,9 @@ class Home:
                      ("env",), ("verify", "--stub"), ("verify", "--stub", "--desired"),
                      ("rollback", "--dry-run"), ("destroy", "--dry-run"),
                      ("adopt", "--dry-run"), ("forget", "codex", "--dry-run"),
-                     ("prune", "--dry-run"), ("completion", "bash")]:
+                     ("prune", "--dry-run"), ("completion", "bash"),
+                     ("cat", "~/.claude/settings.json"), ("cat", "~/.gemini/.env"),
+                     ("cat", "~/.claude.json"), ("where",), ("help", "apply"), ("help",)]:
             self.run(*args)
 
     def watch_one_cycle(self) -> None:

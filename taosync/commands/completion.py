@@ -69,8 +69,9 @@ Install (then open a new shell):
                (add that line to $PROFILE to keep it)
 
 \b
-Completes commands, options, client ids (--only, forget, adopt), route names (--route,
-route TASK), catalogue model ids (--model) and choices (--shell, --drift)."""
+Completes commands (also help CMD), options, client ids (--only, forget, adopt), route
+names (--route, route TASK), catalogue model ids (--model), choices (--shell, --drift) and
+file paths (cat PATH)."""
 
 
 @click.command("completion", epilog=INSTALL)
