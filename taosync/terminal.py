@@ -13,8 +13,10 @@ import re
 
 #: C0 and C1 controls, DEL, and the characters that reorder or break lines on display:
 #: bidi embeddings/overrides/isolates/marks (Trojan Source), line/paragraph separators
+#: (one set for what is printed and what fleet.yaml may hold: fleet/yaml_source.py, checks.py)
+C0_C1 = r"\x00-\x1f\x7f-\x9f"
 _LAYOUT = r"\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-_CONTROLS = re.compile(rf"[\x00-\x1f\x7f-\x9f{_LAYOUT}]")
+CONTROLS = re.compile(rf"[{C0_C1}{_LAYOUT}]")
 #: the same but newline, tab and a CR ending a line (a CRLF file's line end): the
 #: line structure of a multi-line text (a diff of a client file) is the output's own
 _IN_LINES = rf"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{_LAYOUT}]"
@@ -44,7 +46,7 @@ def untrusted(text) -> str:
         text = "" if text is None else str(text)
     if text.isprintable():
         return text
-    return _CONTROLS.sub(lambda m: " " if m.group().isspace() else shown(m.group()), text)
+    return CONTROLS.sub(lambda m: " " if m.group().isspace() else shown(m.group()), text)
 
 
 def terminal_safe(text: str) -> str:

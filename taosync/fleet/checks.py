@@ -16,6 +16,7 @@ from taosync.fleet.logic import (FLEET_REFERENCE, MCP_SECRET_FIELDS, SLOT, SLOT_
                                   url_userinfo)
 from taosync.fleet.problems import PathT, Problem, closest, did_you_mean
 from taosync.fleet.schema_errors import _URL_FIELDS
+from taosync.terminal import C0_C1
 
 
 
@@ -335,7 +336,7 @@ class CrossChecks:
 #: an RFC 7230 token: what a header name may be made of
 _HTTP_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 #: C0 controls (CR, LF, NUL, TAB, ESC, …), DEL and the C1 controls
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(f"[{C0_C1}]")
 
 
 def control_character(text: str) -> str | None:

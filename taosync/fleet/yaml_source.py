@@ -9,6 +9,7 @@ import re
 
 from taosync.fleet.problems import PathT, _Stop
 from taosync.fleet.schema_errors import _yaml_scalar
+from taosync.terminal import CONTROLS
 
 try:  # the builtin module skips loading OpenSSL (~5 ms), as the stdlib's random does
     from _sha256 import sha256 as _sha256  # Python 3.11
@@ -27,12 +28,9 @@ MAX_DEPTH = 64
 #: the largest integer fleet.yaml may hold: 2^53−1, what JSON clients (JavaScript)
 #: read exactly; TOML's signed 64-bit holds it too. Fields have tighter bounds of their own
 MAX_INT = 2**53 - 1
-#: what no key or value may hold: C0 and C1 controls, DEL, and the characters that make
-#: text display in another order or on another line (bidi controls, line separators).
-#: They would be written into client files as is (a NUL ends a C string, CR/LF start a
-#: new line: an injected setting or header)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
-                      r"\u2066-\u2069]")
+# No key or value may hold terminal.CONTROLS (C0 and C1 controls, DEL, bidi controls,
+# line separators): they would be written into client files as is (a NUL ends a C
+# string, CR/LF start a new line: an injected setting or header).
 #: free text that may span lines (a newline or tab in the probe's prompt is the prompt's)
 _MULTILINE = {("verify", "prompt")}
 #: values a program receives as they are, where a tab may be meant: an MCP server's
@@ -327,7 +325,7 @@ class YamlSource:
         allowed = "\n\t" if path in _MULTILINE else (
             "\t" if at == "value" and len(path) == 4 and path[0] == "mcp_servers"
             and path[2] in _TAB_OK else "")
-        found = next((m for m in _CONTROL.finditer(text) if m.group() not in allowed), None)
+        found = next((m for m in CONTROLS.finditer(text) if m.group() not in allowed), None)
         if found is None:
             return False
         what = "key" if at == "key" else "value"
