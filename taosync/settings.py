@@ -73,18 +73,26 @@ class Settings:
 
     def config_path(self) -> Path:
         """-c, else $TAOSYNC_CONFIG, else ./fleet.yaml, else $XDG_CONFIG_HOME/taosync/fleet.yaml."""
+        return self.config_choice()[0]
+
+    def config_choice(self) -> tuple[Path, str]:
+        """The fleet.yaml in effect and what chose it: ``-c``, ``$TAOSYNC_CONFIG``,
+        ``./fleet.yaml`` (it exists) or ``default`` (``taosync where`` says which)."""
         if self.config is not None:
-            return self.config
+            return self.config, "-c"
         env = environ().get("TAOSYNC_CONFIG")
         if env:
-            return Path(env)
+            return Path(env), "$TAOSYNC_CONFIG"
         from taosync.privilege import invoker_rights
 
         local = Path("fleet.yaml")
         with invoker_rights():  # the invoker's fleet, in the invoker's directory
             here = system().exists(local)
         if here:
-            return local
+            return local, "./fleet.yaml"
+        return self.default_config_path(), "default"
+
+    def default_config_path(self) -> Path:
         base = self._location("XDG_CONFIG_HOME") or self.home_dir / ".config"
         return base / "taosync" / "fleet.yaml"
 

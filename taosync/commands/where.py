@@ -78,14 +78,11 @@ def config_lookup(s) -> dict:
     the lookup considers, in its order."""
     from pathlib import Path
 
-    from taosync.engine.system import current as system, environ
-    from taosync.privilege import invoker_rights
+    from taosync.engine.system import environ
 
     env_value = environ().get("TAOSYNC_CONFIG") or None
-    with invoker_rights():
-        local_exists = system().exists(Path("fleet.yaml"))
     xdg = s.client_env().location("XDG_CONFIG_HOME")
-    default = (xdg or s.home_dir / ".config") / "taosync" / "fleet.yaml"
+    default = s.default_config_path()
     searched = [
         {"source": "-c", "path": str(s.config) if s.config is not None else None},
         {"source": "$TAOSYNC_CONFIG", "path": env_value},
@@ -95,16 +92,14 @@ def config_lookup(s) -> dict:
     ]
     for place in searched:
         place["exists"] = place["path"] is not None and _exists(place["path"])
-    path = s.config_path()
-    if s.config is not None:
-        reason = "-c/--config was given"
-    elif env_value:
-        reason = "$TAOSYNC_CONFIG is set"
-    elif local_exists:
-        reason = "./fleet.yaml exists in the current directory (and no -c, no $TAOSYNC_CONFIG)"
-    else:
-        reason = ("the default: no -c, no $TAOSYNC_CONFIG, no ./fleet.yaml"
-                  + ("; $XDG_CONFIG_HOME is set" if xdg else ""))
+    path, chosen_by = s.config_choice()
+    reason = {
+        "-c": "-c/--config was given",
+        "$TAOSYNC_CONFIG": "$TAOSYNC_CONFIG is set",
+        "./fleet.yaml": "./fleet.yaml exists in the current directory (and no -c, no "
+                        "$TAOSYNC_CONFIG)",
+    }.get(chosen_by) or ("the default: no -c, no $TAOSYNC_CONFIG, no ./fleet.yaml"
+                         + ("; $XDG_CONFIG_HOME is set" if xdg else ""))
     path = Path(path).absolute()
     return {"path": str(path), "reason": reason, "exists": _exists(path),
             "searched": searched}
