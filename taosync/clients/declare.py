@@ -544,8 +544,8 @@ class Declared:
             out.problems.append(f"{where} sets no {keypath_str(url_bind.path)}")
             return out
         key_seen, secret, problem = self.read_key(obs, env, where)
-        if problem:
-            out.problems.append(problem)
+        if problem or key_seen is None:
+            out.problems.append(problem or f"{where} holds no key")
             return out
         read_headers = obs.headers[0].value if obs.headers else {}
         for bind, chosen in self.slots(fleet):

@@ -87,6 +87,12 @@ def _key_var(fleet) -> str:
 _PROVIDER = ("providers", Match("name", PROVIDER))
 
 
+#: ``[[mcp.servers]]`` entries, field by field; ``[mcp]`` switched on with them
+MCP_SHAPE = declare.McpShape(("mcp", "servers"), listed=True, whole=False, cwd=False,
+                             switch={("mcp", "enabled"): True, ("mcp", "auto_start"): True},
+                             note="gptme does not expand variables in MCP env or headers")
+
+
 class Gptme(declare.Declared):
     """The table, and what it cannot say: the key lives in config.local.toml under the
     variable the provider entry names (or only in the environment, by reference)."""
@@ -107,10 +113,7 @@ CLIENT = Gptme(
     sends=CLIENT_HEADERS, sends_headers=False,
     key_rule=declare.KeyRule(("env",), "gptme reads the key only from an environment "
                              "variable or [env]"),
-    mcp=declare.McpShape(("mcp", "servers"), listed=True, whole=False, cwd=False,
-                         switch={("mcp", "enabled"): True, ("mcp", "auto_start"): True},
-                         note="gptme does not expand variables in MCP env or headers"),
-    mcp_file="config",
+    mcp=MCP_SHAPE, mcp_file="config",
 )
 render, probes, locations = CLIENT.render, CLIENT.probes, CLIENT.locations
 
@@ -224,5 +227,5 @@ def observe(env: ClientEnv) -> Observation:
         else:
             obs.settings["secrets"] = "reference"
 
-    declare.read_mcp(CLIENT.mcp, config, config_path, obs)
+    declare.read_mcp(MCP_SHAPE, config, config_path, obs)
     return obs

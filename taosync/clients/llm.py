@@ -126,20 +126,22 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         return out
     name = entry.get("api_key_name")
     keys_path = home / "keys.json"
-    stored = read_plain(keys_path, "json", obs, (name,)) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        out.problems.append(f"{where} has no api_key_name: llm sends Bearer DUMMY_KEY")
+        return out
+    key_seen = Seen(None, keys_path, name)
+    stored = read_plain(keys_path, "json", obs, (name,))
     if isinstance(stored, str) and stored.strip():
-        key_seen = Seen(None, keys_path, name)
         secret, problem = disk_key("literal", stored, f"{shown(keys_path, env)} {name}", env)
-    elif isinstance(name, str):
-        key_seen = Seen(None, keys_path, name)
+    else:
         secret, problem = disk_key("env", "OPENAI_API_KEY", f"{shown(keys_path, env)} has no "
                                    f"{name}, so llm reads OPENAI_API_KEY", env)
-    else:
-        secret, problem = None, (f"{where} has no api_key_name: llm sends Bearer DUMMY_KEY")
     if problem:
         out.problems.append(problem)
         return out
-    headers = entry.get("headers") if isinstance(entry.get("headers"), dict) else {}
+    headers = entry.get("headers")
+    if not isinstance(headers, dict):
+        headers = {}
     wire = entry.get("model_name") if isinstance(entry.get("model_name"), str) else model_id
     out.probes = probe_specs(
         fleet, ID, [(fleet.clients.llm.model, wire)], protocol="openai-chat",
@@ -198,7 +200,7 @@ def observe(env: ClientEnv) -> Observation:
     name = entry.get("api_key_name")
     keys_path = home / "keys.json"
     value = read_plain(keys_path, "json", obs, (name,)) if isinstance(name, str) else None
-    if isinstance(value, str) and value.strip():
+    if isinstance(name, str) and isinstance(value, str) and value.strip():
         obs.keys.append(Seen(Secret(value.strip(), f"{keys_path} {name}"), keys_path, name))
     headers = entry.get("headers")
     if isinstance(headers, dict) and headers:
