@@ -15,13 +15,10 @@ has no MCP and no setting for extra request headers.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
-                                  disk_key, probe_specs, read_plain, shown, slot_option,
-                                  start_on_disk, stored_key)
-from taosync.fleet.secrets import Secret, parse_reference
+from taosync.clients import declare
+from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
 
 ID = "aider"
 BINARY = "aider"  # taosync doctor shows its --version
@@ -43,13 +40,9 @@ OWNED_FILES = (
      '(root + `/v1`), `openai-api-key` (inline; reference: aider reads `$OPENAI_API_KEY`)'),
 )
 
-#: fleet option → aider's key in .aider.conf.yml
-MODEL_KEYS = {"model": "model", "weak_model": "weak-model", "editor_model": "editor-model"}
 PREFIX = "openai/"
 #: the variable aider (LiteLLM's openai provider) reads the key from
 KEY_ENV = "OPENAI_API_KEY"
-#: what aider 0.86.2 sends besides auth (its pinned openai SDK, through LiteLLM)
-HEADERS = {"User-Agent": "OpenAI/Python 2.20.0"}
 
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
@@ -65,129 +58,41 @@ def config_path(env: ClientEnv) -> Path:
     return env.home / ".aider.conf.yml"
 
 
-def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    """(directories, single files) this client's files may be in (rollback/recovery)."""
-    return [], [config_path(env)]
+class Aider(declare.Declared):
+    """The table, and the one thing it cannot say: under ``secrets: reference`` aider
+    reads the key from ``OPENAI_API_KEY`` alone, so the file then holds none."""
 
-
-def _slots(cfg) -> list[tuple[str, str | None]]:
-    """(option, slot) pairs that are written: the main model always, the others when set."""
-    return [(option, getattr(cfg, option)) for option in MODEL_KEYS
-            if option == "model" or getattr(cfg, option) is not None]
-
-
-def _key_from_env(fleet, cfg) -> str | None:
-    """The variable named by ``gateway.key`` when aider should read the key from its
-    environment (``secrets: reference`` with ``${env:NAME}``); None: the key goes inline."""
-    if fleet.secrets_for(cfg) != "reference":
-        return None
-    ref = parse_reference(fleet.gateway.key)
-    return ref.arg if ref.kind == "env" else None
-
-
-def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    cfg = fleet.clients.aider
-    path = config_path(env)
-    values: dict = {(MODEL_KEYS[option],): PREFIX + fleet.model_for(slot)
-                    for option, slot in _slots(cfg)}
-    values[("openai-api-base",)] = fleet.openai_url
-    from_env = _key_from_env(fleet, cfg)
-    if from_env is None:
-        values[("openai-api-key",)] = key
-        if fleet.secrets_for(cfg) == "reference":
-            ref = parse_reference(fleet.gateway.key)
+    def render_key(self, fleet, key, env, values) -> None:
+        ref = self.key_reference(fleet, env, config_path(env))
+        if ref is None:
+            values["conf"][("openai-api-key",)] = key
+        elif ref.arg != KEY_ENV:
             env.warnings.append(
-                f"{ID}: secrets: reference needs gateway.key = ${{env:NAME}} (aider reads the "
-                f"key only from {KEY_ENV}), but it is {ref.describe()}; wrote the key inline "
-                f"into {path} (mode 0600)")
-    elif from_env != KEY_ENV:
-        env.warnings.append(
-            f"{ID}: aider reads the key from {KEY_ENV}, not {from_env}: export "
-            f"{KEY_ENV}=\"${from_env}\" where aider runs (the key stays off disk)")
-    if fleet.gateway.headers:
-        env.warnings.append(f"{ID}: aider has no setting for extra request headers; its "
-                            f"requests go without gateway.headers")
-    return [Patch(path, "yaml", values, ID)]
+                f"{ID}: aider reads the key from {KEY_ENV}, not {ref.arg}: export "
+                f"{KEY_ENV}=\"${ref.arg}\" where aider runs (the key stays off disk)")
+
+    def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
+        path = config_path(env)
+        if obs.urls and not obs.keys:
+            obs.key_envs.append(Seen(KEY_ENV, path, "openai-api-key"))
+            obs.settings["secrets"] = "reference"
+        if obs.urls and obs.provider is None and "model" not in obs.slots:
+            obs.notes.append(f"{path}: sets openai-api-base but no openai/<id> model")
 
 
-def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    slots = [slot for _, slot in _slots(fleet.clients.aider)]
-    return probe_specs(fleet, ID, fleet.distinct_models(slots), protocol="openai-chat",
-                       base_url=fleet.openai_url, path="/chat/completions", headers=HEADERS)
-
-
-def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    """The probes ``~/.aider.conf.yml`` makes aider send: openai-api-base, the key
-    (openai-api-key, else $OPENAI_API_KEY) and each ``openai/<id>`` model."""
-    path = config_path(env)
-    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, path)
-    if obs is None:
-        return out
-    where = shown(path, env)
-    if not obs.urls:
-        out.problems.append(f"{where} sets no openai-api-base")
-        return out
-    if obs.keys:
-        key_seen = obs.keys[0]
-        secret, problem = stored_key(key_seen, env, where)
-    else:
-        key_seen = Seen(KEY_ENV, path, "openai-api-key")
-        secret, problem = disk_key("env", KEY_ENV, f"{where} has no openai-api-key, so "
-                                   f"aider reads {KEY_ENV}", env)
-    if problem:
-        out.problems.append(problem)
-        return out
-    cfg = fleet.clients.aider
-    for option, slot in _slots(cfg):
-        found = obs.slots.get(option)
-        if not found:
-            continue
-        out.probes += probe_specs(
-            fleet, ID, [(slot, found[0].value)], protocol="openai-chat",
-            base_url=obs.urls[0].value, path="/chat/completions", headers=HEADERS,
-            secret=secret, origins=(out.origin("url", obs.urls[0], env),
-                                    out.origin("key", key_seen, env),
-                                    out.origin("model", found[0], env)))
-    if not out.probes and not out.problems:
-        out.problems.append(f"{where} names no openai/<id> model")
-    return out
-
-
-# -- reading back (taosync import) ---------------------------------------------------
-
-
-def observe(env: ClientEnv) -> Observation:
-    """What ``~/.aider.conf.yml`` says (the git-root and working-directory files are a
-    project's, not read)."""
-    path = config_path(env)
-    obs = Observation(ID, protocol="openai")
-    config = read_plain(path, "yaml", obs)
-    if not isinstance(config, dict):
-        return obs
-    base = config.get("openai-api-base")
-    if isinstance(base, str) and base.strip():
-        obs.urls.append(Seen(base.strip(), path, "openai-api-base"))
-    for option, name in MODEL_KEYS.items():
-        model = config.get(name)
-        if not (isinstance(model, str) and model.strip()):
-            continue
-        model = model.strip()
-        if not model.startswith(PREFIX):
-            if option == "model":
-                obs.provider = Seen(f"model {model!r} (not an openai/<id> gateway model)",
-                                    path, name)
-            else:
-                obs.notes.append(f"{path}: {name} {model!r} is not an openai/<id> gateway "
-                                 f"model; not imported")
-            continue
-        obs.slots[option] = [Seen(model[len(PREFIX):], path, name)]
-    key = config.get("openai-api-key")
-    if isinstance(key, str) and key.strip():
-        obs.keys.append(Seen(Secret(key.strip(), f"{path} openai-api-key"), path,
-                             "openai-api-key"))
-    elif obs.urls:
-        obs.key_envs.append(Seen(KEY_ENV, path, "openai-api-key"))
-        obs.settings["secrets"] = "reference"
-    if obs.urls and obs.provider is None and "model" not in obs.slots:
-        obs.notes.append(f"{path}: sets openai-api-base but no openai/<id> model")
-    return obs
+CLIENT = Aider(
+    ID, TITLE, files={"conf": declare.File(config_path, "yaml")}, primary="conf",
+    bindings=(
+        declare.slot("conf", "model", prefix=PREFIX),
+        declare.slot("conf", "weak-model", option="weak_model", prefix=PREFIX, optional=True),
+        declare.slot("conf", "editor-model", option="editor_model", prefix=PREFIX,
+                     optional=True),
+        declare.url("conf", "openai-api-base"),
+        declare.key("conf", "openai-api-key"),
+    ),
+    # what aider 0.86.2 sends besides auth (its pinned openai SDK, through LiteLLM)
+    sends={"User-Agent": "OpenAI/Python 2.20.0"}, sends_headers=False,
+    key_rule=declare.KeyRule(("env",), f"aider reads the key only from {KEY_ENV}"),
+)
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)

@@ -23,10 +23,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
-                                  fleet_mcp, named_key, probe_specs, read_plain, shown,
-                                  slot_option, start_on_disk, stored_key)
-from taosync.fleet.logic import inline_mcp_secrets
+from taosync.clients import declare
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Seen, named_key,
+                                  probe_specs, read_plain, shown, slot_option, start_on_disk,
+                                  stored_key)
 from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import Match, keypath_str
 
@@ -77,78 +77,45 @@ def gptme_dir(env: ClientEnv) -> Path:
     return env.app_data() / "gptme"
 
 
-def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    """(directories, single files) this client's files may be in (rollback/recovery)."""
-    return [gptme_dir(env)], []
-
-
 def _key_var(fleet) -> str:
     """The variable gptme reads the key from: the fleet's ``${env:NAME}``, else ours."""
     ref = parse_reference(fleet.gateway.key)
     return ref.arg if ref.kind == "env" else DEFAULT_KEY_VAR
 
 
-def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    cfg = fleet.clients.gptme
-    home = gptme_dir(env)
-    config_path, local_path = home / "config.toml", home / "config.local.toml"
-    var = _key_var(fleet)
-    ref = parse_reference(fleet.gateway.key)
-    reference = fleet.secrets_for(cfg) == "reference"
-    key_inline = not (reference and ref.kind == "env")
-    if reference and key_inline:
-        env.warnings.append(
-            f"{ID}: secrets: reference needs gateway.key = ${{env:NAME}} (gptme reads the key "
-            f"only from an environment variable or [env]), but it is {ref.describe()}; wrote "
-            f"the key inline into {local_path} (mode 0600)")
-    if fleet.gateway.headers:
-        env.warnings.append(
-            f"{ID}: gptme has no setting for extra request headers; gateway.headers "
-            f"({', '.join(fleet.gateway.headers)}) are not sent by gptme")
-
-    p = ("providers", Match("name", PROVIDER))
-    values: dict = {
-        ("env", "MODEL"): f"{PROVIDER}/{fleet.model_for(cfg.model)}",
-        p + ("base_url",): fleet.openai_url,
-        p + ("api_key_env",): var,
-    }
-    holds_key = False
-    if cfg.mcp and fleet.mcp_servers:
-        values[("mcp", "enabled")] = True
-        values[("mcp", "auto_start")] = True
-        for name, server in fleet.mcp_servers_expanded(key).items():
-            s = ("mcp", "servers", Match("name", name))
-            if server.kind == "stdio":
-                entry: dict = {"command": server.command, "args": list(server.args)}
-                if server.env:
-                    entry["env"] = dict(server.env)
-                if server.cwd:
-                    env.warnings.append(f"{ID}: MCP server {name!r} sets cwd, which gptme has "
-                                        f"no setting for; it starts in gptme's directory")
-            else:
-                entry = {"url": server.url}
-                if server.headers:
-                    entry["headers"] = dict(server.headers)
-            if reference:
-                warning = inline_mcp_secrets(ID, name, entry.get("env") or entry.get("headers")
-                                             or {}, config_path, "gptme does not expand "
-                                             "variables in MCP env or headers")
-                if warning:
-                    env.warnings.append(warning)
-            for field, value in entry.items():
-                values[s + (field,)] = value
-            holds_key = holds_key or key.found_in(entry)
-
-    patches = [Patch(config_path, "toml", values, ID, secret=holds_key)]
-    if key_inline:
-        patches.append(Patch(local_path, "toml", {("env", var): key}, ID, secret=True))
-    return patches
+#: the ``[[providers]]`` entry's key path
+_PROVIDER = ("providers", Match("name", PROVIDER))
 
 
-def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.gptme.model]),
-                       protocol="openai-chat", base_url=fleet.openai_url,
-                       path="/chat/completions", headers=CLIENT_HEADERS)
+#: ``[[mcp.servers]]`` entries, field by field; ``[mcp]`` switched on with them
+MCP_SHAPE = declare.McpShape(("mcp", "servers"), listed=True, whole=False, cwd=False,
+                             switch={("mcp", "enabled"): True, ("mcp", "auto_start"): True},
+                             note="gptme does not expand variables in MCP env or headers")
+
+
+class Gptme(declare.Declared):
+    """The table, and what it cannot say: the key lives in config.local.toml under the
+    variable the provider entry names (or only in the environment, by reference)."""
+
+    def render_key(self, fleet, key, env, values) -> None:
+        var = _key_var(fleet)
+        values["config"][_PROVIDER + ("api_key_env",)] = var
+        if self.key_reference(fleet, env, self.file("local", env)) is None:
+            values["local"][("env", var)] = key
+
+
+CLIENT = Gptme(
+    ID, TITLE, primary="config",
+    files={"config": declare.File(lambda env: gptme_dir(env) / "config.toml", "toml"),
+           "local": declare.File(lambda env: gptme_dir(env) / "config.local.toml", "toml")},
+    bindings=(declare.slot("config", "env", "MODEL", prefix=PROVIDER + "/"),
+              declare.url("config", *_PROVIDER, "base_url")),
+    sends=CLIENT_HEADERS, sends_headers=False,
+    key_rule=declare.KeyRule(("env",), "gptme reads the key only from an environment "
+                             "variable or [env]"),
+    mcp=MCP_SHAPE, mcp_file="config",
+)
+render, probes, locations = CLIENT.render, CLIENT.probes, CLIENT.locations
 
 
 def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
@@ -260,19 +227,5 @@ def observe(env: ClientEnv) -> Observation:
         else:
             obs.settings["secrets"] = "reference"
 
-    for server in _entries(_section(config, "mcp").get("servers")):
-        name = server.get("name")
-        if not isinstance(name, str):
-            continue
-        if server.get("command"):
-            value = fleet_mcp(command=server.get("command"), args=server.get("args"),
-                              env=server.get("env"))
-        else:
-            value = fleet_mcp(url=server.get("url"), headers=server.get("headers"))
-        if value is None:
-            obs.notes.append(f"{config_path}: MCP server {name!r} has a shape fleet.yaml "
-                             f"cannot express; not imported")
-            continue
-        obs.mcp_servers[name] = Seen(value, config_path,
-                                     keypath_str(("mcp", "servers", Match("name", name))))
+    declare.read_mcp(MCP_SHAPE, config, config_path, obs)
     return obs

@@ -18,10 +18,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
-                                  disk_key, probe_specs, read_plain, shown, slot_option,
-                                  start_on_disk)
-from taosync.fleet.secrets import Secret, parse_reference
+from taosync.clients import declare
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, ProbeSpec, Seen, disk_key,
+                                  probe_specs, read_plain, shown, slot_option, start_on_disk)
+from taosync.fleet.secrets import Secret
 from taosync.formats.base import Match, keypath_str
 
 ID = "llm"
@@ -69,34 +69,29 @@ def user_dir(env: ClientEnv) -> Path:
     return env.location("LLM_USER_PATH") or env.app_data() / "io.datasette.llm"
 
 
-def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    """(directories, single files) this client's files may be in (rollback/recovery)."""
-    return [user_dir(env)], []
+class Llm(declare.Declared):
+    """The table, and what it cannot say: one extra-openai-models.yaml entry per
+    catalogue model (so ``llm -m <id>`` works for each)."""
+
+    def extra_render(self, fleet, key, env, values) -> None:
+        for model in fleet.models:
+            entry = (Match("model_id", model),)
+            values["models"][entry + ("model_name",)] = model
+            values["models"][entry + ("api_base",)] = fleet.openai_url
+            values["models"][entry + ("api_key_name",)] = KEY_NAME
+            if fleet.gateway.headers:
+                values["models"][entry + ("headers",)] = fleet.gateway_headers()
 
 
-def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    cfg = fleet.clients.llm
-    home = user_dir(env)
-    keys_path = home / "keys.json"
-    if fleet.secrets_for(cfg) == "reference":
-        ref = parse_reference(fleet.gateway.key)
-        env.warnings.append(
-            f"{ID}: secrets: reference cannot keep the key off disk for llm (its gateway "
-            f"models read the key from keys.json); wrote the key from {ref.describe()} "
-            f"inline into {keys_path} (mode 0600)")
-    models: dict = {}
-    for model in fleet.models:
-        entry = (Match("model_id", model),)
-        models[entry + ("model_name",)] = model
-        models[entry + ("api_base",)] = fleet.openai_url
-        models[entry + ("api_key_name",)] = KEY_NAME
-        if fleet.gateway.headers:
-            models[entry + ("headers",)] = fleet.gateway_headers()
-    return [
-        Patch(home / MODELS_FILE, "yaml", models, ID),
-        Patch(keys_path, "json", {(KEY_NAME,): key}, ID, secret=True),
-        Patch(home / "default_model.txt", "text", {("text",): fleet.model_for(cfg.model)}, ID),
-    ]
+CLIENT = Llm(
+    ID, TITLE, primary="models",
+    files={"models": declare.File(lambda env: user_dir(env) / MODELS_FILE, "yaml"),
+           "keys": declare.File(lambda env: user_dir(env) / "keys.json", "json"),
+           "default": declare.File(lambda env: user_dir(env) / "default_model.txt", "text")},
+    bindings=(declare.key("keys", KEY_NAME), declare.slot("default", "text")),
+    key_rule=declare.KeyRule((), "its gateway models read the key from keys.json"),
+)
+render, locations = CLIENT.render, CLIENT.locations
 
 
 def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
@@ -131,20 +126,22 @@ def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
         return out
     name = entry.get("api_key_name")
     keys_path = home / "keys.json"
-    stored = read_plain(keys_path, "json", obs, (name,)) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        out.problems.append(f"{where} has no api_key_name: llm sends Bearer DUMMY_KEY")
+        return out
+    key_seen = Seen(None, keys_path, name)
+    stored = read_plain(keys_path, "json", obs, (name,))
     if isinstance(stored, str) and stored.strip():
-        key_seen = Seen(None, keys_path, name)
         secret, problem = disk_key("literal", stored, f"{shown(keys_path, env)} {name}", env)
-    elif isinstance(name, str):
-        key_seen = Seen(None, keys_path, name)
+    else:
         secret, problem = disk_key("env", "OPENAI_API_KEY", f"{shown(keys_path, env)} has no "
                                    f"{name}, so llm reads OPENAI_API_KEY", env)
-    else:
-        secret, problem = None, (f"{where} has no api_key_name: llm sends Bearer DUMMY_KEY")
     if problem:
         out.problems.append(problem)
         return out
-    headers = entry.get("headers") if isinstance(entry.get("headers"), dict) else {}
+    headers = entry.get("headers")
+    if not isinstance(headers, dict):
+        headers = {}
     wire = entry.get("model_name") if isinstance(entry.get("model_name"), str) else model_id
     out.probes = probe_specs(
         fleet, ID, [(fleet.clients.llm.model, wire)], protocol="openai-chat",
@@ -203,7 +200,7 @@ def observe(env: ClientEnv) -> Observation:
     name = entry.get("api_key_name")
     keys_path = home / "keys.json"
     value = read_plain(keys_path, "json", obs, (name,)) if isinstance(name, str) else None
-    if isinstance(value, str) and value.strip():
+    if isinstance(name, str) and isinstance(value, str) and value.strip():
         obs.keys.append(Seen(Secret(value.strip(), f"{keys_path} {name}"), keys_path, name))
     headers = entry.get("headers")
     if isinstance(headers, dict) and headers:

@@ -62,7 +62,7 @@ def test_aider_reference_to_a_file_key_goes_inline_with_a_warning(clients_env):
 def test_aider_headers_cannot_be_sent(clients_env):
     aider.render(fleet(gateway__headers={"X-Team": "core"}), KEY, clients_env)
     assert clients_env.warnings == ["aider: aider has no setting for extra request headers; "
-                                    "its requests go without gateway.headers"]
+                                    "gateway.headers (X-Team) are not sent by aider"]
 
 
 def test_aider_probes(clients_env):

@@ -12,18 +12,23 @@ import pytest
 
 from contract import check_contract
 from taosync.clients import registry
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Seen, probe_specs,
-                                  read_plain, slot_option)
-from taosync.engine.patch import Patch
-from taosync.fleet.secrets import Secret
+from taosync.clients import declare
+from taosync.clients.base import ClientEnv, Option, slot_option
+from taosync.clients.plugin import MEMBERS, ClientPlugin, no_findings
 
 # -- the toy client: everything a client module declares -----------------------------------
 
 ID = "toy"
 TITLE = "Toy"
+BINARY = "toy"
 SUMMARY = "Toy (OpenAI chat): model."
 TARGETS = ["~/.toy/config.toml ($TOY_HOME): base_url, model, api_key"]
+OWNED_FILES = (("Toy (1.0)", "`~/.toy/config.toml` (`$TOY_HOME`)",
+                "`base_url`, `model`, `api_key`"),)
 LOCATION_VARS = ("TOY_HOME",)
+LOCATION_FILES: tuple[str, ...] = ()
+MCP = False
+REQUIRES: dict[str, str] = {}
 OPTIONS = (
     slot_option("model", "Route or model id (default: default_route)."),
     Option("verbose", bool, False, "Ask the toy to talk more."),
@@ -34,40 +39,16 @@ def toy_home(env: ClientEnv) -> Path:
     return env.location("TOY_HOME") or env.home / ".toy"
 
 
-def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    return [toy_home(env)], []
-
-
-def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    cfg = fleet.clients.toy
-    values = {("base_url",): fleet.openai_url, ("model",): fleet.model_for(cfg.model),
-              ("api_key",): key}
-    return [Patch(toy_home(env) / "config.toml", "toml", values, ID, secret=True)]
-
-
-def probes(fleet, key: Secret, env: ClientEnv):
-    return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.toy.model]),
-                       protocol="openai-chat", base_url=fleet.openai_url,
-                       path="/chat/completions")
-
-
-def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    return OnDisk(ID, probes=probes(fleet, key, env))
-
-
-def observe(env: ClientEnv) -> Observation:
-    obs = Observation(ID, protocol="openai")
-    path = toy_home(env) / "config.toml"
-    data = read_plain(path, "toml", obs)
-    if isinstance(data, dict):
-        for name, bucket in (("base_url", obs.urls), ("api_key", obs.keys)):
-            if isinstance(data.get(name), str):
-                value = Secret(data[name], f"{path} {name}") if name == "api_key" \
-                    else data[name]
-                bucket.append(Seen(value, path, name))
-        if isinstance(data.get("model"), str):
-            obs.slots["model"] = [Seen(data["model"], path, "model")]
-    return obs
+CLIENT = declare.Declared(
+    ID, TITLE, primary="config",
+    files={"config": declare.File(lambda env: toy_home(env) / "config.toml", "toml")},
+    bindings=(declare.url("config", "base_url"), declare.slot("config", "model"),
+              declare.key("config", "api_key")),
+    key_rule=declare.KeyRule((), "it reads the key from its config.toml only"),
+)
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)
+doctor = no_findings
 
 
 TOY = sys.modules[__name__]
@@ -82,9 +63,7 @@ def toy_registered(monkeypatch):
         schema.client_entries.cache_clear()
         logic.client_attrs.cache_clear()
 
-    registry.register(types.SimpleNamespace(**{name: getattr(TOY, name) for name in (
-        "ID", "TITLE", "SUMMARY", "TARGETS", "LOCATION_VARS", "OPTIONS", "render", "probes",
-        "on_disk", "observe", "locations")}))
+    registry.register(types.SimpleNamespace(**{name: getattr(TOY, name) for name in MEMBERS}))
     generated = schema_build.generate(model.fleet_model())
     monkeypatch.setattr(schema, "load", lambda: generated)
     caches_clear()
@@ -126,3 +105,8 @@ def test_toy_location_variable_is_cleared_by_the_fixtures(toy_registered):
     import conftest
 
     assert "TOY_HOME" in conftest.client_location_vars()
+
+
+def test_toy_is_a_whole_client_plugin():
+    """The toy defines every member of the client contract, as a shipped client must."""
+    assert isinstance(TOY, ClientPlugin)

@@ -1,0 +1,600 @@
+"""A client as a declaration: its files, the keys it owns there, and the rules all share.
+
+A client module describes its client once — which file holds the gateway URL, which the
+key, which key path each model slot goes to and how its value is spelled (aider's
+``openai/`` prefix), how its MCP entries look — as a :class:`Declared`. From that one table
+come ``render`` (what ``apply`` writes), ``observe`` (what ``import`` reads back), ``on_disk``
+(what ``verify`` probes) and ``probes``, so the three can never disagree about a key.
+
+The rules no client may forget live here, once:
+
+* **secret mode** (:meth:`Declared.key_reference`): under ``secrets: reference`` a client
+  gets the reference in the form it can follow (:class:`KeyRule`), or the key inline with
+  one warning that says why;
+* **MCP entries** (:class:`McpShape`): one builder writes every client's entries and one
+  reader reads them back; an MCP secret the client cannot expand is named in a warning;
+* **headers** (``sends_headers=False``): a client that cannot send
+  ``gateway.headers`` says so in one sentence.
+
+What a table cannot say (Codex profiles, Continue roles, Cline's legacy store, opencode's
+file precedence) a client adds by overriding a hook of :class:`Declared`: ``extra_render``,
+``extra_observe``, ``read_key``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
+                                  disk_key, fleet_mcp, named_key, probe_specs, read_plain,
+                                  shown, start_on_disk, stored_key)
+from taosync.formats.base import KeyPath, Match, keypath_str
+
+#: how a client's base URL relates to the gateway: the root (Anthropic), root + /v1
+#: (OpenAI) or ``gateway.gemini_base_url``
+ROOTS = ("anthropic", "openai", "gemini")
+
+
+def gateway_url(fleet: Any, root: str) -> str:
+    """The base URL a client of kind ``root`` is given."""
+    if root == "anthropic":
+        return fleet.anthropic_url
+    if root == "gemini":
+        return fleet.gemini_url
+    return fleet.openai_url
+
+
+# -- the table: which fleet value goes to which key path ----------------------------------
+
+@dataclass(frozen=True)
+class File:
+    """One file a client reads: where it is on this machine and its syntax."""
+
+    where: Callable[[ClientEnv], Path]
+    format: str
+
+
+@dataclass(frozen=True)
+class Bind:
+    """One owned key path and the fleet value it holds.
+
+    ``role``: ``url`` (the gateway base URL), ``slot`` (a model: ``option`` names the
+    client's fleet option, ``prefix`` is put before the id), ``key`` (the gateway key,
+    inline), ``headers`` (``gateway.headers`` as a map) or ``fixed`` (``value`` as is).
+    ``default``: for a slot whose option is unset, the option it falls back to
+    (Claude Code's ``sonnet`` → ``model``); ``optional``: an unset slot is not written.
+    """
+
+    file: str
+    path: KeyPath
+    role: str
+    option: str = ""
+    prefix: str = ""
+    default: str = ""
+    optional: bool = False
+    value: Any = None
+
+
+def url(file: str, *path: Any) -> Bind:
+    return Bind(file, tuple(path), "url")
+
+
+def slot(file: str, *path: Any, option: str = "model", prefix: str = "", default: str = "",
+         optional: bool = False) -> Bind:
+    return Bind(file, tuple(path), "slot", option=option, prefix=prefix, default=default,
+                optional=optional)
+
+
+def key(file: str, *path: Any) -> Bind:
+    return Bind(file, tuple(path), "key")
+
+
+def headers(file: str, *path: Any) -> Bind:
+    return Bind(file, tuple(path), "headers")
+
+
+def fixed(file: str, *path: Any, value: Any) -> Bind:
+    return Bind(file, tuple(path), "fixed", value=value)
+
+
+@dataclass(frozen=True)
+class KeyRule:
+    """What a client can read the key from by itself, for ``secrets: reference``.
+
+    ``reads``: the reference kinds it follows (``env``, ``file``, ``cmd``, ``shell``);
+    empty when it reads the key only from its own files. ``why``: the sentence the
+    warning gives when the fleet's reference is not one of them.
+    """
+
+    reads: tuple[str, ...] = ()
+    why: str = ""
+
+
+# -- MCP: one builder, one reader ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class McpShape:
+    """How one client spells an MCP server entry.
+
+    ``container``: the key path of the servers; ``listed``: a list of entries with a
+    ``name`` field (else a map by name). ``whole``: the entry is one owned value (its
+    fields the user adds are replaced), else each field is owned on its own.
+    ``stdio``/``http``/``sse``: fixed fields of each kind of entry (``None`` for ``sse``:
+    the client speaks streamable HTTP only, and is warned about). ``url_field`` per
+    transport (Gemini's ``httpUrl``). ``command_list``: command and args are one list
+    (opencode). ``cwd``: False when the client has no setting for it (warned, left out).
+    ``by_reference``: how a secret env or header value is written so the client expands
+    it itself (``${NAME}``), given the :class:`~taosync.fleet.logic.McpSecret`; None when
+    the client expands nothing (``note`` says so in the warning).
+    """
+
+    container: KeyPath
+    listed: bool = False
+    whole: bool = True
+    stdio: Mapping[str, Any] = field(default_factory=dict)
+    http: Mapping[str, Any] = field(default_factory=dict)
+    sse: Mapping[str, Any] | None = field(default_factory=dict)
+    url_field: Mapping[str, str] = field(default_factory=lambda: {"http": "url", "sse": "url"})
+    command_list: bool = False
+    args_always: bool = True
+    env_field: str = "env"
+    env_always: bool = False
+    headers_at: KeyPath = ("headers",)
+    cwd: bool = True
+    by_reference: Callable[[Any], str | None] | None = None
+    note: str = ""
+    #: owned keys written once when any server is (gptme's ``[mcp] enabled``)
+    switch: Mapping[KeyPath, Any] = field(default_factory=dict)
+
+    def at(self, name: str) -> KeyPath:
+        return self.container + ((Match("name", name),) if self.listed else (name,))
+
+
+def _written(values: Mapping[str, Any], shape: McpShape, reference: bool) -> dict:
+    """An env or header map as the client gets it: under ``secrets: reference``, each
+    secret the client can expand itself in its own spelling."""
+    if not (reference and shape.by_reference):
+        return dict(values)
+    from taosync.fleet.logic import McpSecret
+
+    out = {}
+    for name, value in values.items():
+        spelled = shape.by_reference(value) if isinstance(value, McpSecret) else None
+        out[name] = value if spelled is None else spelled
+    return out
+
+
+def mcp_entry(shape: McpShape, server: Any, secrets: dict, warn: Callable[[str], None],
+              what: str) -> dict:
+    """One server's entry in the client's shape (``secrets``: its env or headers,
+    already as written)."""
+    entry: dict = {}
+    if server.kind == "stdio":
+        entry.update(shape.stdio)
+        if shape.command_list:
+            entry["command"] = [server.command, *server.args]
+        else:
+            entry["command"] = server.command
+            if server.args or shape.args_always:
+                entry["args"] = list(server.args)
+        if secrets or shape.env_always:
+            entry[shape.env_field] = secrets
+        if server.cwd:
+            if shape.cwd:
+                entry["cwd"] = server.cwd
+            else:
+                warn(f"sets cwd, which {what} has no setting for; left it out")
+        return entry
+    fixed_fields = shape.http if server.transport == "http" else shape.sse
+    if fixed_fields is None:
+        warn(f"uses the sse transport, but {what} speaks streamable HTTP only; wrote its "
+             f"url anyway, it may fail to connect")
+        fixed_fields = shape.http
+    entry.update(fixed_fields)
+    entry[shape.url_field.get(server.transport, "url")] = server.url
+    if secrets:
+        _put(entry, shape.headers_at, secrets)
+    return entry
+
+
+def _put(entry: dict, path: KeyPath, value: Any) -> None:
+    for part in path[:-1]:
+        entry = entry.setdefault(part, {})
+    entry[path[-1]] = value
+
+
+def _get(entry: Any, path: KeyPath) -> Any:
+    for part in path:
+        if not isinstance(entry, dict):
+            return None
+        entry = entry.get(part)
+    return entry
+
+
+def read_mcp(shape: McpShape, doc: Any, path: Path, obs: Observation,
+             from_reference: Callable[[str], str] | None = None) -> None:
+    """The servers in ``doc`` (a whole file, as plain data) into ``obs.mcp_servers``,
+    in fleet.yaml's shape; one it cannot express is named in a note."""
+    servers = _get(doc, shape.container)
+    if shape.listed:
+        items = [(e.get("name"), e) for e in servers or [] if isinstance(e, dict)] \
+            if isinstance(servers, list) else []
+    else:
+        items = list(servers.items()) if isinstance(servers, dict) else []
+
+    def back(values: Any) -> Any:
+        if not (from_reference and isinstance(values, dict)):
+            return values
+        return {k: from_reference(v) if isinstance(v, str) else v for k, v in values.items()}
+
+    for name, entry in items:
+        if not isinstance(name, str) or not isinstance(entry, dict):
+            continue
+        command = entry.get("command")
+        if command is not None and not _is_http(shape, entry):
+            args = entry.get("args")
+            if shape.command_list:
+                command, args = (command[0], command[1:]) if isinstance(command, list) and \
+                    command else (None, None)
+            value = fleet_mcp(command=command, args=args, env=back(entry.get(shape.env_field)),
+                              cwd=entry.get("cwd"))
+        else:
+            transport = _transport(shape, entry)
+            value = fleet_mcp(url=entry.get(shape.url_field.get(transport, "url")),
+                              headers=back(_get(entry, shape.headers_at)), transport=transport)
+        if value is None:
+            obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
+                             f"express; not imported")
+            continue
+        obs.mcp_servers[name] = Seen(value, path, keypath_str(shape.at(name)))
+
+
+def _is_http(shape: McpShape, entry: dict) -> bool:
+    return bool(shape.http) and all(entry.get(k) == v for k, v in shape.http.items()) and \
+        not shape.command_list
+
+
+def _transport(shape: McpShape, entry: dict) -> str:
+    """``sse`` when the entry carries the client's sse marks (a type field, or Gemini's
+    url field), else ``http``."""
+    if shape.sse and all(entry.get(k) == v for k, v in shape.sse.items()) and \
+            shape.sse != shape.http:
+        return "sse"
+    if shape.url_field.get("sse") != shape.url_field.get("http") and \
+            shape.url_field.get("sse") in entry:
+        return "sse"
+    return "http"
+
+
+def _holds(key: Any, values: Mapping[KeyPath, Any]) -> bool:
+    """Whether owned values hold the gateway key (the file is then 0600)."""
+    return any(value is key for value in values.values()) or key.found_in(list(values.values()))
+
+
+# -- the declaration ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Declared:
+    """Everything about one client that render, import and verify derive from.
+
+    ``files``: name → :class:`File`; ``primary``: the file verify needs to exist;
+    ``bindings``: the owned key paths (:class:`Bind`); ``key_rule``: what the client can
+    read the key from under ``secrets: reference``; ``sends_headers``: False when the
+    client cannot send extra headers; ``protocol``/``root``/``path``/
+    ``sends``: the request it sends (kind, base URL, path after it, its own headers);
+    ``mcp``: its MCP shape and the file it lives in (None: no MCP client).
+    """
+
+    id: str
+    title: str
+    files: Mapping[str, File]
+    primary: str
+    bindings: tuple[Bind, ...]
+    protocol: str = "openai-chat"
+    root: str = "openai"
+    path: str = "/chat/completions"
+    auth: str = "bearer"
+    sends: Mapping[str, str] = field(default_factory=dict)
+    key_rule: KeyRule = KeyRule()
+    #: False for a client with no setting for extra request headers
+    sends_headers: bool = True
+    mcp: McpShape | None = None
+    mcp_file: str = ""
+
+    @property
+    def ID(self) -> str:  # noqa: N802 - what start_on_disk reads of a client module
+        return self.id
+
+    # -- where ---------------------------------------------------------------------------
+
+    def file(self, name: str, env: ClientEnv) -> Path:
+        return self.files[name].where(env)
+
+    def cfg(self, fleet: Any) -> Any:
+        from taosync.fleet.logic import attr_name
+
+        return getattr(fleet.clients, attr_name(self.id))
+
+    # -- the rules every client shares --------------------------------------------------
+
+    def reference(self, fleet: Any) -> bool:
+        return fleet.secrets_for(self.cfg(fleet)) == "reference"
+
+    def key_reference(self, fleet: Any, env: ClientEnv, inline_into: Path) -> Any:
+        """The fleet's key reference when this client can follow it itself under
+        ``secrets: reference``; else None — the key goes inline into ``inline_into``,
+        and in reference mode a warning says why."""
+        if not self.reference(fleet):
+            return None
+        from taosync.fleet.secrets import parse_reference
+
+        ref = parse_reference(fleet.gateway.key)
+        if ref.kind in self.key_rule.reads:
+            return ref
+        if not self.key_rule.reads:
+            env.warnings.append(
+                f"{self.id}: secrets: reference cannot keep the key off disk for "
+                f"{self.title} ({self.key_rule.why}); wrote the key from {ref.describe()} "
+                f"inline into {inline_into} (mode 0600)")
+        else:
+            needs = " or ".join(f"${{{kind}:…}}" for kind in self.key_rule.reads)
+            if self.key_rule.reads == ("env",):
+                needs = "${env:NAME}"
+            env.warnings.append(
+                f"{self.id}: secrets: reference needs gateway.key = {needs} "
+                f"({self.key_rule.why}), but it is {ref.describe()}; wrote the key inline "
+                f"into {inline_into} (mode 0600)")
+        return None
+
+    def warn_headers(self, fleet: Any, env: ClientEnv) -> None:
+        """A client that cannot send ``gateway.headers`` says so, once."""
+        if not self.sends_headers and fleet.gateway.headers:
+            env.warnings.append(
+                f"{self.id}: {self.title} has no setting for extra request headers; "
+                f"gateway.headers ({', '.join(fleet.gateway.headers)}) are not sent by "
+                f"{self.title}")
+
+    def mcp_values(self, fleet: Any, key: Any, env: ClientEnv, path: Path) -> tuple[dict, bool]:
+        """The owned values of every MCP server, and whether they hold the gateway key."""
+        shape, cfg = self.mcp, self.cfg(fleet)
+        if shape is None or not (cfg.mcp and fleet.mcp_servers):
+            return {}, False
+        from taosync.fleet.logic import inline_mcp_secrets
+
+        reference = self.reference(fleet)
+        values: dict = dict(shape.switch)
+        holds_key = False
+        for name, server in fleet.mcp_servers_expanded(key).items():
+            raw = server.env if server.kind == "stdio" else server.headers
+            secrets = _written(raw, shape, reference)
+
+            def warn(text: str, name: str = name) -> None:
+                env.warnings.append(f"{self.id}: MCP server {name!r} {text}")
+
+            entry = mcp_entry(shape, server, secrets, warn, self.title)
+            if reference:
+                warning = inline_mcp_secrets(self.id, name, secrets, path,
+                                             shape.note or f"{self.title} does not expand "
+                                             f"variables in MCP env or headers")
+                if warning:
+                    env.warnings.append(warning)
+            at = shape.at(name)
+            if shape.whole:
+                values[at] = entry
+            else:
+                values.update({at + (k,): v for k, v in entry.items()})
+            holds_key = holds_key or key.found_in(entry)
+        return values, holds_key
+
+    # -- render -------------------------------------------------------------------------
+
+    def slot_value(self, fleet: Any, bind: Bind) -> str | None:
+        cfg = self.cfg(fleet)
+        chosen = getattr(cfg, bind.option)
+        if chosen is None and bind.default:
+            chosen = getattr(cfg, bind.default)
+        if chosen is None and bind.optional:
+            return None
+        return bind.prefix + fleet.model_for(chosen)
+
+    def slots(self, fleet: Any) -> list[tuple[Bind, str | None]]:
+        """(binding, the fleet slot it uses) for every slot that is written."""
+        cfg = self.cfg(fleet)
+        out = []
+        for bind in self.bindings:
+            if bind.role != "slot":
+                continue
+            chosen = getattr(cfg, bind.option)
+            if chosen is None and bind.default:
+                chosen = getattr(cfg, bind.default)
+            if chosen is None and bind.optional:
+                continue
+            out.append((bind, chosen))
+        return out
+
+    def value(self, fleet: Any, key: Any, bind: Bind) -> Any:
+        """What ``bind`` holds for this fleet (None: not written)."""
+        if bind.role == "url":
+            return gateway_url(fleet, self.root)
+        if bind.role == "slot":
+            return self.slot_value(fleet, bind)
+        if bind.role == "key":
+            return key
+        if bind.role == "headers":
+            return fleet.gateway_headers() or None
+        return bind.value
+
+    def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
+        values: dict[str, dict] = {name: {} for name in self.files}
+        for bind in self.bindings:
+            if bind.role == "key":
+                continue
+            value = self.value(fleet, key, bind)
+            if value is not None:
+                values[bind.file][bind.path] = value
+        self.render_key(fleet, key, env, values)
+        self.warn_headers(fleet, env)
+        holds: dict[str, bool] = {}
+        if self.mcp is not None:
+            path = self.file(self.mcp_file, env)
+            mcp, holds_key = self.mcp_values(fleet, key, env, path)
+            values[self.mcp_file].update(mcp)
+            holds[self.mcp_file] = holds_key
+        self.extra_render(fleet, key, env, values)
+        return [Patch(self.file(name, env), self.files[name].format, values[name], self.id,
+                      secret=holds.get(name, False) or _holds(key, values[name]))
+                for name in self.files if values[name]]
+
+    def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
+        """The key bindings: the key inline, or what the client follows by reference
+        (a hook: the base writes the key inline, with the central warning)."""
+        for bind in self.bindings:
+            if bind.role == "key":
+                self.key_reference(fleet, env, self.file(bind.file, env))
+                values[bind.file][bind.path] = key
+
+    def extra_render(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
+        """Hook: what the table cannot say (``values``: file name → key path → value)."""
+
+    # -- probes -------------------------------------------------------------------------
+
+    def headers_sent(self, fleet: Any, read: Mapping[str, str] | None = None) -> dict:
+        """The headers the client sends besides auth: its own, and the gateway's (or
+        those ``read`` from its files) when it can send extra ones."""
+        extra = {} if not self.sends_headers else \
+            (dict(read) if read is not None else fleet.gateway_headers())
+        return {**extra, **self.sends}
+
+    def probes(self, fleet: Any, key: Any, env: ClientEnv) -> list[ProbeSpec]:
+        chosen = [slot for _, slot in self.slots(fleet)]
+        return probe_specs(fleet, self.id, fleet.distinct_models(chosen),
+                           protocol=self.protocol, base_url=gateway_url(fleet, self.root),
+                           path=self.path, auth=self.auth, headers=self.headers_sent(fleet))
+
+    # -- import ---------------------------------------------------------------------------
+
+    def observe(self, env: ClientEnv) -> Observation:
+        obs = Observation(self.id, protocol=self.root)
+        docs = {name: read_plain(self.file(name, env), f.format, obs)
+                for name, f in self.files.items()}
+        for bind in self.bindings:
+            doc = docs[bind.file]
+            if not isinstance(doc, dict):
+                continue
+            found = _get(doc, bind.path) if all(isinstance(p, str) for p in bind.path) \
+                else None
+            if found is None:
+                continue
+            seen = Seen(found, self.file(bind.file, env), keypath_str(bind.path))
+            self.read_binding(bind, seen, obs)
+        if self.mcp is not None:
+            path = self.file(self.mcp_file, env)
+            read_mcp(self.mcp, docs[self.mcp_file], path, obs)
+        self.extra_observe(env, docs, obs)
+        return obs
+
+    def read_binding(self, bind: Bind, seen: Seen, obs: Observation) -> None:
+        """One value read back into the observation, by its role."""
+        from taosync.fleet.secrets import Secret
+
+        value = seen.value
+        if bind.role == "headers":
+            if isinstance(value, dict) and value:
+                obs.headers.append(Seen({str(k): str(v) for k, v in value.items()},
+                                        seen.file, seen.key))
+            return
+        if not (isinstance(value, str) and value.strip()):
+            return
+        value = value.strip()
+        if bind.role == "url":
+            obs.urls.append(Seen(value, seen.file, seen.key))
+        elif bind.role == "key":
+            obs.keys.append(Seen(Secret(value, f"{seen.file} {seen.key}"), seen.file,
+                                 seen.key))
+        elif bind.role == "slot":
+            if not value.startswith(bind.prefix):
+                what = f"{bind.prefix}<id> gateway model"
+                if bind.option == "model":
+                    obs.provider = Seen(f"model {value!r} (not an {what})", seen.file,
+                                        seen.key)
+                else:
+                    obs.notes.append(f"{seen.file}: {seen.key} {value!r} is not an {what}; "
+                                     f"not imported")
+                return
+            obs.slots.setdefault(bind.option, []).append(
+                Seen(value[len(bind.prefix):], seen.file, seen.key))
+
+    def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
+        """Hook: what the table cannot read back (``docs``: file name → plain data)."""
+
+    # -- verify ---------------------------------------------------------------------------
+
+    def on_disk(self, fleet: Any, key: Any, env: ClientEnv) -> OnDisk:
+        """The probes the client's files make it send: the URL, the key and each model
+        slot as read back by :meth:`observe`."""
+        primary = self.file(self.primary, env)
+        out, obs = start_on_disk(self, fleet, key, env, primary)
+        if obs is None:
+            return out
+        where = shown(primary, env)
+        url_bind = next(b for b in self.bindings if b.role == "url")
+        if not obs.urls:
+            out.problems.append(f"{where} sets no {keypath_str(url_bind.path)}")
+            return out
+        key_seen, secret, problem = self.read_key(obs, env, where)
+        if problem or key_seen is None:
+            out.problems.append(problem or f"{where} holds no key")
+            return out
+        read_headers = obs.headers[0].value if obs.headers else {}
+        for bind, chosen in self.slots(fleet):
+            found = obs.slots.get(bind.option)
+            if not found:
+                continue
+            out.probes += probe_specs(
+                fleet, self.id, [(chosen, found[0].value)], protocol=self.protocol,
+                base_url=obs.urls[0].value, path=self.path, auth=self.auth,
+                headers=self.headers_sent(fleet, read_headers), secret=secret,
+                origins=(out.origin("url", obs.urls[0], env), out.origin("key", key_seen, env),
+                         out.origin("model", found[0], env)))
+        if not out.probes and not out.problems:
+            names = ", ".join(keypath_str(b.path) for b, _ in self.slots(fleet))
+            out.problems.append(f"{where} names no model ({names})")
+        return out
+
+    def read_key(self, obs: Observation, env: ClientEnv,
+                 where: str) -> tuple[Seen | None, Any, str | None]:
+        """(where the key was found, the key, why not): the file's own key first, then a
+        variable it names (the environment's value first), then a helper command."""
+        if obs.keys and not obs.key_envs:
+            return (obs.keys[0], *stored_key(obs.keys[0], env, where))
+        if obs.key_envs:
+            var = obs.key_envs[0]
+            found, secret, problem = named_key(var, obs.keys, where, env)
+            if found is None:
+                return None, None, (f"{where} {var.key}: {var.value} is set neither in the "
+                                    f"environment nor in the client's files")
+            return found, secret, problem
+        if obs.key_helper is not None:
+            secret, problem = disk_key("shell", obs.key_helper.value,
+                                       f"{where} {obs.key_helper.key}", env)
+            return obs.key_helper, secret, problem
+        key_bind = next((b for b in self.bindings if b.role == "key"), None)
+        held = keypath_str(key_bind.path) if key_bind else "the key"
+        return None, None, f"{where} holds no key ({held})"
+
+    # -- rollback and recovery ----------------------------------------------------------
+
+    def locations(self, env: ClientEnv) -> tuple[list[Path], list[Path]]:
+        """(directories, single files) the client's files may be in: the directory of
+        each file, unless the file sits right in the home (then the file itself)."""
+        dirs: list[Path] = []
+        files: list[Path] = []
+        for name in self.files:
+            path = self.file(name, env)
+            if path.parent == env.home:
+                files.append(path)
+            elif path.parent not in dirs:
+                dirs.append(path.parent)
+        return dirs, files
