@@ -45,6 +45,8 @@ class Settings:
     color: bool | None = _Colour()  # type: ignore[assignment]
     #: under --home, the line saying which directory ``~/`` means was printed (ui.py)
     home_shown: bool = field(default=False, repr=False, compare=False)
+    #: certify this run's no-op answers when it ends (apply sets it; cli.py, engine/certificate.py)
+    certify: bool = field(default=False, repr=False, compare=False)
 
     @property
     def sandboxed(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import threading
 from http.server import ThreadingHTTPServer
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from taosync.stub.faults import Fault
 from taosync.stub.handler import Handler, Seen
@@ -29,7 +29,7 @@ class Stub:
         self.prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
         self.answer = answer
         self.requests: list[Seen] = []
-        self.log = None  # callable(str) to report each request
+        self.log: Callable[[str], None] | None = None  # reports each request
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._port = port
