@@ -9,30 +9,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, AbstractSet, Any
 
 from taosync.errors import BadInput
 from taosync.paths import display_path  # noqa: F401 (commands print paths through the pipeline)
 
+if TYPE_CHECKING:
+    from taosync.clients.base import ClientEnv, Patch
+    from taosync.engine.state import StateStore
+    from taosync.fleet.load import Loaded
+    from taosync.fleet.secrets import Secret
+    from taosync.settings import Settings
+    from taosync.verify.routing import Choice
+
 
 @dataclass
 class Context:
-    settings: object  # taosync.settings.Settings
-    loaded: object | None  # taosync.fleet.load.Loaded; None when the render came from cache
-    env: object  # taosync.clients.base.ClientEnv
-    store: object  # taosync.engine.state.StateStore
-    key: object = None  # the resolved Secret
+    settings: Settings
+    loaded: Loaded | None  # None when the render came from cache
+    env: ClientEnv
+    store: StateStore
+    key: Secret | None = None  # the resolved key
     warnings: list[str] = field(default_factory=list)
-    patches: list = field(default_factory=list)  # every enabled client's
-    cache_entry: dict = field(default_factory=dict)  # to save with the next apply
+    patches: list[Patch] = field(default_factory=list)  # every enabled client's
+    cache_entry: dict[str, Any] = field(default_factory=dict)  # to save with the next apply
     no_key: bool = False  # --no-key: the key was not resolved; such a context never writes
-    #: route → taosync.verify.routing.Choice, for each route with candidates
-    routes: dict = field(default_factory=dict)
+    #: route → its choice, for each route with candidates
+    routes: dict[str, Choice] = field(default_factory=dict)
     #: clients set ``managed: false``: their files are left as they are, the state forgets
     #: them (empty on a cached render: the apply that cached it already forgot them)
     unmanaged: set[str] = field(default_factory=set)
     #: every environment variable the render read → its value (a fresh render only): the
     #: cache entry hashes them again with the state's key when it is saved
-    consulted: dict | None = None
+    consulted: dict[str, str | None] | None = None
     #: ``apply --release-moved``: give back the files owned where a client's files lived
     #: before a location variable moved them (engine/owner.py), instead of keeping them
     release_moved: bool = False
@@ -200,6 +209,7 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
                         resolve_key=not no_key)
     registry = all_clients()
     fleet, key = loaded.fleet, loaded.key
+    assert fleet is not None  # load_fleet builds the view unless asked not to (model=False)
     routes = resolve_routes(fleet, store)
     if no_key:
         from taosync.engine.plan import NO_KEY_VALUE
@@ -321,7 +331,7 @@ MOVED_RETRIES = 3
 
 def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
            lock_timeout: float | None = None, on_recover=None, force: bool = False,
-           kind: str = "apply", skip: set[str] = frozenset(), check=None):
+           kind: str = "apply", skip: AbstractSet[str] = frozenset(), check=None):
     """Write an apply's plan as one transaction: when anything must change, take the lock,
     put back an earlier apply that was interrupted (``on_recover(path)`` for each file),
     re-plan if another apply ran or a file moved since the plan was made, and execute.
@@ -428,7 +438,7 @@ def reroute(ctx: Context, only: set[str] | None = None, *, force: bool = False):
     return fresh, the_plan, result
 
 
-def _without(the_plan, skip: set[str]):
+def _without(the_plan, skip: AbstractSet[str]):
     """``the_plan`` less the files the user chose to leave as they are (state kept)."""
     if not skip:
         return the_plan

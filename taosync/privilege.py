@@ -108,7 +108,7 @@ def owner_rights():
     root does not act for another owner, or inside :func:`invoker_rights`."""
     if _owner is None or _owner.switch is None:
         return _NOTHING
-    return _Rights(_owner, to_owner=True)
+    return _Rights(_owner, _owner.switch, to_owner=True)
 
 
 def invoker_rights():
@@ -116,7 +116,7 @@ def invoker_rights():
     the invoker's own files (see :func:`rights_for`)."""
     if _owner is None or _owner.switch is None:
         return _NOTHING
-    return _Rights(_owner, to_owner=False)
+    return _Rights(_owner, _owner.switch, to_owner=False)
 
 
 def in_home(path) -> bool:
@@ -134,7 +134,9 @@ def rights_for(path, fleet: bool = False):
         return _NOTHING
     if in_home(path):
         _owner.fleet_in_home |= fleet
-        return _NOTHING if _owner.switch is None else _Rights(_owner, to_owner=True, force=True)
+        if _owner.switch is None:
+            return _NOTHING
+        return _Rights(_owner, _owner.switch, to_owner=True, force=True)
     return invoker_rights()
 
 
@@ -162,11 +164,11 @@ class _Rights:
     """Switch this thread's file rights for a block, and back. Within an invoker block
     every owner block is a no-op (the System's reads of the key file stay root's)."""
 
-    def __init__(self, who: Owner, to_owner: bool, force: bool = False):
-        self.who, self.to_owner, self.force = who, to_owner, force
+    def __init__(self, who: Owner, switch: _Switch, to_owner: bool, force: bool = False):
+        self.who, self.switch, self.to_owner, self.force = who, switch, to_owner, force
 
     def __enter__(self):
-        state = self.who.switch.state()
+        state = self.switch.state()
         self.was, self.invoker = state.as_owner, state.invoker
         if self.to_owner:
             if self.force:  # the home's file named by the invoker: the owner's, always
@@ -174,18 +176,18 @@ class _Rights:
             elif state.invoker:
                 return None
             if not state.as_owner:
-                self.who.switch.to_owner(self.who)
+                self.switch.to_owner(self.who)
         else:
             state.invoker += 1
             if state.as_owner:
-                self.who.switch.to_root(self.who)
+                self.switch.to_root(self.who)
         return None
 
     def __exit__(self, *exc):
-        state = self.who.switch.state()
+        state = self.switch.state()
         state.invoker = self.invoker
         if state.as_owner != self.was:
-            (self.who.switch.to_owner if self.was else self.who.switch.to_root)(self.who)
+            (self.switch.to_owner if self.was else self.switch.to_root)(self.who)
         return False
 
 

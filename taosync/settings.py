@@ -10,7 +10,7 @@ only at import; click is imported where an option or the click context is needed
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from taosync.engine.system import current as system, environ
@@ -43,6 +43,10 @@ class Settings:
     json: bool = False
     verbosity: int = 0  # -1 quiet, 0 normal, 1+ verbose
     color: bool | None = _Colour()  # type: ignore[assignment]
+    #: under --home, the line saying which directory ``~/`` means was printed (ui.py)
+    home_shown: bool = field(default=False, repr=False, compare=False)
+    #: certify this run's no-op answers when it ends (apply sets it; cli.py, engine/certificate.py)
+    certify: bool = field(default=False, repr=False, compare=False)
 
     @property
     def sandboxed(self) -> bool:

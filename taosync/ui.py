@@ -111,7 +111,7 @@ def home_header() -> None:
     s = current()
     if s.verbosity < 0 or s.json:
         return  # out() would print nothing (and styling it would ask for a terminal)
-    if s.sandboxed and not getattr(s, "home_shown", False):
+    if s.sandboxed and not s.home_shown:
         from taosync.engine.system import current as system
         from taosync.paths import display_home
 
@@ -135,7 +135,7 @@ class Progress:
         self.live = sys.stderr.isatty() and not s.json and s.verbosity >= 0
         self._text = ""
         self._thread = None
-        self._done = None
+        self._done: threading.Event | None = None
         self._lock = threading.Lock()  # one writer at a time: the spinner or a row
 
     def start(self, text) -> None:
@@ -146,14 +146,15 @@ class Progress:
         import threading
         import time
 
-        self._text, self._done, began = text, threading.Event(), time.monotonic()
+        done = threading.Event()
+        self._text, self._done, began = text, done, time.monotonic()
 
         def spin() -> None:
             n = 0
-            while not self._done.wait(0.1 if n else 0):
+            while not done.wait(0.1 if n else 0):
                 text = self._text() if callable(self._text) else self._text
                 with self._lock:
-                    if self._done.is_set():
+                    if done.is_set():
                         return
                     sys.stderr.write(f"\r\x1b[K{self.FRAMES[n % len(self.FRAMES)]} "
                                      f"{clean(text)} {time.monotonic() - began:.0f} s")
@@ -177,7 +178,7 @@ class Progress:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._thread is not None:
+        if self._thread is not None and self._done is not None:
             self._done.set()
             self._thread.join()
             sys.stderr.write("\r\x1b[K")

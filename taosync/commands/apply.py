@@ -58,10 +58,11 @@ def apply(only, dry_run, no_verify, stub, force, no_key, release_moved):
     warn_dotfiles(the_plan, ctx)
     skip: set[str] = set()
     if the_plan.changed:
-        skip = _confirm_drift(ctx, s, state, the_plan, only_set, force, dry_run)
-        if skip is None:
+        chosen = _confirm_drift(ctx, s, state, the_plan, only_set, force, dry_run)
+        if chosen is None:
             ui.out("quit: nothing was written")
             return 1
+        skip = chosen
         _warn_if_root_in_someone_elses_home(s.home_dir)
     # A dry run is the apply itself (lock, re-plan, backups, journal, writes, state) on a
     # System that only records what it would write.

@@ -82,7 +82,9 @@ def completion(shell: str) -> int:
     from taosync import ui
 
     root = click.get_current_context().find_root().command
-    complete = get_completion_class(shell)(root, {}, PROG, COMPLETE_VAR)
+    completer = get_completion_class(shell)
+    assert completer is not None  # click.Choice(SHELLS): a shell click completes
+    complete = completer(root, {}, PROG, COMPLETE_VAR)
     if current().json:
         ui.emit_json({"shell": shell, "script": complete.source()})
     else:

@@ -33,7 +33,7 @@ import os
 import re
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlsplit
 
 import click
@@ -44,6 +44,8 @@ from taosync.commands.doctor_checks import (Check, _run, dns_checks, gateway_url
                                             is_private_host, proxy_checks, runtime_checks)
 from taosync.settings import common_options, current
 
+if TYPE_CHECKING:
+    from taosync.fleet.load import Loaded
 
 
 def location_vars() -> dict[str, str]:
@@ -166,16 +168,16 @@ def target_checks(patches: list, state: Any, home: Path) -> list[Check]:
     files: dict[str, tuple[str, bool]] = {}  # path → (format, holds a secret)
     urls: dict[str, dict] = {}  # path → {key path: the URL the fleet renders there}
     try:
-        for path, desired in merge_patches(patches).items():
-            files[path] = (desired.format, desired.secret)
-            urls[path] = {kp: v for kp, v in desired.values.items()
+        for path_key, desired in merge_patches(patches).items():
+            files[path_key] = (desired.format, desired.secret)
+            urls[path_key] = {kp: v for kp, v in desired.values.items()
                           if isinstance(v, str) and v.startswith(("http://", "https://"))}
     except TaosyncError:
         pass
-    for path, fs in (state.files.items() if state is not None else ()):
+    for path_key, fs in (state.files.items() if state is not None else ()):
         secret = any(o.secret for o in fs.owned.values())
-        fmt, had = files.get(path, (fs.format, False))
-        files[path] = (fmt, had or secret)
+        fmt, had = files.get(path_key, (fs.format, False))
+        files[path_key] = (fmt, had or secret)
     out: list[Check] = []
     for path_text, (fmt, secret) in files.items():
         path, name = Path(path_text), _display(path_text, home)
@@ -310,7 +312,9 @@ def override_checks(patches: list, environ: Mapping[str, str], home: Path) -> li
         if not isinstance(data, dict):
             continue
         name = _display(patch.path, home)
-        env = data.get("env") if isinstance(data.get("env"), dict) else {}
+        env = data.get("env")
+        if not isinstance(env, dict):
+            env = {}
         model = data.get("model")
         if isinstance(model, str) and model:
             wanted = patch.values.get(("env", "ANTHROPIC_MODEL"))
@@ -411,6 +415,7 @@ def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int, An
 
     path = s.config_path()
     failed: list[Check] = []
+    loaded: Loaded | None
     try:
         loaded = load_fleet(path, home=s.home_dir, environ=environ)
     except TaosyncError as first:
@@ -418,7 +423,7 @@ def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int, An
         failed = [Check("fleet", p.yaml_path or "gateway.key", "fail", _located(p))
                   for p in problems] or [Check("fleet", "gateway.key", "fail", first.message)]
         key_resolves = bool(problems) and all(p.yaml_path != "gateway.key" for p in problems)
-        loaded = None
+        loaded, unusable = None, first
         for resolve_key in ((True, False) if key_resolves else (False,)):
             try:
                 loaded = load_fleet(path, home=s.home_dir, environ=environ,
@@ -432,10 +437,11 @@ def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int, An
             return None, [Check("fleet", str(path), "fail",
                                 f"cannot be used: {'; '.join(details)} (`taosync validate`)")], \
                 2, unusable
-    key = loaded.key
+    key, fleet = loaded.key, loaded.fleet
+    assert fleet is not None  # load_fleet builds the view unless asked not to (model=False)
     checks = [Check("fleet", str(path), "ok",
-                    f"{len(loaded.fleet.models)} model(s), "
-                    f"{len(loaded.fleet.enabled_clients())} client(s)")]
+                    f"{len(fleet.models)} model(s), "
+                    f"{len(fleet.enabled_clients())} client(s)")]
     checks += modeline_checks(Path(path), loaded.text)
     checks += failed
     if key is not None:

@@ -195,7 +195,7 @@ def proxy_checks(fleet: Any, environ: Mapping[str, str]) -> tuple[list[Check], s
 
 def _resolve(host: str, port: int) -> list[str]:
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(info[4][0] for info in infos))
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))  # an IP address
 
 
 def dns_checks(fleet: Any, proxied: set[str]) -> list[Check]:

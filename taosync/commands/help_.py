@@ -29,18 +29,19 @@ def help_(command):
 
     root = click.get_current_context().find_root()
     group = root.command
+    assert isinstance(group, click.Group)  # taosync's command group
     if command is None:
         name, text = None, root.get_help()
     else:
         names = group.list_commands(root)
-        if command not in names:
+        cmd = group.get_command(root, command) if command in names else None
+        if cmd is None:
             from taosync.fleet.problems import closest
 
             hint = closest(command, [n for n in names if n != "diff"])
             raise BadInput(f"no such command '{command}'"
                            + (f"; did you mean '{hint}'?" if hint else "")
                            + " (taosync help lists them)")
-        cmd = group.get_command(root, command)
         with click.Context(cmd, info_name=command, parent=root) as sub:
             name, text = command, cmd.get_help(sub)
     if current().json:

@@ -99,7 +99,8 @@ def _file(path_text: str, fmt: str, keys, state, *, rendered: bool) -> dict:
         error = f"does not parse ({type(exc).__name__})"
     entries = []
     for key, role in keys:
-        present = doc is not None and editor.get(doc, keypath_parse(key)) is not MISSING
+        present = (doc is not None and editor is not None
+                   and editor.get(doc, keypath_parse(key)) is not MISSING)
         entries.append({"key": key, "role": role, "present": present,
                         "owned": owned is not None and key in owned.owned})
     return {"path": path_text, "format": fmt, "rendered": rendered,

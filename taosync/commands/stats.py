@@ -138,7 +138,7 @@ def recommendations(fleet, records, *, now: float | None = None) -> list[dict]:
                                        "weight": weight, "cost": costs}, records, now=now,
                                 window=fleet.routing.window, max_age=max_age)
         ranked = sorted((c for c in choice.candidates if c.score is not None),
-                        key=lambda c: -c.score)
+                        key=lambda c: -(c.score or 0.0))  # every score here is a number
         no_data = [{"model": c.model, "why": c.why if c.health != routing.HEALTHY
                     else "no passing probe with a latency"}
                    for c in choice.candidates if c.score is None]

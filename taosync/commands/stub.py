@@ -117,7 +117,7 @@ def _stop_on_signals() -> dict:
 
     if threading.current_thread() is not threading.main_thread():
         return {}
-    stopping = []
+    stopping: list[int] = []
 
     def stop(signum, frame):
         if not stopping:  # once: a second signal must not interrupt the clean-up

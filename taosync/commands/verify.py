@@ -14,7 +14,7 @@ itself without printing is :func:`taosync.verify.session.verify_fleet`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import click
 
@@ -22,6 +22,10 @@ from taosync.clients.registry import complete, ids as client_ids
 from taosync.errors import TaosyncError
 from taosync.settings import common_options, current
 from taosync.commands.route import complete_route
+
+if TYPE_CHECKING:
+    from taosync.fleet.secrets import Redactor
+    from taosync.verify.session import Table
 
 
 # -- printing ------------------------------------------------------------------------------
@@ -136,7 +140,8 @@ class LiveTable:
         self.progress, self.s, self.key = progress, s, key
         self.wanted = progress.live and sys.stdout.isatty()
         self.begun, self.warned, self.pending, self.total = False, 0, 0, 0
-        self.table = self.redactor = None
+        self.table: Table | None = None
+        self.redactor: Redactor | None = None
 
     def begin(self, groups: list[Any], report: Any) -> None:
         """Called once before the probes are sent: what precedes the table, its header."""
@@ -144,17 +149,19 @@ class LiveTable:
         from taosync.verify.session import Table
 
         self.begun, self.pending, self.total = True, len(groups), len(groups)
-        self.redactor = use_redactor(self.s, self.key)
+        self.redactor = redactor = use_redactor(self.s, self.key)
         for known in report.keys():  # the gateway's credentials
-            self.redactor.add(known)
+            redactor.add(known)
         self.warned = len(report.warnings)
         print_preamble(report, self.s)
-        self.table = Table.for_groups(groups, color=ui.style, verbose=self.s.verbosity > 0)
-        self.progress.above(self.table.header())
+        self.table = table = Table.for_groups(groups, color=ui.style,
+                                              verbose=self.s.verbosity > 0)
+        self.progress.above(table.header())
         self.progress.start(lambda: f"{ui.probing(self.total)} {self.pending} still running,")
 
     def result(self, r: Any) -> None:
         """One finished probe: its row (and cause/fix) above the live line."""
+        assert self.table is not None and self.redactor is not None  # begin() came first
         if r.key is not None:
             self.redactor.add(r.key)
         self.pending -= 1

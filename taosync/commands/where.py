@@ -8,6 +8,7 @@ answer (where it looked), not an error.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -34,7 +35,7 @@ def where():
 
     s = current()
     home = s.home_dir
-    answer = {"config": config_lookup(s), "includes": None, "includes_error": None,
+    answer: dict[str, Any] = {"config": config_lookup(s), "includes": None, "includes_error": None,
               "state": state_lookup(s),
               "home": {"path": str(home),
                        "reason": "--home" if s.sandboxed else "$HOME"}}
@@ -83,7 +84,7 @@ def config_lookup(s) -> dict:
     env_value = environ().get("TAOSYNC_CONFIG") or None
     xdg = s.client_env().location("XDG_CONFIG_HOME")
     default = s.default_config_path()
-    searched = [
+    searched: list[dict[str, Any]] = [
         {"source": "-c", "path": str(s.config) if s.config is not None else None},
         {"source": "$TAOSYNC_CONFIG", "path": env_value},
         {"source": "./fleet.yaml", "path": str(Path("fleet.yaml").absolute())},

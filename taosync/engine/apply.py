@@ -26,8 +26,8 @@ from taosync.engine.system import RealSystem, System
 from taosync.errors import WriteFailed
 
 #: what a target was when the plan's text was checked: (size, mtime_ns, sha256), or
-#: None when it did not exist
-Fingerprint = tuple[int, int, str] | None
+#: None when it did not exist ("!" and the error's name in place of the size: unreadable)
+Fingerprint = tuple[int | str, int, str] | None
 
 #: the old name of the target writer: the System itself writes targets now
 RealWriter = RealSystem

@@ -32,6 +32,7 @@ them equal to the modules they stand for.
 import os
 import stat
 import sys
+from types import ModuleType
 
 #: bump when the file's shape or an input's spelling changes: an older one is a miss
 FORMAT = 1
@@ -39,6 +40,7 @@ FILE = "certificate.json"
 #: the command forms certified (each also with -q); the fast path answers nothing else
 FORMS = (("apply",), ("apply", "--no-verify"), ("plan",), ("plan", "--check"), ("status",))
 
+_json: ModuleType | None  # the C scanner json itself uses
 try:
     import _json
 except ImportError:  # pragma: no cover - CPython always has it
@@ -46,8 +48,8 @@ except ImportError:  # pragma: no cover - CPython always has it
 try:  # the name of this version's module first: a failed import searches all of sys.path
     if sys.version_info >= (3, 12):
         from _sha2 import sha256 as _sha256
-    else:
-        from _sha256 import sha256 as _sha256
+    else:  # CPython's own module: typeshed has no stub for it
+        from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - a build without them
     from hashlib import sha256 as _sha256
 

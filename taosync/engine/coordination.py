@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,7 +105,7 @@ def running_watches(root: Path) -> list[int]:
 
 def alive(pid: int) -> bool:
     """Whether process ``pid`` exists (someone else's counts)."""
-    if os.name == "nt":  # os.kill would terminate it there
+    if sys.platform == "win32":  # os.kill would terminate it there
         import ctypes
 
         handle = ctypes.windll.kernel32.OpenProcess(0x1000, False, pid)  # query limited info

@@ -21,8 +21,10 @@ forgets any owned keys it still had there.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import AbstractSet, Final
 
 from taosync.engine.plan import Plan, plan_file, released_file
 from taosync.engine.rollback import file_clients, skip_file
@@ -38,7 +40,7 @@ class Teardown:
 
 
 def plan_destroy(store: StateStore, state: State, hmac_key: bytes,
-                 unmanaged: set[str] = frozenset(), bounds=None) -> Teardown:
+                 unmanaged: AbstractSet[str] = frozenset(), bounds=None) -> Teardown:
     """Every owned file planned back to what it was before taosync (see module doc),
     but those of ``unmanaged`` clients and those outside the home and locations of
     ``bounds`` (engine/owner.py: named in ``plan.held``, kept in the state)."""
@@ -135,7 +137,7 @@ def _first_write(state: State, path_text: str) -> tuple[ApplyRecord, dict] | Non
 
 
 def _pristine(store: StateStore, state: State, path_text: str,
-              now: str | None):
+              now: str | None) -> str | None | _Unproven:
     """The file's text before taosync took it over (None: it did not exist), when the
     history proves no one else changed it since; ``_UNPROVEN`` when it cannot."""
     origin = _first_write(state, path_text)
@@ -153,11 +155,16 @@ def _pristine(store: StateStore, state: State, path_text: str,
     return _backup(store, record, entry)
 
 
-#: no proof the backup is the user's untouched file: release key by key instead
-_UNPROVEN = object()
+class _Unproven(enum.Enum):
+    """No proof the backup is the user's untouched file: release key by key instead."""
+
+    UNPROVEN = "unproven"
 
 
-def _backup(store: StateStore, record: ApplyRecord, entry: dict):
+_UNPROVEN: Final = _Unproven.UNPROVEN
+
+
+def _backup(store: StateStore, record: ApplyRecord, entry: dict) -> str | None | _Unproven:
     """The text of ``entry``'s backup (None: the file did not exist), or _UNPROVEN."""
     if entry.get("backup") is None:
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import AbstractSet, Any
 
 from taosync.engine.state import (RESTORE_SECRET, FileState, OwnedKey, Priors, State,
                                   sha256_bytes)
@@ -75,7 +75,9 @@ class FilePlan:
     @property
     def mode_change(self) -> str:
         """``0644 → 0600`` for a "chmod" plan (the bits an apply takes away)."""
-        return f"{self.mode:04o} → {self.mode & ~0o077:04o}" if self.exposed else ""
+        if not self.exposed or self.mode is None:
+            return ""
+        return f"{self.mode:04o} → {self.mode & ~0o077:04o}"
 
     def diff(self, redactor=None) -> str:
         """Unified diff, scrubbed by ``redactor`` (a Redactor, or a bare Secret). The
@@ -219,9 +221,15 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
     ``priors``: where the user's earlier secret values go when taosync takes a key over,
     and come from when it gives one back (the state's, engine/state.py Priors)."""
     priors = priors if priors is not None else Priors()
-    fmt = desired.format if desired else previous.format
+    if desired is not None:
+        fmt = desired.format
+    elif previous is not None:
+        fmt = previous.format
+    else:
+        raise ValueError(f"{path}: neither desired nor owned: nothing to plan")
     real, text, mode = read_target(path)
-    if _untouched(desired, previous, text, hmac_key):
+    if desired is not None and previous is not None and _untouched(desired, previous, text,
+                                                                   hmac_key):
         state = FileState(**{**previous.__dict__, "clients": desired.clients})
         return FilePlan(path, real, fmt, desired.clients, text, text, [], state,
                         previous.secret, mode)
@@ -265,7 +273,8 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
             kp_text = keypath_str(kp)
             before = previous.owned.get(kp_text) if previous else None
             if no_key and is_secret:
-                if _same_as_written(editor.get(doc, kp), before, hmac_key):
+                if before is not None and _same_as_written(editor.get(doc, kp), before,
+                                                           hmac_key):
                     sensitive[kp_text] = NO_KEY_SAME
                     owned[kp_text] = before
                     continue
@@ -317,7 +326,8 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
         skeleton = []
     created = _prune(editor, doc, created, keep=owned)
 
-    new_text = editor.dump(doc)
+    new_text: str | None = editor.dump(doc)
+    new_state: FileState | None
     created_file = (previous.created_file if previous else False) or text is None
     if not owned:
         new_state = None
@@ -329,13 +339,15 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
         # the bytes taosync left: a file this plan does not write keeps the digest of
         # what taosync wrote last, so an edit made since (the user's own key) is never
         # taken for taosync's and given away by a byte-for-byte destroy or rollback
+        assert desired is not None and new_text is not None  # owned keys are desired ones
         unwritten = previous is not None and text is not None and new_text == text
         new_state = FileState(
             path=str(path), format=fmt, clients=desired.clients,
-            sha256=previous.sha256 if unwritten else sha256_bytes(new_text.encode("utf-8")),
+            sha256=(previous.sha256 if previous is not None and unwritten
+                    else sha256_bytes(new_text.encode("utf-8"))),
             owned=owned, created=created, skeleton=skeleton, created_file=created_file,
             secret=holds_secret, lead=[keypath_str(kp) for kp in desired.lead])
-    clients = desired.clients if desired else previous.clients
+    clients = desired.clients if desired is not None else previous.clients if previous else []
     return FilePlan(path, real, fmt, clients, text, new_text, changes, new_state,
                     holds_secret, mode, sensitive, kept=kept)
 
@@ -445,7 +457,7 @@ def _is_empty(editor, doc) -> bool:
 
 def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,
                only: set[str] | None = None, no_key: bool = False,
-               released: set[str] = frozenset(), bounds=None) -> Plan:
+               released: AbstractSet[str] = frozenset(), bounds=None) -> Plan:
     """Plan every target file: the ones desired now and the ones owned last time.
     A file of a ``released`` client (``managed: false``) is never touched: the state
     forgets what taosync owned there. A file owned last time that ``bounds``
@@ -465,7 +477,7 @@ def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,
     for p in paths:
         previous = state.files.get(p)
         forget = previous is not None and bool(set(previous.clients) & released)
-        if forget and p not in desired:
+        if previous is not None and forget and p not in desired:
             plan.files.append(released_file(previous))
             continue
         try:

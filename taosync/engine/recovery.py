@@ -108,10 +108,14 @@ def recover(store: StateStore, state: State, writer: "System", locations: Locati
     return restored
 
 
-def restore_entry(writer: "System", target: Path, entry: dict, backup_dir: Path) -> None:
-    """Put ``target`` back as the apply found it (a journal entry): its backup, or no file."""
+def restore_entry(writer: "System", target: Path, entry: dict,
+                  backup_dir: Path | None) -> None:
+    """Put ``target`` back as the apply found it (a journal entry): its backup, or no file
+    (``backup_dir`` is None only where no entry has a backup)."""
     if entry["backup"] is None:
         writer.remove(target)
+    elif backup_dir is None:
+        raise ValueError(f"{target}: a backup without its directory")
     else:
         writer.write(target, writer.read_bytes(backup_dir / entry["backup"]), entry["mode"])
 
@@ -154,7 +158,7 @@ def _entry_problem(entry: dict, backups: Path | None, allowed: _Targets) -> str 
         return "not an absolute, normalised path"
     if path not in allowed:
         return "not a client file taosync manages under this home"
-    if real != str(current().realpath(path)):
+    if real != str(current().realpath(Path(path))):
         return f"its real path {real!r} is not where {path} leads"
     if not isinstance(mode, int) or isinstance(mode, bool) or not 0 <= mode <= 0o7777:
         return f"mode {mode!r} is not a file mode"

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import AbstractSet
 
 from taosync.engine.plan import FilePlan, Plan, read_target, released_file
 from taosync.engine.state import ApplyRecord, FileState, OwnedKey, State, StateStore
@@ -98,7 +99,7 @@ class Step:
 
 
 def plan_step(store: StateStore, state: State, to: int | None = None,
-              redo: bool = False, unmanaged: set[str] = frozenset(), bounds=None) -> Step:
+              redo: bool = False, unmanaged: AbstractSet[str] = frozenset(), bounds=None) -> Step:
     """The next step: back over the newest apply in effect (or apply ``to`` and later
     ones), or forward (``redo``) over the newest rollback. A plain rollback with no apply
     left in effect takes back the last rollback instead (a rollback of a rollback).
@@ -139,7 +140,7 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
 
 
 def _restore(store: StateStore, state: State, since: int, kind: str,
-             undoes: list[int], unmanaged: set[str] = frozenset(), bounds=None) -> Step:
+             undoes: list[int], unmanaged: AbstractSet[str] = frozenset(), bounds=None) -> Step:
     """Put every file touched by record ``since`` or a later one back as it was before
     the earliest of them (its backup), but those of an ``unmanaged`` client."""
     earliest: dict[str, tuple[ApplyRecord, dict]] = {}
@@ -310,7 +311,8 @@ def keep_current_secrets(found: list[OldSecret]) -> None:
     ones; every other byte it puts back is as the backup has it."""
     for hit in found:
         hit.fp.new_text = hit.kept_text
-        hit.fp.new_state.owned.update(hit.kept_owned)
+        if hit.fp.new_state is not None:  # a file the step keeps owning
+            hit.fp.new_state.owned.update(hit.kept_owned)
 
 
 def _pair(back, now, name: str, newer: dict[str, str]) -> None:

@@ -148,7 +148,7 @@ def _route_records_needed(records: list[ApplyRecord]) -> set[int]:
     the first write of that file since the latest apply, destroy or rollback before them
     (their other backups are of what a record before them already wrote: never read)."""
     needed: set[int] = set()
-    covered: set[str] | None = None  # files written since the latest boundary
+    covered: set[str | None] | None = None  # files written since the latest boundary
     for record in records:
         paths = {entry.get("path") for entry in record.files}
         if record.kind in _BOUNDARIES:
@@ -206,7 +206,7 @@ class State:
     files: dict[str, FileState] = field(default_factory=dict)
     applies: list[ApplyRecord] = field(default_factory=list)
     #: fingerprint of the last apply's inputs, for the no-op fast path
-    inputs: dict[str, str] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
     #: keyed hashes (never values) of every secret taosync wrote here, newest last, so
     #: the redactor can hide a key rotated away long ago (in a backup, a gateway's echo)
     secrets: list[str] = field(default_factory=list)
@@ -250,8 +250,8 @@ class State:
         the render cache fingerprinted: every save remembers what was just written."""
         out = list(self.secrets)
         now = [o.hash for f in self.files.values() for o in f.owned.values() if o.secret]
-        key_hash = self.inputs.get("fingerprint", {}).get("key") if isinstance(
-            self.inputs, dict) else None
+        fingerprint = self.inputs.get("fingerprint", {})
+        key_hash = fingerprint.get("key") if isinstance(fingerprint, dict) else None
         for h in now + ([key_hash] if isinstance(key_hash, str) else []):
             if h in out:
                 out.remove(h)
@@ -359,7 +359,7 @@ def _render_cache_ok(entry: dict) -> bool:
                                                          "fleet", "key"))
             and all_of(entry.get("key_ref"), str) and len(entry["key_ref"]) == 2
             and all_of(entry.get("clients"), str) and all_of(entry.get("warnings"), str)
-            and all_of(patches, dict)
+            and isinstance(patches, list) and all_of(patches, dict)
             and all(isinstance(p.get("path"), str) and isinstance(p.get("format"), str)
                     and isinstance(p.get("client"), str) and isinstance(p.get("secret"), bool)
                     and pairs(p.get("values")) and pairs(p.get("skeleton"))

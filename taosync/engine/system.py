@@ -17,14 +17,20 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
+import sys
 import time
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from taosync.bounded import CLIENT_FILE_MAX, read_regular
 from taosync.errors import WriteFailed
 from taosync.privilege import invoker_rights, owner_rights
+
+if TYPE_CHECKING:
+    #: the environment a System shows: ``os.environ`` itself, or a recording copy (a
+    #: dict); either is read as a mapping and ``copy()``-ed to keep
+    Environ = dict[str, str] | os._Environ[str]
 
 #: directories taosync creates for client files (they may hold the key)
 CLIENT_DIR_MODE = 0o700
@@ -50,7 +56,7 @@ class System(Protocol):
     def kind(self, path: Path) -> str | None: ...
     def lexists(self, path: Path) -> bool: ...
     def cwd(self) -> Path: ...
-    def environ(self) -> Mapping[str, str]: ...
+    def environ(self) -> Environ: ...
     def now(self) -> float: ...
     def holds_until(self, when: float) -> None: ...
     def ran(self, what: str, output: str) -> None: ...
@@ -119,7 +125,7 @@ class _Reads:
     def cwd(self) -> Path:
         return Path.cwd()
 
-    def environ(self) -> Mapping[str, str]:
+    def environ(self) -> Environ:
         return os.environ
 
     def now(self) -> float:
@@ -152,7 +158,7 @@ def path_kind(path) -> str | None:
     return "dir" if stat_mod.S_ISDIR(mode) else "file" if stat_mod.S_ISREG(mode) else "other"
 
 
-def environ() -> Mapping[str, str]:
+def environ() -> Environ:
     """The environment as the System in effect sees it (a certified run records reads)."""
     return current().environ()
 
@@ -446,7 +452,7 @@ class RecordingSystem(ErrorOnWriteSystem):
         self.note("cwd:", here)
         return Path(here)
 
-    def environ(self) -> Mapping[str, str]:
+    def environ(self) -> Environ:
         return self._environ
 
     def now(self) -> float:
@@ -665,14 +671,14 @@ def fsync_dir(path: Path) -> None:
 
 
 def _lock(fd: int) -> None:
-    try:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except ImportError:  # Windows
+    if sys.platform == "win32":  # no fcntl
         import msvcrt
 
         try:
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
         except OSError:
             raise BlockingIOError from None
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

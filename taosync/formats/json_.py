@@ -33,7 +33,7 @@ import json
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # typeshed omits it
 from typing import Any
 
 from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_value, element_value,
@@ -53,7 +53,7 @@ def _reject_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder()
-_scan = _DECODER.scan_once
+_scan = _DECODER.scan_once  # type: ignore[attr-defined]  # set in __init__; not in typeshed
 
 
 @dataclass

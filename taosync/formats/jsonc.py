@@ -57,6 +57,13 @@ class JsoncDocument(JsonDocument):
         self.raw = self.raw[:a] + new + self.raw[b:]
 
 
+def _own(doc: JsonDocument) -> JsoncDocument:
+    """``doc`` as the JSONC document this editor parsed (it keeps the comments)."""
+    if not isinstance(doc, JsoncDocument):
+        raise TypeError("a JSONC edit needs the document JsoncEditor.parse made")
+    return doc
+
+
 class JsoncEditor(JsonEditor):
     """Format-preserving JSONC editor: comments and trailing commas are kept."""
 
@@ -64,7 +71,8 @@ class JsoncEditor(JsonEditor):
         shadow = super().parse(blank(text))
         return JsoncDocument(shadow.text, shadow.newline, shadow.unit, raw=text)
 
-    def set(self, doc: JsoncDocument, path: KeyPath, value: Any) -> list[KeyPath]:
+    def set(self, doc: JsonDocument, path: KeyPath, value: Any) -> list[KeyPath]:
+        doc = _own(doc)
         if self._root(doc) is not None:
             return super().set(doc, path, value)
         # a file of only comments (or nothing): the JSON editor writes the whole text
@@ -74,7 +82,8 @@ class JsoncEditor(JsonEditor):
         doc.text = blank(doc.raw)
         return made
 
-    def dump(self, doc: JsoncDocument) -> str:
+    def dump(self, doc: JsonDocument) -> str:
+        doc = _own(doc)
         super().dump(doc)  # the shadow is still JSON
         if doc._edited and blank(doc.raw) != doc.text:  # pragma: no cover - a bug here
             raise FormatError("internal error: the JSONC edit lost its alignment")

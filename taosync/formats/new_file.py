@@ -56,9 +56,9 @@ class NewFileEditor:
                                   "editor was given to fall back on")
             editor = self.full_editor()
             edited = editor.parse("")
-            if isinstance(doc.data, list):
+            field = doc.list_field
+            if isinstance(doc.data, list) and field is not None:  # a list has its field
                 for element in doc.data:
-                    field = doc.list_field
                     editor.set(edited, (Match(field, element[field]),), element)
             for key, value in doc.data.items() if isinstance(doc.data, dict) else ():
                 editor.set(edited, (key,), value)
@@ -111,7 +111,8 @@ class NewFileEditor:
         path = tuple(path)
         if not path:
             raise ValueError("cannot delete the whole document")
-        parent = node = doc.data
+        parent: Any = doc.data  # JSON-like nodes: a dict or a list, found by the path
+        node: Any = doc.data
         for seg in path:
             parent, node = node, _child(doc, node, seg)
             if node is MISSING:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import AbstractSet, Any
 
 import tomlkit
 from tomlkit.container import Container, OutOfOrderTableProxy
@@ -516,7 +516,7 @@ class TomlEditor:
     # -- inline tables ----------------------------------------------------------------------
 
     @staticmethod
-    def _style_of(node: Any) -> tuple[bool, str, str, set[str]] | None:
+    def _style_of(node: Any) -> tuple[bool, str, str, AbstractSet[str]] | None:
         if not isinstance(node, InlineTable):
             return None
         s = node.as_string()
@@ -526,7 +526,7 @@ class TomlEditor:
         kv = " = " if first is None else first.as_string()[len(first.as_string().rstrip()):] + first.sep
         return (s == "{}" or s.startswith("{ "), sep, kv, {k.key for k, _ in node.value.body if k is not None})
 
-    def _restyle(self, tdoc: TomlDocument, path: KeyPath, steps: list[_Step], at: int, style: tuple[bool, str, str, set[str]] | None) -> None:
+    def _restyle(self, tdoc: TomlDocument, path: KeyPath, steps: list[_Step], at: int, style: tuple[bool, str, str, AbstractSet[str]] | None) -> None:
         """Re-render the inline table ``steps[at]`` (whose keys changed) from its entries."""
         node = steps[at].node
         if not isinstance(node, InlineTable) or style is None or at == 0:

@@ -471,6 +471,7 @@ class YamlEditor:
         if len(nodes) != len(path) + 1:
             return False
         parent, seg = nodes[-2], path[-1]
+        key: int | str | None
         if isinstance(seg, Match):
             key = ydoc.matches.find(parent, seg)
         else:
@@ -520,7 +521,10 @@ class YamlEditor:
         per list reordered: (its path, its elements' names before, after)."""
         lists: dict[KeyPath, list[Match]] = {}
         for path in paths:
-            lists.setdefault(tuple(path[:-1]), []).append(path[-1])
+            seg = path[-1]
+            if not isinstance(seg, Match):
+                raise ValueError(f"{keypath_str(path)}: not a list element to lead with")
+            lists.setdefault(tuple(path[:-1]), []).append(seg)
         moved = []
         for list_path, segs in lists.items():
             try:

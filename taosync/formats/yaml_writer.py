@@ -78,7 +78,7 @@ def _mapping(mapping: dict, indent: int, first_prefix: str, out: list[str]) -> N
             out.append(head + " " + _scalar(value) + "\n")
 
 
-def _sequence(items: list, dash: int, out: list[str]) -> None:
+def _sequence(items: list | tuple, dash: int, out: list[str]) -> None:
     prefix = " " * dash + "-" + " " * (_SEQUENCE - _OFFSET - 1)
     for item in items:
         if isinstance(item, dict) and item:

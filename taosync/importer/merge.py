@@ -588,7 +588,7 @@ class _Builder:
         mcp = self.mcp(secrets, gw)
         if mcp:
             data["mcp_servers"] = mcp
-        gateway_info = {"base_url": gw["base_url"], "clients": sorted(primary, key=self.order.get),
+        gateway_info = {"base_url": gw["base_url"], "clients": sorted(primary, key=lambda c: self.order[c]),
                         "others": [o.client for o in clients if o.client not in primary]}
         text = emit(data, self, key, gateway_info, sources)
         return Proposal(data, text, self.findings, self.read, sources, key, gateway_info,

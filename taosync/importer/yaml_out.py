@@ -74,7 +74,7 @@ def _one_line(text: str) -> str:
 def _comment_block(text: str, width: int = 88) -> list[str]:
     import textwrap
 
-    out = []
+    out: list[str] = []
     for para in _one_line(text).split("\\n"):
         wrapped = textwrap.wrap(para, width - 2, break_long_words=False,
                                 break_on_hyphens=False) or [""]

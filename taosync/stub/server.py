@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import threading
 from http.server import ThreadingHTTPServer
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from taosync.stub.faults import Fault
 from taosync.stub.handler import Handler, Seen
@@ -29,7 +29,7 @@ class Stub:
         self.prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
         self.answer = answer
         self.requests: list[Seen] = []
-        self.log = None  # callable(str) to report each request
+        self.log: Callable[[str], None] | None = None  # reports each request
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._port = port
@@ -38,7 +38,7 @@ class Stub:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def bind(self) -> None:
+    def bind(self) -> ThreadingHTTPServer:
         """Listen (without serving yet), so the port is known before serving."""
         stub = self
 
@@ -47,11 +47,12 @@ class Stub:
 
         Bound.stub = stub
         self._server = _Server((HOST, self._port), Bound)
+        return self._server
 
     def start(self) -> "Stub":
         if self._server is None:
-            self.bind()
-            self._thread = threading.Thread(target=self._server.serve_forever,
+            server = self.bind()
+            self._thread = threading.Thread(target=server.serve_forever,
                                             kwargs={"poll_interval": 0.02},
                                             name="taosync-stub", daemon=True)
             self._thread.start()
@@ -59,10 +60,9 @@ class Stub:
 
     def serve_forever(self) -> None:
         """Serve in this thread until interrupted (the ``taosync stub`` command)."""
-        if self._server is None:
-            self.bind()
+        server = self._server if self._server is not None else self.bind()
         try:
-            self._server.serve_forever(poll_interval=0.2)
+            server.serve_forever(poll_interval=0.2)
         finally:
             self.stop()
 
@@ -129,7 +129,7 @@ class Stub:
             for fault in self.faults:
                 if not fault.applies(model):
                     continue
-                if fault.kind in ("rate_limited", "server_error") and fault.arg is not None:
+                if fault.kind in ("rate_limited", "server_error") and isinstance(fault.arg, (int, float)):
                     if fault.hits >= fault.arg:
                         continue
                 fault.hits += 1

@@ -225,7 +225,8 @@ def env_proxy_for(url: str) -> tuple[str, str] | None:
     if not proxy:
         return None
     try:
-        if urllib.request.proxy_bypass_environment(host, proxies):
+        # in urllib.request since Python 2, though typeshed leaves it out
+        if urllib.request.proxy_bypass_environment(host, proxies):  # type: ignore[attr-defined]
             return None
     except Exception:  # noqa: BLE001 - malformed NO_PROXY: assume proxied
         pass
@@ -241,7 +242,7 @@ def _chain(exc: BaseException | None):
         exc = exc.__cause__ or exc.__context__
 
 
-def _exc_text(exc: BaseException) -> str:
+def _exc_text(exc: BaseException | None) -> str:
     return " | ".join(f"{type(e).__name__}: {e}" for e in _chain(exc))
 
 
@@ -534,7 +535,7 @@ async def _diagnose(failure: Failure, client: Any, request: Any, key: Any,
                              "with in fleet.yaml, or fix the alias on the gateway")
         if c is not None and c.error is not None:
             err = c.error if isinstance(c.error, dict) else {"message": str(c.error)}
-            code = err.get("code") if isinstance(err, dict) else None
+            code = err.get("code")
             inner = code if isinstance(code, int) and 400 <= code < 600 else status
             wrapped = {"error": err}
             found = _classify_error(failure, inner, wrapped, json.dumps(wrapped), key, in_200=True)

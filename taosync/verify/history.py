@@ -98,7 +98,7 @@ def _cap(system: Any, target: Path, keep: int, max_bytes: int | None = None) -> 
     except OSError:
         return
     per_model: dict[str, int] = {}
-    kept = []
+    kept: list[bytes] = []
     for index in range(len(lines) - 1, -1, -1):
         try:  # a damaged line (not UTF-8 included) is dropped, never mended into a record
             model = json.loads(lines[index].decode("utf-8")).get("model")
@@ -174,7 +174,8 @@ def summarize(records: Iterable[dict[str, Any]], *, include_stub: bool = False,
     for row in per.values():
         lat, ttfb = row.pop("_lat"), row.pop("_ttfb")
         row["median_latency_ms"] = round(statistics.median(lat)) if lat else None
-        row["p95_latency_ms"] = round(_p95(lat)) if lat else None
+        p95 = _p95(lat)  # None for no latencies
+        row["p95_latency_ms"] = round(p95) if p95 is not None else None
         row["median_ttfb_ms"] = round(statistics.median(ttfb)) if ttfb else None
         row["failure_rate"] = round(row["failures"] / row["runs"], 3) if row["runs"] else 0.0
         out.append(row)
@@ -182,7 +183,7 @@ def summarize(records: Iterable[dict[str, Any]], *, include_stub: bool = False,
     return out
 
 
-def _p95(values: list[float]) -> float:
+def _p95(values: list[float]) -> float | None:
     from taosync.verify.routing import p95
 
     return p95(values)

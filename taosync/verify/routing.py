@@ -172,8 +172,8 @@ def assess(model: str, records: Iterable[dict], *, now: float, window: int, max_
     for rec in mine:
         latest[rec.get("protocol") or ""] = rec  # sorted: the last one wins
     wanted = list(protocols) if protocols else list(latest)
-    deciding = [latest.get(p) for p in wanted]
-    if any(rec is None for rec in deciding):
+    deciding = [latest[p] for p in wanted if p in latest]
+    if len(deciding) < len(wanted):  # a protocol with no record yet
         out.health = UNKNOWN
     else:
         failed = [rec for rec in deciding if not rec.get("ok")]
@@ -257,7 +257,8 @@ def _choose(route: str, spec: dict, records: Iterable[dict], *, now: float,
     healthy = [c for c in candidates if c.health == HEALTHY]
     first = candidates[0]
     if not healthy:
-        keep = previous if previous in spec["candidates"] else first.model
+        keep = (previous if previous is not None and previous in spec["candidates"]
+                else first.model)
         return Choice(route, policy, keep, f"no healthy candidate ({_troubles(candidates)}); "
                       f"kept {keep}", False, candidates)
     if policy == "score":

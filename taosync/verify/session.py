@@ -138,16 +138,17 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     problem = diagnose.key_problem(key)
     if problem:
         report.warnings.append(f"the key ({key.redacted()}) {problem}")
-    selection = dict(only=list(only) if only else None, route=route, strict=strict)
+    selected = list(only) if only else None
     if on_disk:
-        groups, found = collect_on_disk(fleet, key, env, **selection)
+        groups, found = collect_on_disk(fleet, key, env, only=selected, route=route,
+                                        strict=strict)
         for disk in found:
             report.drift += [(disk.client, line) for line in disk.drift]
             report.problems += [(disk.client, text) for text in disk.problems]
         if stub:
             groups = [_relative_to_gateway(g, fleet) for g in groups]
     else:
-        groups = collect_specs(fleet, key, env, **selection)
+        groups = collect_specs(fleet, key, env, only=selected, route=route, strict=strict)
     groups = with_candidates(groups, fleet)
     report.credentials += sent_credentials(groups)
     if not groups:

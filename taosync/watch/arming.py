@@ -5,14 +5,19 @@ and the watchdog events coming in, which only mark what is pending."""
 from __future__ import annotations
 
 import os
+import threading
 import time
+from typing import TYPE_CHECKING
 
 from taosync.watch.events import FLEET, INPUT, KEY, TARGET, digest
 
-#: seconds between checks that every watched directory is still the one being watched
-REARM_INTERVAL = 1.0
-#: a file modified but not yet closed (inotify tells) is waited for this long at most
-CLOSE_WAIT = 1.0
+if TYPE_CHECKING:
+    from watchdog.events import FileSystemEvent
+    from watchdog.observers.api import BaseObserver, ObservedWatch
+
+    from taosync.watch.baseline import Baseline
+    from taosync.watch.handler import Handler
+    from taosync.watch.scheduler import Queue
 
 
 def _nearest_dir(path: str) -> str:
@@ -34,17 +39,46 @@ def _ident(path: str) -> tuple[int, int] | None:
 
 
 class Arming:
-    """The watcher's watches and the events they deliver (a part of :class:`Watcher`)."""
+    """The watches on the paths of ``baseline`` (and fleet.yaml), and the watchdog
+    handler of the events they deliver, which mark work in ``queue``."""
 
-    def _fs_event(self, event) -> None:
+    def __init__(self, fleet_path: str, baseline: Baseline, queue: Queue) -> None:
+        self.fleet_path = fleet_path
+        self.baseline = baseline
+        self.queue = queue
+        # under queue.cond: what an incoming event is matched against
+        self._interest: dict[str, str] = {fleet_path: FLEET}
+        self._ancestors: frozenset[str] = frozenset()
+        # under _lock: directory → (its watch, its (device, inode) when armed)
+        self._watches: dict[str, tuple[ObservedWatch, tuple[int, int] | None]] = {}
+        self._lock = threading.Lock()
+        self._observer: BaseObserver | None = None
+        self._close_events = False  # the observer reports a file closed after writing
+        self._handler: Handler | None = None
+
+    def start(self, observer: BaseObserver) -> None:
+        from taosync.watch.handler import Handler
+
+        self._handler = Handler(self.dispatch)
+        self._observer = observer
+        self._close_events = type(observer).__name__ == "InotifyObserver"
+
+    def watched(self) -> list[str]:
+        """The directories watched now."""
+        return sorted(self._watches)
+
+    # -- incoming events (the watchdog handler interface) -------------------------------
+
+    def dispatch(self, event: FileSystemEvent) -> None:
+        """One watchdog event (on the observer's thread): mark what it touches."""
         kind = event.event_type
         if kind in ("opened", "closed_no_write"):
             return  # our own reads
-        paths = [p for p in (event.src_path, getattr(event, "dest_path", "")) if p]
-        if isinstance(paths[0], bytes):
-            paths = [os.fsdecode(p) for p in paths]
+        paths = [os.fsdecode(p) for p in (event.src_path, getattr(event, "dest_path", ""))
+                 if p]
         now = time.monotonic()
-        with self._cond:
+        q = self.queue
+        with q.cond:
             hit = False
             for path in paths:
                 source = self._interest.get(path)
@@ -52,30 +86,23 @@ class Arming:
                     source = None  # a render input as it was (touched, not created or removed)
                 if source is not None:
                     hit = True
-                    self._mark(source, path, now)
+                    self._mark(source, path)
                     if self._close_events and kind == "modified" and not event.is_directory:
-                        self._open.setdefault(path, now)
+                        q.open.setdefault(path, now)
                     elif kind in ("closed", "moved", "created", "deleted"):
-                        self._open.pop(path, None)
+                        q.open.pop(path, None)
                 if event.is_directory and kind != "modified" and (
                         path in self._ancestors or path in self._watches):
                     hit = True  # a directory on the way appeared, vanished or moved
-                    self._pending.rearm = True
+                    q.pending.rearm = True
             if hit:
-                self._gen += 1
-                p = self._pending
-                p.last = now
-                if p.first is None:
-                    p.first = now
-                self._cond.notify_all()
+                q.gen += 1
+                q.moved(now)
+                q.cond.notify_all()
 
-    def _mark(self, source: str, path: str, now: float) -> None:
-        """Record a change of ``path`` (caller holds ``_cond``)."""
-        self._pending.sources[path] = source
-        if source == TARGET:
-            self._pending.targets.add(self._targets.get(path, path))
-        else:
-            self._pending.fleet = True
+    def _mark(self, source: str, path: str) -> None:
+        """Record a change of ``path`` (caller holds ``queue.cond``)."""
+        self.queue.mark(source, path, self.baseline.targets.get(path, path))
 
     def _missed(self, path: str, source: str) -> bool:
         """Whether a file under a directory armed only now needs a look."""
@@ -84,14 +111,15 @@ class Arming:
         if source == INPUT:
             from taosync.engine.cache import path_kind
 
-            return path_kind(path) != self._inputs.get(path)
+            return path_kind(path) != self.baseline.inputs.get(path)
         from taosync.privilege import rights_for
 
         with rights_for(path):
             if not os.path.exists(path):
                 return False
-        if source == FLEET and self._ctx is not None and self._ctx.loaded is not None:
-            known = self._included().get(path, self._ctx.loaded.sha256)
+        ctx = self.baseline.ctx
+        if source == FLEET and ctx is not None and ctx.loaded is not None:
+            known = self.baseline.included().get(path, ctx.loaded.sha256)
             try:
                 from taosync.bounded import read_regular
 
@@ -101,31 +129,25 @@ class Arming:
                 return False
         return True
 
-    def _included(self) -> dict[str, str]:
-        """Path → sha256 of every base fleet the last good fleet.yaml ``include:``s: an
-        edit of one re-applies exactly as an edit of fleet.yaml does."""
-        loaded = self._ctx.loaded if self._ctx is not None else None
-        included = {}
-        for path, sha in getattr(loaded, "sources", [])[1:]:
-            included[os.path.abspath(path)] = sha
-            included[os.path.realpath(path)] = sha
-        return included
+    # -- the watches -------------------------------------------------------------------
 
-    def _rearm(self) -> None:
+    def rearm(self, *, look: bool) -> None:
         """Watch the directory of every path of interest (or its nearest existing
-        ancestor); drop watches no longer needed, replace dead or replaced ones. Files
-        under a newly armed directory, or under a watched one that vanished or was
-        replaced, are checked, since their events may have been missed."""
+        ancestor); drop watches no longer needed, replace dead or replaced ones. With
+        ``look`` (every time but before the first cycle), files under a newly armed
+        directory, or under a watched one that vanished or was replaced, are checked,
+        since their events may have been missed."""
+        b = self.baseline
         interest = {self.fleet_path: FLEET}
-        if self._key_file:
-            interest[self._key_file] = KEY
-            interest[os.path.realpath(self._key_file)] = KEY
+        if b.key_file:
+            interest[b.key_file] = KEY
+            interest[os.path.realpath(b.key_file)] = KEY
         interest[os.path.realpath(self.fleet_path)] = FLEET
-        for path in self._included():
+        for path in b.included():
             interest[path] = FLEET
-        for path in self._inputs:
+        for path in b.inputs:
             interest.setdefault(path, INPUT)
-        for path in self._targets:
+        for path in b.targets:
             interest[path] = TARGET
         from taosync.privilege import in_home, invoker_rights, owner_rights
 
@@ -149,14 +171,16 @@ class Arming:
                 parent = up
         from watchdog.events import (DirCreatedEvent, DirDeletedEvent, DirMovedEvent,
                                      FileClosedEvent, FileCreatedEvent, FileDeletedEvent,
-                                     FileModifiedEvent, FileMovedEvent)
+                                     FileModifiedEvent, FileMovedEvent, FileSystemEvent)
 
-        kinds = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent,
-                 FileClosedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
-        fresh, gone = [], set()
-        with self._watch_lock:
-            if self._observer is None:
-                return
+        kinds: list[type[FileSystemEvent]] = [
+            FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent,
+            FileClosedEvent, DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
+        fresh: list[str] = []
+        gone: set[str] = set()
+        with self._lock:
+            if self._observer is None or self._handler is None:
+                return  # not started
             alive = {e.watch.path for e in self._observer.emitters if e.is_alive()}
             for d, (watch, ident) in list(self._watches.items()):
                 with invoker_rights() if d in invokers else owner_rights():
@@ -180,10 +204,11 @@ class Arming:
                     continue  # vanished meanwhile; the next check tries again
                 self._watches[d] = (watch, ident)
                 fresh.append(d)
-        with self._cond:
+        q = self.queue
+        with q.cond:
             self._interest = interest
             self._ancestors = frozenset(ancestors)
-            if (fresh or gone) and not self._first_cycle:
+            if (fresh or gone) and look:
                 # a file under a directory armed now, or under one that went away with
                 # its files (``mv ~/.codex ~/.codex.old``: no event names them)
                 now = time.monotonic()
@@ -191,18 +216,6 @@ class Arming:
                     where = os.path.dirname(path)
                     if (where in gone or where in fresh or _nearest_dir(where) in fresh) \
                             and self._missed(path, source):
-                        self._mark(source, path, now)
-                        self._pending.last = now
-                        if self._pending.first is None:
-                            self._pending.first = now
-                self._cond.notify_all()
-
-
-class Handler:
-    """The watchdog handler: hands every event to the watcher (non-blocking)."""
-
-    def __init__(self, watcher: "Arming") -> None:
-        self.watcher = watcher
-
-    def dispatch(self, event) -> None:
-        self.watcher._fs_event(event)
+                        self._mark(source, path)
+                        q.moved(now)
+                q.cond.notify_all()

@@ -2,27 +2,43 @@
 while one runs are merged into a single follow-up. With ``reverify`` it also verifies
 every enabled client on a timer (measured from the end of the last run). After each
 run, a route whose choice the new history moves makes the watcher render the fleet
-again (:meth:`Cycle._fleet_run` reports each switch). Reports through the watcher's
+again (the cycle reports each switch). Reports through the watcher's
 events; prints nothing itself."""
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from taosync.pipeline import Context
+    from taosync.settings import Settings
+    from taosync.watch.baseline import Baseline
+    from taosync.watch.events import Options
+    from taosync.watch.report import Reporter
+    from taosync.watch.scheduler import Queue
 
 #: a request for every enabled client (the timer's)
 ALL = "*"
 
 
 class Verifier:
-    """Verification, one run at a time; requests made meanwhile merge into the next run."""
+    """Verification, one run at a time; requests made meanwhile merge into the next run.
+    The timer verifies ``baseline``'s fleet; a moved route puts the fleet back on
+    ``queue``; ``counts["verifies"]`` counts the runs."""
 
-    def __init__(self, watcher: Any) -> None:
-        self.watcher = watcher
+    def __init__(self, settings: Settings, options: Options, baseline: Baseline,
+                 report: Reporter, queue: Queue, counts: dict[str, int]) -> None:
+        self.settings = settings
+        self.options = options
+        self.baseline = baseline
+        self.report = report
+        self.queue = queue
+        self.counts = counts
         self._cond = threading.Condition()
         self._clients: set[str] = set()
-        self._ctx = None
+        self._ctx: Context | None = None
         self._running = False
         self._stopping = False
         self.thread = threading.Thread(target=self._run, name="taosync-verify", daemon=True)
@@ -39,21 +55,21 @@ class Verifier:
         with self._cond:
             return not self._running and not self._clients
 
-    def request(self, ctx, clients: set[str]) -> None:
+    def request(self, ctx: Context, clients: set[str]) -> None:
         with self._cond:
             self._ctx = ctx
             self._clients |= clients
             self._cond.notify_all()
 
     def _run(self) -> None:
-        interval = self.watcher.options.reverify
+        interval = self.options.reverify or 0.0  # 0: no timer
         due = time.monotonic() + interval if interval else None
         while True:
             with self._cond:
                 while not self._clients and not self._stopping:
                     if due is not None and time.monotonic() >= due:
-                        if self.watcher._ctx is not None:
-                            self._ctx, self._clients = self.watcher._ctx, {ALL}
+                        if self.baseline.ctx is not None:
+                            self._ctx, self._clients = self.baseline.ctx, {ALL}
                             break
                         due = time.monotonic() + interval
                     self._cond.wait(None if due is None else max(0.0, due - time.monotonic()))
@@ -63,10 +79,11 @@ class Verifier:
                 self._clients = set()
                 self._running = True
             try:
-                self._verify(ctx, clients)
+                if ctx is not None:  # a request always brings one
+                    self._verify(ctx, clients)
             except Exception as exc:
-                self.watcher._emit("error", f"verify failed to run: {type(exc).__name__}: "
-                                   f"{getattr(exc, 'message', exc)}", level="problem")
+                self.report.emit("error", f"verify failed to run: {type(exc).__name__}: "
+                                 f"{getattr(exc, 'message', exc)}", level="problem")
             finally:
                 with self._cond:
                     self._running = False
@@ -74,21 +91,20 @@ class Verifier:
                 if interval:
                     due = time.monotonic() + interval
 
-    def _verify(self, ctx, clients: set[str]) -> None:
+    def _verify(self, ctx: Context, clients: set[str]) -> None:
         from taosync import pipeline
         from taosync.verify.session import verify_fleet
 
-        w = self.watcher
         fleet = pipeline.loaded_fleet(ctx).fleet
         only = sorted(set(fleet.enabled_clients()) if ALL in clients
                       else set(clients) & set(fleet.enabled_clients()))
         if not only:
             return
-        w.counts["verifies"] += 1
-        report = verify_fleet(fleet, ctx.key, ctx.env, state_dir=w.settings.state_dir(),
-                              only=only, stub=pipeline.stand_in(w.options.stub), strict=False)
+        self.counts["verifies"] += 1
+        report = verify_fleet(fleet, ctx.key, ctx.env, state_dir=self.settings.state_dir(),
+                              only=only, stub=pipeline.stand_in(self.options.stub), strict=False)
         for text in report.warnings:
-            w._emit("warning", text, level="problem")
+            self.report.emit("warning", text, level="problem")
         for r in report.results:
             ms = f"{r.latency * 1000:.0f} ms" if r.latency is not None else "—"
             line = f"{'✓' if r.ok else '✗'} {r.client}  {r.route}  {r.model}  {ms}"
@@ -97,10 +113,10 @@ class Verifier:
                 if r.diagnosis is not None:
                     line += (f" — {r.diagnosis.code}: {r.diagnosis.cause}; "
                              f"fix: {r.diagnosis.fix}")
-            w._emit("probe", line, r.to_dict(), level="info" if r.ok else "problem")
+            self.report.emit("probe", line, r.to_dict(), level="info" if r.ok else "problem")
         passed = sum(1 for r in report.results if r.ok)
         total = len(report.results)
-        w._emit("verified", f"verified {', '.join(only)}: {passed}/{total} "
+        self.report.emit("verified", f"verified {', '.join(only)}: {passed}/{total} "
                 f"backend{'s' if total != 1 else ''} pass"
                 + (" (stand-in gateway)" if report.stub_root else ""),
                 {"clients": only, "ok": report.ok, "passed": passed,
@@ -108,4 +124,4 @@ class Verifier:
                 level="info" if report.ok else "problem")
         if not report.stub_root and pipeline.routes_moved(ctx):
             # stand-in runs are no evidence; a moved route has the fleet rendered again
-            w._requeue(fleet=True, delay=0.0)
+            self.queue.requeue(fleet=True, delay=0.0)
