@@ -268,7 +268,7 @@ def test_shortcuts_agree_with_the_full_checks(text):
         assert full is not None and full.fleet is not None
         assert full.data == quick.data
         # schema-valid ⇒ pydantic-valid, and the run-time view reads it as pydantic does
-        from taosync.fleet.model import Fleet
+        from taosync.schema_build import Fleet
 
         model = Fleet.model_validate(full.data)
         assert full.fleet.plain() == model.model_dump(by_alias=True)

@@ -10,9 +10,46 @@ from __future__ import annotations
 import functools
 import keyword
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from taosync.fleet.secrets import Reference, Secret, parse_reference
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class GatewayFields(Protocol):
+        """``gateway:`` as the answers read it."""
+
+        base_url: str
+        anthropic_base_url: str | None
+        openai_base_url: str | None
+        gemini_base_url: str | None
+        headers: dict[str, str]
+
+    class ModelFields(Protocol):
+        """One catalogue entry."""
+
+        context_window: int | None
+        cost: float
+
+    class RouteFields(Protocol):
+        """A route that chooses among candidates."""
+
+        candidates: list[str]
+        policy: str
+        weight: float | None
+        dwell: float | str
+
+    class RoutingFields(Protocol):
+        window: int
+        max_age: str
+
+    class McpServerFields(Protocol):
+        """An MCP server: its data, and the same kind of server holding other data."""
+
+        def plain(self) -> dict: ...
+
+        def replaced(self, data: dict) -> Any: ...
 
 #: ``${gateway.base_url}``, ``${gateway.key}``, ``${routes.fast}`` … inside MCP values.
 #: Anything else in ``${…}`` (``${HOME}``, ``${VAR:-x}``) is written as it is; clients.md records
@@ -248,8 +285,42 @@ def inline_mcp_secrets(client: str, server: str, values: dict, path, why: str) -
             f"{'it' if len(names) == 1 else 'them'} inline into {path} (mode 0600)")
 
 
+class RunTime:
+    """What a fleet is given at run time, never part of fleet.yaml or the schema: the
+    resolved MCP secrets and ``gateway.headers`` (the loader resolves them once, with the
+    key, so every client renders the same) and each choosing route's model (the pipeline
+    gives it from the verify history before any client renders)."""
+
+    __slots__ = ("mcp_secrets", "gateway_secrets", "route_choices")
+
+    def __init__(self) -> None:
+        #: MCP env/header value text → its resolved secret
+        self.mcp_secrets: dict[str, McpSecret] = {}
+        #: header name → its value as a secret; None: not given (a fleet built without
+        #: the loader, e.g. a test's model: the literal values are used)
+        self.gateway_secrets: dict[str, Secret] | None = None
+        #: route name → the candidate it resolves to
+        self.route_choices: dict[str, str] = {}
+
+
 class FleetLogic:
-    """Derived answers every client needs; expects the fleet's fields on ``self``."""
+    """Derived answers every client needs, from the fleet's fields.
+
+    Shared by the pydantic model and the run-time view, which both provide the fields
+    declared below (the narrow interface these answers read) and a :class:`RunTime`
+    as ``_run_time`` (the only state the answers keep).
+    """
+
+    if TYPE_CHECKING:  # provided by the model's fields / the view's schema properties
+        gateway: GatewayFields
+        models: Mapping[str, ModelFields]
+        routes: Mapping[str, str | RouteFields]
+        default_route: str | None
+        secrets: str
+        routing: RoutingFields
+        clients: Any
+        mcp_servers: Mapping[str, McpServerFields]
+        _run_time: RunTime
 
     def model_for(self, slot: str | None) -> str:
         """The catalogue id a client slot means: a route name first, else a model id."""
@@ -269,13 +340,12 @@ class FleetLogic:
     def route_model(self, name: str) -> str:
         """The model a route resolves to: the choice made from the verify history
         (:meth:`choose_routes`), else its preferred candidate."""
-        choices = getattr(self, "_route_choices", None) or {}
-        return choices.get(name) or self.route_candidates(name)[0]
+        return self._run_time.route_choices.get(name) or self.route_candidates(name)[0]
 
     def choose_routes(self, choices: dict[str, str]) -> None:
         """Give the fleet the model each candidate route resolves to (taosync.verify.routing
         chooses; the pipeline calls this before any client renders)."""
-        self._route_choices = {name: model for name, model in choices.items()
+        self._run_time.route_choices = {name: model for name, model in choices.items()
                                if name in self.routes and model in self.route_candidates(name)}
 
     def routing_spec(self) -> dict:
@@ -362,19 +432,19 @@ class FleetLogic:
     def attach_mcp_secrets(self, resolved: dict[str, McpSecret]) -> None:
         """Give the fleet its resolved MCP key references (value text → secret); the
         loader resolves them once, with the key, so every client renders the same."""
-        self._mcp_secrets = dict(resolved)
+        self._run_time.mcp_secrets = dict(resolved)
 
     def attach_gateway_secrets(self, resolved: dict[str, Secret]) -> None:
         """Give the fleet its ``gateway.headers`` values as secrets (header name → a
         :class:`McpSecret` for a key reference, a :class:`Secret` for a literal); the
         loader resolves them with the key, as it does the MCP secrets."""
-        self._gateway_secrets = dict(resolved)
+        self._run_time.gateway_secrets = dict(resolved)
 
     def gateway_headers(self) -> dict[str, Secret]:
         """Every ``gateway.headers`` value as a :class:`Secret` (redacted, revealed only on
         write and on the wire, 0600, never in the state): a header that carries the
         gateway's credentials (Helicone-Auth, CF-Access-Client-Secret) is one."""
-        resolved = getattr(self, "_gateway_secrets", None)
+        resolved = self._run_time.gateway_secrets
         if resolved is None:  # built without the loader (a test's model): literal values
             return {name: Secret(value, "literal")
                     for name, value in self.gateway.headers.items()}
@@ -401,9 +471,9 @@ class FleetLogic:
     def mcp_servers_expanded(self, key: "Secret | None") -> dict:
         """The MCP servers with fleet references expanded in every string value, and
         each value holding a key reference replaced by its :class:`McpSecret`."""
-        resolved = getattr(self, "_mcp_secrets", None) or {}
+        resolved = self._run_time.mcp_secrets
 
-        def value(text: str):
+        def value(text: str) -> Any:
             if text in resolved:
                 return resolved[text]
             if SECRET_REFERENCE_START.search(text):

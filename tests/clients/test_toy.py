@@ -76,7 +76,8 @@ TOY = sys.modules[__name__]
 @pytest.fixture
 def toy_registered(monkeypatch):
     """The toy in the registry and in the schema the run path reads, for one test."""
-    from taosync.fleet import logic, model, schema, schema_build
+    from taosync import schema_build
+    from taosync.fleet import logic, schema
 
     def caches_clear():
         schema.client_entries.cache_clear()
@@ -85,7 +86,7 @@ def toy_registered(monkeypatch):
     registry.register(types.SimpleNamespace(**{name: getattr(TOY, name) for name in (
         "ID", "TITLE", "SUMMARY", "TARGETS", "LOCATION_VARS", "OPTIONS", "render", "probes",
         "on_disk", "observe", "locations")}))
-    generated = schema_build.generate(model.fleet_model())
+    generated = schema_build.generate(schema_build.fleet_model())
     monkeypatch.setattr(schema, "load", lambda: generated)
     caches_clear()
     yield generated
