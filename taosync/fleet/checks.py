@@ -5,7 +5,7 @@ reserved values, requirements, references) a schema cannot say.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from taosync.fleet.schema import client_entries
 from taosync.fleet.logic import FLEET_REFERENCE, SLOT, SLOT_LIST, SLOT_MAP, url_userinfo
@@ -71,12 +71,12 @@ class CrossChecks:
     # ---- 6. cross-checks
 
     def cross_check(self, data: dict) -> None:
-        models = data.get("models")
-        routes = data.get("routes", {})
-        models_ok = isinstance(models, dict)
-        routes_ok = isinstance(routes, dict)
-        model_ids = list(models) if models_ok else []
-        route_names = list(routes) if routes_ok else []
+        raw_models, raw_routes = data.get("models"), data.get("routes", {})
+        models_ok = isinstance(raw_models, dict)
+        routes_ok = isinstance(raw_routes, dict)
+        models: dict = raw_models if isinstance(raw_models, dict) else {}
+        routes: dict = raw_routes if isinstance(raw_routes, dict) else {}
+        model_ids, route_names = list(models), list(routes)
 
         if models_ok and routes_ok:
             for name, target in routes.items():
@@ -104,14 +104,15 @@ class CrossChecks:
         if isinstance(clients, dict):
             for name, value in clients.items():
                 if value is None and name in client_entries():
-                    self.report.warn(("clients", name), f"empty, so taosync leaves {name} alone; "
-                                     f"write `{name}: {{}}` to configure it with defaults, or "
-                                     "`enabled: false` to make that explicit", at="key")
+                    self.report.warn(("clients", name), f"empty, so taosync leaves {name} "
+                                     f"alone; write `{name}: {{}}` to configure it with "
+                                     "defaults, or `enabled: false` to make that explicit",
+                                     at="key")
             if models_ok and routes_ok:
                 for path, slot in _slots(clients):
                     if slot not in routes and slot not in models:
-                        self.report.error(path, f"'{slot}' is neither a route nor a catalogue model"
-                                          f"{did_you_mean(slot, route_names + model_ids)}")
+                        self.report.error(path, f"'{slot}' is neither a route nor a catalogue "
+                                          f"model{did_you_mean(slot, route_names + model_ids)}")
             for path, why in _reserved(clients):
                 self.report.error(path, why)
             for path, why in _unmet_requirements(clients, data):
@@ -233,7 +234,7 @@ def _unmet_requirements(clients: dict, data: dict):
         if not isinstance(cfg, dict) or cfg.get("enabled") is False:
             continue
         for dotted, why in entry.get("x-requires", {}).items():
-            value = data
+            value: Any = data
             for part in dotted.split("."):
                 value = value.get(part) if isinstance(value, dict) else None
             if value in (None, ""):

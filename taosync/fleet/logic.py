@@ -17,32 +17,47 @@ from taosync.fleet.secrets import Reference, Secret, parse_reference
 if TYPE_CHECKING:
     from typing import Protocol
 
+    # read-only (properties): the model's fields may be narrower (a Literal for a str)
+
     class GatewayFields(Protocol):
         """``gateway:`` as the answers read it."""
 
-        base_url: str
-        anthropic_base_url: str | None
-        openai_base_url: str | None
-        gemini_base_url: str | None
-        headers: dict[str, str]
+        @property
+        def base_url(self) -> str: ...
+        @property
+        def anthropic_base_url(self) -> str | None: ...
+        @property
+        def openai_base_url(self) -> str | None: ...
+        @property
+        def gemini_base_url(self) -> str | None: ...
+        @property
+        def headers(self) -> Mapping[str, str]: ...
 
     class ModelFields(Protocol):
         """One catalogue entry."""
 
-        context_window: int | None
-        cost: float
+        @property
+        def context_window(self) -> int | None: ...
+        @property
+        def cost(self) -> float: ...
 
     class RouteFields(Protocol):
         """A route that chooses among candidates."""
 
-        candidates: list[str]
-        policy: str
-        weight: float | None
-        dwell: float | str
+        @property
+        def candidates(self) -> list[str]: ...
+        @property
+        def policy(self) -> str: ...
+        @property
+        def weight(self) -> float | None: ...
+        @property
+        def dwell(self) -> float | str: ...
 
     class RoutingFields(Protocol):
-        window: int
-        max_age: str
+        @property
+        def window(self) -> int: ...
+        @property
+        def max_age(self) -> str: ...
 
     class McpServerFields(Protocol):
         """An MCP server: its data, and the same kind of server holding other data."""

@@ -301,9 +301,9 @@ class FleetBase(FleetLogic, _Strict):
         description="MCP servers written into every client with mcp: true: stdio "
         "(command, args, env, cwd) or http (url, headers, transport).",
     )
-    verify: Verify = Field(default_factory=lambda: Verify(),
+    verify: Verify = Field(default_factory=lambda: Verify.model_validate({}),
                            description="How `taosync verify` probes each backend.")
-    routing: Routing = Field(default_factory=lambda: Routing(),
+    routing: Routing = Field(default_factory=lambda: Routing.model_validate({}),
                              description="How routes with candidates read the verify history.")
     #: what the loader and the router give the fleet at run time; never in the schema
     _run_time: RunTime = PrivateAttr(default_factory=RunTime)

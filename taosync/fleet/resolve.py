@@ -214,7 +214,8 @@ def _shown_name(name: object) -> str:
 
 def _reference_mode_anywhere(data: dict) -> bool:
     """``secrets: reference`` for the fleet or for any client."""
-    clients = data.get("clients") if isinstance(data.get("clients"), dict) else {}
+    raw = data.get("clients")
+    clients: dict = raw if isinstance(raw, dict) else {}
     return data.get("secrets") == "reference" or any(
         isinstance(c, dict) and c.get("secrets") == "reference" for c in clients.values())
 

@@ -217,7 +217,8 @@ def _typo_targets(inst: dict, schema: dict, required) -> set[str]:
     props = schema.get("properties", {})
     missing = [r for r in required if r not in inst]
     # the same guess the unknown key's message makes, so the two never disagree
-    return {closest(k, props) for k in inst if k not in props} & set(missing)
+    guesses = (closest(k, props) for k in inst if k not in props)
+    return {g for g in guesses if g is not None} & set(missing)
 
 
 def _pattern_message(path: PathT, pattern: str, inst) -> str:

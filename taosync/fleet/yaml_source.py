@@ -13,11 +13,12 @@ from taosync.fleet.problems import Findings, PathT, _Stop
 from taosync.fleet.schema_errors import _yaml_scalar
 from taosync.terminal import CONTROLS
 
+# CPython's private builtins ship no stubs: the two ignores say only that
 try:  # the builtin module skips loading OpenSSL (~5 ms), as the stdlib's random does
-    from _sha256 import sha256 as _sha256  # Python 3.11
+    from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]  # Python 3.11
 except ImportError:  # pragma: no cover - 3.12+ renamed it; any hashlib is fine
     try:
-        from _sha2 import sha256 as _sha256
+        from _sha2 import sha256 as _sha256  # type: ignore[import-not-found]
     except ImportError:
         from hashlib import sha256 as _sha256
 
@@ -285,11 +286,13 @@ class YamlSource:
             for k, v in node.items():
                 if not isinstance(k, str):
                     line, col = self.position(path)
-                    try:
-                        kl, kc = node.lc.key(k)
-                        line, col = kl + 1, kc + 1
-                    except Exception:
-                        pass
+                    lc = getattr(node, "lc", None)  # a round-trip mapping knows its keys' places
+                    if lc is not None:
+                        try:
+                            kl, kc = lc.key(k)
+                            line, col = kl + 1, kc + 1
+                        except Exception:
+                            pass
                     self.at(line, col, f"the key {_yaml_scalar(k)} is not a string; quote it "
                             "(keys are names)", path)
                     continue
@@ -377,12 +380,13 @@ class YamlSource:
         pos = _own_position(node) or (0, 0)
         for i, part in enumerate(path):
             last = i == len(path) - 1
-            lc = getattr(node, "lc", None)
+            lc: Any = getattr(node, "lc", None)  # ruamel's LineCol: None in a plain tree
             if isinstance(node, dict):
                 key = _find_key(node, part)
                 if key is _MISSING:
                     break
-                kpos = vpos = None
+                kpos: tuple | None = None
+                vpos: tuple | None = None
                 try:
                     kpos = tuple(lc.key(key))
                     vpos = tuple(lc.value(key))
@@ -438,35 +442,36 @@ def _limit_depth(yaml) -> None:
     yaml.Composer = _depth_limited(yaml.Composer or Composer)
 
 
-def _depth_limited(base):
+def _depth_limited(base: type) -> type:
     """``base`` (a ruamel Scanner or Composer class) with the depth check, made once."""
     if base not in _DEPTH_LIMITED:
         from ruamel.yaml.composer import Composer
+        from ruamel.yaml.scanner import Scanner
 
-        if issubclass(base, Composer):
-            class DepthLimited(base):
-                _nesting = 0
+        class ComposerDepth(Composer):
+            _nesting = 0
 
-                def compose_node(self, parent, index):
-                    if self._nesting > MAX_DEPTH:  # the root is level 0, as in ``plain``
-                        raise _TooDeep(self.parser.peek_event().start_mark)
-                    self._nesting += 1
-                    try:
-                        return super().compose_node(parent, index)
-                    finally:
-                        self._nesting -= 1
-        else:
-            class DepthLimited(base):
-                def fetch_flow_collection_start(self, TokenClass, to_push):
-                    if len(self.flow_context) >= MAX_DEPTH:
-                        raise _TooDeep(self.reader.get_mark())
-                    super().fetch_flow_collection_start(TokenClass, to_push)
+            def compose_node(self, parent: Any, index: Any) -> Any:
+                if self._nesting > MAX_DEPTH:  # the root is level 0, as in ``plain``
+                    raise _TooDeep(self.parser.peek_event().start_mark)
+                self._nesting += 1
+                try:
+                    return super().compose_node(parent, index)
+                finally:
+                    self._nesting -= 1
 
-        _DEPTH_LIMITED[base] = DepthLimited
+        class ScannerDepth(Scanner):
+            def fetch_flow_collection_start(self, TokenClass: Any, to_push: str) -> None:
+                if len(self.flow_context) >= MAX_DEPTH:
+                    raise _TooDeep(self.reader.get_mark())
+                super().fetch_flow_collection_start(TokenClass, to_push)
+
+        check = ComposerDepth if issubclass(base, Composer) else ScannerDepth
+        _DEPTH_LIMITED[base] = type("DepthLimited", (check, base), {})
     return _DEPTH_LIMITED[base]
 
 
-_DEPTH_LIMITED: dict = {}
+_DEPTH_LIMITED: dict[type, type] = {}
 _READER = None
 #: what YAML forbids (the complement of ruamel's NON_PRINTABLE class): the same check,
 #: but this small class compiles in well under a millisecond where ruamel's negated
@@ -494,7 +499,8 @@ def _fast_reader():
         from ruamel.yaml.reader import Reader
 
         class FastReader(Reader):
-            NON_PRINTABLE = re.compile(_NON_PRINTABLE)
+            # ruamel types this as its lazy wrapper; a compiled pattern answers the same calls
+            NON_PRINTABLE = re.compile(_NON_PRINTABLE)  # type: ignore[assignment]
 
         _READER = FastReader
     return _READER
