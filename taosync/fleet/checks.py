@@ -144,7 +144,7 @@ class CrossChecks:
                 self.report.error(path, f"route '{name}' names candidate '{model}' twice")
             seen.add(model)
 
-    def check_references(self, path: PathT, value, known: list[str]) -> None:
+    def check_references(self, path: PathT, value: Any, known: list[str]) -> None:
         if isinstance(value, str):
             for m in FLEET_REFERENCE.finditer(value):
                 ref = m.group(1)
@@ -189,7 +189,7 @@ def fleet_reference_names(model_ids: Iterable[str], route_names: Iterable[str]) 
             + [f"routes.{r}" for r in route_names] + [f"models.{m}" for m in model_ids])
 
 
-def _client_options(clients: dict):
+def _client_options(clients: dict) -> Iterator[tuple[str, dict, str, dict]]:
     """(client id, its entry, option name, option schema) for every configured client."""
     for name, entry in client_entries().items():
         cfg = clients.get(name)
@@ -198,7 +198,7 @@ def _client_options(clients: dict):
                 yield name, cfg, option, prop
 
 
-def _slots(clients: dict):
+def _slots(clients: dict) -> Iterator[tuple[PathT, str]]:
     """(path, value) of every client slot that names a route or a model (``x-slot`` in the
     schema: one value, a list of them, or a mapping's values)."""
     for name, cfg, option, prop in _client_options(clients):
@@ -215,7 +215,7 @@ def _slots(clients: dict):
                     yield ("clients", name, option, key), v
 
 
-def _reserved(clients: dict):
+def _reserved(clients: dict) -> Iterator[tuple[PathT, str]]:
     """(path, why) of every client option set to a value its client reserves
     (``x-reserved`` in the schema, e.g. Codex's built-in provider id)."""
     for name, cfg, option, prop in _client_options(clients):
@@ -225,7 +225,7 @@ def _reserved(clients: dict):
             yield ("clients", name, option), why
 
 
-def _unmet_requirements(clients: dict, data: dict):
+def _unmet_requirements(clients: dict, data: dict) -> Iterator[tuple[PathT, str]]:
     """(path, why) of every enabled client whose fleet key it requires is missing
     (``x-requires`` in the schema: dotted fleet path → why, e.g. Gemini CLI's
     ``gateway.gemini_base_url``)."""

@@ -107,7 +107,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def expand_all(value: Any, fn) -> Any:
+def expand_all(value: Any, fn: Callable[[str], Any]) -> Any:
     """Apply ``fn`` to every string inside a plain value."""
     if isinstance(value, str):
         return fn(value)
@@ -147,13 +147,13 @@ class Joined(Secret):
 
     __slots__ = ("parts",)
 
-    def __init__(self, parts):
+    def __init__(self, parts: Iterable[Any]) -> None:
         self.parts = tuple(parts)
         super().__init__("".join(p.reveal() if isinstance(p, Secret) else p
                                  for p in self.parts), "joined")
 
 
-def secret_parts(value: Any):
+def secret_parts(value: Any) -> Iterator[Secret]:
     """Each :class:`Secret` inside ``value`` (rendered patch values), a :class:`Joined`
     as its secret parts: what a redactor must hide, so the text around them (a header's
     name, a URL's host) stays readable."""
@@ -170,7 +170,7 @@ def secret_parts(value: Any):
             yield from secret_parts(v)
 
 
-def joined_texts(value: Any):
+def joined_texts(value: Any) -> Iterator[str]:
     """The whole text of each :class:`Joined` inside ``value``."""
     if isinstance(value, Joined):
         yield value.reveal()
@@ -182,7 +182,7 @@ def joined_texts(value: Any):
             yield from joined_texts(v)
 
 
-def joined(pairs, between: str, sep: str) -> Joined:
+def joined(pairs: Iterable[tuple[str, Any]], between: str, sep: str) -> Joined:
     """``name: value`` lines (or ``, ``-separated) from (name, value) pairs, as a secret."""
     parts: list = []
     for i, (name, value) in enumerate(pairs):
@@ -195,7 +195,7 @@ def joined(pairs, between: str, sep: str) -> Joined:
 _USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#@]*)@")
 
 
-def url_userinfo(url) -> str | None:
+def url_userinfo(url: object) -> str | None:
     """The ``user:password`` of ``url`` (what sits before ``@`` in its authority), or None."""
     if not isinstance(url, str):
         return None
@@ -203,7 +203,7 @@ def url_userinfo(url) -> str | None:
     return match.group(1) if match and match.group(1) else None
 
 
-def hide_credentials(value: Any, userinfos) -> Any:
+def hide_credentials(value: Any, userinfos: Iterable[str]) -> Any:
     """``value`` with every string holding one of ``userinfos`` (as ``//USERINFO@``) made
     a :class:`Joined` secret whose only secret part is the userinfo: a client file that
     receives a URL's password is written 0600, its owned key is kept in the state as a
@@ -256,7 +256,8 @@ def split_secret_reference(text: str) -> tuple[str, Reference, str] | None:
     return text[:m.start()], Reference(m.group(1), m.group(2).strip()), text[m.end():]
 
 
-def mcp_secret_values(servers: Any):
+def mcp_secret_values(servers: Any) -> Iterator[
+        tuple[tuple, str, tuple[str, Reference, str] | str]]:
     """``(path, text, parts)`` for every MCP value holding a key reference, where
     ``parts`` is :func:`split_secret_reference`'s answer, or a str: why the value
     cannot hold one (two references in it, a reference outside ``env``/``headers``)."""
@@ -289,7 +290,8 @@ def mcp_secret_values(servers: Any):
                         f"{'env' if 'command' in server else 'headers'}")
 
 
-def inline_mcp_secrets(client: str, server: str, values: dict, path, why: str) -> str | None:
+def inline_mcp_secrets(client: str, server: str, values: dict, path: object,
+                       why: str) -> str | None:
     """The warning for ``secrets: reference`` when a client gets MCP secrets inline
     (``values``: the env or header map as rendered), or None when it holds none."""
     names = [name for name, value in values.items() if isinstance(value, McpSecret)]
@@ -380,7 +382,7 @@ class FleetLogic:
         return {"routes": routes, "window": self.routing.window,
                 "max_age": self.routing.max_age}
 
-    def distinct_models(self, slots) -> list[tuple[str | None, str]]:
+    def distinct_models(self, slots: Iterable[str | None]) -> list[tuple[str | None, str]]:
         """(slot, model) for each distinct route and model the slots name, first slot
         first: two routes on one model are two pairs (verify probes them as one request
         labelled with both routes)."""
@@ -402,7 +404,7 @@ class FleetLogic:
         name = slot if slot is not None else self.default_route
         return name if name is not None and name in self.routes else None
 
-    def secrets_for(self, client) -> str:
+    def secrets_for(self, client: Any) -> str:
         return client.secrets or self.secrets
 
     @property
