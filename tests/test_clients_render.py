@@ -10,7 +10,7 @@ import pytest
 from taosync.clients import claude_code, cline, codex, continue_
 from taosync.clients.base import ClientEnv
 from taosync.clients.registry import all as all_clients
-from taosync.fleet.model import Fleet
+from taosync.schema_build import Fleet
 from taosync.formats.base import Match
 from clients.helpers import KEY, RAW, ROOT, SONNET, V1, by_path, fleet
 

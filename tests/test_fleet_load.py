@@ -56,7 +56,7 @@ def messages(path, home, **kw) -> list[str]:
 
 
 def test_example_loads_into_a_typed_fleet(home):
-    from taosync.fleet.model import Fleet
+    from taosync.schema_build import Fleet
     from taosync.fleet.view import FleetView
 
     loaded = load_fleet(EXAMPLE, home=home, environ=ENV)
@@ -395,15 +395,16 @@ def test_did_you_mean():
 
 
 def test_mirrors_of_the_model_stay_equal():
+    from taosync import schema_build
     from taosync.fleet import model
 
     assert load_mod.SUPPORTED_VERSIONS == model.SUPPORTED_VERSIONS
     from taosync.fleet.logic import CLIENT_ATTRS
 
-    names = {info.alias or name for name, info in model.Clients.model_fields.items()}
+    names = {info.alias or name for name, info in schema_build.Clients.model_fields.items()}
     assert set(load_mod.KNOWN_CLIENTS) == names
     assert CLIENT_ATTRS == {info.alias or name: name
-                            for name, info in model.Clients.model_fields.items()}
+                            for name, info in schema_build.Clients.model_fields.items()}
 
 
 def test_reference_names_are_what_the_model_resolves(home):

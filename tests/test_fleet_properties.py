@@ -219,14 +219,14 @@ def test_safe_loader_shortcut_changes_no_outcome(text):
     with the round-trip loader gives: same data, same problems at the same places."""
     path = _write(text)
     shortcut = _outcome(path)
-    real = load_mod._Loader.parse_safe
+    real = load_mod.YamlSource.parse_safe
     try:
         def never(self, text):
             raise load_mod._NotFast
-        load_mod._Loader.parse_safe = never
+        load_mod.YamlSource.parse_safe = never
         assert _outcome(path) == shortcut
     finally:
-        load_mod._Loader.parse_safe = real
+        load_mod.YamlSource.parse_safe = real
 
 
 @SETTINGS
@@ -237,14 +237,14 @@ def test_shortcuts_agree_with_the_full_checks(text):
     from jsonschema.validators import Draft202012Validator
 
     path = _write(text)
-    loader = load_mod._Loader(path, home=HOME, environ=ENV, resolve_key=False,
-                              key_timeout=1)
+    findings = load_mod.Findings()
+    source = load_mod.YamlSource(path, findings)
     try:
-        loader.read()
-        data = loader.parse(fast=False)
+        source.read()
+        data = source.parse(fast=False)
     except load_mod._Stop:
         data = None
-    if data is not None and not loader.errors:
+    if data is not None and not findings.errors:
         try:
             fast = load_mod.fast_valid(SCHEMA, data)
         except load_mod.Unsupported:  # pragma: no cover - the schema uses none
@@ -268,7 +268,7 @@ def test_shortcuts_agree_with_the_full_checks(text):
         assert full is not None and full.fleet is not None
         assert full.data == quick.data
         # schema-valid ⇒ pydantic-valid, and the run-time view reads it as pydantic does
-        from taosync.fleet.model import Fleet
+        from taosync.schema_build import Fleet
 
         model = Fleet.model_validate(full.data)
         assert full.fleet.plain() == model.model_dump(by_alias=True)

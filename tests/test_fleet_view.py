@@ -12,7 +12,7 @@ from conftest import EXAMPLE_FLEET
 from taosync.clients.base import ClientEnv
 from taosync.clients.registry import all as all_clients
 from taosync.fleet import schema
-from taosync.fleet.model import Fleet
+from taosync.schema_build import Fleet
 from taosync.fleet.secrets import Secret
 from taosync.fleet.view import FleetView
 

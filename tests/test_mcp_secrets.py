@@ -409,7 +409,7 @@ def test_the_view_and_the_pydantic_model_render_mcp_secrets_alike(home, mcp_flee
     from taosync.clients.base import ClientEnv
     from taosync.clients.registry import all as all_clients
     from taosync.fleet.load import load_fleet
-    from taosync.fleet.model import Fleet
+    from taosync.schema_build import Fleet
 
     path = mcp_fleet(mode)
     text = path.read_text()  # every registered client, not only the ones FLEET names
@@ -417,7 +417,7 @@ def test_the_view_and_the_pydantic_model_render_mcp_secrets_alike(home, mcp_flee
         f"  {c}: {{}}\n" for c in all_clients() if f"\n  {c}: " not in text)))
     loaded = load_fleet(path, home=home)
     model = Fleet.model_validate(loaded.data)
-    model.attach_mcp_secrets(loaded.fleet._mcp_secrets)
+    model.attach_mcp_secrets(loaded.fleet._run_time.mcp_secrets)
     assert set(loaded.fleet.enabled_clients()) >= {"claude-code", "codex", "cline", "continue"}
     for client, module in all_clients().items():
         if client not in loaded.fleet.enabled_clients():  # render is only asked of these

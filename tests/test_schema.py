@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from taosync.fleet import schema, schema_build
+from taosync import schema_build
+from taosync.fleet import schema
 
 ROOT = Path(__file__).resolve().parent.parent
 REPO_COPY = ROOT / "schemas" / "fleet.schema.json"
 PACKAGED = ROOT / "taosync" / "schemas" / "fleet.schema.json"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "fleet"
-REGENERATE = "run `python -m taosync.fleet.schema_build --write` (or `python -m taosync.fleet.schema_build " \
+REGENERATE = "run `python -m taosync.schema_build --write` (or `python -m taosync.schema_build " \
              "> schemas/fleet.schema.json` and copy it to taosync/schemas/)"
 
 
@@ -34,7 +35,7 @@ def test_packaged_copy_is_the_committed_one():
 
 
 def test_module_prints_the_schema():
-    proc = subprocess.run([sys.executable, "-m", "taosync.fleet.schema_build"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "taosync.schema_build"], capture_output=True,
                           text=True, check=True, timeout=120)
     assert proc.stdout == REPO_COPY.read_text(encoding="utf-8")
 

@@ -10,7 +10,8 @@ from ruamel.yaml import YAML
 
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.errors import BadInput
-from taosync.fleet.model import Fleet, Verify
+from taosync.fleet.model import Verify
+from taosync.schema_build import Fleet
 from taosync.fleet.secrets import Secret
 from taosync.verify.probes import (
     ANTHROPIC_BETA, ANTHROPIC_VERSION, ProbeGroup, SSEParser, build_request, collect_specs,

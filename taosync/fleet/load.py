@@ -25,9 +25,12 @@ The pipeline, each step run only when the one before it could read the file:
 8. build the typed fleet: the run-time view of the checked data
    (:class:`~taosync.fleet.view.FleetView`, same answers as the pydantic model, no pydantic).
 
-Where each step lives: 1–3 and positions :mod:`~taosync.fleet.yaml_source`; 5
-:mod:`~taosync.fleet.schema_errors` (with :mod:`~taosync.fleet.fast_schema`); 4, 6, 7
-:mod:`~taosync.fleet.checks`; the shapes they report :mod:`~taosync.fleet.problems`.
+Where each step lives — a part of one load, given only what it needs and reporting into
+the load's :class:`~taosync.fleet.problems.Findings`: 1–3 and positions
+:mod:`~taosync.fleet.yaml_source` (one per file; ``include:`` :mod:`~taosync.fleet.includes`);
+5 :mod:`~taosync.fleet.schema_errors` (with :mod:`~taosync.fleet.fast_schema`); 4 and 6
+:mod:`~taosync.fleet.checks`; 7 :mod:`~taosync.fleet.resolve`; the shapes they report
+:mod:`~taosync.fleet.problems`.
 
 Every problem found is reported in one :class:`FleetInvalid`, sorted by line. Messages
 never hold the key: a literal or resolved key is scrubbed from every message.
@@ -39,14 +42,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from taosync.fleet.secrets import Reference, Secret
-from taosync.fleet.schema import client_entries
-from taosync.fleet.logic import McpSecret, url_userinfo
-from taosync.fleet.secrets import SENSITIVE
 from taosync.fleet.checks import CrossChecks
-from taosync.fleet.problems import FleetInvalid, PathT, Problem, _Stop, _order, format_path
+from taosync.fleet.includes import Includes, owner_of
+from taosync.fleet.logic import url_userinfo
+from taosync.fleet.problems import (Findings, FleetInvalid, PathT, Problem, _order, _Stop,
+                                    format_path)
+from taosync.fleet.resolve import SecretSteps
+from taosync.fleet.schema import client_entries
 from taosync.fleet.schema_errors import SchemaErrors
-from taosync.fleet.yaml_source import Includes, YamlSource, _NotFast, owner_of
+from taosync.fleet.secrets import SENSITIVE, Reference, Secret
+from taosync.fleet.yaml_source import YamlSource, _NotFast
 
 # what callers and tests read from this module, wherever it now lives
 from taosync.fleet.checks import fleet_reference_names  # noqa: F401,E402
@@ -141,122 +146,105 @@ def load_fleet(path: Path, *, home: Path, environ: Mapping[str, str] | None = No
 # -- the pipeline -------------------------------------------------------------------
 
 
-class _Loader(Includes, YamlSource, SchemaErrors, CrossChecks):
-    """One load of one fleet.yaml: the steps in order, and what they found."""
+class Located:
+    """How the check steps report (:class:`~taosync.fleet.problems.Reporter`): a
+    problem at a YAML path of the merged data is located in the file its value came
+    from — fleet.yaml, or the base fleet that set it."""
 
-    def __init__(self, path: Path, *, home: Path, environ, resolve_key: bool,
-                 key_timeout: float | None, resolve_mcp: bool | None = None) -> None:
-        self.path = path
-        self.file = str(path)
-        self.home = home
-        self.environ = environ
-        self.resolve_key = resolve_key
-        self.resolve_mcp = resolve_key if resolve_mcp is None else resolve_mcp
-        self.key_timeout = key_timeout
-        self.root: Any = None  # the ruamel round-trip tree (positions), parsed when needed
-        self.fast = False  # converting the safe loader's tree (no positions) right now
-        self.text = ""
-        self.digest = ""
-        self._nodes = 0
-        self.key: Secret | None = None
-        self.key_ref: Reference | None = None
-        #: MCP env/header value text → its resolved secret (step 7)
-        self.mcp_secrets: dict[str, McpSecret] = {}
-        #: gateway.headers name → its value as a secret (step 7)
-        self.gateway_secrets: dict[str, Secret] = {}
-        self.forget_findings()
+    def __init__(self, findings: Findings, includes: Includes) -> None:
+        self.findings = findings
+        self.includes = includes
 
-    def forget_findings(self) -> None:
-        self.errors: list[Problem] = []
-        self.warnings: list[Problem] = []
-        self._seen: set[tuple] = set()
-        #: paths already reported (a bad URL, a value replaced by a placeholder): the
-        #: schema step says nothing more about them
-        self._reported: set[PathT] = set()
-
-    # ---- reporting
-
-    def at(self, line: int, column: int, message: str, path: PathT = (),
-           severity: str = "error", file: str | None = None) -> None:
-        """Report a problem at ``line``:``column`` of ``file`` (default: the file the value
-        at ``path`` came from — fleet.yaml, or the base fleet it includes)."""
-        file = file or self.origin_file(path)
-        marker = (file, line, column, path, message, severity)
-        if marker in self._seen:
-            return
-        self._seen.add(marker)
-        problem = Problem(file, line, column, format_path(path), message, severity)
-        (self.errors if severity == "error" else self.warnings).append(problem)
+    @property
+    def reported(self) -> set[PathT]:
+        return self.findings.reported
 
     def error(self, path: PathT, message: str, at: str = "value") -> None:
-        line, col = self.position(path, at)
-        self.at(line, col, message, path)
+        self._add(path, message, at, "error")
 
     def warn(self, path: PathT, message: str, at: str = "value") -> None:
-        line, col = self.position(path, at)
-        self.at(line, col, message, path, severity="warning")
+        self._add(path, message, at, "warning")
 
-    def position(self, path: PathT, at: str = "value") -> tuple[int, int]:
-        """Line and column in the file the value at ``path`` came from."""
-        owner = self.origin(path)
-        if owner is self:
-            return YamlSource.position(self, path, at)
-        return owner.position(path, at)
+    def _add(self, path: PathT, message: str, at: str, severity: str) -> None:
+        source = self.includes.origin(path)
+        line, col = source.position(path, at)
+        self.findings.at(source.file, line, col, message, path, severity)
+
+
+class _Loader:
+    """One load of one fleet.yaml: the steps in order, each a part given only what it
+    needs — the file (steps 1–3), its includes, the schema (5), the cross-checks (4, 6),
+    the secrets (7) — and the findings they share."""
+
+    def __init__(self, path: Path, *, home: Path, environ: Mapping[str, str] | None,
+                 resolve_key: bool, key_timeout: float | None,
+                 resolve_mcp: bool | None = None) -> None:
+        self.path = path
+        self.findings = Findings()
+        self.source = YamlSource(path, self.findings)
+        self.includes = Includes(self.source, self.findings, home=home, environ=environ)
+        located = Located(self.findings, self.includes)
+        self.schema = SchemaErrors(located)
+        self.cross = CrossChecks(located)
+        self.secrets = SecretSteps(located, home=home, environ=environ,
+                                   resolve_key=resolve_key,
+                                   resolve_mcp=resolve_key if resolve_mcp is None else resolve_mcp,
+                                   timeout=key_timeout)
 
     def fail(self) -> FleetInvalid:
-        self.scrub()
-        return FleetInvalid(self.file, self.errors, self.warnings)
+        self.findings.scrub(self.secrets.known())
+        return FleetInvalid(self.source.file, self.findings.errors, self.findings.warnings)
 
     # ---- the run
 
     def run(self, build_model: bool) -> Loaded:
+        findings = self.findings
+        data: dict = {}
         try:
-            self.read()
+            self.source.read()
             data = self.checked(fast=True)
-            if self.errors or self.warnings:  # find them again where positions are known
-                self.forget_findings()
+            if findings.errors or findings.warnings:  # find them again where positions are known
+                findings.forget()
                 data = self.checked(fast=False)
-            self.check_key(data)
-            self.check_mcp_secrets(data)
-            self.check_gateway_headers(data)
+            self.secrets.run(data)
         except _Stop:
             pass
-        if self.errors:
+        if findings.errors:
             raise self.fail()
         fleet = self.build_model(data) if build_model else None
         if fleet is not None:
-            fleet.attach_mcp_secrets(self.mcp_secrets)
-            fleet.attach_gateway_secrets(self.gateway_secrets)
-        self.scrub()
-        assert self.key_ref is not None
-        return Loaded(path=self.path, text=self.text, sha256=self.digest, fleet=fleet,
-                      key=self.key, key_ref=self.key_ref,
-                      warnings=sorted(self.warnings, key=_order), data=data,
-                      sources=list(self.sources),
-                      include_vars=dict(getattr(self, "include_vars", {})),
-                      origins={p: src.file for p, src in self.origins.items()})
+            fleet.attach_mcp_secrets(self.secrets.mcp_secrets)
+            fleet.attach_gateway_secrets(self.secrets.gateway_secrets)
+        findings.scrub(self.secrets.known())
+        key_ref = self.secrets.key_ref
+        assert key_ref is not None  # a missing or blank key is an error above
+        return Loaded(path=self.path, text=self.source.text, sha256=self.source.digest,
+                      fleet=fleet, key=self.secrets.key, key_ref=key_ref,
+                      warnings=sorted(findings.warnings, key=_order), data=data,
+                      sources=list(self.includes.sources),
+                      include_vars=dict(self.includes.include_vars),
+                      origins={p: src.file for p, src in self.includes.origins.items()})
 
     def checked(self, fast: bool) -> dict:
         """Steps 2–6 (the ones that need no key) on the safe loader's tree when ``fast``
         (and it can be used), else on the round-trip tree."""
         data = None
-        self.origins = {}
         if fast:
             try:
-                data = self.parse(fast=True)
+                data = self.source.parse(fast=True)
             except _NotFast:
                 pass
         if data is None:
-            data = self.parse(fast=False)
-        data = self.merge_includes(data, fast)
-        self.normalise_urls(data)
-        self.check_schema(data)
-        self.cross_check(data)
+            data = self.source.parse(fast=False)
+        data = self.includes.merge(data, fast)
+        self.cross.normalise_urls(data)
+        self.schema.check_schema(data)
+        self.cross.cross_check(data)
         return data
 
     # ---- 8. the model
 
-    def build_model(self, data: dict):
+    def build_model(self, data: dict) -> FleetView:
         """The typed fleet, read through the schema the data has just passed (exactly):
         the run-time view, which needs no pydantic (see fleet/view.py)."""
         from taosync.fleet import schema as _schema

@@ -10,9 +10,61 @@ from __future__ import annotations
 import functools
 import keyword
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from taosync.fleet.secrets import Reference, Secret, parse_reference
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    # read-only (properties): the model's fields may be narrower (a Literal for a str)
+
+    class GatewayFields(Protocol):
+        """``gateway:`` as the answers read it."""
+
+        @property
+        def base_url(self) -> str: ...
+        @property
+        def anthropic_base_url(self) -> str | None: ...
+        @property
+        def openai_base_url(self) -> str | None: ...
+        @property
+        def gemini_base_url(self) -> str | None: ...
+        @property
+        def headers(self) -> Mapping[str, str]: ...
+
+    class ModelFields(Protocol):
+        """One catalogue entry."""
+
+        @property
+        def context_window(self) -> int | None: ...
+        @property
+        def cost(self) -> float: ...
+
+    class RouteFields(Protocol):
+        """A route that chooses among candidates."""
+
+        @property
+        def candidates(self) -> list[str]: ...
+        @property
+        def policy(self) -> str: ...
+        @property
+        def weight(self) -> float | None: ...
+        @property
+        def dwell(self) -> float | str: ...
+
+    class RoutingFields(Protocol):
+        @property
+        def window(self) -> int: ...
+        @property
+        def max_age(self) -> str: ...
+
+    class McpServerFields(Protocol):
+        """An MCP server: its data, and the same kind of server holding other data."""
+
+        def plain(self) -> dict: ...
+
+        def replaced(self, data: dict) -> Any: ...
 
 #: ``${gateway.base_url}``, ``${gateway.key}``, ``${routes.fast}`` … inside MCP values.
 #: Anything else in ``${…}`` (``${HOME}``, ``${VAR:-x}``) is written as it is; clients.md records
@@ -55,7 +107,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def expand_all(value: Any, fn) -> Any:
+def expand_all(value: Any, fn: Callable[[str], Any]) -> Any:
     """Apply ``fn`` to every string inside a plain value."""
     if isinstance(value, str):
         return fn(value)
@@ -95,13 +147,13 @@ class Joined(Secret):
 
     __slots__ = ("parts",)
 
-    def __init__(self, parts):
+    def __init__(self, parts: Iterable[Any]) -> None:
         self.parts = tuple(parts)
         super().__init__("".join(p.reveal() if isinstance(p, Secret) else p
                                  for p in self.parts), "joined")
 
 
-def secret_parts(value: Any):
+def secret_parts(value: Any) -> Iterator[Secret]:
     """Each :class:`Secret` inside ``value`` (rendered patch values), a :class:`Joined`
     as its secret parts: what a redactor must hide, so the text around them (a header's
     name, a URL's host) stays readable."""
@@ -118,7 +170,7 @@ def secret_parts(value: Any):
             yield from secret_parts(v)
 
 
-def joined_texts(value: Any):
+def joined_texts(value: Any) -> Iterator[str]:
     """The whole text of each :class:`Joined` inside ``value``."""
     if isinstance(value, Joined):
         yield value.reveal()
@@ -130,7 +182,7 @@ def joined_texts(value: Any):
             yield from joined_texts(v)
 
 
-def joined(pairs, between: str, sep: str) -> Joined:
+def joined(pairs: Iterable[tuple[str, Any]], between: str, sep: str) -> Joined:
     """``name: value`` lines (or ``, ``-separated) from (name, value) pairs, as a secret."""
     parts: list = []
     for i, (name, value) in enumerate(pairs):
@@ -143,7 +195,7 @@ def joined(pairs, between: str, sep: str) -> Joined:
 _USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#@]*)@")
 
 
-def url_userinfo(url) -> str | None:
+def url_userinfo(url: object) -> str | None:
     """The ``user:password`` of ``url`` (what sits before ``@`` in its authority), or None."""
     if not isinstance(url, str):
         return None
@@ -151,7 +203,7 @@ def url_userinfo(url) -> str | None:
     return match.group(1) if match and match.group(1) else None
 
 
-def hide_credentials(value: Any, userinfos) -> Any:
+def hide_credentials(value: Any, userinfos: Iterable[str]) -> Any:
     """``value`` with every string holding one of ``userinfos`` (as ``//USERINFO@``) made
     a :class:`Joined` secret whose only secret part is the userinfo: a client file that
     receives a URL's password is written 0600, its owned key is kept in the state as a
@@ -204,7 +256,8 @@ def split_secret_reference(text: str) -> tuple[str, Reference, str] | None:
     return text[:m.start()], Reference(m.group(1), m.group(2).strip()), text[m.end():]
 
 
-def mcp_secret_values(servers: Any):
+def mcp_secret_values(servers: Any) -> Iterator[
+        tuple[tuple, str, tuple[str, Reference, str] | str]]:
     """``(path, text, parts)`` for every MCP value holding a key reference, where
     ``parts`` is :func:`split_secret_reference`'s answer, or a str: why the value
     cannot hold one (two references in it, a reference outside ``env``/``headers``)."""
@@ -237,7 +290,8 @@ def mcp_secret_values(servers: Any):
                         f"{'env' if 'command' in server else 'headers'}")
 
 
-def inline_mcp_secrets(client: str, server: str, values: dict, path, why: str) -> str | None:
+def inline_mcp_secrets(client: str, server: str, values: dict, path: object,
+                       why: str) -> str | None:
     """The warning for ``secrets: reference`` when a client gets MCP secrets inline
     (``values``: the env or header map as rendered), or None when it holds none."""
     names = [name for name, value in values.items() if isinstance(value, McpSecret)]
@@ -248,8 +302,42 @@ def inline_mcp_secrets(client: str, server: str, values: dict, path, why: str) -
             f"{'it' if len(names) == 1 else 'them'} inline into {path} (mode 0600)")
 
 
+class RunTime:
+    """What a fleet is given at run time, never part of fleet.yaml or the schema: the
+    resolved MCP secrets and ``gateway.headers`` (the loader resolves them once, with the
+    key, so every client renders the same) and each choosing route's model (the pipeline
+    gives it from the verify history before any client renders)."""
+
+    __slots__ = ("mcp_secrets", "gateway_secrets", "route_choices")
+
+    def __init__(self) -> None:
+        #: MCP env/header value text → its resolved secret
+        self.mcp_secrets: dict[str, McpSecret] = {}
+        #: header name → its value as a secret; None: not given (a fleet built without
+        #: the loader, e.g. a test's model: the literal values are used)
+        self.gateway_secrets: dict[str, Secret] | None = None
+        #: route name → the candidate it resolves to
+        self.route_choices: dict[str, str] = {}
+
+
 class FleetLogic:
-    """Derived answers every client needs; expects the fleet's fields on ``self``."""
+    """Derived answers every client needs, from the fleet's fields.
+
+    Shared by the pydantic model and the run-time view, which both provide the fields
+    declared below (the narrow interface these answers read) and a :class:`RunTime`
+    as ``_run_time`` (the only state the answers keep).
+    """
+
+    if TYPE_CHECKING:  # provided by the model's fields / the view's schema properties
+        gateway: GatewayFields
+        models: Mapping[str, ModelFields]
+        routes: Mapping[str, str | RouteFields]
+        default_route: str | None
+        secrets: str
+        routing: RoutingFields
+        clients: Any
+        mcp_servers: Mapping[str, McpServerFields]
+        _run_time: RunTime
 
     def model_for(self, slot: str | None) -> str:
         """The catalogue id a client slot means: a route name first, else a model id."""
@@ -269,13 +357,12 @@ class FleetLogic:
     def route_model(self, name: str) -> str:
         """The model a route resolves to: the choice made from the verify history
         (:meth:`choose_routes`), else its preferred candidate."""
-        choices = getattr(self, "_route_choices", None) or {}
-        return choices.get(name) or self.route_candidates(name)[0]
+        return self._run_time.route_choices.get(name) or self.route_candidates(name)[0]
 
     def choose_routes(self, choices: dict[str, str]) -> None:
         """Give the fleet the model each candidate route resolves to (taosync.verify.routing
         chooses; the pipeline calls this before any client renders)."""
-        self._route_choices = {name: model for name, model in choices.items()
+        self._run_time.route_choices = {name: model for name, model in choices.items()
                                if name in self.routes and model in self.route_candidates(name)}
 
     def routing_spec(self) -> dict:
@@ -295,7 +382,7 @@ class FleetLogic:
         return {"routes": routes, "window": self.routing.window,
                 "max_age": self.routing.max_age}
 
-    def distinct_models(self, slots) -> list[tuple[str | None, str]]:
+    def distinct_models(self, slots: Iterable[str | None]) -> list[tuple[str | None, str]]:
         """(slot, model) for each distinct route and model the slots name, first slot
         first: two routes on one model are two pairs (verify probes them as one request
         labelled with both routes)."""
@@ -317,7 +404,7 @@ class FleetLogic:
         name = slot if slot is not None else self.default_route
         return name if name is not None and name in self.routes else None
 
-    def secrets_for(self, client) -> str:
+    def secrets_for(self, client: Any) -> str:
         return client.secrets or self.secrets
 
     @property
@@ -362,19 +449,19 @@ class FleetLogic:
     def attach_mcp_secrets(self, resolved: dict[str, McpSecret]) -> None:
         """Give the fleet its resolved MCP key references (value text → secret); the
         loader resolves them once, with the key, so every client renders the same."""
-        self._mcp_secrets = dict(resolved)
+        self._run_time.mcp_secrets = dict(resolved)
 
     def attach_gateway_secrets(self, resolved: dict[str, Secret]) -> None:
         """Give the fleet its ``gateway.headers`` values as secrets (header name → a
         :class:`McpSecret` for a key reference, a :class:`Secret` for a literal); the
         loader resolves them with the key, as it does the MCP secrets."""
-        self._gateway_secrets = dict(resolved)
+        self._run_time.gateway_secrets = dict(resolved)
 
     def gateway_headers(self) -> dict[str, Secret]:
         """Every ``gateway.headers`` value as a :class:`Secret` (redacted, revealed only on
         write and on the wire, 0600, never in the state): a header that carries the
         gateway's credentials (Helicone-Auth, CF-Access-Client-Secret) is one."""
-        resolved = getattr(self, "_gateway_secrets", None)
+        resolved = self._run_time.gateway_secrets
         if resolved is None:  # built without the loader (a test's model): literal values
             return {name: Secret(value, "literal")
                     for name, value in self.gateway.headers.items()}
@@ -401,9 +488,9 @@ class FleetLogic:
     def mcp_servers_expanded(self, key: "Secret | None") -> dict:
         """The MCP servers with fleet references expanded in every string value, and
         each value holding a key reference replaced by its :class:`McpSecret`."""
-        resolved = getattr(self, "_mcp_secrets", None) or {}
+        resolved = self._run_time.mcp_secrets
 
-        def value(text: str):
+        def value(text: str) -> Any:
             if text in resolved:
                 return resolved[text]
             if SECRET_REFERENCE_START.search(text):

@@ -2,9 +2,10 @@
 
 The JSON schema in ``schemas/fleet.schema.json`` is generated from these classes
 (``taosync schema``), so field descriptions here are also the editor hints users see.
-The ``clients:`` section is built from the client modules' declarations (their
-``OPTIONS``), so this module is the one place the fleet layer reads the client registry;
-the run path reads the generated schema instead. Cross-field rules (routes name catalogue
+The ``clients:`` section is built from the clients' option declarations *handed in*
+(:func:`fleet_model`): the fleet layer never reads the client registry; the layer above
+the clients (:mod:`taosync.schema_build`) hands the registry's declarations down, and the
+run path reads the generated schema instead. Cross-field rules (routes name catalogue
 models, slots name routes or models, …) live in :mod:`taosync.fleet.checks`, where each
 problem can be tied to a line and column.
 """
@@ -12,11 +13,11 @@ problem can be tied to a line and column.
 from __future__ import annotations
 
 import copy
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Mapping, Protocol, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model
 
-from taosync.fleet.logic import FleetLogic, attr_name
+from taosync.fleet.logic import FleetLogic, RunTime, attr_name
 
 
 SUPPORTED_VERSIONS = (1,)
@@ -106,48 +107,65 @@ class _Client(_Strict):
     mcp: bool = Field(True, description="Write the fleet's mcp_servers into this client.")
 
 
-def _client_model(module) -> type[_Client]:
-    """The pydantic model of one client's entry, from the options its module declares."""
-    fields = {}
-    for option in module.OPTIONS:
-        extra = {}
+class OptionDeclaration(Protocol):
+    """One key of a client's fleet.yaml entry, as a client declares it
+    (``taosync.clients.base.Option``)."""
+
+    name: str
+    type: Any
+    default: Any
+    description: str
+    pattern: str | None
+    slot: str
+    reserved: dict[str, str]
+
+
+class ClientDeclaration(Protocol):
+    """What the schema needs of a client (a client module): its product name, the line
+    that describes it, its options. An optional ``REQUIRES`` (fleet key → why) names the
+    fleet keys it cannot work without."""
+
+    TITLE: str
+    SUMMARY: str
+    OPTIONS: Sequence[OptionDeclaration]
+
+
+def client_model(declaration: ClientDeclaration) -> type[_Client]:
+    """The pydantic model of one client's entry, from the options it declares."""
+    fields: dict[str, Any] = {}
+    for option in declaration.OPTIONS:
+        extra: dict[str, Any] = {}
         if option.slot:
             extra["x-slot"] = option.slot
         if option.reserved:
             extra["x-reserved"] = dict(option.reserved)
+        field: dict[str, Any] = {"description": option.description,
+                                 "json_schema_extra": extra or None}
         if isinstance(option.default, (list, dict)):
-            default = {"default_factory": lambda d=option.default: copy.deepcopy(d)}
+            field["default_factory"] = lambda d=option.default: copy.deepcopy(d)
         else:
-            default = {"default": option.default}
-        pattern = {"pattern": option.pattern} if option.pattern else {}
-        fields[option.name] = (option.type, Field(**default, description=option.description,
-                                                  json_schema_extra=extra or None, **pattern))
-    model = create_model(module.TITLE.replace(" ", ""), __base__=_Client, **fields)
-    requires = getattr(module, "REQUIRES", None)
+            field["default"] = option.default
+        if option.pattern:
+            field["pattern"] = option.pattern
+        fields[option.name] = (option.type, Field(**field))
+    model = create_model(declaration.TITLE.replace(" ", ""), __base__=_Client, **fields)
+    requires = getattr(declaration, "REQUIRES", None)
     if requires:  # fleet keys the client cannot work without: checked where enabled
         model.model_config = {**model.model_config,
                               "json_schema_extra": {"x-requires": dict(requires)}}
     return model
 
 
-def _clients_model() -> type[_Strict]:
-    """The ``clients:`` section: one optional entry per registered client.
-
-    The one place the fleet layer reads the client registry: the schema is generated from
-    the client modules' declarations, and the run path reads the schema, not the modules.
-    """
-    from taosync.clients.registry import all as all_clients
-
-    fields = {}
-    for client_id, module in all_clients().items():
+def clients_model(declarations: Mapping[str, ClientDeclaration]) -> type[_Strict]:
+    """The ``clients:`` section: one optional entry per client declared (client id →
+    its declaration, in the order the schema lists them)."""
+    fields: dict[str, Any] = {}
+    for client_id, declaration in declarations.items():
         attr = attr_name(client_id)
-        fields[attr] = (_client_model(module) | None,
+        fields[attr] = (client_model(declaration) | None,
                         Field(None, alias=client_id if client_id != attr else None,
-                              description=module.SUMMARY))
+                              description=declaration.SUMMARY))
     return create_model("Clients", __base__=_Strict, **fields)
-
-
-Clients = _clients_model()
 
 
 class _McpServer(_Strict):
@@ -238,7 +256,9 @@ class Verify(_Strict):
     retries: int = Field(2, ge=0, le=10, description="Retries on 429, 5xx and connect errors.")
 
 
-class Fleet(FleetLogic, _Strict):
+# The docstring is the schema's description. The ``clients:`` section is left open
+# here: :func:`fleet_model` makes the fleet of the clients it is handed.
+class FleetBase(FleetLogic, _Strict):
     """One gateway, its model catalogue, a routing table, and the clients that use them."""
 
     model_config = ConfigDict(
@@ -271,8 +291,8 @@ class Fleet(FleetLogic, _Strict):
         description="inline: write the key into client files (mode 0600). reference: keep it "
         "off disk where the client can read it from the environment or a helper.",
     )
-    clients: Clients = Field(
-        default_factory=Clients,
+    clients: Any = Field(
+        None,
         description="The clients taosync configures; a slot takes a route name or a "
         "catalogue model id.",
     )
@@ -281,21 +301,20 @@ class Fleet(FleetLogic, _Strict):
         description="MCP servers written into every client with mcp: true: stdio "
         "(command, args, env, cwd) or http (url, headers, transport).",
     )
-    verify: Verify = Field(default_factory=Verify,
+    verify: Verify = Field(default_factory=lambda: Verify.model_validate({}),
                            description="How `taosync verify` probes each backend.")
-    routing: Routing = Field(default_factory=Routing,
+    routing: Routing = Field(default_factory=lambda: Routing.model_validate({}),
                              description="How routes with candidates read the verify history.")
-    #: resolved MCP key references (FleetLogic.attach_mcp_secrets); never in the schema
-    _mcp_secrets: dict = PrivateAttr(default_factory=dict)
-    #: gateway.headers as secrets (FleetLogic.attach_gateway_secrets); never in the schema
-    _gateway_secrets: dict | None = PrivateAttr(default=None)
-    #: route → chosen candidate (FleetLogic.choose_routes); never in the schema
-    _route_choices: dict = PrivateAttr(default_factory=dict)
+    #: what the loader and the router give the fleet at run time; never in the schema
+    _run_time: RunTime = PrivateAttr(default_factory=RunTime)
 
 
-def fleet_model() -> type[Fleet]:
-    """A :class:`Fleet` for the clients registered now: how a client added at run time
-    (a test's toy client) gets its place in the schema, as a shipped one does."""
-    clients = _clients_model()
-    return create_model("Fleet", __base__=Fleet, __doc__=Fleet.__doc__, clients=(clients, Field(
-        default_factory=clients, description=Fleet.model_fields["clients"].description)))
+def fleet_model(declarations: Mapping[str, ClientDeclaration]) -> type[FleetBase]:
+    """The fleet of the clients declared (client id → declaration): the layer above the
+    clients hands the registry's in (:mod:`taosync.schema_build`); a test's toy client
+    gets its place in the schema the same way."""
+    clients = clients_model(declarations)
+    return create_model("Fleet", __base__=FleetBase, __doc__=FleetBase.__doc__,
+                        clients=(clients, Field(
+                            default_factory=clients,
+                            description=FleetBase.model_fields["clients"].description)))

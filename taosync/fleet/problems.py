@@ -6,9 +6,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from taosync.errors import TaosyncError
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from taosync.fleet.secrets import Secret
+
+    class Reporter(Protocol):
+        """What a check step is given to report with: a problem at a YAML path is
+        located in the file the value there came from."""
+
+        @property
+        def reported(self) -> set[PathT]: ...
+
+        def error(self, path: PathT, message: str, at: str = "value") -> None: ...
+
+        def warn(self, path: PathT, message: str, at: str = "value") -> None: ...
 
 
 PathT = tuple  # of str (mapping key) | int (list index)
@@ -64,6 +80,47 @@ class FleetInvalid(TaosyncError):
     def all(self) -> list[Problem]:
         """Problems and warnings together, in file order."""
         return sorted(self.problems + self.warnings, key=_order)
+
+
+class Findings:
+    """What one load found: errors and warnings, each reported once, in the file and at
+    the line and column they were found."""
+
+    def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """Start again (the load runs its steps a second time where positions are known)."""
+        self.errors: list[Problem] = []
+        self.warnings: list[Problem] = []
+        self._seen: set[tuple] = set()
+        #: paths already reported (a bad URL, a value replaced by a placeholder): the
+        #: schema step says nothing more about them
+        self.reported: set[PathT] = set()
+
+    def at(self, file: str, line: int, column: int, message: str, path: PathT = (),
+           severity: str = "error") -> None:
+        marker = (file, line, column, path, message, severity)
+        if marker in self._seen:
+            return
+        self._seen.add(marker)
+        problem = Problem(file, line, column, format_path(path), message, severity)
+        (self.errors if severity == "error" else self.warnings).append(problem)
+
+    def scrub(self, secrets: "Iterable[Secret]") -> None:
+        """No message may hold a secret: replace any occurrence with its redacted form
+        (only values of 8 characters or more: a shorter one would hide words)."""
+        values = [v for v in secrets if len(v.reveal()) >= 8]
+        if not values:
+            return
+        for bucket in (self.errors, self.warnings):
+            for i, p in enumerate(bucket):
+                message = p.message
+                for v in values:
+                    message = v.scrub(message)
+                if message != p.message:
+                    bucket[i] = Problem(p.file, p.line, p.column, p.yaml_path, message,
+                                        p.severity)
 
 
 class _Stop(Exception):

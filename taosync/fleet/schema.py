@@ -7,12 +7,12 @@ Two committed copies hold the same bytes:
 * ``taosync/schemas/fleet.schema.json`` inside the package — what ``taosync validate``
   checks against and ``taosync schema`` prints, so neither needs pydantic.
 
-``tests/test_schema.py`` fails when either drifts from what ``fleet/schema_build.py``
-generates. Regenerate both with ``python -m taosync.fleet.schema_build --write`` (or print
-it: ``python -m taosync.fleet.schema_build``).
+``tests/test_schema.py`` fails when either drifts from what ``taosync/schema_build.py``
+generates. Regenerate both with ``python -m taosync.schema_build --write`` (or print
+it: ``python -m taosync.schema_build``).
 
 Reading the committed schema is standard library only; building it (pydantic, and the
-client registry the ``clients:`` section comes from) lives in ``schema_build.py``, above
+client registry the ``clients:`` section comes from) lives in ``taosync/schema_build.py``, above
 the clients, so nothing on the run path imports the model.
 """
 

@@ -4,10 +4,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
 
 from taosync.errors import TaosyncError
 from taosync.fleet.fast_schema import Unsupported, _is_type, _num, fast_valid
 from taosync.fleet.problems import PathT, closest, did_you_mean
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]
+
+    from taosync.fleet.problems import Reporter
 
 
 _URL_FIELDS = ("base_url", "anthropic_base_url", "openai_base_url", "gemini_base_url")
@@ -21,9 +27,12 @@ SUPPORTED_VERSIONS = (1,)
 
 
 class SchemaErrors:
-    """Step 5 of :class:`~taosync.fleet.load._Loader`."""
+    """Step 5 of loading: check the data against the committed schema, reporting each
+    error through ``report``."""
 
-    # ---- 5. schema
+    def __init__(self, report: Reporter) -> None:
+        self.report = report
+        self._schema: dict = {}
 
     def check_schema(self, data: dict) -> None:
         from taosync.fleet import schema as _schema
@@ -38,31 +47,33 @@ class SchemaErrors:
                 return
         except Unsupported:
             pass
-        from jsonschema.validators import Draft202012Validator
+        # no stubs ship for jsonschema (types-jsonschema is not installed)
+        from jsonschema.validators import Draft202012Validator  # type: ignore[import-untyped]
 
         self._schema = schema
         for err in Draft202012Validator(schema).iter_errors(data):
             self.schema_error(err)
 
-    def schema_error(self, err) -> None:
+    def schema_error(self, err: ValidationError) -> None:
         path = tuple(err.absolute_path)
         kind = err.validator
         inst = err.instance
         value = err.validator_value
         schema = err.schema if isinstance(err.schema, dict) else {}
 
-        if path in self._reported:
+        if path in self.report.reported:
             return
         if path == ("version",):
-            self.error(path, f"unsupported version {_scalar_text(inst)}: this taosync reads "
-                       f"version {', '.join(map(str, SUPPORTED_VERSIONS))}")
+            self.report.error(path, f"unsupported version {_scalar_text(inst)}: this taosync reads "
+                              f"version {', '.join(map(str, SUPPORTED_VERSIONS))}")
             return
         if "propertyNames" in err.relative_schema_path or "propertyNames" in err.schema_path:
             allowed = _allowed(value)
             name = inst if isinstance(inst, str) else str(inst)
             noun = "role" if path[-1:] == ("roles",) else "key"
-            self.error(path + (name,), f"unknown {noun} '{name}'{did_you_mean(name, allowed)}"
-                       f" ({noun}s: {', '.join(allowed)})", at="key")
+            self.report.error(path + (name,), f"unknown {noun} '{name}'"
+                              f"{did_you_mean(name, allowed)} ({noun}s: {', '.join(allowed)})",
+                              at="key")
             return
         if kind in ("anyOf", "oneOf"):
             self.branch_error(err, path)
@@ -80,56 +91,56 @@ class SchemaErrors:
                     msg = f"unknown {where} '{key}'{did_you_mean(key, props)}"
                     if props:
                         msg += f" (allowed: {', '.join(props)})"
-                self.error(path + (key,), msg, at="key")
+                self.report.error(path + (key,), msg, at="key")
             return
         if kind == "required" and isinstance(inst, dict):
             for name in value:
                 if name in inst or name in _typo_targets(inst, schema, value):
                     continue  # present, or mistyped: the unknown key says "did you mean"
                 if not path and name == "version":
-                    self.error(path, "version is missing: add `version: 1` at the top (this "
-                               f"taosync reads version {SUPPORTED_VERSIONS[0]})", at="key")
+                    self.report.error(path, "version is missing: add `version: 1` at the top (this "
+                                      f"taosync reads version {SUPPORTED_VERSIONS[0]})", at="key")
                 else:
                     where = "key" if path else "top-level key"
-                    self.error(path, f"missing required {where} '{name}'", at="key")
+                    self.report.error(path, f"missing required {where} '{name}'", at="key")
             return
         if kind == "type":
             wants = [value] if isinstance(value, str) else list(value)
             words = " or ".join(_TYPE_WORDS.get(w, w) for w in wants)
             hint = "; write {} for an empty mapping" if inst is None and "object" in wants else ""
-            self.error(path, f"expected {words}, got {_kind(inst, path)}{hint}")
+            self.report.error(path, f"expected {words}, got {_kind(inst, path)}{hint}")
             return
         if kind == "enum":
             allowed = _allowed(value)
             guess = did_you_mean(inst, allowed) if isinstance(inst, str) else ""
-            self.error(path, f"{_kind(inst, path)} is not allowed here{guess} "
-                       f"(one of: {', '.join(allowed)})")
+            self.report.error(path, f"{_kind(inst, path)} is not allowed here{guess} "
+                              f"(one of: {', '.join(allowed)})")
             return
         if kind == "const":
-            self.error(path, f"must be {_scalar_text(value)}, got {_kind(inst, path)}")
+            self.report.error(path, f"must be {_scalar_text(value)}, got {_kind(inst, path)}")
             return
         if kind == "pattern":
-            self.error(path, _pattern_message(path, value, inst))
+            self.report.error(path, _pattern_message(path, value, inst))
             return
         if kind == "minLength":
-            self.error(path, "must not be empty")
+            self.report.error(path, "must not be empty")
             return
         if kind == "minProperties":
             if path == ("models",):
-                self.error(path, "the catalogue is empty: list at least one model "
-                           "(e.g. `gpt-4o-mini: {}`)", at="key")
+                self.report.error(path, "the catalogue is empty: list at least one model "
+                                  "(e.g. `gpt-4o-mini: {}`)", at="key")
             else:
-                self.error(path, "must not be empty", at="key")
+                self.report.error(path, "must not be empty", at="key")
             return
         bounds = {"exclusiveMinimum": "greater than", "minimum": "at least",
                   "maximum": "at most", "exclusiveMaximum": "less than"}
         if kind in bounds:
             shown = value if isinstance(value, int) else f"{value:g}"
-            self.error(path, f"must be {bounds[kind]} {shown}, got {_scalar_text(inst)}")
+            self.report.error(path, f"must be {bounds[kind]} {shown}, got {_scalar_text(inst)}")
             return
-        self.error(path, err.message)
+        self.report.error(path, err.message)
 
-    def branch_error(self, err, path: PathT) -> None:
+    def branch_error(self, err: ValidationError, path: PathT) -> None:
         """anyOf/oneOf: find the branch the user meant and report its own errors."""
         inst = err.instance
         branches = [self.deref(b) for b in err.validator_value]
@@ -140,7 +151,7 @@ class SchemaErrors:
         if not fitting:
             wants = " or ".join(dict.fromkeys(_describe(b) for b in branches))
             hint = "; write {} for an empty mapping" if inst is None else ""
-            self.error(path, f"expected {wants}, got {_kind(inst, path)}{hint}")
+            self.report.error(path, f"expected {wants}, got {_kind(inst, path)}{hint}")
             return
         if len(fitting) > 1 and isinstance(inst, dict):
             complete = [i for i in fitting
@@ -150,14 +161,14 @@ class SchemaErrors:
             if len(complete) > 1:
                 names = " and ".join(f"{_branch_name(branches[i])} ('{branches[i]['required'][0]}')"
                                      for i in complete)
-                self.error(path, f"mixes {names}; keep one", at="key")
+                self.report.error(path, f"mixes {names}; keep one", at="key")
                 return
             if not complete and keyed and not any(
                     r in inst for i in keyed for r in branches[i]["required"]):
                 options = " or ".join(f"'{branches[i]['required'][0]}' "
                                       f"({_branch_name(branches[i])})" for i in keyed)
                 if not self.required_typos(inst, path, keyed, branches, options):
-                    self.error(path, f"needs {options}", at="key")
+                    self.report.error(path, f"needs {options}", at="key")
                 return
 
             def score(i):
@@ -169,7 +180,7 @@ class SchemaErrors:
             fitting = [max(fitting, key=score)]
         subs = groups.get(fitting[0], [])
         if not subs:
-            self.error(path, err.message)
+            self.report.error(path, err.message)
         for sub in subs:
             self.schema_error(sub)
 
@@ -185,11 +196,11 @@ class SchemaErrors:
             meant = closest(key, required) if key not in known else None
             if meant is not None:
                 found = True
-                self.error(path + (key,), f"unknown key '{key}'; did you mean '{meant}'? "
-                           f"(this entry needs {options})", at="key")
+                self.report.error(path + (key,), f"unknown key '{key}'; did you mean '{meant}'? "
+                                  f"(this entry needs {options})", at="key")
         return found
 
-    def deref(self, branch):
+    def deref(self, branch: Any) -> dict:
         ref = branch.get("$ref") if isinstance(branch, dict) else None
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             target = self._schema.get("$defs", {}).get(ref[len("#/$defs/"):])
@@ -206,7 +217,8 @@ def _typo_targets(inst: dict, schema: dict, required) -> set[str]:
     props = schema.get("properties", {})
     missing = [r for r in required if r not in inst]
     # the same guess the unknown key's message makes, so the two never disagree
-    return {closest(k, props) for k in inst if k not in props} & set(missing)
+    guesses = (closest(k, props) for k in inst if k not in props)
+    return {g for g in guesses if g is not None} & set(missing)
 
 
 def _pattern_message(path: PathT, pattern: str, inst) -> str:

@@ -205,6 +205,7 @@ def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
     import shlex
     import subprocess
 
+    argv: str | list[str]  # a command line for the shell, or the program and its arguments
     if ref.kind == "cmd":
         try:
             argv = shlex.split(ref.arg)
@@ -367,9 +368,10 @@ class Redactor:
         self._values: set[str] = set()
         self._hmac_key = hmac_key
         self._hashes = set(known_hashes) if hmac_key else set()
-        self._pattern = None  # compiled lazily, reset by add()
+        self._pattern: re.Pattern[str] | None = None  # compiled lazily, reset by add()
         self._forms: dict[str, str] = {}
-        self._short = None  # the secrets shorter than MIN_SECRET, as whole values
+        #: the secrets shorter than MIN_SECRET, as whole values
+        self._short: re.Pattern[str] | None = None
         if self._current:
             self.add(self._current)
 
@@ -402,10 +404,10 @@ class Redactor:
                 self.add_change(o.get(k), n.get(k), str(k))
             return
         if isinstance(old, (list, tuple)) or isinstance(new, (list, tuple)):
-            o = list(old) if isinstance(old, (list, tuple)) else []
-            n = list(new) if isinstance(new, (list, tuple)) else []
-            for i in range(max(len(o), len(n))):
-                self.add_change(o[i] if i < len(o) else None, n[i] if i < len(n) else None,
+            ol = list(old) if isinstance(old, (list, tuple)) else []
+            nl = list(new) if isinstance(new, (list, tuple)) else []
+            for i in range(max(len(ol), len(nl))):
+                self.add_change(ol[i] if i < len(ol) else None, nl[i] if i < len(nl) else None,
                                 name)
             return
         from taosync.fleet.looks_secret import secret_name
@@ -449,12 +451,13 @@ class Redactor:
         prefix, and — unless ``by_name`` is false (a JSON document whose own field is
         named ``key``) — a value under a secret-looking name. Those need no knowing:
         the user's own tokens are hidden in whatever file they sit in."""
-        if not isinstance(text, str) or not text:
+        if not isinstance(text, str):  # an untyped caller's value is passed through as is
+            return text
+        if not text:
             return text
         if self:
-            if self._pattern is None:
-                self._compile()
-            text = self._pattern.sub(lambda m: self._forms[m.group(0).lower()], text)
+            pattern = self._pattern if self._pattern is not None else self._compile()
+            text = pattern.sub(lambda m: self._forms[m.group(0).lower()], text)
             if self._short is not None:
                 text = self._short.sub(lambda m: self._shown_as(m.group(0)), text)
             if self._values:
@@ -483,7 +486,8 @@ class Redactor:
     def _shown_as(self, value: str) -> str:
         return redact(self._current) if value == self._current else SENSITIVE
 
-    def _compile(self) -> None:
+    def _compile(self) -> re.Pattern[str]:
+        """The pattern of every spelling of every known secret (kept until ``add``)."""
         forms: dict[str, str] = {}
         # the current key last, so its own form wins where two secrets share a spelling
         for value in sorted(self._values, key=lambda v: v == self._current):
@@ -507,6 +511,7 @@ class Redactor:
         self._short = re.compile(
             r"""(?:^|(?<=["'`=])|(?<=: ))(?:%s)(?=["'`,]|\s|$)"""
             % "|".join(re.escape(v) for v in short)) if short else None
+        return self._pattern
 
     def _fragment(self, match: re.Match) -> str:
         """A token that is a piece of a secret (a gateway echoing it truncated), or holds
@@ -539,11 +544,14 @@ class Redactor:
     def _hashed(self, match: re.Match) -> str:
         """A chunk whose keyed hash is one of a key taosync once wrote."""
         chunk = match.group(0)
+        hmac_key = self._hmac_key
+        if hmac_key is None:  # no hashes are known without a key to make them
+            return chunk
         candidates = {chunk, chunk.strip(_QUOTES), chunk.strip(_QUOTES).strip(_TOKEN_EDGES)}
         for m in re.finditer(r"[A-Za-z0-9._~+/=:-]{%d,}" % MIN_HASHED, chunk):
             candidates.update(m.group(0)[i:j] for i, j in _glued_spans(m.group(0), MIN_HASHED))
         for candidate in candidates:
-            if len(candidate) >= MIN_HASHED and value_hash(self._hmac_key, candidate) in self._hashes:
+            if len(candidate) >= MIN_HASHED and value_hash(hmac_key, candidate) in self._hashes:
                 return chunk.replace(candidate, SENSITIVE)
         return chunk
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from taosync.fleet.logic import FleetLogic
+from taosync.fleet.logic import FleetLogic, RunTime
 
 
 class Node:
@@ -59,10 +59,11 @@ class Node:
 class FleetView(FleetLogic, Node):
     """The whole fleet (see the module docstring)."""
 
-    __slots__ = ()
+    __slots__ = ("_run_time",)
 
     def __init__(self, data: dict, schema: dict):
         super().__init__(data, schema, schema.get("$defs", {}))
+        self._run_time = RunTime()
 
 
 def _resolve(schema: dict, defs: dict) -> dict:

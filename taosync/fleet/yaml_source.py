@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
+from typing import Any
 
-from taosync.fleet.problems import PathT, _Stop
+from taosync.fleet.problems import Findings, PathT, _Stop
 from taosync.fleet.schema_errors import _yaml_scalar
 from taosync.terminal import CONTROLS
 
+# CPython's private builtins ship no stubs: the two ignores say only that
 try:  # the builtin module skips loading OpenSSL (~5 ms), as the stdlib's random does
-    from _sha256 import sha256 as _sha256  # Python 3.11
+    from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]  # Python 3.11
 except ImportError:  # pragma: no cover - 3.12+ renamed it; any hashlib is fine
     try:
-        from _sha2 import sha256 as _sha256
+        from _sha2 import sha256 as _sha256  # type: ignore[import-not-found]
     except ImportError:
         from hashlib import sha256 as _sha256
 
@@ -60,7 +63,31 @@ class _TooDeep(Exception):
 
 
 class YamlSource:
-    """Steps 1–3 of :class:`~taosync.fleet.load._Loader` and its position lookup."""
+    """One fleet file (fleet.yaml, or a base fleet it includes): steps 1–3 of loading
+    (bytes, YAML, plain data) and the line and column of any YAML path in it. Its
+    problems go to ``findings``, located in this file."""
+
+    def __init__(self, path: Path, findings: Findings, named: Path | None = None) -> None:
+        self.path = path
+        self.file = str(path)
+        #: the path as named (an include in the home is read with its owner's rights)
+        self.named = named if named is not None else path
+        self.findings = findings
+        self.root: Any = None  # the ruamel round-trip tree (positions), parsed when needed
+        self.fast = False  # converting the safe loader's tree (no positions) right now
+        self.text = ""
+        self.digest = ""
+        self._nodes = 0
+
+    # ---- reporting
+
+    def at(self, line: int, column: int, message: str, path: PathT = (),
+           severity: str = "error") -> None:
+        self.findings.at(self.file, line, column, message, path, severity)
+
+    def error(self, path: PathT, message: str, at: str = "value") -> None:
+        line, col = self.position(path, at)
+        self.at(line, col, message, path)
 
     # ---- 1. bytes
 
@@ -68,10 +95,9 @@ class YamlSource:
         from taosync.bounded import FileTooLarge, read_regular
         from taosync.privilege import rights_for
 
-        path = self.path
         try:
-            with rights_for(getattr(self, "named", path), fleet=True):
-                raw = read_regular(path, MAX_BYTES)
+            with rights_for(self.named, fleet=True):
+                raw = read_regular(self.path, MAX_BYTES)
         except FileTooLarge as exc:
             size_text = f"{exc.size / 1e6:.1f} MB" if exc.size else "more than 1 MB"
             self.at(1, 1, f"the file is {size_text}; a fleet.yaml is at most 1 MB "
@@ -260,11 +286,13 @@ class YamlSource:
             for k, v in node.items():
                 if not isinstance(k, str):
                     line, col = self.position(path)
-                    try:
-                        kl, kc = node.lc.key(k)
-                        line, col = kl + 1, kc + 1
-                    except Exception:
-                        pass
+                    lc = getattr(node, "lc", None)  # a round-trip mapping knows its keys' places
+                    if lc is not None:
+                        try:
+                            kl, kc = lc.key(k)
+                            line, col = kl + 1, kc + 1
+                        except Exception:
+                            pass
                     self.at(line, col, f"the key {_yaml_scalar(k)} is not a string; quote it "
                             "(keys are names)", path)
                     continue
@@ -299,7 +327,7 @@ class YamlSource:
             return float(node)
         if isinstance(node, str):
             if not node.isprintable() and self.refuse_controls(path, str(node)):
-                self._reported.add(path)  # later steps say nothing more about it
+                self.findings.reported.add(path)  # later steps say nothing more about it
                 return None
             return str(node)
         import datetime
@@ -338,7 +366,7 @@ class YamlSource:
     def placeholder(self, path: PathT, message: str) -> None:
         """Report a value ``plain`` replaces by None, and keep later steps quiet about it."""
         self.error(path, message)
-        self._reported.add(path)
+        self.findings.reported.add(path)
 
     # ---- positions
 
@@ -352,12 +380,13 @@ class YamlSource:
         pos = _own_position(node) or (0, 0)
         for i, part in enumerate(path):
             last = i == len(path) - 1
-            lc = getattr(node, "lc", None)
+            lc: Any = getattr(node, "lc", None)  # ruamel's LineCol: None in a plain tree
             if isinstance(node, dict):
                 key = _find_key(node, part)
                 if key is _MISSING:
                     break
-                kpos = vpos = None
+                kpos: tuple | None = None
+                vpos: tuple | None = None
                 try:
                     kpos = tuple(lc.key(key))
                     vpos = tuple(lc.value(key))
@@ -413,35 +442,36 @@ def _limit_depth(yaml) -> None:
     yaml.Composer = _depth_limited(yaml.Composer or Composer)
 
 
-def _depth_limited(base):
+def _depth_limited(base: type) -> type:
     """``base`` (a ruamel Scanner or Composer class) with the depth check, made once."""
     if base not in _DEPTH_LIMITED:
         from ruamel.yaml.composer import Composer
+        from ruamel.yaml.scanner import Scanner
 
-        if issubclass(base, Composer):
-            class DepthLimited(base):
-                _nesting = 0
+        class ComposerDepth(Composer):
+            _nesting = 0
 
-                def compose_node(self, parent, index):
-                    if self._nesting > MAX_DEPTH:  # the root is level 0, as in ``plain``
-                        raise _TooDeep(self.parser.peek_event().start_mark)
-                    self._nesting += 1
-                    try:
-                        return super().compose_node(parent, index)
-                    finally:
-                        self._nesting -= 1
-        else:
-            class DepthLimited(base):
-                def fetch_flow_collection_start(self, TokenClass, to_push):
-                    if len(self.flow_context) >= MAX_DEPTH:
-                        raise _TooDeep(self.reader.get_mark())
-                    super().fetch_flow_collection_start(TokenClass, to_push)
+            def compose_node(self, parent: Any, index: Any) -> Any:
+                if self._nesting > MAX_DEPTH:  # the root is level 0, as in ``plain``
+                    raise _TooDeep(self.parser.peek_event().start_mark)
+                self._nesting += 1
+                try:
+                    return super().compose_node(parent, index)
+                finally:
+                    self._nesting -= 1
 
-        _DEPTH_LIMITED[base] = DepthLimited
+        class ScannerDepth(Scanner):
+            def fetch_flow_collection_start(self, TokenClass: Any, to_push: str) -> None:
+                if len(self.flow_context) >= MAX_DEPTH:
+                    raise _TooDeep(self.reader.get_mark())
+                super().fetch_flow_collection_start(TokenClass, to_push)
+
+        check = ComposerDepth if issubclass(base, Composer) else ScannerDepth
+        _DEPTH_LIMITED[base] = type("DepthLimited", (check, base), {})
     return _DEPTH_LIMITED[base]
 
 
-_DEPTH_LIMITED: dict = {}
+_DEPTH_LIMITED: dict[type, type] = {}
 _READER = None
 #: what YAML forbids (the complement of ruamel's NON_PRINTABLE class): the same check,
 #: but this small class compiles in well under a millisecond where ruamel's negated
@@ -469,7 +499,8 @@ def _fast_reader():
         from ruamel.yaml.reader import Reader
 
         class FastReader(Reader):
-            NON_PRINTABLE = re.compile(_NON_PRINTABLE)
+            # ruamel types this as its lazy wrapper; a compiled pattern answers the same calls
+            NON_PRINTABLE = re.compile(_NON_PRINTABLE)  # type: ignore[assignment]
 
         _READER = FastReader
     return _READER
@@ -509,176 +540,3 @@ def _line_col(text: str, index: int) -> tuple[int, int]:
 
 def _only_comments(text: str) -> bool:
     return all(not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines())
-
-
-# -- team fleets: ``include: [PATH, …]`` ------------------------------------------------
-
-
-class IncludedFile(YamlSource):
-    """One base fleet named by ``include:``: read and parsed as fleet.yaml is (steps 1–3),
-    its problems reported through the including load, located in this file."""
-
-    def __init__(self, path, loader) -> None:
-        self.path = path
-        self.file = str(path)
-        self.loader = loader
-        self.root = None
-        self.fast = False
-        self.text = ""
-        self.digest = ""
-        self._nodes = 0
-
-    @property
-    def _reported(self):
-        return self.loader._reported
-
-    def at(self, line: int, column: int, message: str, path: PathT = (),
-           severity: str = "error") -> None:
-        self.loader.at(line, column, message, path, severity, file=self.file)
-
-    def error(self, path: PathT, message: str, at: str = "value") -> None:
-        line, col = self.position(path, at)
-        self.at(line, col, message, path)
-
-
-class Includes:
-    """Merging the base fleets of ``include:`` under the including file (the local file wins
-    per key: mappings merge deeply, anything else — lists too — is replaced), and knowing
-    which file each value came from (``origins``), so a problem is located where it is."""
-
-    def merge_includes(self, data: dict, fast: bool) -> dict:
-        """``data`` (the local file's) with its includes merged under it; ``self.sources``
-        lists every file read, ``self.origins`` the file each overriding value came from."""
-        self.origins = {}
-        self.sources = [(str(self.path), self.digest)]
-        #: each variable an include path expanded → its value (None: unset) — as much an
-        #: input of the fleet as the files it led to (engine/cache.py)
-        self.include_vars: dict[str, str | None] = {}
-        if "include" not in data:
-            return data
-        merged: dict = {}
-        self._merge_from(self, data, fast, merged, [self._resolved(self.path)])
-        return merged
-
-    def _merge_from(self, source, data: dict, fast: bool, merged: dict, stack: list) -> None:
-        from taosync.privilege import rights_for
-
-        entries = data.pop("include", None)
-        for index, target in self._include_paths(source, entries):
-            resolved = self._resolved(target)
-            where = ("include", index)
-            if resolved in stack:
-                chain = " → ".join(str(p) for p in [*stack[stack.index(resolved):], resolved])
-                source.error(where, f"include cycle: {chain}")
-                continue
-            with rights_for(target):
-                what = (None if resolved.is_file() else
-                        "is a directory" if resolved.is_dir() else
-                        "is not a regular file" if resolved.exists() else "does not exist")
-            if what is not None:
-                source.error(where, f"cannot include {target}: {what}")
-                continue
-            included = self._included(resolved)
-            included.named = target  # as named: one in the home is read as its owner
-            try:
-                included.read()
-                try:
-                    child = included.parse(fast=fast)
-                except _NotFast:
-                    child = included.parse(fast=False)
-            except _Stop:
-                continue
-            self.sources.append((str(resolved), included.digest))
-            self._merge_from(included, child, fast, merged, [*stack, resolved])
-        _deep_merge(merged, data, source, (), self.origins)
-
-    def _include_paths(self, source, entries):
-        """(index, path) of each well-formed entry; the others are located errors."""
-        from pathlib import Path
-
-        if entries is None:
-            return []
-        if isinstance(entries, str):
-            entries = [entries]
-            where_one = True
-        else:
-            where_one = False
-        if not isinstance(entries, list):
-            source.error(("include",), "include: is a list of fleet files (paths)")
-            return []
-        out = []
-        for index, entry in enumerate(entries):
-            where = ("include",) if where_one else ("include", index)
-            if not isinstance(entry, str) or not entry.strip():
-                source.error(where, "an include is the path of a fleet file")
-                continue
-            text = entry.strip()
-            if text == "~" or text.startswith("~/"):
-                path = Path(self.home) / text[2:]
-            else:
-                path = Path(self._expand_vars(text)) if "$" in text else Path(text)
-                if not path.is_absolute():
-                    path = Path(source.path).parent / path
-            out.append((index, path))
-        return out
-
-    def _expand_vars(self, text: str) -> str:
-        """os.path.expandvars on the loader's environment, noting each variable read
-        (``$NAME``/``${NAME}``; an unset one stays as written, as expandvars leaves it)."""
-        import os
-        import re
-
-        environ = self.environ if self.environ is not None else os.environ
-
-        def value(match) -> str:
-            name = match.group(1)
-            if name.startswith("{"):
-                name = name[1:-1]
-            found = environ.get(name)
-            self.include_vars[name] = found
-            return match.group(0) if found is None else found
-
-        return re.sub(r"\$(\w+|\{[^}]*\})", value, text, flags=re.ASCII)
-
-    def _resolved(self, path):
-        from pathlib import Path
-
-        return Path(path).resolve()
-
-    def _included(self, path) -> IncludedFile:
-        """One parse per file per load (the positions pass asks again)."""
-        cache = self.__dict__.setdefault("_included_files", {})
-        if path not in cache:
-            cache[path] = IncludedFile(path, self)
-        return cache[path]
-
-    def origin(self, path: PathT):
-        """The source (this load, or an :class:`IncludedFile`) the value at ``path`` came
-        from: the longest prefix of ``path`` one file set."""
-        return owner_of(getattr(self, "origins", None) or {}, path, self)
-
-    def origin_file(self, path: PathT) -> str:
-        return self.origin(path).file
-
-
-def owner_of(origins: dict, path: PathT, default):
-    """What ``origins`` holds for the longest prefix of ``path`` (``default`` if none)."""
-    for end in range(len(path), 0, -1):
-        owner = origins.get(tuple(path[:end]))
-        if owner is not None:
-            return owner
-    return default
-
-
-def _deep_merge(merged: dict, data: dict, source, path: PathT, origins: dict) -> None:
-    """``data`` over ``merged`` in place: mappings merge, every other value replaces."""
-    for key, value in data.items():
-        here = (*path, key)
-        if isinstance(merged.get(key), dict) and isinstance(value, dict):
-            _deep_merge(merged[key], value, source, here, origins)
-            continue
-        if key in merged:
-            for stale in [p for p in origins if p[:len(here)] == here]:
-                del origins[stale]
-        merged[key] = value
-        origins[here] = source

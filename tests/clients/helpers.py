@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 
 from conftest import TEST_KEY, Run
 from taosync.engine.patch import Patch
-from taosync.fleet.model import Fleet
+from taosync.schema_build import Fleet
 from taosync.fleet.secrets import Secret
 
 ROOT = "https://taotoken.net/api"

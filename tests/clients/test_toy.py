@@ -57,14 +57,15 @@ TOY = sys.modules[__name__]
 @pytest.fixture
 def toy_registered(monkeypatch):
     """The toy in the registry and in the schema the run path reads, for one test."""
-    from taosync.fleet import logic, model, schema, schema_build
+    from taosync import schema_build
+    from taosync.fleet import logic, schema
 
     def caches_clear():
         schema.client_entries.cache_clear()
         logic.client_attrs.cache_clear()
 
     registry.register(types.SimpleNamespace(**{name: getattr(TOY, name) for name in MEMBERS}))
-    generated = schema_build.generate(model.fleet_model())
+    generated = schema_build.generate(schema_build.fleet_model())
     monkeypatch.setattr(schema, "load", lambda: generated)
     caches_clear()
     yield generated

@@ -1,14 +1,18 @@
-"""Build the JSON schema of fleet.yaml from the pydantic model (``fleet/model.py``).
+"""The fleet of the registered clients, and the JSON schema of fleet.yaml built from it.
 
-The model's ``clients:`` section comes from the client registry, so building sits above
-the clients; the run path only reads the committed copies (``fleet/schema.py``).
-``python -m taosync.fleet.schema_build --write`` regenerates both committed copies.
+The pydantic model (:mod:`taosync.fleet.model`) takes the clients' option declarations
+as an argument, so the fleet layer never reads the client registry: this module, above
+the clients, hands the registry's declarations down. The run path only reads the
+committed copies of the schema (``fleet/schema.py``).
+``python -m taosync.schema_build --write`` regenerates both committed copies.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
+from taosync.fleet.model import FleetBase, fleet_model as _fleet_model
 from taosync.fleet.schema import PACKAGED, REPO_COPY, dumps
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -20,13 +24,24 @@ _ORDER = ("$schema", "$id", "$ref", "title", "description", "type", "const", "en
           "items", "anyOf")
 
 
-def generate(fleet_cls=None) -> dict:
-    """Build the schema from :class:`taosync.fleet.model.Fleet` (imports pydantic), or
-    from ``fleet_cls`` (:func:`taosync.fleet.model.fleet_model`)."""
-    if fleet_cls is None:
-        from taosync.fleet.model import Fleet as fleet_cls
+def fleet_model() -> type[FleetBase]:
+    """A fleet for the clients registered now: how a client added at run time (a test's
+    toy client) gets its place in the schema, as a shipped one does."""
+    from taosync.clients.registry import all as all_clients
 
-    raw = fleet_cls.model_json_schema(by_alias=True, mode="validation")
+    return _fleet_model(all_clients())
+
+
+#: the fleet of the shipped clients (what the committed schema is generated from)
+Fleet = fleet_model()
+#: its ``clients:`` section
+Clients: Any = Fleet.model_fields["clients"].annotation
+
+
+def generate(fleet_cls: type[FleetBase] | None = None) -> dict:
+    """Build the schema from :data:`Fleet` (imports pydantic), or from ``fleet_cls``
+    (:func:`fleet_model`)."""
+    raw = (fleet_cls or Fleet).model_json_schema(by_alias=True, mode="validation")
     schema = _tidy(raw)
     schema["$schema"] = DRAFT
     return _ordered(schema)
@@ -85,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {path}", file=sys.stderr)
         return 0
     if argv:
-        print("usage: python -m taosync.fleet.schema_build [--write]", file=sys.stderr)
+        print("usage: python -m taosync.schema_build [--write]", file=sys.stderr)
         return 2
     sys.stdout.write(rendered)
     return 0
