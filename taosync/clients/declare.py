@@ -290,6 +290,10 @@ def _holds(key: Any, values: Mapping[KeyPath, Any]) -> bool:
     return any(value is key for value in values.values()) or key.found_in(list(values.values()))
 
 
+#: the place of a key binding until render_key fills it
+_UNSET = object()
+
+
 # -- the declaration ----------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -465,12 +469,14 @@ class Declared:
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
         for bind in self.bindings:
-            if bind.role == "key":
-                continue
-            value = self.value(fleet, key, bind)
+            # the key's place is kept (a new file lists keys in the table's order);
+            # render_key fills it, or it is dropped
+            value = _UNSET if bind.role == "key" else self.value(fleet, key, bind)
             if value is not None:
                 values[bind.file][bind.path] = value
         self.render_key(fleet, key, env, values)
+        values = {name: {path: value for path, value in owned.items() if value is not _UNSET}
+                  for name, owned in values.items()}
         self.warn_headers(fleet, env)
         holds: dict[str, bool] = {}
         if self.mcp is not None:
