@@ -18,15 +18,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import sys
 from pathlib import Path
 
-from taosync.clients.base import (Finding, safe_url, same_key, ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen, disk_key,
-                                  fleet_mcp, probe_specs, read_plain, shown, slot_option,
-                                  start_on_disk, stored_key)
-from taosync.fleet.logic import inline_mcp_secrets, joined
+from taosync.clients import declare
+from taosync.clients.base import (ClientEnv, Finding, Observation, Seen, disk_key, safe_url,
+                                  same_key, slot_option)
 from taosync.fleet.secrets import Secret, expand_path, parse_reference
-from taosync.formats.base import keypath_str
 
 ID = "claude-code"
 BINARY = "claude"  # taosync doctor shows its --version
@@ -58,14 +55,6 @@ OWNED_FILES = (
      '`mcpServers.<name>` (Claude rewrites this file itself; taosync only merges)'),
 )
 
-_SLOT_VARS = {
-    "model": "ANTHROPIC_MODEL",
-    "sonnet": "ANTHROPIC_DEFAULT_SONNET_MODEL",
-    "haiku": "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-    "opus": "ANTHROPIC_DEFAULT_OPUS_MODEL",
-}
-
-
 def paths(env: ClientEnv) -> tuple[Path, Path]:
     """(settings.json, state file .claude.json) on this machine."""
     config_dir = env.location("CLAUDE_CONFIG_DIR")
@@ -74,29 +63,8 @@ def paths(env: ClientEnv) -> tuple[Path, Path]:
     return env.home / ".claude" / "settings.json", env.home / ".claude.json"
 
 
-def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    """(directories, single files) this client's files may be in (rollback/recovery)."""
-    settings_json, state = paths(env)
-    return [settings_json.parent], [state]
-
-
-def _slots(cfg) -> dict[str, str | None]:
-    """Slot → the fleet slot value it uses (a route name, a model id, or None = default).
-
-    Only slots that get a value: model and sonnet always, haiku and opus when set.
-    """
-    out: dict[str, str | None] = {"model": cfg.model, "sonnet": cfg.sonnet or cfg.model}
-    if cfg.haiku:
-        out["haiku"] = cfg.haiku
-    if cfg.opus:
-        out["opus"] = cfg.opus
-    return out
-
-
-
-def _key_helper(fleet, env: ClientEnv) -> str | None:
-    """A shell command printing the key at run time, or None when only inline works."""
-    ref = parse_reference(fleet.gateway.key)
+def _key_helper(ref, env: ClientEnv) -> str:
+    """A shell command printing the key of reference ``ref`` at run time."""
     if ref.kind == "env":
         return f"printenv {ref.arg}"
     if ref.kind == "file":
@@ -109,132 +77,8 @@ def _key_helper(fleet, env: ClientEnv) -> str | None:
             return shlex.join(shlex.split(ref.arg))
         except ValueError:
             return ref.arg
-    if ref.kind == "shell":
-        return ref.arg
-    return None  # a literal key: nothing to read it from
+    return ref.arg  # ${shell:…}
 
-
-def _reference_mode(fleet, cfg) -> bool:
-    return fleet.secrets_for(cfg) == "reference"
-
-
-
-def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    cfg = fleet.clients.claude_code
-    settings_path, state_path = paths(env)
-
-    values: dict = {("env", "ANTHROPIC_BASE_URL"): fleet.anthropic_url}
-    for slot, value in _slots(cfg).items():
-        values[("env", _SLOT_VARS[slot])] = fleet.model_for(value)
-    if fleet.gateway.headers:
-        values[("env", "ANTHROPIC_CUSTOM_HEADERS")] = joined(
-            fleet.gateway_headers().items(), ": ", "\n")
-
-    helper = _key_helper(fleet, env) if _reference_mode(fleet, cfg) else None
-    if helper is not None:
-        values[("apiKeyHelper",)] = helper
-    else:
-        if _reference_mode(fleet, cfg):
-            env.warnings.append(
-                f"{ID}: secrets: reference needs gateway.key to be an ${{env:…}}, "
-                f"${{file:…}}, ${{cmd:…}} or ${{shell:…}} reference for apiKeyHelper, but it "
-                f"is a literal key; wrote it inline as env.ANTHROPIC_AUTH_TOKEN in "
-                f"{settings_path} (mode 0600)"
-            )
-        values[("env", "ANTHROPIC_AUTH_TOKEN")] = key
-
-    patches = [Patch(settings_path, "json", values, ID)]
-
-    if cfg.mcp and fleet.mcp_servers:
-        servers: dict = {}
-        for name, server in fleet.mcp_servers_expanded(key).items():
-            if server.kind == "stdio":
-                entry = {"type": "stdio", "command": server.command,
-                         "args": list(server.args), "env": dict(server.env)}
-                # cwd is ignored by Claude Code, in .mcp.json and in ~/.claude.json alike:
-                # github.com/anthropics/claude-code/issues/17565 (2.1.4, macOS) and
-                # /issues/54786 (2.1.123, Windows); both closed as stale, not fixed
-                if server.cwd:
-                    env.warnings.append(
-                        f"{ID}: MCP server {name!r} sets cwd, which Claude Code's "
-                        f"mcpServers schema does not have; left it out of {state_path}"
-                    )
-            else:
-                entry = {"type": "http" if server.transport == "http" else "sse",
-                         "url": server.url}
-                if server.headers:
-                    entry["headers"] = dict(server.headers)
-            if _reference_mode(fleet, cfg):
-                warning = inline_mcp_secrets(
-                    ID, name, entry.get("env") or entry.get("headers") or {}, state_path,
-                    "Claude Code expands ${VAR} only in a project's .mcp.json, not in "
-                    "~/.claude.json")
-                if warning:
-                    env.warnings.append(warning)
-            servers[("mcpServers", name)] = entry
-        holds_key = key.found_in(list(servers.values()))
-        if holds_key and helper is not None:
-            env.warnings.append(
-                f"{ID}: an MCP server uses ${{gateway.key}}, so the key is written into "
-                f"{state_path} (mode 0600) even with secrets: reference"
-            )
-        patches.append(Patch(state_path, "json", servers, ID, secret=holds_key))
-    return patches
-
-
-def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    cfg = fleet.clients.claude_code
-    reference = _reference_mode(fleet, cfg) and _key_helper(fleet, env) is not None
-    return probe_specs(fleet, ID, fleet.distinct_models(_slots(cfg).values()),
-                       protocol="anthropic-messages", base_url=fleet.anthropic_url,
-                       path="/v1/messages?beta=true", auth="both" if reference else "bearer")
-
-
-def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    """The probes Claude Code's settings.json makes it send: env.ANTHROPIC_BASE_URL, the
-    key (env.ANTHROPIC_AUTH_TOKEN as Bearer, else env.ANTHROPIC_API_KEY as x-api-key, else
-    apiKeyHelper's output as both), the model slots and env.ANTHROPIC_CUSTOM_HEADERS."""
-    settings_path, _ = paths(env)
-    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, settings_path)
-    if obs is None:
-        return out
-    where = shown(settings_path, env)
-    if not obs.urls:
-        out.problems.append(f"{where} sets no env.ANTHROPIC_BASE_URL")
-        return out
-    url = obs.urls[0]
-    auth, secret, key_seen, problem = "bearer", None, None, None
-    if obs.keys:  # AUTH_TOKEN first: Claude sends it as Bearer
-        key_seen = obs.keys[0]
-        auth = "bearer" if key_seen.key == "env.ANTHROPIC_AUTH_TOKEN" else "x-api-key"
-        secret, problem = stored_key(key_seen, env, where)
-    elif obs.key_envs or obs.key_helper:
-        key_seen = obs.key_envs[0] if obs.key_envs else obs.key_helper
-        kind = "env" if obs.key_envs else "shell"
-        auth = "both"
-        secret, problem = disk_key(kind, key_seen.value, f"{where} apiKeyHelper", env)
-    else:
-        problem = (f"{where} holds no key (env.ANTHROPIC_AUTH_TOKEN, env.ANTHROPIC_API_KEY "
-                   f"or apiKeyHelper)")
-    if problem:
-        out.problems.append(problem)
-        return out
-    origins = [out.origin("url", url, env), out.origin("key", key_seen, env)]
-    for slot, value in _slots(fleet.clients.claude_code).items():
-        found = obs.slots.get(slot)
-        if not found:
-            continue
-        out.probes += probe_specs(
-            fleet, ID, [(value, found[0].value)], protocol="anthropic-messages",
-            base_url=url.value, path="/v1/messages?beta=true", auth=auth,
-            headers=obs.headers[0].value if obs.headers else {}, secret=secret,
-            origins=tuple(origins + [out.origin("model", found[0], env)]))
-    if not out.probes:
-        out.problems.append(f"{where} names no model (env.ANTHROPIC_MODEL)")
-    return out
-
-
-# -- reading back (taosync import) ---------------------------------------------------
 
 #: ``model`` values that name a slot rather than a model id
 _MODEL_ALIASES = re.compile(r"^(default|best|opusplan|sonnet|opus|haiku)(\[[^\]]*\])?$")
@@ -242,48 +86,76 @@ _MODEL_ALIASES = re.compile(r"^(default|best|opusplan|sonnet|opus|haiku)(\[[^\]]
 _PRINTENV = re.compile(
     r"^\s*(?:printenv\s+([A-Za-z_][A-Za-z0-9_]*)"
     r"|echo\s+(?:\"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?\"|\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?))\s*$")
+#: settings that send Claude to another provider than the gateway
+_PROVIDERS = (("CLAUDE_CODE_USE_BEDROCK", "Amazon Bedrock"),
+              ("CLAUDE_CODE_USE_VERTEX", "Google Vertex AI"),
+              ("CLAUDE_CODE_USE_FOUNDRY", "Microsoft Foundry"))
+#: how Claude sends a key, by where it read it (apiKeyHelper's output: as both)
+_AUTH = {"env.ANTHROPIC_AUTH_TOKEN": "bearer", "env.ANTHROPIC_API_KEY": "x-api-key"}
 
 
-def observe(env: ClientEnv) -> Observation:
-    """What Claude Code's user settings and state file say (for ``taosync import``)."""
-    settings_path, state_path = paths(env)
-    obs = Observation(ID, protocol="anthropic")
-    data = read_plain(settings_path, "json", obs)
-    if data is not None and not isinstance(data, dict):
-        obs.problems.append(f"{settings_path}: the top level is not a JSON object")
-    elif data:
-        _observe_settings(data, settings_path, obs)
-    state = read_plain(state_path, "json", obs)
-    if isinstance(state, dict):
-        _observe_mcp(state, state_path, obs)
-    return obs
+class ClaudeCode(declare.Declared):
+    """The table, and what it cannot say: by reference the key is an ``apiKeyHelper``
+    command (sent as Bearer and x-api-key); import also reads the settings Claude honours
+    besides taosync's (the top-level ``model``, ``ANTHROPIC_API_KEY``, a deprecated slot,
+    another provider)."""
+
+    def render_key(self, fleet, key, env, values) -> None:
+        ref = self.key_reference(fleet, env, self.file("settings", env))
+        if ref is None:
+            values["settings"][("env", "ANTHROPIC_AUTH_TOKEN")] = key
+        else:
+            values["settings"][("apiKeyHelper",)] = _key_helper(ref, env)
+
+    def probe_auth(self, fleet, env: ClientEnv) -> str:
+        helper = self.reference(fleet) and \
+            parse_reference(fleet.gateway.key).kind in self.key_rule.reads
+        return "both" if helper else "bearer"
+
+    def disk_auth(self, key_seen: Seen | None) -> str:
+        return _AUTH.get(key_seen.key, "both") if key_seen is not None else self.auth
+
+    def read_key(self, obs, env, where):
+        if obs.keys or not obs.key_envs:
+            return super().read_key(obs, env, where)
+        var = obs.key_envs[0]  # an apiKeyHelper that prints a variable
+        return (var, *disk_key("env", var.value, f"{where} apiKeyHelper", env))
+
+    def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
+        settings = docs["settings"]
+        if isinstance(settings, dict) and settings:
+            _observe_settings(settings, self.file("settings", env), obs)
+        projects = docs["state"].get("projects") if isinstance(docs["state"], dict) else None
+        if isinstance(projects, dict):
+            n = sum(len(p["mcpServers"]) for p in projects.values()
+                    if isinstance(p, dict) and isinstance(p.get("mcpServers"), dict))
+            if n:
+                obs.notes.append(f"{self.file('state', env)}: {n} project-scope MCP "
+                                 f"server{'s' if n != 1 else ''} under projects.* not "
+                                 f"imported (taosync writes user scope)")
 
 
 def _observe_settings(data: dict, path: Path, obs: Observation) -> None:
-    envs = data.get("env") if isinstance(data.get("env"), dict) else {}
+    """What settings.json says beyond the table's keys."""
+    envs = data.get("env")
+    if not isinstance(envs, dict):
+        envs = {}
 
     def text(var: str) -> str | None:
         value = envs.get(var)
         return value.strip() if isinstance(value, str) and value.strip() else None
 
-    def seen(var: str) -> Seen:
-        return Seen(text(var), path, f"env.{var}")
-
-    for var, label in (("CLAUDE_CODE_USE_BEDROCK", "Amazon Bedrock"),
-                       ("CLAUDE_CODE_USE_VERTEX", "Google Vertex AI"),
-                       ("CLAUDE_CODE_USE_FOUNDRY", "Microsoft Foundry")):
+    for var, label in _PROVIDERS:
         if text(var) not in (None, "0", "false"):
             obs.provider = Seen(f"{label} ({var}={text(var)})", path, f"env.{var}")
+            for read in (obs.urls, obs.keys, obs.headers):
+                read.clear()
+            obs.slots.clear()
             return
-
-    if text("ANTHROPIC_BASE_URL"):
-        obs.urls.append(seen("ANTHROPIC_BASE_URL"))
-
-    for slot, var in _SLOT_VARS.items():
-        if text(var):
-            obs.slots.setdefault(slot, []).append(seen(var))
-    if text("ANTHROPIC_SMALL_FAST_MODEL"):
-        obs.slots.setdefault("haiku", []).append(seen("ANTHROPIC_SMALL_FAST_MODEL"))
+    small = text("ANTHROPIC_SMALL_FAST_MODEL")
+    if small:
+        obs.slots.setdefault("haiku", []).append(Seen(small, path,
+                                                      "env.ANTHROPIC_SMALL_FAST_MODEL"))
         obs.notes.append(
             f"{path}: env.ANTHROPIC_SMALL_FAST_MODEL is deprecated and Claude reads it before "
             f"ANTHROPIC_DEFAULT_HAIKU_MODEL, which is what taosync writes; remove it")
@@ -293,20 +165,17 @@ def _observe_settings(data: dict, path: Path, obs: Observation) -> None:
             obs.notes.append(f"{path}: model {model!r} is overridden by env.ANTHROPIC_MODEL")
         else:
             obs.slots["model"] = [Seen(model.strip(), path, "model")]
-
-    literal = False
-    for var in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY"):
-        if text(var):
-            literal = True
-            obs.keys.append(Seen(Secret(text(var), f"{path} env.{var}"), path, f"env.{var}"))
-    if text("ANTHROPIC_API_KEY"):
+    api_key = text("ANTHROPIC_API_KEY")
+    if api_key:
+        obs.keys.append(Seen(Secret(api_key, f"{path} env.ANTHROPIC_API_KEY"), path,
+                             "env.ANTHROPIC_API_KEY"))
         obs.notes.append(
             f"{path}: env.ANTHROPIC_API_KEY (x-api-key) is not what taosync writes: it sets "
             f"ANTHROPIC_AUTH_TOKEN (Bearer, no interactive approval); remove "
             f"ANTHROPIC_API_KEY once `taosync apply` has run")
     helper = data.get("apiKeyHelper")
     if isinstance(helper, str) and helper.strip():
-        if literal:
+        if obs.keys:
             obs.notes.append(f"{path}: apiKeyHelper is shadowed by the key in env, which "
                              f"Claude prefers")
         else:
@@ -317,46 +186,41 @@ def _observe_settings(data: dict, path: Path, obs: Observation) -> None:
                 obs.key_envs.append(Seen(name, path, "apiKeyHelper"))
             else:
                 obs.key_helper = Seen(helper.strip(), path, "apiKeyHelper")
-
-    raw = text("ANTHROPIC_CUSTOM_HEADERS")
-    if raw:
-        headers = {}
-        for line in raw.splitlines():
-            name, sep, value = line.partition(":")
-            if sep and name.strip():
-                headers[name.strip()] = value.strip()
-        if headers:
-            obs.headers.append(Seen(headers, path, "env.ANTHROPIC_CUSTOM_HEADERS"))
-
     if not obs.urls and (obs.slots or obs.keys or obs.key_envs or obs.key_helper):
         obs.provider = Seen("Anthropic's own API (no env.ANTHROPIC_BASE_URL)", path, "env")
 
 
-def _observe_mcp(state: dict, path: Path, obs: Observation) -> None:
-    servers = state.get("mcpServers")
-    if isinstance(servers, dict):
-        for name, entry in servers.items():
-            if not isinstance(entry, dict):
-                continue
-            kind = entry.get("type")
-            if "command" in entry and kind in (None, "stdio"):
-                value = fleet_mcp(command=entry.get("command"), args=entry.get("args"),
-                                  env=entry.get("env"))
-            else:
-                value = fleet_mcp(url=entry.get("url"), headers=entry.get("headers"),
-                                  transport="sse" if kind == "sse" else "http")
-            if value is None:
-                obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
-                                 f"express; not imported")
-                continue
-            obs.mcp_servers[name] = Seen(value, path, keypath_str(("mcpServers", name)))
-    projects = state.get("projects")
-    if isinstance(projects, dict):
-        n = sum(len(p["mcpServers"]) for p in projects.values()
-                if isinstance(p, dict) and isinstance(p.get("mcpServers"), dict))
-        if n:
-            obs.notes.append(f"{path}: {n} project-scope MCP server{'s' if n != 1 else ''} "
-                             f"under projects.* not imported (taosync writes user scope)")
+CLIENT = ClaudeCode(
+    ID, TITLE, primary="settings", protocol="anthropic-messages", root="anthropic",
+    path="/v1/messages?beta=true",
+    files={"settings": declare.File(lambda env: paths(env)[0], "json", json_object=True),
+           "state": declare.File(lambda env: paths(env)[1], "json")},
+    bindings=(declare.url("settings", "env", "ANTHROPIC_BASE_URL"),
+              declare.slot("settings", "env", "ANTHROPIC_MODEL"),
+              declare.slot("settings", "env", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+                           option="sonnet", default="model"),
+              declare.slot("settings", "env", "ANTHROPIC_DEFAULT_HAIKU_MODEL", option="haiku",
+                           optional=True),
+              declare.slot("settings", "env", "ANTHROPIC_DEFAULT_OPUS_MODEL", option="opus",
+                           optional=True),
+              declare.headers("settings", "env", "ANTHROPIC_CUSTOM_HEADERS",
+                              join=(": ", "\n")),
+              declare.key("settings", "env", "ANTHROPIC_AUTH_TOKEN")),
+    key_rule=declare.KeyRule(("env", "file", "cmd", "shell"),
+                             "Claude Code runs apiKeyHelper to read it"),
+    places={"key": "env.ANTHROPIC_AUTH_TOKEN, env.ANTHROPIC_API_KEY or apiKeyHelper",
+            "slot": "env.ANTHROPIC_MODEL"},
+    # cwd is ignored by Claude Code, in .mcp.json and in ~/.claude.json alike:
+    # github.com/anthropics/claude-code/issues/17565 (2.1.4, macOS) and
+    # /issues/54786 (2.1.123, Windows); both closed as stale, not fixed
+    mcp=declare.McpShape(("mcpServers",), stdio={"type": "stdio"}, http={"type": "http"},
+                         sse={"type": "sse"}, env_always=True, cwd=False,
+                         note="Claude Code expands ${VAR} only in a project's .mcp.json, "
+                         "not in ~/.claude.json"),
+    mcp_file="state",
+)
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)
 
 
 # -- doctor ----------------------------------------------------------------------------------

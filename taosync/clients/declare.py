@@ -42,7 +42,7 @@ def gateway_url(fleet: Any, root: str) -> str:
     if root == "anthropic":
         return fleet.anthropic_url
     if root == "gemini":
-        return fleet.gemini_url
+        return (fleet.gateway.gemini_base_url or "").rstrip("/")
     return fleet.openai_url
 
 
@@ -54,6 +54,8 @@ class File:
 
     where: Callable[[ClientEnv], Path]
     format: str
+    #: a JSON file whose top level must be an object (import names one that is not)
+    json_object: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class Bind:
     inline), ``headers`` (``gateway.headers`` as a map) or ``fixed`` (``value`` as is).
     ``default``: for a slot whose option is unset, the option it falls back to
     (Claude Code's ``sonnet`` → ``model``); ``optional``: an unset slot is not written.
+    ``join``: headers written as one text, (between name and value, between headers):
+    Claude Code's ``ANTHROPIC_CUSTOM_HEADERS``, ``(": ", "\n")``.
     """
 
     file: str
@@ -75,6 +79,7 @@ class Bind:
     default: str = ""
     optional: bool = False
     value: Any = None
+    join: tuple[str, str] | None = None
 
 
 def url(file: str, *path: Any) -> Bind:
@@ -91,8 +96,18 @@ def key(file: str, *path: Any) -> Bind:
     return Bind(file, tuple(path), "key")
 
 
-def headers(file: str, *path: Any) -> Bind:
-    return Bind(file, tuple(path), "headers")
+def headers(file: str, *path: Any, join: tuple[str, str] | None = None) -> Bind:
+    return Bind(file, tuple(path), "headers", join=join)
+
+
+def split_headers(text: str, join: tuple[str, str]) -> dict[str, str]:
+    """Headers written as one text (``join``: see :class:`Bind`) as a map."""
+    out = {}
+    for item in text.split(join[1].strip() or join[1]):
+        name, sep, value = item.partition(join[0].strip() or join[0])
+        if sep and name.strip():
+            out[name.strip()] = value.strip()
+    return out
 
 
 def fixed(file: str, *path: Any, value: Any) -> Bind:
@@ -105,11 +120,13 @@ class KeyRule:
 
     ``reads``: the reference kinds it follows (``env``, ``file``, ``cmd``, ``shell``);
     empty when it reads the key only from its own files. ``why``: the sentence the
-    warning gives when the fleet's reference is not one of them.
+    warning gives when the fleet's reference is not one of them. ``only``: the one
+    variable an ``${env:…}`` reference must name (Gemini CLI's ``GEMINI_API_KEY``).
     """
 
     reads: tuple[str, ...] = ()
     why: str = ""
+    only: str = ""
 
 
 # -- MCP: one builder, one reader ---------------------------------------------------------
@@ -239,7 +256,7 @@ def read_mcp(shape: McpShape, doc: Any, path: Path, obs: Observation,
                 command, args = (command[0], command[1:]) if isinstance(command, list) and \
                     command else (None, None)
             value = fleet_mcp(command=command, args=args, env=back(entry.get(shape.env_field)),
-                              cwd=entry.get("cwd"))
+                              cwd=entry.get("cwd") if shape.cwd else None)
         else:
             transport = _transport(shape, entry)
             value = fleet_mcp(url=entry.get(shape.url_field.get(transport, "url")),
@@ -258,12 +275,12 @@ def _is_http(shape: McpShape, entry: dict) -> bool:
 
 def _transport(shape: McpShape, entry: dict) -> str:
     """``sse`` when the entry carries the client's sse marks (a type field, or Gemini's
-    url field), else ``http``."""
+    url field, unless its http url field is there too: that one wins), else ``http``."""
     if shape.sse and all(entry.get(k) == v for k, v in shape.sse.items()) and \
             shape.sse != shape.http:
         return "sse"
     if shape.url_field.get("sse") != shape.url_field.get("http") and \
-            shape.url_field.get("sse") in entry:
+            shape.url_field.get("sse") in entry and shape.url_field.get("http") not in entry:
         return "sse"
     return "http"
 
@@ -271,6 +288,10 @@ def _transport(shape: McpShape, entry: dict) -> str:
 def _holds(key: Any, values: Mapping[KeyPath, Any]) -> bool:
     """Whether owned values hold the gateway key (the file is then 0600)."""
     return any(value is key for value in values.values()) or key.found_in(list(values.values()))
+
+
+#: the place of a key binding until render_key fills it
+_UNSET = object()
 
 
 # -- the declaration ----------------------------------------------------------------------
@@ -284,7 +305,9 @@ class Declared:
     read the key from under ``secrets: reference``; ``sends_headers``: False when the
     client cannot send extra headers; ``protocol``/``root``/``path``/
     ``sends``: the request it sends (kind, base URL, path after it, its own headers);
-    ``mcp``: its MCP shape and the file it lives in (None: no MCP client).
+    ``mcp``: its MCP shape and the file it lives in (None: no MCP client);
+    ``places``: how verify's problems name where a ``url``, ``key`` or ``slot`` is set,
+    when not by its binding's key path (Claude Code reads the key from three places).
     """
 
     id: str
@@ -302,6 +325,7 @@ class Declared:
     sends_headers: bool = True
     mcp: McpShape | None = None
     mcp_file: str = ""
+    places: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ID(self) -> str:  # noqa: N802 - what start_on_disk reads of a client module
@@ -331,7 +355,8 @@ class Declared:
         from taosync.fleet.secrets import parse_reference
 
         ref = parse_reference(fleet.gateway.key)
-        if ref.kind in self.key_rule.reads:
+        only = self.key_rule.only
+        if ref.kind in self.key_rule.reads and not (only and ref.arg != only):
             return ref
         if not self.key_rule.reads:
             env.warnings.append(
@@ -341,7 +366,7 @@ class Declared:
         else:
             needs = " or ".join(f"${{{kind}:…}}" for kind in self.key_rule.reads)
             if self.key_rule.reads == ("env",):
-                needs = "${env:NAME}"
+                needs = f"${{env:{only or 'NAME'}}}"
             env.warnings.append(
                 f"{self.id}: secrets: reference needs gateway.key = {needs} "
                 f"({self.key_rule.why}), but it is {ref.describe()}; wrote the key inline "
@@ -366,6 +391,7 @@ class Declared:
         reference = self.reference(fleet)
         values: dict = dict(shape.switch)
         holds_key = False
+        taken: dict[str, str] = {}
         for name, server in fleet.mcp_servers_expanded(key).items():
             raw = server.env if server.kind == "stdio" else server.headers
             secrets = _written(raw, shape, reference)
@@ -380,13 +406,21 @@ class Declared:
                                              f"variables in MCP env or headers")
                 if warning:
                     env.warnings.append(warning)
-            at = shape.at(name)
+            written = self.mcp_name(name, taken, env)
+            if written is None:
+                continue
+            at = shape.at(written)
             if shape.whole:
                 values[at] = entry
             else:
                 values.update({at + (k,): v for k, v in entry.items()})
             holds_key = holds_key or key.found_in(entry)
         return values, holds_key
+
+    def mcp_name(self, name: str, taken: dict[str, str], env: ClientEnv) -> str | None:
+        """Hook: the name server ``name`` is written under (``taken``: written name →
+        fleet name so far), or None to leave it out (say why in ``env.warnings``)."""
+        return name
 
     # -- render -------------------------------------------------------------------------
 
@@ -423,25 +457,38 @@ class Declared:
         if bind.role == "key":
             return key
         if bind.role == "headers":
-            return fleet.gateway_headers() or None
+            if not fleet.gateway.headers:
+                return None
+            if bind.join:
+                from taosync.fleet.logic import joined
+
+                return joined(fleet.gateway_headers().items(), *bind.join)
+            return fleet.gateway_headers()
         return bind.value
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
         for bind in self.bindings:
-            if bind.role == "key":
-                continue
-            value = self.value(fleet, key, bind)
+            # the key's place is kept (a new file lists keys in the table's order);
+            # render_key fills it, or it is dropped
+            value = _UNSET if bind.role == "key" else self.value(fleet, key, bind)
             if value is not None:
                 values[bind.file][bind.path] = value
         self.render_key(fleet, key, env, values)
+        values = {name: {path: value for path, value in owned.items() if value is not _UNSET}
+                  for name, owned in values.items()}
         self.warn_headers(fleet, env)
         holds: dict[str, bool] = {}
         if self.mcp is not None:
             path = self.file(self.mcp_file, env)
+            key_written = any(_holds(key, v) for v in values.values())
             mcp, holds_key = self.mcp_values(fleet, key, env, path)
             values[self.mcp_file].update(mcp)
             holds[self.mcp_file] = holds_key
+            if holds_key and not key_written and self.reference(fleet):
+                env.warnings.append(
+                    f"{self.id}: an MCP server uses ${{gateway.key}}, so the key is written "
+                    f"into {path} (mode 0600) even with secrets: reference")
         self.extra_render(fleet, key, env, values)
         return [Patch(self.file(name, env), self.files[name].format, values[name], self.id,
                       secret=holds.get(name, False) or _holds(key, values[name]))
@@ -467,11 +514,23 @@ class Declared:
             (dict(read) if read is not None else fleet.gateway_headers())
         return {**extra, **self.sends}
 
+    def probe_path(self, model: str) -> str:
+        """Hook: what the client appends to its base URL for ``model`` (Gemini puts the
+        model in the path)."""
+        return self.path
+
+    def probe_auth(self, fleet: Any, env: ClientEnv) -> str:
+        """Hook: how the client sends the key it is given (Claude Code's apiKeyHelper
+        output goes as both Bearer and x-api-key)."""
+        return self.auth
+
     def probes(self, fleet: Any, key: Any, env: ClientEnv) -> list[ProbeSpec]:
         chosen = [slot for _, slot in self.slots(fleet)]
-        return probe_specs(fleet, self.id, fleet.distinct_models(chosen),
-                           protocol=self.protocol, base_url=gateway_url(fleet, self.root),
-                           path=self.path, auth=self.auth, headers=self.headers_sent(fleet))
+        auth, base_url = self.probe_auth(fleet, env), gateway_url(fleet, self.root)
+        return [spec for pair in fleet.distinct_models(chosen)
+                for spec in probe_specs(fleet, self.id, [pair], protocol=self.protocol,
+                                        base_url=base_url, path=self.probe_path(pair[1]),
+                                        auth=auth, headers=self.headers_sent(fleet))]
 
     # -- import ---------------------------------------------------------------------------
 
@@ -479,6 +538,9 @@ class Declared:
         obs = Observation(self.id, protocol=self.root)
         docs = {name: read_plain(self.file(name, env), f.format, obs)
                 for name, f in self.files.items()}
+        for name, f in self.files.items():
+            if f.json_object and docs[name] is not None and not isinstance(docs[name], dict):
+                obs.problems.append(f"{self.file(name, env)}: the top level is not a JSON object")
         for bind in self.bindings:
             doc = docs[bind.file]
             if not isinstance(doc, dict):
@@ -501,6 +563,8 @@ class Declared:
 
         value = seen.value
         if bind.role == "headers":
+            if bind.join and isinstance(value, str):
+                value = split_headers(value, bind.join)
             if isinstance(value, dict) and value:
                 obs.headers.append(Seen({str(k): str(v) for k, v in value.items()},
                                         seen.file, seen.key))
@@ -541,27 +605,34 @@ class Declared:
         where = shown(primary, env)
         url_bind = next(b for b in self.bindings if b.role == "url")
         if not obs.urls:
-            out.problems.append(f"{where} sets no {keypath_str(url_bind.path)}")
+            out.problems.append(f"{shown(self.file(url_bind.file, env), env)} sets no "
+                                f"{self.places.get('url') or keypath_str(url_bind.path)}")
             return out
         key_seen, secret, problem = self.read_key(obs, env, where)
         if problem or key_seen is None:
             out.problems.append(problem or f"{where} holds no key")
             return out
         read_headers = obs.headers[0].value if obs.headers else {}
+        auth = self.disk_auth(key_seen)
         for bind, chosen in self.slots(fleet):
             found = obs.slots.get(bind.option)
-            if not found:
+            if not found or key_seen is None:
                 continue
             out.probes += probe_specs(
                 fleet, self.id, [(chosen, found[0].value)], protocol=self.protocol,
-                base_url=obs.urls[0].value, path=self.path, auth=self.auth,
+                base_url=obs.urls[0].value, path=self.probe_path(found[0].value), auth=auth,
                 headers=self.headers_sent(fleet, read_headers), secret=secret,
                 origins=(out.origin("url", obs.urls[0], env), out.origin("key", key_seen, env),
                          out.origin("model", found[0], env)))
         if not out.probes and not out.problems:
-            names = ", ".join(keypath_str(b.path) for b, _ in self.slots(fleet))
+            names = self.places.get("slot") or \
+                ", ".join(keypath_str(b.path) for b, _ in self.slots(fleet))
             out.problems.append(f"{where} names no model ({names})")
         return out
+
+    def disk_auth(self, key_seen: Seen | None) -> str:
+        """Hook: how the client sends the key it read from ``key_seen``."""
+        return self.auth
 
     def read_key(self, obs: Observation, env: ClientEnv,
                  where: str) -> tuple[Seen | None, Any, str | None]:
@@ -581,7 +652,8 @@ class Declared:
                                        f"{where} {obs.key_helper.key}", env)
             return obs.key_helper, secret, problem
         key_bind = next((b for b in self.bindings if b.role == "key"), None)
-        held = keypath_str(key_bind.path) if key_bind else "the key"
+        held = self.places.get("key") or (keypath_str(key_bind.path) if key_bind else
+                                          "the key")
         return None, None, f"{where} holds no key ({held})"
 
     # -- rollback and recovery ----------------------------------------------------------

@@ -19,15 +19,11 @@ secrets. Qwen Code (a fork) reads the same MCP shape: :func:`mcp_servers` serves
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
-                                  disk_key, fleet_mcp, probe_specs, read_plain, shown,
-                                  slot_option, start_on_disk, stored_key)
-from taosync.fleet.logic import McpSecret, inline_mcp_secrets, joined
-from taosync.fleet.secrets import Secret, parse_reference
-from taosync.formats.base import keypath_str
+from taosync.clients import declare
+from taosync.clients.base import (ClientEnv, Observation, Seen, disk_key, shown, slot_option,
+                                  stored_key)
 
 ID = "gemini-cli"
 BINARY = "gemini"  # taosync doctor shows its --version
@@ -74,245 +70,94 @@ def gemini_dir(env: ClientEnv) -> Path:
     return (env.location("GEMINI_CLI_HOME") or env.home) / ".gemini"
 
 
-def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    """(directories, single files) this client's files may be in (rollback/recovery)."""
-    return [gemini_dir(env)], []
-
-
-def probe_path(model: str) -> str:
-    """What Gemini CLI appends to its base URL for ``model``."""
-    from taosync.protocols.gemini import QUERY, SUFFIX
-
-    return SUFFIX.format(model=model) + QUERY
-
-
-def _key_in_env(fleet, cfg) -> bool:
-    """True when Gemini reads the key from its own environment (reference mode with
-    ``gateway.key: ${env:GEMINI_API_KEY}``), so .env need not hold it."""
-    if fleet.secrets_for(cfg) != "reference":
-        return False
-    ref = parse_reference(fleet.gateway.key)
-    return ref.kind == "env" and ref.arg == KEY_VAR
-
-
-def mcp_servers(fleet, key: Secret, env: ClientEnv, *, client: str, path: Path,
-                reference: bool, rename=lambda name: name) -> tuple[dict, bool]:
-    """The fleet's MCP servers as Gemini-shaped ``mcpServers`` values (key path → entry),
-    and whether one holds the key. With ``secrets: reference`` an ``${env:NAME}`` secret is
-    written as ``${NAME}``, which the client expands from its environment."""
-    values: dict = {}
-    holds_key = False
-    for name, server in fleet.mcp_servers_expanded(key).items():
-        if server.kind == "stdio":
-            entry: dict = {"command": server.command}
-            if server.args:
-                entry["args"] = list(server.args)
-            if server.env:
-                entry["env"] = _by_reference(server.env, reference)
-            if server.cwd:
-                entry["cwd"] = server.cwd
-        else:
-            entry = {"httpUrl" if server.transport == "http" else "url": server.url}
-            if server.headers:
-                entry["headers"] = _by_reference(server.headers, reference)
-        if reference:
-            warning = inline_mcp_secrets(
-                client, name, entry.get("env") or entry.get("headers") or {}, path,
-                "settings.json expands only ${env:NAME} values, as ${NAME}")
-            if warning:
-                env.warnings.append(warning)
-        shown_name = rename(name)
-        if shown_name is None:
-            continue
-        values[("mcpServers", shown_name)] = entry
-        holds_key = holds_key or key.found_in(entry)
-    return values, holds_key
-
-
-def _by_reference(values: dict, reference: bool) -> dict:
-    if not reference:
-        return dict(values)
-    return {name: (f"{v.prefix}${{{v.ref.arg}}}{v.suffix}"
-                   if isinstance(v, McpSecret) and v.ref.kind == "env" else v)
-            for name, v in values.items()}
-
-
-def mcp_name(name: str, taken: dict[str, str], env: ClientEnv) -> str | None:
-    """The name Gemini CLI may use for MCP server ``name`` (no ``_``: mapped to ``-``), or
-    None when the mapped name is another server's (then it is skipped, with a warning)."""
-    mapped = name.replace("_", "-")
-    if taken.get(mapped, name) != name:
-        env.warnings.append(f"{ID}: MCP servers {taken[mapped]!r} and {name!r} are both "
-                            f"{mapped!r} without '_', which Gemini CLI does not allow in a "
-                            f"name; kept {taken[mapped]!r}, skipped {name!r}")
+def _by_reference(secret) -> str | None:
+    """An ``${env:NAME}`` MCP secret as settings.json expands it itself (``${NAME}``)."""
+    if secret.ref.kind != "env":
         return None
-    taken[mapped] = name
-    if mapped != name:
-        env.warnings.append(f"{ID}: MCP server {name!r} is written as {mapped!r}: Gemini "
-                            f"CLI does not allow '_' in a server name")
-    return mapped
+    return f"{secret.prefix}${{{secret.ref.arg}}}{secret.suffix}"
 
 
-def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    cfg = fleet.clients.gemini_cli
-    home = gemini_dir(env)
-    settings_path, dotenv_path = home / "settings.json", home / ".env"
-    reference = fleet.secrets_for(cfg) == "reference"
-    base_url = fleet.gateway.gemini_base_url
-    if base_url is None:  # the fleet check refuses this; a direct caller gets told
-        from taosync.errors import BadInput
-
-        raise BadInput(f"clients.{ID}: needs gateway.gemini_base_url")
-
-    values: dict = {("security", "auth", "selectedType"): AUTH_TYPE,
-                    ("model", "name"): fleet.model_for(cfg.model)}
-    holds_key = False
-    if cfg.mcp and fleet.mcp_servers:
-        taken: dict[str, str] = {}
-        servers, holds_key = mcp_servers(
-            fleet, key, env, client=ID, path=settings_path, reference=reference,
-            rename=lambda name: mcp_name(name, taken, env))
-        values.update(servers)
-        if holds_key and reference:
-            env.warnings.append(f"{ID}: an MCP server uses ${{gateway.key}}, so the key is "
-                                f"written into {settings_path} (mode 0600) even with "
-                                f"secrets: reference")
-
-    dotenv: dict = {(URL_VAR,): base_url.rstrip("/")}
-    if not _key_in_env(fleet, cfg):
-        dotenv[(KEY_VAR,)] = key
-        if reference:
-            env.warnings.append(
-                f"{ID}: Gemini CLI reads its key only from ${KEY_VAR} (the environment or "
-                f"{dotenv_path}); gateway.key is not ${{env:{KEY_VAR}}}, so the key is "
-                f"written into {dotenv_path} (mode 0600)")
-    if fleet.gateway.headers:
-        dotenv[(HEADERS_VAR,)] = joined(fleet.gateway_headers().items(), ": ", ", ")
-    return [Patch(settings_path, SETTINGS_FORMAT, values, ID, secret=holds_key),
-            Patch(dotenv_path, "dotenv", dotenv, ID, secret=True)]
+#: Gemini's ``mcpServers`` entries, which Qwen Code (a fork) reads too
+MCP_SHAPE = declare.McpShape(
+    ("mcpServers",), args_always=False, url_field={"http": "httpUrl", "sse": "url"},
+    by_reference=_by_reference, note="settings.json expands only ${env:NAME} values, as ${NAME}")
 
 
-def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    cfg = fleet.clients.gemini_cli
-    base_url = (fleet.gateway.gemini_base_url or "").rstrip("/")
-    return [spec for slot, model in fleet.distinct_models([cfg.model])
-            for spec in probe_specs(fleet, ID, [(slot, model)], protocol=PROTOCOL,
-                                    base_url=base_url, path=probe_path(model),
-                                    auth="x-goog-api-key")]
+class GeminiCli(declare.Declared):
+    """The table, and what it cannot say: the gateway's Gemini root is required, the key
+    and URL of the real environment beat ``.env``'s, and MCP names hold no ``_``."""
 
+    def render(self, fleet, key, env):
+        if fleet.gateway.gemini_base_url is None:  # the fleet check refuses this first
+            from taosync.errors import BadInput
 
-def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    """The probe Gemini CLI's files make it send: ``.env``'s GOOGLE_GEMINI_BASE_URL and
-    GEMINI_API_KEY (the real environment wins over ``.env``, as in Gemini), settings.json's
-    model.name, and GEMINI_CLI_CUSTOM_HEADERS."""
-    home = gemini_dir(env)
-    settings_path, dotenv_path = home / "settings.json", home / ".env"
-    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, settings_path)
-    if obs is None:
-        return out
-    where = shown(dotenv_path, env)
-    url = next((s for s in obs.urls), None)
-    if url is None:
-        out.problems.append(f"{where} sets no {URL_VAR} (nor does the environment)")
-        return out
-    if env.getenv(KEY_VAR):  # the real environment beats .env, as in Gemini
-        key_seen = Seen(None, dotenv_path, KEY_VAR)
-        secret, problem = disk_key("env", KEY_VAR, f"{KEY_VAR} (from the environment)", env)
-    elif obs.keys:
-        key_seen = obs.keys[0]
-        secret, problem = stored_key(key_seen, env)
-    else:
-        key_seen, secret = None, None
-        problem = f"{where} sets no {KEY_VAR} (nor does the environment)"
-    if problem:
-        out.problems.append(problem)
-        return out
-    found = obs.slots.get("model")
-    if not found:
-        out.problems.append(f"{shown(settings_path, env)} names no model (model.name)")
-        return out
-    out.probes += probe_specs(
-        fleet, ID, [(fleet.clients.gemini_cli.model, found[0].value)], protocol=PROTOCOL,
-        base_url=url.value.rstrip("/"), path=probe_path(found[0].value),
-        auth="x-goog-api-key", headers=obs.headers[0].value if obs.headers else {},
-        secret=secret, origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
-                                out.origin("model", found[0], env)))
-    return out
+            raise BadInput(f"clients.{ID}: needs gateway.gemini_base_url")
+        patches = super().render(fleet, key, env)
+        for patch in patches:  # .env is where Gemini keeps secrets: 0600 whatever it holds
+            patch.secret = patch.secret or patch.format == "dotenv"
+        return patches
 
+    def render_key(self, fleet, key, env, values) -> None:
+        if self.key_reference(fleet, env, self.file("env", env)) is None:
+            values["env"][(KEY_VAR,)] = key
 
-# -- reading back (taosync import) ---------------------------------------------------
+    def mcp_name(self, name: str, taken: dict[str, str], env: ClientEnv) -> str | None:
+        mapped = name.replace("_", "-")
+        if taken.get(mapped, name) != name:
+            env.warnings.append(f"{ID}: MCP servers {taken[mapped]!r} and {name!r} are both "
+                                f"{mapped!r} without '_', which Gemini CLI does not allow in "
+                                f"a name; kept {taken[mapped]!r}, skipped {name!r}")
+            return None
+        taken[mapped] = name
+        if mapped != name:
+            env.warnings.append(f"{ID}: MCP server {name!r} is written as {mapped!r}: Gemini "
+                                f"CLI does not allow '_' in a server name")
+        return mapped
 
-def observe(env: ClientEnv) -> Observation:
-    """What settings.json and ``.env`` in Gemini's directory say (the real environment's
-    GOOGLE_GEMINI_BASE_URL / GEMINI_API_KEY win over ``.env``, as in Gemini)."""
-    home = gemini_dir(env)
-    settings_path, dotenv_path = home / "settings.json", home / ".env"
-    obs = Observation(ID, protocol=PROTOCOL)
-    settings = read_plain(settings_path, SETTINGS_FORMAT, obs)
-    if settings is not None and not isinstance(settings, dict):
-        obs.problems.append(f"{settings_path}: the top level is not a JSON object")
-        return obs
-    settings = settings or {}
-    dotenv = read_plain(dotenv_path, "dotenv", obs)
-    dotenv = dotenv if isinstance(dotenv, dict) else {}
+    def probe_path(self, model: str) -> str:
+        from taosync.protocols.gemini import QUERY, SUFFIX
 
-    def text(value) -> str | None:
-        return value.strip() if isinstance(value, str) and value.strip() else None
+        return SUFFIX.format(model=model) + QUERY
 
-    auth = settings.get("security", {}).get("auth", {}) if isinstance(
-        settings.get("security"), dict) else {}
-    selected = auth.get("selectedType") if isinstance(auth, dict) else None
-    if selected not in (None, AUTH_TYPE):
-        obs.provider = Seen(f"auth type {selected!r} (Google login or Vertex AI)",
-                            settings_path, "security.auth.selectedType")
-    url = text(env.getenv(URL_VAR)) or text(dotenv.get(URL_VAR))
-    if url:
-        origin = "the environment" if text(env.getenv(URL_VAR)) else None
-        obs.urls.append(Seen(url, dotenv_path, URL_VAR))
-        if origin:
+    def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
+        settings, dotenv_path = docs["settings"], self.file("env", env)
+        selected = declare._get(settings, ("security", "auth", "selectedType"))
+        if selected not in (None, AUTH_TYPE):
+            obs.provider = Seen(f"auth type {selected!r} (Google login or Vertex AI)",
+                                self.file("settings", env), "security.auth.selectedType")
+        url = (env.getenv(URL_VAR) or "").strip()
+        if url:  # the real environment beats .env, as in Gemini
+            obs.urls[:] = [Seen(url, dotenv_path, URL_VAR)]
             obs.notes.append(f"{URL_VAR} is set in the environment, which Gemini prefers "
                              f"to {dotenv_path}")
-    key = text(dotenv.get(KEY_VAR))
-    if key:
-        obs.keys.append(Seen(Secret(key, f"{dotenv_path} {KEY_VAR}"), dotenv_path, KEY_VAR))
-    elif env.getenv(KEY_VAR):
-        obs.key_envs.append(Seen(KEY_VAR, dotenv_path, KEY_VAR))
-        obs.settings["secrets"] = "reference"
-    model = settings.get("model", {}).get("name") if isinstance(settings.get("model"),
-                                                                dict) else None
-    if text(model):
-        obs.slots["model"] = [Seen(text(model), settings_path, "model.name")]
-    headers = text(dotenv.get(HEADERS_VAR))
-    if headers:
-        parsed = {}
-        for entry in headers.split(","):
-            name, sep, value = entry.partition(":")
-            if sep and name.strip():
-                parsed[name.strip()] = value.strip()
-        if parsed:
-            obs.headers.append(Seen(parsed, dotenv_path, HEADERS_VAR))
-    observe_mcp(settings, settings_path, obs)
-    return obs
+        if not obs.keys and env.getenv(KEY_VAR):
+            obs.key_envs.append(Seen(KEY_VAR, dotenv_path, KEY_VAR))
+            obs.settings["secrets"] = "reference"
+
+    def read_key(self, obs, env, where):
+        where = shown(self.file("env", env), env)
+        if env.getenv(KEY_VAR):  # the real environment beats .env, as in Gemini
+            return (Seen(None, self.file("env", env), KEY_VAR),
+                    *disk_key("env", KEY_VAR, f"{KEY_VAR} (from the environment)", env))
+        if obs.keys:
+            return (obs.keys[0], *stored_key(obs.keys[0], env))
+        return None, None, f"{where} sets no {KEY_VAR} (nor does the environment)"
 
 
-def observe_mcp(settings: dict, path: Path, obs: Observation) -> None:
-    """Gemini-shaped ``mcpServers`` (also Qwen Code's) in fleet.yaml's shape."""
-    servers = settings.get("mcpServers")
-    if not isinstance(servers, dict):
-        return
-    for name, entry in servers.items():
-        if not isinstance(entry, dict):
-            continue
-        if "command" in entry:
-            value = fleet_mcp(command=entry.get("command"), args=entry.get("args"),
-                              env=entry.get("env"), cwd=entry.get("cwd"))
-        elif "httpUrl" in entry:
-            value = fleet_mcp(url=entry.get("httpUrl"), headers=entry.get("headers"))
-        else:
-            value = fleet_mcp(url=entry.get("url"), headers=entry.get("headers"),
-                              transport="sse")
-        if value is None:
-            obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
-                             f"express; not imported")
-            continue
-        obs.mcp_servers[name] = Seen(value, path, keypath_str(("mcpServers", name)))
+CLIENT = GeminiCli(
+    ID, TITLE, primary="settings", protocol=PROTOCOL, root="gemini", auth="x-goog-api-key",
+    files={"settings": declare.File(lambda env: gemini_dir(env) / "settings.json",
+                                    SETTINGS_FORMAT, json_object=True),
+           "env": declare.File(lambda env: gemini_dir(env) / ".env", "dotenv")},
+    bindings=(declare.fixed("settings", "security", "auth", "selectedType", value=AUTH_TYPE),
+              declare.slot("settings", "model", "name"),
+              declare.url("env", URL_VAR),
+              declare.key("env", KEY_VAR),
+              declare.headers("env", HEADERS_VAR, join=(": ", ", "))),
+    key_rule=declare.KeyRule(("env",), f"Gemini CLI reads its key only from ${KEY_VAR}, in "
+                             f"the environment or ~/.gemini/.env", only=KEY_VAR),
+    places={"url": f"{URL_VAR} (nor does the environment)"},
+    mcp=MCP_SHAPE, mcp_file="settings",
+)
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)

@@ -121,6 +121,12 @@ def test_claude_mcp_http_sse_and_cwd(clients_env):
     assert "'local'" in warning and "cwd" in warning
 
 
+def test_claude_import_leaves_out_the_cwd_claude_ignores(clients_env, tmp_path):
+    write(tmp_path / ".claude.json", json.dumps({"mcpServers": {
+        "local": {"type": "stdio", "command": "srv", "args": [], "env": {}, "cwd": "/srv"}}}))
+    assert claude_code.observe(clients_env).mcp_servers["local"].value == {"command": "srv"}
+
+
 def test_claude_no_mcp_patch_when_disabled_or_empty(clients_env):
     assert len(claude_code.render(fleet(clients__claude_code={"mcp": False}), KEY,
                                   clients_env)) == 1

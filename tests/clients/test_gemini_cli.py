@@ -83,6 +83,21 @@ def test_gemini_mcp_shapes_and_names_without_underscores(clients_env):
     assert any("skipped 'remote-one'" in w for w in clients_env.warnings)
 
 
+def test_gemini_env_lists_the_key_before_the_headers(clients_env):
+    """A new .env keeps the order Gemini's owned keys always had: URL, key, headers."""
+    _, dotenv = gemini_cli.render(fleet(gateway__headers={"X-Team": "core"}), KEY, clients_env)
+    assert list(dotenv.values) == [("GOOGLE_GEMINI_BASE_URL",), ("GEMINI_API_KEY",),
+                                   ("GEMINI_CLI_CUSTOM_HEADERS",)]
+
+
+def test_gemini_import_takes_http_url_over_url(clients_env, tmp_path):
+    """An entry with both httpUrl and url is streamable HTTP, as Gemini CLI reads it."""
+    write(tmp_path / ".gemini/settings.json", json.dumps({"mcpServers": {"both": {
+        "httpUrl": "https://mcp.example/mcp", "url": "https://mcp.example/sse"}}}))
+    obs = gemini_cli.observe(clients_env)
+    assert obs.mcp_servers["both"].value == {"url": "https://mcp.example/mcp"}
+
+
 def test_gemini_cli_home(tmp_path):
     env = ClientEnv(home=tmp_path, environ={"GEMINI_CLI_HOME": str(tmp_path / "g")},
                     sandboxed=True)
