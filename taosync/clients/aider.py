@@ -92,7 +92,8 @@ CLIENT = Aider(
     ),
     # what aider 0.86.2 sends besides auth (its pinned openai SDK, through LiteLLM)
     sends={"User-Agent": "OpenAI/Python 2.20.0"}, sends_headers=False,
-    key_rule=declare.KeyRule(("env",), f"aider reads the key only from {KEY_ENV}"),
+    key_rule=declare.KeyRule(("env",), f"aider reads the key only from {KEY_ENV}",
+                             fallback=KEY_ENV),
 )
 render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
                                                CLIENT.observe, CLIENT.locations)

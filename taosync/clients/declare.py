@@ -127,6 +127,8 @@ class KeyRule:
     reads: tuple[str, ...] = ()
     why: str = ""
     only: str = ""
+    #: the variable the client reads when its files hold no key (aider's OPENAI_API_KEY)
+    fallback: str = ""
 
 
 # -- MCP: one builder, one reader ---------------------------------------------------------
@@ -642,6 +644,10 @@ class Declared:
             return (obs.keys[0], *stored_key(obs.keys[0], env, where))
         if obs.key_envs:
             var = obs.key_envs[0]
+            if var.value == self.key_rule.fallback:
+                secret, problem = disk_key("env", var.value, f"{where} has no {var.key}, so "
+                                           f"{self.title} reads {var.value}", env)
+                return var, secret, problem
             found, secret, problem = named_key(var, obs.keys, where, env)
             if found is None:
                 return None, None, (f"{where} {var.key}: {var.value} is set neither in the "
