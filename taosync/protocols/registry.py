@@ -7,6 +7,8 @@ holding every name of :class:`taosync.protocols.base.ProtocolPlugin`, plus one l
 from __future__ import annotations
 
 import importlib
+import weakref
+from types import ModuleType
 from typing import TYPE_CHECKING, cast
 
 from taosync.protocols.base import KeyHeader, ProtocolPlugin, key_headers, missing
@@ -33,10 +35,17 @@ def get(name: str) -> ProtocolPlugin:
     module that lacks a name of the contract (said when it is first used, not at the call
     that would need the missing name)."""
     module = importlib.import_module(MODULES[name])
-    if not isinstance(module, ProtocolPlugin):
-        raise TypeError(f"protocol module {MODULES[name]} lacks {', '.join(missing(module))} "
-                        f"(see taosync.protocols.base.ProtocolPlugin)")
+    if module not in _checked:  # once per module: a check costs ~0.3 ms, asked per request
+        if not isinstance(module, ProtocolPlugin):
+            raise TypeError(f"protocol module {MODULES[name]} lacks "
+                            f"{', '.join(missing(module))} "
+                            f"(see taosync.protocols.base.ProtocolPlugin)")
+        _checked.add(module)
     return cast(ProtocolPlugin, module)
+
+
+#: the modules found whole (weakly: a test may register a module object of its own)
+_checked: "weakref.WeakSet[ModuleType]" = weakref.WeakSet()
 
 
 def for_models(path: str) -> ProtocolPlugin | None:
