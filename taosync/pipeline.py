@@ -488,6 +488,33 @@ def redactor_for(ctx, state):
     return redactor
 
 
+def run_redactor(ctx, state=None, plan=None, drift=(), rollback: bool = False):
+    """The run's Redactor, from everything it knows of: the current key, every Secret in
+    the rendered patches, both sides of every change at a secret-bearing key, drifted
+    values at such keys, the secrets at owned secret keys of files a rollback puts back
+    (``rollback``), and the keyed hashes of every key taosync wrote (commands install it:
+    ``commands/report.py``'s ``protect``)."""
+    from taosync.fleet.secrets import NO_KEY_VALUE
+
+    state = state if state is not None else ctx.store.load()
+    redactor = redactor_for(ctx, state)
+    for fp in plan.files if plan is not None else ():
+        for change in fp.changes:
+            if change.secret:
+                redactor.add_change(change.old, change.new)
+        if rollback:
+            from taosync.engine.rollback import secrets_put_back
+
+            for now, back in secrets_put_back(fp, state):
+                redactor.add_change(now, back)
+    for d in drift:
+        if d.secret:
+            redactor.add_change(d.new, None)
+    redactor.forget(NO_KEY_VALUE)
+    readable_around_secrets(ctx, redactor)
+    return redactor
+
+
 def readable_around_secrets(ctx, redactor) -> None:
     """Let ``redactor`` show the text around the secrets in each rendered :class:`Joined`
     (a header's name, a URL's host) once a change has taught it the whole text: its

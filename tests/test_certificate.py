@@ -372,3 +372,33 @@ def test_a_variable_a_client_looks_at_is_never_kept_in_plain_text(home, fleet_fi
     assert run(["--home", str(home), "-c", str(fleet_file), "apply", "--no-verify"]) in (0, 1)
     for path in (home / STATE).rglob("*.json"):
         assert own not in path.read_text(), path.name
+
+
+def test_the_full_path_checks_its_certificate_through_the_system(applied, fleet_file):
+    """After an apply, certify first asks whether the certificate on disk still holds:
+    it reads the certificate and measures every input through the System in effect, as
+    the runs it certified read them (root on a user's home: with the owner's rights)."""
+    from taosync.engine import certificate
+    from taosync.engine.system import RealSystem, using
+    from taosync.settings import Settings
+
+    class Seeing(RealSystem):
+        def __init__(self):
+            super().__init__()
+            self.seen: set[str] = set()
+
+        def read_bytes(self, path, *args):
+            self.seen.add(f"file:{path}")
+            return super().read_bytes(path, *args)
+
+        def kind(self, path):
+            self.seen.add(f"kind:{path}")
+            return super().kind(path)
+
+    cert = certified(applied)
+    settings = Settings(config=fleet_file, home=applied)
+    with using(Seeing()) as system:
+        assert certificate.certify(settings, run=None)  # still holds: nothing run again
+    read = {k for k in cert["inputs"] if k.startswith(("file:", "kind:"))}
+    assert read and read <= system.seen
+    assert f"file:{applied / STATE / certificate.FILE}" in system.seen

@@ -19,9 +19,8 @@ from taosync.verify.probes import Completion, SSEParser, read_json, read_stream
 from taosync.verify.runner import run
 
 NAMES = registry.names()
-INTERFACE = ("NAME", "TITLE", "ENDPOINT", "SUFFIX", "BASE_SUFFIX", "SIDE_ENDPOINTS",
-             "route", "requested", "OUTPUT_WORD", "EMPTY_TEXT_OK", "probe", "Reader", "answer", "stream",
-             "error_body", "unauthorized", "oauth", "unknown_model", "path_fix")
+#: the contract (ProtocolPlugin) grew the hooks once found by hasattr and the key headers
+INTERFACE = tuple(base.contract())
 RAW = "sk-test-PROTOCOLS-0123456789"
 
 
@@ -112,6 +111,7 @@ def echo_protocol(monkeypatch):
     module.NAME, module.TITLE = "echo", "Echo Generate"
     module.SUFFIX, module.ENDPOINT = "/echo:generate", "/v1/echo:generate"
     module.route = base.exact_route(module.ENDPOINT, {})
+    module.endpoint_at = base.suffix_at(module.SUFFIX)
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setitem(registry.MODULES, "echo", module.__name__)
     return module
@@ -132,6 +132,41 @@ def test_a_new_protocol_is_probed_served_and_diagnosed_without_other_changes(ech
         missing, no_v1 = run([gone, wrong], key, Verify(retries=0))
     assert missing.diagnosis.code == "model_not_found" and "(m)" in missing.diagnosis.fix
     assert no_v1.diagnosis.code == "path" and "/v1 is missing" in no_v1.diagnosis.cause
+
+
+def test_a_new_protocol_brings_its_own_key_header(echo_protocol):
+    """How a request carries the key is the protocol's: a protocol registered at run time
+    with its own header is sent the key there by verify, and the stand-in takes it from
+    there (and keeps it out of the record) — no edit to verify/ or stub/."""
+    echo_protocol.AUTH = {"echo-key": (base.KeyHeader("X-Echo-Key"),)}
+    key = Secret(RAW)
+    with Stub(key=RAW, models=["m"]) as s:
+        spec = ProbeSpec("some-client", "main", "m", "echo", s.root + "/v1",
+                         s.root + "/v1/echo:generate", "echo-key")
+        (good,) = run([spec], key, Verify(prompt="Say OK", max_tokens=12))
+        seen = s.posts("/v1/echo:generate")[-1]
+    assert good.ok, good.diagnosis
+    assert (seen.auth, seen.status) == ("ok", 200)
+    assert "x-echo-key" not in seen.headers and "authorization" not in seen.headers
+
+
+def test_a_protocol_module_lacking_a_contract_name_is_refused_when_loaded(monkeypatch):
+    module = types.ModuleType("taosync_test_half_protocol")
+    module.NAME = "half"
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(registry.MODULES, "half", module.__name__)
+    with pytest.raises(TypeError, match="lacks TITLE, ENDPOINT"):
+        registry.get("half")
+
+
+def test_an_auth_scheme_the_protocol_does_not_know_is_bad_input():
+    from taosync.errors import BadInput
+    from taosync.verify.probes import ProbeGroup, build_request
+
+    group = ProbeGroup("openai-chat", "http://127.0.0.1:9/v1/chat/completions", "m",
+                       "x-goog-api-key", "http://127.0.0.1:9/v1")
+    with pytest.raises(BadInput, match="sends no key as 'x-goog-api-key' .it knows bearer"):
+        build_request(group, Secret(RAW), Verify())
 
 
 # -- Gemini: the model in the path, Google's error shapes --------------------------------------

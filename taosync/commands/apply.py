@@ -142,19 +142,6 @@ def applied_line(result) -> str:
     return f"applied #{result.apply_id}: {n} file(s) written (taosync rollback undoes it)"
 
 
-def overwritten_drift(ctx, state, the_plan, only) -> list[tuple]:
-    """(Drift, the planned KeyChange) for each owned key the user edited since the last
-    apply that this plan sets again."""
-    from taosync.engine.drift import find_drift
-
-    planned = {(str(fp.path), c.path): c for fp in the_plan.changed for c in fp.changes}
-    if not planned:
-        return []
-    return [(d, planned[d.path, d.key])
-            for d in find_drift(state, ctx.store.hmac_key(create=False), only)
-            if d.kind in ("changed", "removed", "moved") and (d.path, d.key) in planned]
-
-
 def _confirm_drift(ctx, s, state, the_plan, only, force, dry_run=False) -> set[str] | None:
     """Never overwrite a hand edit silently: on a terminal ask per file (overwrite / skip
     file / diff / all / quit); with --force, --json or no terminal, overwrite and name
@@ -167,7 +154,9 @@ def _confirm_drift(ctx, s, state, the_plan, only, force, dry_run=False) -> set[s
     from taosync.fleet.secrets import shown
     from taosync.pipeline import display_path
 
-    drift = overwritten_drift(ctx, state, the_plan, only)
+    from taosync.engine.drift import overwritten
+
+    drift = overwritten(ctx.store, state, the_plan, only)
     if not drift:
         return set()
     home = s.home_dir

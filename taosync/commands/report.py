@@ -6,7 +6,7 @@ import contextlib
 
 from taosync import ui
 from taosync.fleet.secrets import shown
-from taosync.pipeline import display_path, readable_around_secrets, redactor_for
+from taosync.pipeline import display_path, run_redactor
 
 ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged": "dim",
                 "release": "dim", "chmod": "warn"}
@@ -58,51 +58,11 @@ def warn_held(held: dict, ctx, moved_vars=()) -> None:
 
 
 def protect(ctx, state=None, plan=None, drift=(), rollback: bool = False):
-    """Build the run's Redactor from everything it knows of and install it in ui, so
-    every line printed from here on is scrubbed: the current key, every Secret in the
-    rendered patches, both sides of every change at a secret-bearing key, drifted values
-    at such keys, the secrets at owned secret keys of files a rollback puts back, and
-    the keyed hashes of every key taosync wrote. Call again as more becomes known."""
-    from taosync.fleet.secrets import NO_KEY_VALUE
-
-    state = state if state is not None else ctx.store.load()
-    redactor = redactor_for(ctx, state)
-    for fp in plan.files if plan is not None else ():
-        for change in fp.changes:
-            if change.secret:
-                redactor.add_change(change.old, change.new)
-        if rollback:
-            _add_owned_secrets(redactor, fp, state)
-    for d in drift:
-        if d.secret:
-            redactor.add_change(d.new, None)
-    redactor.forget(NO_KEY_VALUE)
-    readable_around_secrets(ctx, redactor)
+    """Install the run's Redactor (:func:`taosync.pipeline.run_redactor`) in ui, so every
+    line printed from here on is scrubbed. Call again as more becomes known."""
+    redactor = run_redactor(ctx, state, plan, drift, rollback)
     ui.use_redactor(redactor)
     return redactor
-
-
-def _add_owned_secrets(redactor, fp, state) -> None:
-    """Both texts of a file a rollback rewrites, read at every owned key marked secret
-    (in the state now and in the entry put back), so a key in a backup is known too."""
-    from taosync.formats.base import MISSING as missing, keypath_parse
-    from taosync.formats.registry import editor_for
-
-    entries = [e for e in (state.files.get(str(fp.path)), fp.new_state) if e is not None]
-    paths = {k for e in entries for k, o in e.owned.items() if o.secret}
-    fmt = next((e.format for e in entries if e.format), None)
-    if not paths or fmt is None:
-        return
-    docs = []
-    for text in (fp.old_text, fp.new_text):
-        try:
-            editor = editor_for(fmt)
-            docs.append((editor, editor.parse(text)) if text else None)
-        except Exception:  # a file that no longer parses: its lines are no key paths
-            docs.append(None)
-    for kp_text in paths:
-        sides = [None if d is None else d[0].get(d[1], keypath_parse(kp_text)) for d in docs]
-        redactor.add_change(*(None if v is missing else v for v in sides))
 
 
 @contextlib.contextmanager

@@ -161,30 +161,64 @@ def realpath(path: str, memo: dict) -> str:
     return found
 
 
-def measure(key: str, digest: Hmac, environ, home: str, memo: dict | None = None) -> str | None:
+class DiskReads:
+    """The reads an input is measured with, named as the System names them
+    (engine/system.py ``read_bytes``, ``kind``, ``stat`` …), on plain os calls: the fast
+    path's own (the System's module costs it pathlib and typing). The full path measures
+    through the System in effect instead, as it read everything else."""
+
+    def __init__(self) -> None:
+        self._memo: dict = {}  # realpath's, for this check
+
+    def read_bytes(self, path) -> bytes:
+        return read(path)
+
+    def kind(self, path) -> str | None:
+        return path_kind(path)
+
+    def stat(self, path) -> os.stat_result:
+        return os.stat(path)
+
+    def lstat(self, path) -> os.stat_result:
+        return os.lstat(path)
+
+    def realpath(self, path) -> str:
+        return realpath(path, self._memo)
+
+    def lexists(self, path) -> bool:
+        return os.path.lexists(path)
+
+    def cwd(self) -> str:
+        return os.getcwd()
+
+
+def measure(key: str, digest: Hmac, environ, home: str, reads=None) -> str | None:
     """What input ``key`` ("what:argument") is now, spelled as RecordingSystem records
-    it; ValueError for a kind this version does not know. ``memo``: realpath's, per run."""
+    it, read through ``reads`` (a System, or the fast path's :class:`DiskReads`);
+    ValueError for a kind this version does not know."""
+    if reads is None:
+        reads = DiskReads()
     what, _, arg = key.partition(":")
     if what == "file":
         try:
-            return digest(read(arg))
+            return digest(reads.read_bytes(arg))
         except OSError as exc:
             return "!" + type(exc).__name__
     if what == "kind":
-        return path_kind(arg)
+        return reads.kind(arg)
     if what == "env":
         value = environ.get(arg)
         return None if value is None else digest(value.encode("utf-8", "surrogateescape"))
     if what == "stat":
-        return _guarded(lambda: os.stat(arg).st_mode)
+        return _guarded(lambda: reads.stat(arg).st_mode)
     if what == "lstat":
-        return _guarded(lambda: os.lstat(arg).st_mode)
+        return _guarded(lambda: reads.lstat(arg).st_mode)
     if what == "real":
-        return _guarded(lambda: realpath(arg, {} if memo is None else memo))
+        return _guarded(lambda: reads.realpath(arg))
     if what == "lexists":
-        return "1" if os.path.lexists(arg) else "0"
+        return "1" if reads.lexists(arg) else "0"
     if what == "cwd":
-        return os.getcwd()
+        return str(reads.cwd())
     if what == "ran":  # a ${cmd:…} reference: run again (fleet.secrets kills it on timeout)
         from pathlib import Path
 
@@ -208,16 +242,19 @@ def made_for(cert: dict, context: dict) -> bool:
             and cert["context"] == context)
 
 
-def holds(cert: dict, digest: Hmac, environ, home: str) -> bool:
-    """Every input of ``cert`` is as it was, and what was decided from the clock holds."""
+def holds(cert: dict, digest: Hmac, environ, home: str, reads=None) -> bool:
+    """Every input of ``cert`` is as it was, and what was decided from the clock holds;
+    ``reads``: what to read the inputs through (the full path's System; the fast path's
+    :class:`DiskReads` when None)."""
     until = cert["until"]
     if until is not None:
         import time
 
         if time.time() >= until:
             return False
-    memo: dict = {}
-    return all(measure(key, digest, environ, home, memo) == was
+    if reads is None:
+        reads = DiskReads()
+    return all(measure(key, digest, environ, home, reads) == was
                for key, was in cert["inputs"].items())
 
 
@@ -288,13 +325,15 @@ def certify(settings, run) -> bool:
 
 
 def _still_holds(path, context: dict, digest: Hmac, settings) -> bool:
-    """The certificate at ``path`` is for this context, this taosync, and holds."""
-    from taosync.engine.system import environ
+    """The certificate at ``path`` is for this context, this taosync, and holds — read,
+    with its inputs, through the System in effect, as the runs it certified read them."""
+    from taosync.engine.system import current
 
+    system = current()
     try:
-        cert = loads(read(str(path)).decode("utf-8"))
+        cert = loads(system.read_bytes(path).decode("utf-8"))
         return (made_for(cert, context) and len(cert["answers"]) == 2 * len(FORMS)
-                and holds(cert, digest, environ(), str(settings.home_dir)))
+                and holds(cert, digest, system.environ(), str(settings.home_dir), system))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 

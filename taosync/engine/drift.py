@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from taosync.engine.plan import parse_target, read_target
-from taosync.engine.state import State
+from taosync.engine.state import State, StateStore
 from taosync.fleet.secrets import value_hash
 from taosync.errors import BadInput
 from taosync.formats.base import MISSING, keypath_parse
@@ -53,6 +53,18 @@ def find_drift(state: State, hmac_key: bytes, only: set[str] | None = None) -> l
         for list_text, first, names in _out_of_lead(editor, doc, fs.lead):
             out.append(Drift(path_text, list_text, "moved", first, names))
     return out
+
+
+def overwritten(store: StateStore, state: State, plan: Any, only: set[str] | None
+                ) -> list[tuple[Drift, Any]]:
+    """(Drift, the planned KeyChange) for each owned key the user edited since the last
+    apply that ``plan`` sets again (apply asks before overwriting them)."""
+    planned = {(str(fp.path), c.path): c for fp in plan.changed for c in fp.changes}
+    if not planned:
+        return []
+    return [(d, planned[d.path, d.key])
+            for d in find_drift(state, store.hmac_key(create=False), only)
+            if d.kind in ("changed", "removed", "moved") and (d.path, d.key) in planned]
 
 
 def _out_of_lead(editor, doc, lead: list[str]) -> list[tuple[str, list, list]]:

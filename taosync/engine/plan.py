@@ -301,9 +301,8 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
             owned[keypath_str(kp)] = OwnedKey(value_hash(hmac_key, current), current,
                                               False, volatile=True, release=release,
                                               prior=prior)
-        lead = getattr(editor, "lead", None)
-        for list_path, before, after in lead(doc, desired.lead) if lead else ():
-            changes.append(KeyChange(keypath_str(list_path), "move", before, after))
+        for list_path, order_before, order_after in editor.lead(doc, desired.lead):
+            changes.append(KeyChange(keypath_str(list_path), "move", order_before, order_after))
 
     # keys owned last time and no longer desired
     if previous:

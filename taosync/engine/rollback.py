@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AbstractSet
+from typing import AbstractSet, Any
 
 from taosync.engine.plan import FilePlan, Plan, read_target, released_file
 from taosync.engine.state import ApplyRecord, FileState, OwnedKey, State, StateStore
@@ -304,6 +304,33 @@ def old_secrets(step: Step, state: State, hmac_key: bytes, key=None) -> list[Old
             hit.kept_text = editor.dump(restored)
             found.append(hit)
     return found
+
+
+def secrets_put_back(fp: FilePlan, state: State) -> list[tuple[Any, Any]]:
+    """(in the file now, put back) at every owned key marked secret of a file a rollback
+    rewrites (in the state now or in the entry put back), read from both texts, so a key
+    in a backup is known to the redactor too (None: not there, or the text does not parse)."""
+    from taosync.formats.base import MISSING
+    from taosync.formats.registry import editor_for
+
+    entries = [e for e in (state.files.get(str(fp.path)), fp.new_state) if e is not None]
+    paths = {k for e in entries for k, o in e.owned.items() if o.secret}
+    fmt = next((e.format for e in entries if e.format), None)
+    if not paths or fmt is None:
+        return []
+    docs = []
+    for text in (fp.old_text, fp.new_text):
+        try:
+            editor = editor_for(fmt)
+            docs.append((editor, editor.parse(text)) if text else None)
+        except Exception:  # a file that no longer parses: its lines are no key paths
+            docs.append(None)
+    out = []
+    for kp_text in paths:
+        sides = [None if d is None else d[0].get(d[1], keypath_parse(kp_text)) for d in docs]
+        now, back = (None if v is MISSING else v for v in sides)
+        out.append((now, back))
+    return out
 
 
 def keep_current_secrets(found: list[OldSecret]) -> None:

@@ -567,41 +567,17 @@ def _glued_spans(token: str, minimum: int) -> list[tuple[int, int]]:
 
 
 def spellings(value: str) -> set[str]:
-    """Every way ``value`` can appear in a file taosync writes or in its output: raw, and
-    escaped as JSON, TOML and YAML basic strings, YAML single quotes, dotenv double
-    quotes and Python's ``repr``/``ascii`` (without the surrounding quotes)."""
-    import json
+    """Every way ``value`` can appear in a file taosync writes or in its output: raw,
+    escaped as each format's strings escape it (each format module says how: see
+    ``taosync.formats.registry.SPELLINGS``) and as Python's ``repr``/``ascii`` print it
+    (without the surrounding quotes)."""
+    from taosync.formats.registry import spellings as in_files
 
-    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
-             repr(value)[1:-1], ascii(value)[1:-1], value.replace("'", "''"),
-             _escape(value, _TOML_ESCAPES, "\\u{:04x}"),
-             _escape(value, _YAML_ESCAPES, "\\x{:02X}"),
-             value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-                  .replace("\r", "\\r")}
-    # repr of a value quoted the other way round, and a JSON string inside a JSON string
+    forms = in_files(value) | {repr(value)[1:-1], ascii(value)[1:-1]}
+    # repr of a value quoted the other way round
     forms.add(value.replace("\\", "\\\\").replace("'", "\\'").replace("\t", "\\t")
               .replace("\n", "\\n").replace("\r", "\\r"))
-    forms.add(json.dumps(json.dumps(value, ensure_ascii=False)[1:-1], ensure_ascii=False)[1:-1])
     return {f for f in forms if f}
-
-
-_TOML_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r",
-                 '"': '\\"', "\\": "\\\\"}
-_YAML_ESCAPES = {"\0": "\\0", "\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n",
-                 "\v": "\\v", "\f": "\\f", "\r": "\\r", "\x1b": "\\e", '"': '\\"',
-                 "\\": "\\\\", "\x85": "\\N", "\xa0": "\\_"}
-
-
-def _escape(value: str, table: dict[str, str], control: str) -> str:
-    out = []
-    for c in value:
-        if c in table:
-            out.append(table[c])
-        elif c < " " or c == "\x7f":
-            out.append(control.format(ord(c)))
-        else:
-            out.append(c)
-    return "".join(out)
 
 
 # -- showing a planned value (plan/status JSON, watch events) --------------------------------

@@ -65,8 +65,11 @@ class FormatError(Exception):
         return f"{where}: {self.message}"
 
 
-class Editor(Protocol):
-    """One per format module (``json_``, ``toml``, ``yaml``, ``dotenv``)."""
+class FormatEditor(Protocol):
+    """One per format module (``json_``, ``toml``, ``yaml``, ``dotenv``): its ``EDITOR``.
+
+    An editor subclasses this class, so a method it has nothing to say for (:meth:`lead`)
+    keeps the default here and no caller asks ``hasattr``."""
 
     def parse(self, text: str) -> Any:
         """Text → document. Empty or whitespace-only text is an empty document.
@@ -85,6 +88,12 @@ class Editor(Protocol):
 
     def dump(self, doc: Any) -> str:
         """Document → text; an unedited document dumps to exactly the text parsed."""
+
+    def lead(self, doc: Any, paths: list[KeyPath]) -> list[tuple[KeyPath, list, list]]:
+        """Move the list elements ``paths`` name (a list's path + a Match) ahead of the
+        others in their lists, for a client that takes the first (Continue's ``models``,
+        YAML); per list reordered: (its path, names before, names after). Default: none."""
+        return []
 
 
 class MatchIndex:
@@ -209,7 +218,7 @@ def same_value(a: Any, b: Any) -> bool:
     return isinstance(a, int) and isinstance(b, int) and a == b
 
 
-def update_mapping(editor: "Editor", doc: Any, path: KeyPath, old_keys, value: dict) -> None:
+def update_mapping(editor: "FormatEditor", doc: Any, path: KeyPath, old_keys, value: dict) -> None:
     """Set a dict over an existing mapping key by key: every key of ``value`` is set,
     every other key of ``old_keys`` deleted (the rest of the mapping keeps its bytes)."""
     for k, v in value.items():

@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from taosync.formats.base import MISSING, FormatError, KeyPath
+from taosync.formats.base import MISSING, FormatEditor, FormatError, KeyPath
 
 __all__ = ["EDITOR", "LITERAL_EDITOR", "DotenvDocument", "DotenvEditor"]
 
@@ -87,8 +87,17 @@ def _quote(value: str, old_raw: str | None = None) -> str:
         return f'"{value}"'
     if plain_sq:
         return f"'{value}'"
-    esc = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
-    return f'"{esc}"'
+    return f'"{_escaped(value)}"'
+
+
+def _escaped(value: str) -> str:
+    """``value`` inside double quotes: backslash, quote and line breaks escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+
+
+def spellings(value: str) -> set[str]:
+    """How ``value`` appears in a ``.env`` file besides raw (for the redactor)."""
+    return {_escaped(value)}
 
 
 def _text_value(value: Any, path: KeyPath) -> str:
@@ -103,7 +112,7 @@ def _line_col(text: str, pos: int) -> tuple[int, int]:
     return text.count("\n", 0, pos) + 1, pos - (text.rfind("\n", 0, pos) + 1) + 1
 
 
-class DotenvEditor:
+class DotenvEditor(FormatEditor):
     """Format-preserving ``.env`` editor (see the module docstring); ``literal``: values
     are taken and written verbatim, no quoting and no inline comments."""
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]  # typeshed omits it
 from typing import Any
 
-from taosync.formats.base import (MISSING, FormatError, KeyPath, Match, build_value, element_value,
+from taosync.formats.base import (MISSING, FormatEditor, FormatError, KeyPath, Match, build_value, element_value,
                                   keypath_str, same_value, update_mapping,
                                   with_match_field)
 
@@ -204,7 +204,7 @@ def _line_col(text: str, pos: int) -> tuple[int, int]:
     return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
 
 
-class JsonEditor:
+class JsonEditor(FormatEditor):
     """Format-preserving strict JSON editor (see the module docstring)."""
 
     # -- parse / dump -------------------------------------------------------------------
@@ -470,3 +470,10 @@ class JsonEditor:
 
 
 EDITOR = JsonEditor()
+
+
+def spellings(value: str) -> set[str]:
+    """How ``value`` appears in a JSON file besides raw (for the redactor): escaped as
+    JSON writes it (ASCII only or not), and as a JSON string inside a JSON string."""
+    inner = json.dumps(value, ensure_ascii=False)[1:-1]
+    return {json.dumps(value)[1:-1], inner, json.dumps(inner, ensure_ascii=False)[1:-1]}

@@ -2,7 +2,7 @@
 
 A file that does not exist has no bytes to keep, so there is nothing for a round-trip
 editor to do; building plain dicts and lists and writing them out at the end spares a
-cold run the import and the work of tomlkit. It keeps the :class:`Editor` protocol's
+cold run the import and the work of tomlkit. It keeps the :class:`FormatEditor` protocol's
 promises on plain data (the ones ``tests/plain_model.py`` states for every editor), so
 the planner cannot tell the difference — except in time.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, Callable
 
-from taosync.formats.base import (MISSING, Editor, FormatError, KeyPath, Match, MatchIndex,
+from taosync.formats.base import (MISSING, FormatEditor, FormatError, KeyPath, Match, MatchIndex,
                                   NamedList,
                                   build_value, element_value, keypath_str, update_mapping,
                                   with_match_field)
@@ -31,14 +31,14 @@ class NewDocument:
         self.list_field: str | None = None
 
 
-class NewFileEditor:
+class NewFileEditor(FormatEditor):
     """Edits a :class:`NewDocument` of format ``fmt``; ``writer`` has ``check(value,
     path)`` (refuse what the format cannot hold) and ``write(data) -> str | None`` (None:
     data it does not know how to write, which ``full_editor()`` — the format's round-trip
     editor, given by the registry so this module imports no other format — then writes)."""
 
     def __init__(self, fmt: str, writer: ModuleType, *,
-                 full_editor: Callable[[], Editor] | None = None):
+                 full_editor: Callable[[], FormatEditor] | None = None):
         self.format = fmt
         self.writer = writer
         self.full_editor = full_editor

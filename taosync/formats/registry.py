@@ -5,7 +5,7 @@ every format; :mod:`taosync.formats.base` (the contract) imports none of them.
 
 from __future__ import annotations
 
-from taosync.formats.base import Editor
+from taosync.formats.base import FormatEditor
 
 #: format name → the module whose ``EDITOR`` edits it (round trip, keeps every byte)
 EDITORS = {
@@ -22,9 +22,19 @@ WRITERS = {
     "toml": "taosync.formats.toml_writer",
     "yaml": "taosync.formats.yaml_writer",
 }
+#: format name → the module whose ``spellings(value)`` says how a string value appears in
+#: a file of it besides raw (its escapes), so the redactor finds a secret however a file
+#: spells it; standard library only (the redactor loads them all). A format whose strings
+#: are raw (text, keyvalue) or another's (jsonc: JSON's) needs no line.
+SPELLINGS = {
+    "json": "taosync.formats.json_",
+    "toml": "taosync.formats.toml_writer",
+    "yaml": "taosync.formats.yaml_writer",
+    "dotenv": "taosync.formats.dotenv",
+}
 
 
-def editor_for(fmt: str, *, new: bool = False) -> Editor:
+def editor_for(fmt: str, *, new: bool = False) -> FormatEditor:
     """The editor for a format name, imported only when needed.
     ``new``: for a file that does not exist yet, which formats with a writer build as
     plain data (``formats/new_file.py``), falling back on the round-trip editor for data
@@ -38,6 +48,14 @@ def editor_for(fmt: str, *, new: bool = False) -> Editor:
     if module is None:
         raise ValueError(f"unknown format {fmt!r}")
     return _load(module).EDITOR
+
+
+def spellings(value: str) -> set[str]:
+    """Every way ``value`` appears in a file of some format: raw, and each format's escapes."""
+    forms = {value}
+    for module in SPELLINGS.values():
+        forms |= _load(module).spellings(value)
+    return forms
 
 
 def _load(module: str):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from taosync.formats.base import MISSING, FormatError, KeyPath
+from taosync.formats.base import MISSING, FormatEditor, FormatError, KeyPath
 
 __all__ = ["EDITOR", "KEY", "TextDocument", "TextEditor"]
 
@@ -32,7 +32,7 @@ def _value(text: str) -> str:
     return text
 
 
-class TextEditor:
+class TextEditor(FormatEditor):
     """Edits a one-value text file (see the module docstring)."""
 
     def parse(self, text: str) -> TextDocument:

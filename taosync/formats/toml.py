@@ -40,7 +40,7 @@ from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.exceptions import ParseError
 from tomlkit.items import AoT, Array, Comment, InlineTable, Item, Null, String, StringType, Table, Whitespace
 
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
+from taosync.formats.base import MISSING, FormatEditor, FormatError, KeyPath, Match, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
 from taosync.formats.toml_writer import check as _check, is_array_of_tables
 
 __all__ = ["EDITOR", "TomlDocument", "TomlEditor"]
@@ -210,7 +210,7 @@ def _previous(flat: list, item: Any) -> tuple[int, int] | None:
     return pos, k
 
 
-class TomlEditor:
+class TomlEditor(FormatEditor):
     """Format-preserving TOML editor (see the module docstring)."""
 
     # -- parse / dump -------------------------------------------------------------------

@@ -112,3 +112,9 @@ def _string(text: str) -> str:
         else:
             out.append(c)
     return '"' + "".join(out) + '"'
+
+
+def spellings(value: str) -> set[str]:
+    """How ``value`` appears in a TOML file besides raw (for the redactor): a basic
+    string's escapes, as this writer and tomlkit write them."""
+    return {_string(value)[1:-1]}

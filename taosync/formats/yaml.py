@@ -57,7 +57,7 @@ from ruamel.yaml.scalarstring import (
 )
 from ruamel.yaml.tokens import CommentToken
 
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, MatchIndex, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
+from taosync.formats.base import MISSING, FormatEditor, FormatError, KeyPath, Match, MatchIndex, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
 from taosync.formats.line_merge import merge, split_lines
 from taosync.formats.yaml_writer import YAML11_BOOL as _YAML11_BOOL
 
@@ -294,7 +294,7 @@ def _take_comment_above(seq: CommentedSeq, holder: Any, key: Any) -> list | None
     return above
 
 
-class YamlEditor:
+class YamlEditor(FormatEditor):
     """Format-preserving YAML editor (see the module docstring)."""
 
     # -- parse / dump -------------------------------------------------------------------

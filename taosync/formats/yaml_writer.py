@@ -204,3 +204,23 @@ def _analyse(text: str) -> tuple[bool, bool, bool]:
                  or break_space or special or space_break or line_breaks or indicators)
     single = not (break_space or special or space_break)
     return plain, single, line_breaks
+
+
+#: the escapes of a double-quoted scalar as ruamel (the YAML editor) writes them
+_EMITTED = {"\0": "\\0", "\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
+            "\f": "\\f", "\r": "\\r", "\x1b": "\\e", '"': '\\"', "\\": "\\\\",
+            "\x85": "\\N", "\xa0": "\\_"}
+
+
+def spellings(value: str) -> set[str]:
+    """How ``value`` appears in a YAML file besides raw (for the redactor): double quoted
+    as ruamel escapes it, and single quoted (``''`` for ``'``)."""
+    out = []
+    for c in value:
+        if c in _EMITTED:
+            out.append(_EMITTED[c])
+        elif c < " " or c == "\x7f":
+            out.append(f"\\x{ord(c):02X}")
+        else:
+            out.append(c)
+    return {"".join(out), value.replace("'", "''")}

@@ -87,6 +87,18 @@ SIDE_ENDPOINTS = {"/v1/messages/count_tokens": _count_tokens}
 route = base.exact_route(ENDPOINT, SIDE_ENDPOINTS)
 requested = base.requested_in_body
 with_model = base.url_names_no_model
+endpoint_at = base.suffix_at(SUFFIX)
+max_tokens = base.max_tokens_in_body
+prompt_text = base.prompt_in_body
+models_body = base.openai_models_body  # Anthropic's list: its fields are among them
+model_ids = base.openai_model_ids
+UNAUTHORIZED_STATUS = 401
+MODELS_PATH = None
+#: Claude Code sends ``ANTHROPIC_AUTH_TOKEN`` as Bearer, ``ANTHROPIC_API_KEY`` as x-api-key,
+#: and both when it reads the key from its helper (clients.md, Claude Code)
+AUTH = {"bearer": (base.BEARER,), "x-api-key": (base.X_API_KEY,),
+        "both": (base.BEARER, base.X_API_KEY)}
+KEY_QUERY: tuple[str, ...] = ()
 
 
 def _message(model: str, prompt_tokens: int, content: list, out_tokens: int,

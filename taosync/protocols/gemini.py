@@ -28,6 +28,9 @@ OUTPUT_WORD = "candidates"
 EMPTY_TEXT_OK = False
 #: a refused key: Google's API answers 400 INVALID_ARGUMENT (reason API_KEY_INVALID)
 UNAUTHORIZED_STATUS = 400
+#: Gemini CLI sends the key in ``x-goog-api-key``; Google's API also takes ``?key=``
+AUTH = {"x-goog-api-key": (base.X_GOOG_API_KEY,)}
+KEY_QUERY = ("key",)
 
 _PATH = re.compile(r"(?:^|/)v1beta/models/([^/:]+):(generateContent|streamGenerateContent|"
                    r"countTokens)$")

@@ -25,6 +25,15 @@ unauthorized = base.openai_unauthorized
 oauth = base.openai_oauth
 unknown_model = base.openai_unknown_model
 path_fix = base.openai_path_fix
+endpoint_at = base.suffix_at(SUFFIX)
+max_tokens = base.max_tokens_in_body
+prompt_text = base.prompt_in_body
+models_body = base.openai_models_body
+model_ids = base.openai_model_ids
+UNAUTHORIZED_STATUS = 401
+MODELS_PATH = None
+AUTH = {"bearer": (base.BEARER,)}
+KEY_QUERY: tuple[str, ...] = ()
 
 
 def probe(model: str, prompt: str, max_tokens: int, stream: bool

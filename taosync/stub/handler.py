@@ -5,22 +5,19 @@ from __future__ import annotations
 
 import json
 import secrets as _secrets
-import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
-from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from taosync.protocols import base, registry
+from taosync.protocols.base import ProtocolPlugin
 
 NOT_FOUND_PAGE = (b"<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n"
                   b"<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n"
                   b"</body>\r\n</html>\r\n")
 #: the protocol whose error shape /v1/models answers in
 MODELS_PROTOCOL = "openai-chat"
-#: headers a key arrives in besides ``Authorization: Bearer`` (Anthropic's, Google's)
-KEY_HEADERS = ("x-api-key", "x-goog-api-key")
 
 
 @dataclass
@@ -117,17 +114,19 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
+        # a key may arrive in any header or query parameter a protocol names (Bearer,
+        # x-api-key, x-goog-api-key, Google's ?key=), all kept out of the record
+        key_headers, key_queries = registry.key_carriers()
         received = []
-        auth_header = self.headers.get("Authorization")
-        if auth_header is not None:
-            received.append(auth_header[7:] if auth_header[:7].lower() == "bearer " else "")
-        for name in KEY_HEADERS:
-            if self.headers.get(name) is not None:
-                received.append(self.headers[name])
+        for header in key_headers:
+            value = self.headers.get(header.name)
+            if value is not None:
+                received.append(header.read(value))
         query = parse_qs(parts.query)
-        received.extend(query.pop("key", []))  # Google's ?key=, kept out of the record
-        headers = {k.lower(): v for k, v in self.headers.items()
-                   if k.lower() not in ("authorization", *KEY_HEADERS)}
+        for name in key_queries:
+            received.extend(query.pop(name, []))
+        hidden = {header.name.lower() for header in key_headers}
+        headers = {k.lower(): v for k, v in self.headers.items() if k.lower() not in hidden}
         shown_query = "&".join(f"{k}={v}" for k, values in query.items() for v in values)
         self._seen = Seen(method, parts.path, shown_query, headers, body,
                           stub.check_key(received))
@@ -201,7 +200,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(200, protocol.SIDE_ENDPOINTS[operation](body))
         return self._answer(protocol, model, stream, body, faults)
 
-    def _answer(self, protocol: ModuleType, model: str, stream: bool, body: dict,
+    def _answer(self, protocol: ProtocolPlugin, model: str, stream: bool, body: dict,
                 faults: list) -> None:
         mode = "ok"
         if any(f.kind == "no_choices" for f in faults):
@@ -212,39 +211,27 @@ class Handler(BaseHTTPRequestHandler):
         for fault in faults:
             if fault.kind == "answer_as":
                 model = str(fault.arg)
-        # a protocol may say where its body keeps the limit and the prompt (Gemini's
-        # generationConfig.maxOutputTokens, contents)
-        limit = (protocol.max_tokens(body) if hasattr(protocol, "max_tokens") else
-                 body.get("max_tokens") or body.get("max_output_tokens")) or 0
+        limit = protocol.max_tokens(body) or 0
         if isinstance(limit, int) and limit > 0:
             text = " ".join(base.words(text)[:limit])
-        prompt = (protocol.prompt_text(body) if hasattr(protocol, "prompt_text") else
-                  body.get("messages") or body.get("input") or "")
-        prompt_tokens = base.tokens(json.dumps(prompt))
+        prompt_tokens = base.tokens(json.dumps(protocol.prompt_text(body)))
         if stream:
             return self._stream(protocol.stream(model, text, prompt_tokens, mode, body))
         return self._json(200, protocol.answer(model, text, prompt_tokens, mode, body))
 
     # -- refusals ----------------------------------------------------------------------
 
-    def _error(self, protocol: ModuleType, status: int, type_: str, message: str,
+    def _error(self, protocol: ProtocolPlugin, status: int, type_: str, message: str,
                code: str | None = None, headers: dict[str, str] | None = None) -> None:
         self._json(status, protocol.error_body(type_, message, code), headers)
 
-    def _unauthorized(self, protocol: ModuleType, received: list[str]) -> None:
-        """401, echoing the key received (as some gateways do: taosync must scrub it)."""
-        status = getattr(protocol, "UNAUTHORIZED_STATUS", 401)
-        self._json(status, *protocol.unauthorized(received[0] if received else ""))
+    def _unauthorized(self, protocol: ProtocolPlugin, received: list[str]) -> None:
+        """401 (or the protocol's status), echoing the key received (as some gateways do:
+        taosync must scrub it)."""
+        self._json(protocol.UNAUTHORIZED_STATUS,
+                   *protocol.unauthorized(received[0] if received else ""))
 
-    def _models(self, protocol: ModuleType, received: list[str]) -> None:
+    def _models(self, protocol: ProtocolPlugin, received: list[str]) -> None:
         if self._seen.auth != "ok":
             return self._unauthorized(protocol, received)
-        if hasattr(protocol, "models_body"):  # a list in the protocol's own shape
-            return self._json(200, protocol.models_body(self.stub.models or []))
-        now = int(time.time())
-        data = [{"id": m, "object": "model", "type": "model", "display_name": m,
-                 "created": now, "created_at": "2026-01-01T00:00:00Z",
-                 "owned_by": "taosync-stub"} for m in (self.stub.models or [])]
-        self._json(200, {"object": "list", "data": data, "has_more": False,
-                         "first_id": data[0]["id"] if data else None,
-                         "last_id": data[-1]["id"] if data else None})
+        return self._json(200, protocol.models_body(self.stub.models or []))

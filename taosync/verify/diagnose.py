@@ -254,10 +254,7 @@ def _endpoint_split(url: str, protocol: str) -> tuple[str, str, str] | None:
     parts = urlsplit(url)
     module = registry.get(protocol)
     path = parts.path.rstrip("/")
-    if hasattr(module, "endpoint_at"):  # the model is in the path (Gemini)
-        start = module.endpoint_at(path)
-    else:
-        start = len(path) - len(module.SUFFIX) if path.endswith(module.SUFFIX) else None
+    start = module.endpoint_at(path)  # Gemini's has the model in the path
     if start is None:
         return None
     origin = f"{parts.scheme}://{parts.netloc}"
@@ -337,16 +334,12 @@ async def _model_ids(client: Any, request: Any, url: str, protocol: str,
     headers["Accept"] = "application/json"
     module = registry.get(protocol)
     try:
-        resp = await client.get(origin + prefix + getattr(module, "MODELS_PATH", "/models"),
+        resp = await client.get(origin + prefix + (module.MODELS_PATH or "/models"),
                                 headers=headers, timeout=timeout)
         data = resp.json() if resp.status_code == 200 else None
     except Exception:  # noqa: BLE001 - no list: no suggestion
         return None
-    if hasattr(module, "model_ids"):  # the protocol's own list shape (Gemini)
-        return module.model_ids(data)
-    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
-        return None
-    return [m["id"] for m in data["data"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    return module.model_ids(data)
 
 
 def suggest(model: str, ids: list[str], n: int = 3) -> list[str]:

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from taosync.errors import BadInput
 
 from taosync.protocols import registry
+from taosync.protocols.base import auth_headers
 from taosync.protocols.anthropic_messages import CLAUDE_CODE_BETA as ANTHROPIC_BETA  # noqa: F401
 from taosync.protocols.anthropic_messages import VERSION as ANTHROPIC_VERSION  # noqa: F401
 
@@ -185,17 +186,6 @@ class ProbeRequest:
     body: dict[str, Any]
 
 
-def auth_headers(auth: str, key: str) -> dict[str, str]:
-    out = {}
-    if auth in ("bearer", "both"):
-        out["Authorization"] = f"Bearer {key}"
-    if auth in ("x-api-key", "both"):
-        out["x-api-key"] = key
-    if auth == "x-goog-api-key":
-        out["x-goog-api-key"] = key
-    return out
-
-
 def build_request(group: ProbeGroup, key: Any, verify: Any, url: str | None = None) -> ProbeRequest:
     """The request ``group``'s clients send, with the fleet's prompt and max_tokens."""
     try:
@@ -206,7 +196,11 @@ def build_request(group: ProbeGroup, key: Any, verify: Any, url: str | None = No
     headers = {"User-Agent": USER_AGENT, "Content-Type": "application/json", **shaped}
     for name, value in group.headers:  # a gateway header is a Secret: sent, never shown
         headers[name] = value.reveal() if hasattr(value, "reveal") else value
-    headers.update(auth_headers(group.auth, key.reveal()))
+    try:  # how the key travels is the protocol's (Bearer, x-api-key, x-goog-api-key …)
+        headers.update(auth_headers(protocol, group.auth, key.reveal()))
+    except KeyError:
+        raise BadInput(f"protocol {group.protocol} sends no key as {group.auth!r} "
+                       f"(it knows {', '.join(protocol.AUTH)})") from None
     return ProbeRequest("POST", url or group.url, headers, body)
 
 
