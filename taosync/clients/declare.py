@@ -147,21 +147,27 @@ class McpShape:
     note: str = ""
     #: owned keys written once when any server is (gptme's ``[mcp] enabled``)
     switch: Mapping[KeyPath, Any] = field(default_factory=dict)
+    #: the field and value that switch an entry off (``{"enabled": False}``): such an
+    #: entry is not imported, and a note says so
+    disabled: Mapping[str, Any] = field(default_factory=dict)
 
     def at(self, name: str) -> KeyPath:
         return self.container + ((Match("name", name),) if self.listed else (name,))
 
 
-def _written(values: Mapping[str, Any], shape: McpShape, reference: bool) -> dict:
+def _written(values: Mapping[str, Any], shape: McpShape, reference: bool,
+             spell: Callable[[Any], str | None] | None = None) -> dict:
     """An env or header map as the client gets it: under ``secrets: reference``, each
-    secret the client can expand itself in its own spelling."""
-    if not (reference and shape.by_reference):
+    secret the client can expand itself in its own spelling (``spell``, default the
+    shape's ``by_reference``)."""
+    spell = spell or shape.by_reference
+    if not (reference and spell):
         return dict(values)
     from taosync.fleet.logic import McpSecret
 
     out = {}
     for name, value in values.items():
-        spelled = shape.by_reference(value) if isinstance(value, McpSecret) else None
+        spelled = spell(value) if isinstance(value, McpSecret) else None
         out[name] = value if spelled is None else spelled
     return out
 
@@ -232,6 +238,9 @@ def read_mcp(shape: McpShape, doc: Any, path: Path, obs: Observation,
     for name, entry in items:
         if not isinstance(name, str) or not isinstance(entry, dict):
             continue
+        if shape.disabled and all(_same(entry.get(k), v) for k, v in shape.disabled.items()):
+            obs.notes.append(f"{path}: MCP server {name!r} is disabled; not imported")
+            continue
         command = entry.get("command")
         if command is not None and not _is_http(shape, entry):
             args = entry.get("args")
@@ -249,6 +258,11 @@ def read_mcp(shape: McpShape, doc: Any, path: Path, obs: Observation,
                              f"express; not imported")
             continue
         obs.mcp_servers[name] = Seen(value, path, keypath_str(shape.at(name)))
+
+
+def _same(found: Any, wanted: Any) -> bool:
+    """``found == wanted``, but a flag only equals a flag (``0`` is not ``False``)."""
+    return found is wanted if isinstance(wanted, bool) else found == wanted
 
 
 def _is_http(shape: McpShape, entry: dict) -> bool:
@@ -368,7 +382,8 @@ class Declared:
         holds_key = False
         for name, server in fleet.mcp_servers_expanded(key).items():
             raw = server.env if server.kind == "stdio" else server.headers
-            secrets = _written(raw, shape, reference)
+            secrets = _written(raw, shape, reference,
+                               lambda value: self.mcp_reference(value, env))
 
             def warn(text: str, name: str = name) -> None:
                 env.warnings.append(f"{self.id}: MCP server {name!r} {text}")
@@ -387,6 +402,13 @@ class Declared:
                 values.update({at + (k,): v for k, v in entry.items()})
             holds_key = holds_key or key.found_in(entry)
         return values, holds_key
+
+    def mcp_reference(self, value: Any, env: ClientEnv) -> str | None:
+        """How an MCP secret (an :class:`~taosync.fleet.logic.McpSecret`) is written so
+        the client expands it itself, or None (inline): the shape's ``by_reference``
+        (a hook for a spelling that needs the machine, such as an absolute path)."""
+        spell = self.mcp.by_reference if self.mcp is not None else None
+        return spell(value) if spell is not None else None
 
     # -- render -------------------------------------------------------------------------
 
@@ -440,12 +462,30 @@ class Declared:
         if self.mcp is not None:
             path = self.file(self.mcp_file, env)
             mcp, holds_key = self.mcp_values(fleet, key, env, path)
+            self.warn_mcp_key(fleet, key, env, path, values[self.mcp_file], holds_key)
             values[self.mcp_file].update(mcp)
             holds[self.mcp_file] = holds_key
         self.extra_render(fleet, key, env, values)
         return [Patch(self.file(name, env), self.files[name].format, values[name], self.id,
-                      secret=holds.get(name, False) or _holds(key, values[name]))
+                      secret=holds.get(name, False) or _holds(key, values[name]),
+                      **self.patch_fields(name, fleet, env))
                 for name in self.files if values[name]]
+
+    def warn_mcp_key(self, fleet: Any, key: Any, env: ClientEnv, path: Path,
+                     beside: Mapping[KeyPath, Any], holds_key: bool) -> None:
+        """Under ``secrets: reference``, an MCP server that puts the gateway key into a
+        file whose other owned values keep it off disk is worth one warning (a client
+        that reads the key from nowhere but its files was warned about already)."""
+        if holds_key and self.key_rule.reads and self.reference(fleet) and \
+                not _holds(key, beside):
+            env.warnings.append(
+                f"{self.id}: an MCP server uses ${{gateway.key}}, so the key is written into "
+                f"{path} (mode 0600) even with secrets: reference")
+
+    def patch_fields(self, name: str, fleet: Any, env: ClientEnv) -> dict:
+        """Hook: more fields of file ``name``'s :class:`Patch` — ``skeleton`` (set only
+        where missing), ``volatile``, ``lead`` (see :class:`~taosync.engine.patch.Patch`)."""
+        return {}
 
     def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
         """The key bindings: the key inline, or what the client follows by reference
@@ -539,9 +579,8 @@ class Declared:
         if obs is None:
             return out
         where = shown(primary, env)
-        url_bind = next(b for b in self.bindings if b.role == "url")
         if not obs.urls:
-            out.problems.append(f"{where} sets no {keypath_str(url_bind.path)}")
+            out.problems.append(self.no_url(where))
             return out
         key_seen, secret, problem = self.read_key(obs, env, where)
         if problem:
@@ -562,6 +601,11 @@ class Declared:
             names = ", ".join(keypath_str(b.path) for b, _ in self.slots(fleet))
             out.problems.append(f"{where} names no model ({names})")
         return out
+
+    def no_url(self, where: str) -> str:
+        """The problem when the main file sets no base URL (names the url binding)."""
+        url_bind = next(b for b in self.bindings if b.role == "url")
+        return f"{where} sets no {keypath_str(url_bind.path)}"
 
     def read_key(self, obs: Observation, env: ClientEnv,
                  where: str) -> tuple[Seen | None, Any, str | None]:
