@@ -15,20 +15,16 @@ global file, so taosync warns when either is set.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from taosync.clients import opencode_family as family
-from taosync.clients.base import ClientEnv, Observation, OnDisk, Patch, ProbeSpec
-from taosync.fleet.secrets import Secret
 
-FLAVOR = family.Flavor(
+CLIENT = family.Family.of(family.Flavor(
     id="kilo", title="Kilo CLI", version="`@kilocode/cli` 7.7.7", dirname="kilo",
     files=("opencode.jsonc", "opencode.json", "kilo.jsonc", "kilo.json"),
-    schema_url="https://app.kilo.ai/config.json", overrides=("KILO_CONFIG", "KILO_CONFIG_CONTENT"))
+    schema_url="https://app.kilo.ai/config.json", overrides=("KILO_CONFIG", "KILO_CONFIG_CONTENT")))
+FLAVOR = CLIENT.flavor
 
-ID = FLAVOR.id
-TITLE = FLAVOR.title
+ID = CLIENT.id
+TITLE = CLIENT.title
 SUMMARY = "Kilo CLI (opencode fork; OpenAI chat): model, small_model, provider_id."
 LOCATION_VARS = ("XDG_CONFIG_HOME",)
 BINARY = "kilo"  # taosync doctor shows its --version
@@ -37,23 +33,5 @@ TARGETS = family.targets(FLAVOR)
 #: README's "Files taosync owns" rows (python -m taosync.clients.readme)
 OWNED_FILES = family.owned_files(FLAVOR)
 
-
-def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    """(directories, single files) this client's files may be in (rollback/recovery)."""
-    return family.locations(FLAVOR, env)
-
-
-def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    return family.render(FLAVOR, fleet, key, env)
-
-
-def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    return family.probes(FLAVOR, fleet, key, env)
-
-
-def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    return family.on_disk(FLAVOR, sys.modules[__name__], fleet, key, env)
-
-
-def observe(env: ClientEnv) -> Observation:
-    return family.observe(FLAVOR, env)
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)
