@@ -257,6 +257,8 @@ def read_mcp(shape: McpShape, doc: Any, path: Path, obs: Observation,
             obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
                              f"express; not imported")
             continue
+        if shape.listed and name in obs.mcp_servers:
+            continue  # a list's first entry of a name is the one (a Match finds it)
         obs.mcp_servers[name] = Seen(value, path, keypath_str(shape.at(name)))
 
 
@@ -398,8 +400,12 @@ class Declared:
             at = shape.at(name)
             if shape.whole:
                 values[at] = entry
-            else:
-                values.update({at + (k,): v for k, v in entry.items()})
+            else:  # each field on its own; a nested headers map at its own path
+                fields = {(k,): v for k, v in entry.items()}
+                if len(shape.headers_at) > 1 and shape.headers_at[:1] in fields:
+                    del fields[shape.headers_at[:1]]
+                    fields[shape.headers_at] = _get(entry, shape.headers_at)
+                values.update({at + path: v for path, v in fields.items()})
             holds_key = holds_key or key.found_in(entry)
         return values, holds_key
 
