@@ -161,7 +161,9 @@ class Family(declare.Declared):
                                    default="model")),
             key_rule=declare.KeyRule(("env", "file"), f"{f.title} reads {{env:NAME}} and "
                                      f"{{file:PATH}}"),
-            mcp=MCP_SHAPE, mcp_file="config", flavor=f)
+            mcp=replace(MCP_SHAPE, note=f"{f.title} substitutes only {{env:NAME}} and "
+                        f"{{file:PATH}}, so ${{cmd:…}} and ${{shell:…}} values are written"),
+            mcp_file="config", flavor=f)
 
     def provider(self, fleet: Any) -> KeyPath:
         return ("provider", self.cfg(fleet).provider_id)
