@@ -23,12 +23,13 @@ from typing import Literal
 
 import re
 import sys
+from typing import Any
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
-                                  SLOT_MAP, Seen, disk_key, fleet_mcp, probe_specs, read_plain,
-                                  shown, slot_option, start_on_disk)
+from taosync.clients import declare
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, ProbeSpec, SLOT_MAP,
+                                  Seen, disk_key, probe_specs, read_plain, shown, slot_option,
+                                  start_on_disk)
 from taosync.formats.base import Match, keypath_str
-from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret
 
 ID = "continue"
@@ -74,12 +75,6 @@ def continue_dir(env: ClientEnv) -> Path:
     return env.location("CONTINUE_GLOBAL_DIR") or env.home / ".continue"
 
 
-def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    """(directories, single files) this client's files may be in (rollback/recovery)."""
-    return [continue_dir(env)], []
-
-
-
 def _models(fleet, cfg) -> dict[str, tuple[str | None, list[str]]]:
     """Model id → (the slot that first named it, its roles in Continue's order)."""
     roles: dict[str, str | None] = dict(cfg.roles) or {r: None for r in DEFAULT_ROLES}
@@ -93,78 +88,69 @@ def _models(fleet, cfg) -> dict[str, tuple[str | None, list[str]]]:
     return out
 
 
-
-def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    cfg = fleet.clients.continue_
-    home = continue_dir(env)
-    config_path = home / "config.yaml"
-    reference = fleet.secrets_for(cfg) == "reference"
-    api_key = f"${{{{ secrets.{cfg.secret_name} }}}}" if reference else key
-
-    values: dict = {}
-    models = _models(fleet, cfg)
-    for model, (_, roles) in models.items():
-        e = ("models", Match("name", model))
-        values[e + ("provider",)] = "openai"
-        values[e + ("model",)] = model
-        values[e + ("apiBase",)] = fleet.openai_url
-        values[e + ("apiKey",)] = api_key
-        values[e + ("roles",)] = roles
-        context_window = fleet.context_window(model)
-        if context_window:
-            values[e + ("defaultCompletionOptions", "contextLength")] = context_window
-        if fleet.gateway.headers:
-            values[e + ("requestOptions", "headers")] = fleet.gateway_headers()
-
-    holds_key = False
-    if cfg.mcp and fleet.mcp_servers:
-        for name, server in fleet.mcp_servers_expanded(key).items():
-            m = ("mcpServers", Match("name", name))
-            if server.kind == "stdio":
-                values[m + ("command",)] = server.command
-                values[m + ("args",)] = list(server.args)
-                if server.env:
-                    values[m + ("env",)] = _mcp_secrets(server.env, reference)
-                if server.cwd:
-                    values[m + ("cwd",)] = server.cwd
-            else:
-                values[m + ("url",)] = server.url
-                values[m + ("type",)] = "streamable-http" if server.transport == "http" else "sse"
-                if server.headers:
-                    values[m + ("requestOptions", "headers")] = _mcp_secrets(server.headers,
-                                                                             reference)
-            if reference:
-                warning = inline_mcp_secrets(
-                    ID, name, values.get(m + ("env",)) or
-                    values.get(m + ("requestOptions", "headers")) or {}, config_path,
-                    "Continue reads ${{ secrets.NAME }} from the environment, so only "
-                    "${env:NAME} values are passed by reference")
-                if warning:
-                    env.warnings.append(warning)
-            holds_key = holds_key or key.found_in(server.plain())
-        if holds_key and reference:
-            env.warnings.append(
-                f"{ID}: an MCP server uses ${{gateway.key}}, so the key is written into "
-                f"{config_path} (mode 0600) even with secrets: reference"
-            )
-
-    patches = [Patch(
-        config_path, "yaml", values, ID,
-        skeleton={("name",): "Local Config", ("version",): "1.0.0", ("schema",): "v1"},
-        secret=holds_key,
-        # Continue uses the first model with a role: taosync's entries go first
-        lead=tuple(("models", Match("name", model)) for model in models),
-    )]
-    if reference:
-        patches.append(Patch(home / ".env", "dotenv", {(cfg.secret_name,): key}, ID,
-                             secret=True))
-    return patches
+def _template(name: str, prefix: str = "", suffix: str = "") -> str:
+    """``${{ secrets.NAME }}``: Continue fills it from its environment and ``.env``."""
+    return f"{prefix}${{{{ secrets.{name} }}}}{suffix}"
 
 
-def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    models = [(slot, model) for model, (slot, _) in _models(fleet, fleet.clients.continue_).items()]
-    return probe_specs(fleet, ID, models, protocol="openai-chat", base_url=fleet.openai_url,
-                       path="/chat/completions")
+#: ``mcpServers``: a list by name; an ``${env:NAME}`` secret as ``${{ secrets.NAME }}``
+MCP_SHAPE = declare.McpShape(
+    ("mcpServers",), listed=True, whole=False, http={"type": "streamable-http"},
+    sse={"type": "sse"}, headers_at=("requestOptions", "headers"),
+    by_reference=lambda v: _template(v.ref.arg, v.prefix, v.suffix)
+    if v.ref.kind == "env" else None,
+    note="Continue reads ${{ secrets.NAME }} from the environment, so only ${env:NAME} "
+         "values are passed by reference")
+
+
+class Continue(declare.Declared):
+    """What the table cannot say: one model entry per model id the roles name (in
+    Continue's role order, kept first in ``models``), each with the key or its
+    ``${{ secrets.NAME }}`` template; in reference mode the key goes into ``.env``."""
+
+    def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
+        """The model entries, which carry the key (inline) or its template."""
+        cfg = self.cfg(fleet)
+        api_key = key
+        if self.key_reference(fleet, env, self.file("config", env)) is not None:
+            api_key = _template(cfg.secret_name)
+            values["env"][(cfg.secret_name,)] = key
+        for model, (_, roles) in _models(fleet, cfg).items():
+            e = ("models", Match("name", model))
+            values["config"].update({e + ("provider",): "openai", e + ("model",): model,
+                                     e + ("apiBase",): fleet.openai_url,
+                                     e + ("apiKey",): api_key, e + ("roles",): roles})
+            context_window = fleet.context_window(model)
+            if context_window:
+                values["config"][e + ("defaultCompletionOptions", "contextLength")] = \
+                    context_window
+            if fleet.gateway.headers:
+                values["config"][e + ("requestOptions", "headers")] = fleet.gateway_headers()
+
+    def patch_fields(self, name: str, fleet: Any, env: ClientEnv) -> dict:
+        if name != "config":
+            return {}
+        return {"skeleton": {("name",): "Local Config", ("version",): "1.0.0",
+                             ("schema",): "v1"},
+                # Continue uses the first model with a role: taosync's entries go first
+                "lead": tuple(("models", Match("name", model))
+                              for model in _models(fleet, self.cfg(fleet)))}
+
+    def probes(self, fleet: Any, key: Any, env: ClientEnv) -> list[ProbeSpec]:
+        models = [(slot, model) for model, (slot, _) in _models(fleet, self.cfg(fleet)).items()]
+        return probe_specs(fleet, ID, models, protocol=self.protocol,
+                           base_url=fleet.openai_url, path=self.path)
+
+
+CLIENT = Continue(
+    ID, TITLE, primary="config", bindings=(),
+    files={"config": declare.File(lambda env: continue_dir(env) / "config.yaml", "yaml"),
+           "env": declare.File(lambda env: continue_dir(env) / ".env", "dotenv")},
+    # in reference mode config.yaml holds the template whatever the fleet's reference
+    key_rule=declare.KeyRule(("env", "file", "cmd", "shell")),
+    mcp=MCP_SHAPE, mcp_file="config",
+)
+render, probes, locations = CLIENT.render, CLIENT.probes, CLIENT.locations
 
 
 def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
@@ -367,33 +353,5 @@ def observe(env: ClientEnv) -> Observation:
         obs.notes.append(f"{path}: other models kept as they are (taosync never touches "
                          f"them): {', '.join(kept)}")
 
-    servers = config.get("mcpServers") if isinstance(config.get("mcpServers"), list) else []
-    for entry in servers:
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            continue
-        name = entry["name"]
-        if "command" in entry:
-            value = fleet_mcp(command=entry.get("command"), args=entry.get("args"),
-                              env=entry.get("env"), cwd=entry.get("cwd"))
-        else:
-            options = entry.get("requestOptions") if isinstance(entry.get("requestOptions"), dict) else {}
-            value = fleet_mcp(url=entry.get("url"), headers=options.get("headers"),
-                              transport="sse" if entry.get("type") == "sse" else "http")
-        if value is None:
-            obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
-                             f"express; not imported")
-            continue
-        obs.mcp_servers.setdefault(name, Seen(value, path,
-                                              keypath_str(("mcpServers", Match("name", name)))))
+    declare.read_mcp(MCP_SHAPE, config, path, obs)
     return obs
-
-
-def _mcp_secrets(values: dict, reference: bool) -> dict:
-    """An MCP env or header map; with ``secrets: reference``, an ``${env:NAME}`` secret
-    becomes ``${{ secrets.NAME }}``, which Continue fills from its environment (and
-    ``~/.continue/.env``) at run time, so the value stays off disk."""
-    if not reference:
-        return dict(values)
-    return {name: (f"{v.prefix}${{{{ secrets.{v.ref.arg} }}}}{v.suffix}"
-                   if isinstance(v, McpSecret) and v.ref.kind == "env" else v)
-            for name, v in values.items()}
