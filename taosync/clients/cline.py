@@ -82,12 +82,15 @@ EDITOR_APPS = {
 }
 EXTENSION_ID = "saoudrizwan.claude-dev"
 
+#: one of EDITOR_APPS, as the fleet schema's type
+EDITOR: Any = Literal.__getitem__(tuple(EDITOR_APPS))
+
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("model", "Route or model id (default: default_route)."),
     Option("legacy", bool, True, "Also write the legacy extension store (globalState.json + "
            "secrets.json) that Cline 4.x migrates from."),
-    Option("editors", list[Literal[tuple(EDITOR_APPS)]] | Literal["auto"], "auto",
+    Option("editors", list[EDITOR] | Literal["auto"], "auto",
            "VS Code-family editors whose Cline MCP file to write; `auto` = "
            "those installed (their User/globalStorage exists)."),
 )
@@ -262,11 +265,10 @@ class Cline(declare.Declared):
             return next((s for s in found if s.file in stores), None)
 
         key_seen, model = same_store(obs.keys), same_store(obs.slots.get("model", []))
-        for missing, what in ((key_seen, "key"), (model, "model")):
-            if missing is None:
-                out.problems.append(f"{shown(url.file, env)}: Cline has no {what} next to "
-                                    f"{url.key}")
-                return out
+        if key_seen is None or model is None:
+            out.problems.append(f"{shown(url.file, env)}: Cline has no "
+                                f"{'key' if key_seen is None else 'model'} next to {url.key}")
+            return out
         secret, problem = stored_key(key_seen, env)
         if problem:
             out.problems.append(problem)
@@ -323,7 +325,8 @@ def _observe_mcp(servers: dict, path: Path, obs: Observation) -> None:
     for name, entry in servers.items():
         if not isinstance(entry, dict):
             continue
-        t = entry.get("transport") if isinstance(entry.get("transport"), dict) else entry
+        nested = entry.get("transport")
+        t = nested if isinstance(nested, dict) else entry
         if entry.get("disabled") is True:
             obs.notes.append(f"{path}: MCP server {name!r} is disabled; not imported")
             continue

@@ -60,11 +60,13 @@ OWNED_FILES = (
 ROLE_ORDER = ("chat", "autocomplete", "embed", "rerank", "edit", "apply", "summarize",
               "subagent")
 DEFAULT_ROLES = ("chat", "edit", "apply", "summarize")
+#: one of ROLE_ORDER, as the fleet schema's type
+ROLE: Any = Literal.__getitem__(ROLE_ORDER)
 
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("roles", "Role → route or model id. Default: chat, edit, apply and "
-         "summarize on default_route.", SLOT_MAP, dict[Literal[ROLE_ORDER], str], {}),
+         "summarize on default_route.", SLOT_MAP, dict[ROLE, str], {}),
     Option("secret_name", str, "TAOTOKEN_API_KEY",
            "Name used in ${{ secrets.NAME }} when secrets: reference.",
            pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"),
@@ -232,7 +234,7 @@ def _used_for_roles(listed: list[dict], wanted: dict, where: str, out: OnDisk) -
     takes the first model with a role, cn too for chat); a problem for each entry of the
     user's listed earlier with a role of taosync's."""
     used: set[str] = set()
-    lost: dict[tuple[str, str], list[str]] = {}
+    lost: dict[tuple[str | None, str], list[str]] = {}
     for model, (_, roles) in wanted.items():
         for role in roles:
             first = next((e for e in listed if role in _roles_of(e)), None)
@@ -299,8 +301,8 @@ def observe(env: ClientEnv) -> Observation:
         return obs
     kept: list[str] = []
     secret_names: list[str] = []
-    models = config.get("models") if isinstance(config.get("models"), list) else []
-    for entry in models:
+    models = config.get("models")
+    for entry in models if isinstance(models, list) else []:
         if not isinstance(entry, dict):
             continue
         name, model, provider = entry.get("name"), entry.get("model"), entry.get("provider")

@@ -401,7 +401,7 @@ class Declared:
             if shape.whole:
                 values[at] = entry
             else:  # each field on its own; a nested headers map at its own path
-                fields = {(k,): v for k, v in entry.items()}
+                fields: dict[KeyPath, Any] = {(k,): v for k, v in entry.items()}
                 if len(shape.headers_at) > 1 and shape.headers_at[:1] in fields:
                     del fields[shape.headers_at[:1]]
                     fields[shape.headers_at] = _get(entry, shape.headers_at)

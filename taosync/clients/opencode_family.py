@@ -245,8 +245,10 @@ class Family(declare.Declared):
         pid, _, model_id = model.partition("/")
         providers = config.get("provider")
         entry = providers.get(pid) if isinstance(providers, dict) else None
-        options = entry.get("options") if isinstance(entry, dict) else None
-        base = options.get("baseURL") if isinstance(options, dict) else None
+        entry = entry if isinstance(entry, dict) else {}
+        options = entry.get("options")
+        options = options if isinstance(options, dict) else {}
+        base = options.get("baseURL")
         if not (isinstance(base, str) and base.strip()):
             obs.provider = Seen(f"provider {pid!r} (no options.baseURL: its built-in or "
                                 f"models.dev definition)", path, "model")
@@ -264,8 +266,9 @@ class Family(declare.Declared):
         small = config.get("small_model")
         if isinstance(small, str) and small.startswith(pid + "/"):
             obs.slots["small_model"] = [Seen(small[len(pid) + 1:], path, "small_model")]
-        models = entry.get("models") if isinstance(entry.get("models"), dict) else {}
-        others = [m for m in models if m not in (model_id, small)]
+        models = entry.get("models")
+        others = [m for m in (models if isinstance(models, dict) else {})
+                  if m not in (model_id, small)]
         if others:
             obs.notes.append(f"{path}: provider {pid!r} also lists {', '.join(others)}; "
                              f"apply lists the whole fleet catalogue there")
@@ -280,8 +283,8 @@ class Family(declare.Declared):
                  where: str) -> tuple[Seen | None, Any, str | None]:
         """The key as the client resolves ``options.apiKey``: ``{env:NAME}``,
         ``{file:PATH}`` (held as ``cat PATH``) or the key itself."""
-        seen = (obs.key_envs or ([obs.key_helper] if obs.key_helper else []) or obs.keys
-                or [None])[0]
+        seen = next(iter(obs.key_envs or ([obs.key_helper] if obs.key_helper else [])
+                         or obs.keys), None)
         if seen is None:
             return None, None, f"{where} {obs.urls[0].key[:-len('baseURL')]}apiKey is not set"
         kind, arg = ("env", seen.value) if obs.key_envs else \
