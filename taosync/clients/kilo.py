@@ -15,23 +15,14 @@ global file, so taosync warns when either is set.
 
 from __future__ import annotations
 
-from taosync.clients import opencode_family as family
+from taosync.clients.opencode_family import Family, Flavor
 
-CLIENT = family.Family.of(family.Flavor(
+CLIENT = Family.of(Flavor(
     id="kilo", title="Kilo CLI", version="`@kilocode/cli` 7.7.7", dirname="kilo",
     files=("opencode.jsonc", "opencode.json", "kilo.jsonc", "kilo.json"),
-    schema_url="https://app.kilo.ai/config.json", overrides=("KILO_CONFIG", "KILO_CONFIG_CONTENT")))
+    schema_url="https://app.kilo.ai/config.json",
+    overrides=("KILO_CONFIG", "KILO_CONFIG_CONTENT"), binary="kilo",
+    summary="Kilo CLI (opencode fork; OpenAI chat): model, small_model, provider_id."))
 FLAVOR = CLIENT.flavor
-
-ID = CLIENT.id
-TITLE = CLIENT.title
-SUMMARY = "Kilo CLI (opencode fork; OpenAI chat): model, small_model, provider_id."
-LOCATION_VARS = ("XDG_CONFIG_HOME",)
-BINARY = "kilo"  # taosync doctor shows its --version
-OPTIONS = family.options()
-TARGETS = family.targets(FLAVOR)
-#: README's "Files taosync owns" rows (python -m taosync.clients.readme)
-OWNED_FILES = family.owned_files(FLAVOR)
-
-render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
-                                               CLIENT.observe, CLIENT.locations)
+ID, TITLE, SUMMARY, BINARY, LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES = CLIENT.constants()
+render, probes, on_disk, observe, locations = CLIENT.functions()

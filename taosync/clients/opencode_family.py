@@ -58,6 +58,8 @@ class Flavor:
     schema_url: str  # the ``$schema`` the client inserts itself
     #: environment variables that add a config merged over the global file
     overrides: tuple[str, ...] = ()
+    summary: str = ""  # one line for the schema and help
+    binary: str = ""  # its command (taosync doctor shows its --version)
 
 
 def options() -> tuple[Option, ...]:
@@ -164,6 +166,17 @@ class Family(declare.Declared):
             mcp=replace(MCP_SHAPE, note=f"{f.title} substitutes only {{env:NAME}} and "
                         f"{{file:PATH}}, so ${{cmd:…}} and ${{shell:…}} values are written"),
             mcp_file="config", flavor=f)
+
+    def constants(self) -> tuple:
+        """The module constants of a client (base.py): ID, TITLE, SUMMARY, BINARY,
+        LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES."""
+        f = self.flavor
+        return (f.id, f.title, f.summary, f.binary, ("XDG_CONFIG_HOME",), options(),
+                targets(f), owned_files(f))
+
+    def functions(self) -> tuple:
+        """render, probes, on_disk, observe, locations: what a client module exports."""
+        return self.render, self.probes, self.on_disk, self.observe, self.locations
 
     def provider(self, fleet: Any) -> KeyPath:
         return ("provider", self.cfg(fleet).provider_id)
