@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Literal
 
 import re
-import sys
 from typing import Any
 
 from taosync.clients import declare
@@ -143,6 +142,130 @@ class Continue(declare.Declared):
         return probe_specs(fleet, ID, models, protocol=self.protocol,
                            base_url=fleet.openai_url, path=self.path)
 
+    def on_disk(self, fleet: Any, key: Any, env: ClientEnv) -> OnDisk:
+        """The probes config.yaml makes Continue send: one per model entry taosync writes
+        (named by model id), with that entry's apiBase, apiKey (a ``${{ secrets.NAME }}``
+        template resolved from ``.env``, then the environment), model and
+        requestOptions.headers."""
+        path = self.file("config", env)
+        home = path.parent
+        out, obs = start_on_disk(self, fleet, key, env, path)
+        if obs is None:
+            return out
+        where = shown(path, env)
+        config = read_plain(path, "yaml", obs)
+        listed = config.get("models") if isinstance(config, dict) else None
+        listed = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
+        entries: dict = {}
+        for e in listed:
+            entries.setdefault(e.get("name"), e)  # a Match finds the first
+        wanted = _models(fleet, self.cfg(fleet))
+        used = _used_for_roles(listed, wanted, where, out)
+        _cn_selection(home, listed, wanted, env, obs, out)
+        for name, (slot, _) in wanted.items():
+            entry = entries.get(name)
+            at = keypath_str(("models", Match("name", name)))
+            if entry is None or name not in used:
+                continue  # reported as drift, or as a problem: Continue does not use it
+            values = {field: entry.get(field) for field in ("apiBase", "apiKey", "model")}
+            missing = [f for f, v in values.items() if not (isinstance(v, str) and v.strip())]
+            if missing:
+                out.problems.append(f"{where} {at} has no {', '.join(missing)}")
+                continue
+            key_seen, secret, problem = _entry_key(values["apiKey"], at, path, env, obs)
+            if problem:
+                out.problems.append(problem)
+                continue
+            options = entry.get("requestOptions")
+            headers = options.get("headers") if isinstance(options, dict) else None
+            headers = headers if isinstance(headers, dict) else {}
+            out.probes += probe_specs(
+                fleet, ID, [(slot, values["model"].strip())], protocol="openai-chat",
+                base_url=values["apiBase"].strip(), path="/chat/completions",
+                headers={str(k): str(v) for k, v in headers.items()}, secret=secret,
+                origins=(out.origin("url", Seen(None, path, f"{at}.apiBase"), env),
+                         out.origin("key", key_seen, env),
+                         out.origin("model", Seen(None, path, f"{at}.model"), env)))
+        if not out.probes and not out.problems:
+            out.problems.append(f"{where} has none of the model entries taosync writes")
+        return out
+
+    def observe(self, env: ClientEnv) -> Observation:
+        """What ``config.yaml`` in Continue's global directory says."""
+        path = self.file("config", env)
+        home = path.parent
+        obs = Observation(ID, protocol="openai")
+        config = read_plain(path, "yaml", obs)
+        from taosync.privilege import owner_rights
+
+        with owner_rights():  # root on a user's home: looked at as its owner
+            deprecated = (home / "config.json").exists()
+        if deprecated:
+            obs.notes.append(f"{home / 'config.json'}: the deprecated config.json is not read "
+                             f"by import; taosync writes config.yaml")
+        if not isinstance(config, dict):
+            return obs
+        kept: list[str] = []
+        secret_names: list[str] = []
+        models = config.get("models")
+        for entry in models if isinstance(models, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            name, model, provider = entry.get("name"), entry.get("model"), entry.get("provider")
+            base = entry.get("apiBase")
+            if "uses" in entry or not isinstance(name, str) or not isinstance(model, str):
+                continue
+            if provider not in _GATEWAY_PROVIDERS or not (isinstance(base, str) and base.strip()):
+                kept.append(f"{name} ({provider})")
+                continue
+            at = ("models", Match("name", name))
+            obs.urls.append(Seen(base.strip(), path, keypath_str(at + ("apiBase",))))
+            if name != model:
+                obs.notes.append(
+                    f"{path}: model entry {name!r} (model {model}) — taosync names its entries "
+                    f"by model id, so apply adds an entry {model!r} with the roles and leaves "
+                    f"{name!r} as it is; rename it to {model!r} first to keep one entry")
+            if provider != "openai":
+                obs.notes.append(f"{path}: model entry {name!r} uses provider {provider!r}; "
+                                 f"taosync writes provider openai (Chat Completions) for "
+                                 f"gateway models")
+            roles = entry.get("roles")
+            if not isinstance(roles, list) or not roles:
+                roles = list(DEFAULT_ROLES)
+            for role in roles:
+                if role in ROLE_ORDER:
+                    obs.slots.setdefault(f"roles.{role}", []).append(
+                        Seen(model.strip(), path, keypath_str(at + ("model",))))
+            key = entry.get("apiKey")
+            if isinstance(key, str) and key.strip():
+                k = keypath_str(at + ("apiKey",))
+                m = _SECRET_TEMPLATE.match(key.strip())
+                if m:
+                    if m.group(1) not in secret_names:
+                        secret_names.append(m.group(1))
+                        obs.key_envs.append(Seen(m.group(1), path, k))
+                else:
+                    obs.keys.append(Seen(Secret(key.strip(), f"{path} {k}"), path, k))
+            options = entry.get("requestOptions")
+            headers = options.get("headers") if isinstance(options, dict) else None
+            if isinstance(headers, dict) and headers:
+                obs.headers.append(Seen({str(a): str(b) for a, b in headers.items()}, path,
+                                        keypath_str(at + ("requestOptions", "headers"))))
+        if secret_names:
+            obs.settings["secrets"] = "reference"
+            obs.settings["secret_name"] = secret_names[0]
+            dotenv = home / ".env"
+            for name in secret_names:
+                value = read_plain(dotenv, "dotenv", obs, (name,))
+                if isinstance(value, str) and value.strip():
+                    obs.keys.append(Seen(Secret(value.strip(), f"{dotenv} {name}"), dotenv, name))
+        if kept:
+            obs.notes.append(f"{path}: other models kept as they are (taosync never touches "
+                             f"them): {', '.join(kept)}")
+
+        declare.read_mcp(MCP_SHAPE, config, path, obs)
+        return obs
+
 
 CLIENT = Continue(
     ID, TITLE, primary="config", bindings=(),
@@ -152,73 +275,30 @@ CLIENT = Continue(
     key_rule=declare.KeyRule(("env", "file", "cmd", "shell")),
     mcp=MCP_SHAPE, mcp_file="config",
 )
-render, probes, locations = CLIENT.render, CLIENT.probes, CLIENT.locations
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)
 
 
-def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    """The probes config.yaml makes Continue send: one per model entry taosync writes
-    (named by model id), with that entry's apiBase, apiKey (a ``${{ secrets.NAME }}``
-    template resolved from ``.env``, then the environment), model and
-    requestOptions.headers."""
-    home = continue_dir(env)
-    path = home / "config.yaml"
-    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, path)
-    if obs is None:
-        return out
-    where = shown(path, env)
-    config = read_plain(path, "yaml", obs)
-    listed = config.get("models") if isinstance(config, dict) else None
-    listed = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
-    entries: dict = {}
-    for e in listed:
-        entries.setdefault(e.get("name"), e)  # a Match finds the first
-    wanted = _models(fleet, fleet.clients.continue_)
-    used = _used_for_roles(listed, wanted, where, out)
-    _cn_selection(home, listed, wanted, env, obs, out)
-    for name, (slot, _) in wanted.items():
-        entry = entries.get(name)
-        at = keypath_str(("models", Match("name", name)))
-        if entry is None or name not in used:
-            continue  # reported as drift, or as a problem: Continue does not use it
-        values = {field: entry.get(field) for field in ("apiBase", "apiKey", "model")}
-        missing = [f for f, v in values.items() if not (isinstance(v, str) and v.strip())]
-        if missing:
-            out.problems.append(f"{where} {at} has no {', '.join(missing)}")
-            continue
-        key_seen = Seen(None, path, f"{at}.apiKey")
-        template = _SECRET_TEMPLATE.match(values["apiKey"].strip())
-        dotenv = None
-        if template is not None:  # .env first, as Continue's CLIPlatformClient looks
-            name = template.group(1)
-            dotenv = read_plain(home / ".env", "dotenv", obs, (name,))
-        if template is None:
-            secret, problem = disk_key("literal", values["apiKey"], f"{where} {at}.apiKey", env)
-        elif isinstance(dotenv, str) and dotenv.strip():
-            key_seen = Seen(None, home / ".env", name)
-            secret, problem = disk_key("literal", dotenv, f"{shown(home / '.env', env)} {name}",
-                                       env)
-        elif env.getenv(name) is not None:
-            secret, problem = disk_key("env", name, f"{where} {at}.apiKey (secrets.{name}, "
-                                       f"from the environment)", env)
-        else:
-            secret, problem = None, (f"{where} {at}.apiKey: secrets.{name} is set neither in "
-                                     f"{shown(home / '.env', env)} nor in the environment")
-        if problem:
-            out.problems.append(problem)
-            continue
-        options = entry.get("requestOptions")
-        headers = options.get("headers") if isinstance(options, dict) else None
-        headers = headers if isinstance(headers, dict) else {}
-        out.probes += probe_specs(
-            fleet, ID, [(slot, values["model"].strip())], protocol="openai-chat",
-            base_url=values["apiBase"].strip(), path="/chat/completions",
-            headers={str(k): str(v) for k, v in headers.items()}, secret=secret,
-            origins=(out.origin("url", Seen(None, path, f"{at}.apiBase"), env),
-                     out.origin("key", key_seen, env),
-                     out.origin("model", Seen(None, path, f"{at}.model"), env)))
-    if not out.probes and not out.problems:
-        out.problems.append(f"{where} has none of the model entries taosync writes")
-    return out
+def _entry_key(api_key: str, at: str, path: Path, env: ClientEnv,
+               obs: Observation) -> tuple[Seen, Any, str | None]:
+    """(where, the key, why not) for a model entry's ``apiKey``: the key itself, or a
+    ``${{ secrets.NAME }}`` template resolved from ``.env`` first (as Continue's
+    CLIPlatformClient looks), then the environment."""
+    where, dotenv_path = f"{shown(path, env)} {at}.apiKey", path.parent / ".env"
+    template = _SECRET_TEMPLATE.match(api_key.strip())
+    if template is None:
+        return (Seen(None, path, f"{at}.apiKey"), *disk_key("literal", api_key, where, env))
+    name = template.group(1)
+    dotenv = read_plain(dotenv_path, "dotenv", obs, (name,))
+    if isinstance(dotenv, str) and dotenv.strip():
+        return (Seen(None, dotenv_path, name),
+                *disk_key("literal", dotenv, f"{shown(dotenv_path, env)} {name}", env))
+    if env.getenv(name) is not None:
+        return (Seen(None, path, f"{at}.apiKey"),
+                *disk_key("env", name, f"{where} (secrets.{name}, from the environment)", env))
+    return Seen(None, path, f"{at}.apiKey"), None, (
+        f"{where}: secrets.{name} is set neither in {shown(dotenv_path, env)} nor in the "
+        f"environment")
 
 
 def _roles_of(entry: dict) -> list:
@@ -282,78 +362,3 @@ def _cn_selection(home: Path, listed: list[dict], wanted: dict, env: ClientEnv,
 _SECRET_TEMPLATE = re.compile(r"^\$\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
 #: Continue providers whose apiBase is an OpenAI- or Anthropic-shaped gateway
 _GATEWAY_PROVIDERS = ("openai", "anthropic")
-
-
-def observe(env: ClientEnv) -> Observation:
-    """What ``config.yaml`` in Continue's global directory says."""
-    home = continue_dir(env)
-    path = home / "config.yaml"
-    obs = Observation(ID, protocol="openai")
-    config = read_plain(path, "yaml", obs)
-    from taosync.privilege import owner_rights
-
-    with owner_rights():  # root on a user's home: looked at as its owner
-        deprecated = (home / "config.json").exists()
-    if deprecated:
-        obs.notes.append(f"{home / 'config.json'}: the deprecated config.json is not read "
-                         f"by import; taosync writes config.yaml")
-    if not isinstance(config, dict):
-        return obs
-    kept: list[str] = []
-    secret_names: list[str] = []
-    models = config.get("models")
-    for entry in models if isinstance(models, list) else []:
-        if not isinstance(entry, dict):
-            continue
-        name, model, provider = entry.get("name"), entry.get("model"), entry.get("provider")
-        base = entry.get("apiBase")
-        if "uses" in entry or not isinstance(name, str) or not isinstance(model, str):
-            continue
-        if provider not in _GATEWAY_PROVIDERS or not (isinstance(base, str) and base.strip()):
-            kept.append(f"{name} ({provider})")
-            continue
-        at = ("models", Match("name", name))
-        obs.urls.append(Seen(base.strip(), path, keypath_str(at + ("apiBase",))))
-        if name != model:
-            obs.notes.append(
-                f"{path}: model entry {name!r} (model {model}) — taosync names its entries by "
-                f"model id, so apply adds an entry {model!r} with the roles and leaves "
-                f"{name!r} as it is; rename it to {model!r} first to keep one entry")
-        if provider != "openai":
-            obs.notes.append(f"{path}: model entry {name!r} uses provider {provider!r}; taosync "
-                             f"writes provider openai (Chat Completions) for gateway models")
-        roles = entry.get("roles")
-        if not isinstance(roles, list) or not roles:
-            roles = list(DEFAULT_ROLES)
-        for role in roles:
-            if role in ROLE_ORDER:
-                obs.slots.setdefault(f"roles.{role}", []).append(
-                    Seen(model.strip(), path, keypath_str(at + ("model",))))
-        key = entry.get("apiKey")
-        if isinstance(key, str) and key.strip():
-            k = keypath_str(at + ("apiKey",))
-            m = _SECRET_TEMPLATE.match(key.strip())
-            if m:
-                if m.group(1) not in secret_names:
-                    secret_names.append(m.group(1))
-                    obs.key_envs.append(Seen(m.group(1), path, k))
-            else:
-                obs.keys.append(Seen(Secret(key.strip(), f"{path} {k}"), path, k))
-        options = entry.get("requestOptions")
-        if isinstance(options, dict) and isinstance(options.get("headers"), dict) and options["headers"]:
-            obs.headers.append(Seen({str(a): str(b) for a, b in options["headers"].items()},
-                                    path, keypath_str(at + ("requestOptions", "headers"))))
-    if secret_names:
-        obs.settings["secrets"] = "reference"
-        obs.settings["secret_name"] = secret_names[0]
-        dotenv = home / ".env"
-        for name in secret_names:
-            value = read_plain(dotenv, "dotenv", obs, (name,))
-            if isinstance(value, str) and value.strip():
-                obs.keys.append(Seen(Secret(value.strip(), f"{dotenv} {name}"), dotenv, name))
-    if kept:
-        obs.notes.append(f"{path}: other models kept as they are (taosync never touches "
-                         f"them): {', '.join(kept)}")
-
-    declare.read_mcp(MCP_SHAPE, config, path, obs)
-    return obs
