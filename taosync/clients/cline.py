@@ -152,7 +152,8 @@ class Cline(declare.Declared):
         return patches
 
     def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
-        self.key_reference(fleet, env, self.file("providers", env))  # inline, always
+        """The key inline into both stores (Cline reads it nowhere else); one warning."""
+        self.key_reference(fleet, env, self.file("providers", env))
         for bind in self.bindings:
             if bind.role == "key":
                 values[bind.file][bind.path] = key
