@@ -147,7 +147,7 @@ MCP_SHAPE = declare.McpShape(
 class Family(declare.Declared):
     """opencode or Kilo CLI: the table both share, with the flavour's differences in
     :attr:`flavor`. What the table cannot say: the provider entry and the model prefix
-    are named by the fleet's ``provider_id``, so :meth:`extra_render` writes the entry and
+    are named by the fleet's ``provider_id``, so :meth:`render_key` writes the entry and
     :meth:`extra_observe` follows ``model`` to it; the key (and ``${gateway.key}`` in an
     MCP server) is written as the ``{env:}``/``{file:}`` text the client substitutes."""
 
@@ -187,9 +187,22 @@ class Family(declare.Declared):
         return f"{self.cfg(fleet).provider_id}/{super().slot_value(fleet, bind)}"
 
     def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
+        """The provider entry, which holds the key (or its ``{env:}``/``{file:}`` text)
+        and lists the whole catalogue."""
         ref = self.key_reference(fleet, env, self.file("config", env))
-        values["config"][self.provider(fleet) + ("options", "apiKey")] = \
-            _spelled(ref, env) if ref is not None else key
+        provider, config = self.provider(fleet), values["config"]
+        config[provider + ("npm",)] = NPM
+        config[provider + ("options", "baseURL")] = fleet.openai_url
+        config[provider + ("options", "apiKey")] = _spelled(ref, env) if ref else key
+        if fleet.gateway.headers:
+            config[provider + ("options", "headers")] = fleet.gateway_headers()
+        for model in fleet.models:
+            entry = provider + ("models", model)
+            config[entry + ("id",)] = model
+            window = fleet.context_window(model)
+            if window:
+                config[entry + ("limit", "context")] = window
+                config[entry + ("limit", "output")] = 0  # required with context; 0: default
 
     def mcp_reference(self, value: Any, env: ClientEnv) -> str | None:
         if value.ref.kind not in ("env", "file"):
@@ -207,18 +220,7 @@ class Family(declare.Declared):
         return values, holds_key
 
     def extra_render(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
-        provider, config = self.provider(fleet), values["config"]
-        config[provider + ("npm",)] = NPM
-        config[provider + ("options", "baseURL")] = fleet.openai_url
-        if fleet.gateway.headers:
-            config[provider + ("options", "headers")] = fleet.gateway_headers()
-        for model in fleet.models:
-            entry = provider + ("models", model)
-            config[entry + ("id",)] = model
-            window = fleet.context_window(model)
-            if window:
-                config[entry + ("limit", "context")] = window
-                config[entry + ("limit", "output")] = 0  # required with context; 0: default
+        """A config merged over the file is worth a warning."""
         for var in self.flavor.overrides:
             if env.getenv(var):
                 env.warnings.append(
