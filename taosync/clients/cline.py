@@ -23,16 +23,14 @@ is always written inline (files 0600).
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec, Seen,
+from taosync.clients import declare
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, Seen,
                                   fleet_mcp, probe_specs, read_plain, shown, slot_option,
                                   start_on_disk, stored_key)
-from taosync.fleet.logic import inline_mcp_secrets
-from taosync.fleet.secrets import Secret, parse_reference
 from taosync.formats.base import keypath_str
 
 ID = "cline"
@@ -84,12 +82,15 @@ EDITOR_APPS = {
 }
 EXTENSION_ID = "saoudrizwan.claude-dev"
 
+#: one of EDITOR_APPS, as the fleet schema's type
+EDITOR: Any = Literal.__getitem__(tuple(EDITOR_APPS))
+
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("model", "Route or model id (default: default_route)."),
     Option("legacy", bool, True, "Also write the legacy extension store (globalState.json + "
            "secrets.json) that Cline 4.x migrates from."),
-    Option("editors", list[Literal[tuple(EDITOR_APPS)]] | Literal["auto"], "auto",
+    Option("editors", list[EDITOR] | Literal["auto"], "auto",
            "VS Code-family editors whose Cline MCP file to write; `auto` = "
            "those installed (their User/globalStorage exists)."),
 )
@@ -105,12 +106,14 @@ def global_storage(env: ClientEnv, editor: str) -> Path:
     return env.app_data() / EDITOR_APPS[editor] / "User" / "globalStorage"
 
 
-def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    """(directories, single files) this client's files may be in (rollback/recovery)."""
-    dirs = [*cline_dirs(env)]
-    dirs += [global_storage(env, editor) / EXTENSION_ID for editor in EDITOR_APPS]
-    mcp = env.location("CLINE_MCP_SETTINGS_PATH")
-    return dirs, [mcp] if mcp is not None else []
+def mcp_path(env: ClientEnv) -> Path:
+    """The current store's MCP file (``$CLINE_MCP_SETTINGS_PATH`` moves it)."""
+    return (env.location("CLINE_MCP_SETTINGS_PATH")
+            or cline_dirs(env)[1] / "settings" / "cline_mcp_settings.json")
+
+
+def editor_mcp_path(env: ClientEnv, editor: str) -> Path:
+    return global_storage(env, editor) / EXTENSION_ID / "settings" / "cline_mcp_settings.json"
 
 
 def editors(cfg, env: ClientEnv) -> list[str]:
@@ -126,250 +129,205 @@ def now_iso() -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
-def _mcp_entries(fleet, key: Secret) -> dict[str, dict]:
-    """Server name → Cline's entry (the legacy file's shape; the current store nests
-    each entry under ``transport``)."""
-    out: dict[str, dict] = {}
-    for name, server in fleet.mcp_servers_expanded(key).items():
-        if server.kind == "stdio":
-            entry: dict = {"type": "stdio", "command": server.command, "args": list(server.args)}
-            if server.env:
-                entry["env"] = dict(server.env)
-            if server.cwd:
-                entry["cwd"] = server.cwd
-        else:
-            entry = {"type": "streamableHttp" if server.transport == "http" else "sse",
-                     "url": server.url}
-            if server.headers:
-                entry["headers"] = dict(server.headers)
-        out[name] = entry
-    return out
-
-
-def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    cfg = fleet.clients.cline
-    _, data = cline_dirs(env)
-    model = fleet.model_for(cfg.model)
-    headers = fleet.gateway_headers()
-    providers_path = data / "settings" / "providers.json"
-
-    if fleet.secrets_for(cfg) == "reference":
-        ref = parse_reference(fleet.gateway.key)
-        env.warnings.append(
-            f"{ID}: secrets: reference cannot keep the key off disk for Cline (it reads "
-            f"the key from no environment variable or helper); wrote the key from "
-            f"{ref.describe()} inline into {providers_path} (mode 0600)"
-        )
-
-    p = ("providers", PROVIDER)
-    values: dict = {
-        ("lastUsedProvider",): PROVIDER,
-        p + ("settings", "provider"): PROVIDER,
-        p + ("settings", "apiKey"): key,
-        p + ("settings", "model"): model,
-        p + ("settings", "baseUrl"): fleet.openai_url,
-        p + ("tokenSource",): "manual",
-    }
-    if headers:
-        values[p + ("settings", "headers")] = headers
-    context_window = fleet.context_window(model)
-    if context_window:
-        values[p + ("settings", "contextWindow")] = context_window
-    patches = [Patch(
-        providers_path, "json", values, ID,
-        skeleton={("version",): 1, ("modes",): {}},
-        volatile={p + ("updatedAt",): now_iso()},
-        secret=True,
-    )]
-
-    entries = _mcp_entries(fleet, key) if cfg.mcp and fleet.mcp_servers else {}
-    holds_key = key.found_in(entries)
-    if entries:
-        mcp_path = (env.location("CLINE_MCP_SETTINGS_PATH")
-                    or data / "settings" / "cline_mcp_settings.json")
-        if fleet.secrets_for(cfg) == "reference":
-            for name, e in entries.items():
-                warning = inline_mcp_secrets(ID, name, e.get("env") or e.get("headers") or {},
-                                             mcp_path, "Cline is not known to expand "
-                                             "variables in its MCP settings")
-                if warning:
-                    env.warnings.append(warning)
-        patches.append(Patch(
-            mcp_path, "json", {("mcpServers", n): {"transport": e} for n, e in entries.items()},
-            ID, secret=holds_key,
-        ))
-
-    if cfg.legacy:
-        state = {
-            ("planModeApiProvider",): "openai",
-            ("actModeApiProvider",): "openai",
-            ("openAiBaseUrl",): fleet.openai_url,
-            ("planModeOpenAiModelId",): model,
-            ("actModeOpenAiModelId",): model,
-        }
-        if headers:
-            state[("openAiHeaders",)] = headers
-        patches.append(Patch(data / "globalState.json", "json", state, ID))
-        patches.append(Patch(data / "secrets.json", "json", {("openAiApiKey",): key}, ID,
-                             secret=True))
-
-    if entries:
-        for editor in editors(cfg, env):
-            path = (global_storage(env, editor) / EXTENSION_ID / "settings"
-                    / "cline_mcp_settings.json")
-            patches.append(Patch(
-                path, "json", {("mcpServers", n): e for n, e in entries.items()}, ID,
-                secret=holds_key,
-            ))
-    return patches
-
-
-def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.cline.model]),
-                       protocol="openai-chat", base_url=fleet.openai_url,
-                       path="/chat/completions")
-
-
-def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    """The probe Cline's active store makes it send: providers.json's openai-compatible
-    provider (baseUrl, apiKey, model, headers), or the legacy store when that is the one
-    in use. Cline reads its key only from these files."""
-    _, data = cline_dirs(env)
-    providers_path = data / "settings" / "providers.json"
-    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, providers_path)
-    if obs is None:
-        return out
-    where = shown(providers_path, env)
-    if not obs.urls:
-        out.problems.append(f"{where} sets no providers.{PROVIDER}.settings.baseUrl")
-        return out
-    url = obs.urls[0]  # the store in use: the current one first
-
-    def same_store(found: list[Seen]) -> Seen | None:
-        stores = {url.file, data / "secrets.json"} if url.file.name == "globalState.json" \
-            else {url.file}
-        return next((s for s in found if s.file in stores), None)
-
-    key_seen, model = same_store(obs.keys), same_store(obs.slots.get("model", []))
-    if key_seen is None:
-        out.problems.append(f"{shown(url.file, env)}: Cline has no key next to "
-                            f"{url.key}")
-        return out
-    if model is None:
-        out.problems.append(f"{shown(url.file, env)}: Cline has no model next to {url.key}")
-        return out
-    secret, problem = stored_key(key_seen, env)
-    if problem:
-        out.problems.append(problem)
-        return out
-    headers = same_store(obs.headers)
-    out.probes = probe_specs(
-        fleet, ID, [(fleet.clients.cline.model, model.value)], protocol="openai-chat",
-        base_url=url.value, path="/chat/completions",
-        headers=headers.value if headers else {}, secret=secret,
-        origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
-                 out.origin("model", model, env)))
-    return out
-
-
-# -- reading back (taosync import) ---------------------------------------------------
-
+#: the provider entry taosync owns in providers.json
+P = ("providers", PROVIDER)
 #: provider ids of the current store that mean "an OpenAI-compatible base URL"
 _GATEWAY_IDS = (PROVIDER, "openai")
 
 
-def observe(env: ClientEnv) -> Observation:
-    """What Cline's stores say: providers.json, the legacy store, the MCP files."""
-    _, data = cline_dirs(env)
-    obs = Observation(ID, protocol="openai")
-    providers_path = data / "settings" / "providers.json"
-    current = read_plain(providers_path, "json", obs)
-    active_current = False
-    if isinstance(current, dict) and isinstance(current.get("providers"), dict):
-        providers = current["providers"]
-        last = current.get("lastUsedProvider")
-        if last is None and len(providers) == 1:
-            last = next(iter(providers))
-        gateway_id = next((i for i in _GATEWAY_IDS if isinstance(providers.get(i), dict)), None)
-        if last in _GATEWAY_IDS and last in providers:
-            gateway_id = last
-        if gateway_id is not None and last in (None, gateway_id):
-            active_current = True
-            _observe_provider(providers[gateway_id], gateway_id, providers_path, obs)
-        elif last is not None:
-            obs.provider = Seen(f"provider {last!r}", providers_path, "lastUsedProvider")
-            if gateway_id is not None:
-                obs.notes.append(f"{providers_path}: an inactive {gateway_id!r} provider is "
-                                 f"there too; not imported")
+class Cline(declare.Declared):
+    """The table (both stores), and what it cannot say: the legacy store only with
+    ``legacy: true``, the context window, one MCP entry nested under ``transport`` in
+    the current store and flat in each editor's file; reading back picks the store in
+    use (Cline's own choice of provider), and verify probes that store alone."""
 
-    state_path = data / "globalState.json"
-    state = read_plain(state_path, "json", obs)
-    if isinstance(state, dict) and obs.provider is None:
-        act = state.get("actModeApiProvider") or state.get("apiProvider")
-        if act == "openai":
-            _observe_legacy(state, state_path, data / "secrets.json", obs)
-        elif act and not active_current:
-            obs.provider = Seen(f"provider {act!r} (legacy extension store)", state_path,
-                                "actModeApiProvider")
+    def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
+        patches = super().render(fleet, key, env)
+        mcp = next((p for p in patches if p.path == self.file("mcp", env)), None)
+        if mcp is not None:  # the legacy extension's own files: the same entries, flat
+            patches += [Patch(editor_mcp_path(env, editor), "json",
+                              {at: entry["transport"] for at, entry in mcp.values.items()},
+                              ID, secret=mcp.secret)
+                        for editor in editors(self.cfg(fleet), env)]
+        return patches
 
-    mcp_paths = [env.location("CLINE_MCP_SETTINGS_PATH")
-                 or data / "settings" / "cline_mcp_settings.json"]
-    for editor in EDITOR_APPS:
-        mcp_paths.append(global_storage(env, editor) / EXTENSION_ID / "settings"
-                         / "cline_mcp_settings.json")
-    for path in mcp_paths:
-        doc = read_plain(path, "json", obs)
-        if isinstance(doc, dict) and isinstance(doc.get("mcpServers"), dict):
-            _observe_mcp(doc["mcpServers"], path, obs)
-    return obs
+    def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
+        """The key inline into both stores (Cline reads it nowhere else); one warning."""
+        self.key_reference(fleet, env, self.file("providers", env))
+        for bind in self.bindings:
+            if bind.role == "key":
+                values[bind.file][bind.path] = key
+
+    def mcp_values(self, fleet: Any, key: Any, env: ClientEnv, path: Path) -> tuple[dict, bool]:
+        values, holds_key = super().mcp_values(fleet, key, env, path)
+        return {at: {"transport": entry} for at, entry in values.items()}, holds_key
+
+    def extra_render(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
+        window = fleet.context_window(fleet.model_for(self.cfg(fleet).model))
+        if window:
+            values["providers"][P + ("settings", "contextWindow")] = window
+        if not self.cfg(fleet).legacy:
+            values["state"].clear()
+            values["secrets"].clear()
+
+    def patch_fields(self, name: str, fleet: Any, env: ClientEnv) -> dict:
+        if name != "providers":
+            return {}
+        return {"skeleton": {("version",): 1, ("modes",): {}},
+                "volatile": {P + ("updatedAt",): now_iso()}}
+
+    def locations(self, env: ClientEnv) -> tuple[list[Path], list[Path]]:
+        dirs = [*cline_dirs(env)]
+        dirs += [global_storage(env, editor) / EXTENSION_ID for editor in EDITOR_APPS]
+        mcp = env.location("CLINE_MCP_SETTINGS_PATH")
+        return dirs, [mcp] if mcp is not None else []
+
+    # -- reading back -------------------------------------------------------------------
+
+    def read_store(self, name: str, doc: Any, obs: Observation, env: ClientEnv,
+                   provider_id: str = PROVIDER, more: tuple[declare.Bind, ...] = ()) -> None:
+        """The bindings of file ``name`` (and ``more``) read from ``doc``; the current
+        store's provider entry is the one under ``provider_id``."""
+        path = self.file(name, env)
+        for bind in (b for b in (*self.bindings, *more) if b.file == name):
+            at = tuple(provider_id if part == PROVIDER and i == 1 else part
+                       for i, part in enumerate(bind.path))
+            found = doc
+            for part in at:
+                found = found.get(part) if isinstance(found, dict) else None
+            if found is not None:
+                self.read_binding(bind, Seen(found, path, keypath_str(at)), obs)
+
+    def observe(self, env: ClientEnv) -> Observation:
+        """What Cline's stores say: providers.json, the legacy store, the MCP files."""
+        obs = Observation(ID, protocol="openai")
+        path = self.file("providers", env)
+        current = read_plain(path, "json", obs)
+        providers = current.get("providers") if isinstance(current, dict) else None
+        active_current = False
+        if isinstance(providers, dict):
+            last = current.get("lastUsedProvider")
+            if last is None and len(providers) == 1:
+                last = next(iter(providers))
+            gateway_id = next((i for i in _GATEWAY_IDS if isinstance(providers.get(i), dict)),
+                              None)
+            if last in _GATEWAY_IDS and last in providers:
+                gateway_id = last
+            if gateway_id is not None and last in (None, gateway_id):
+                active_current = True
+                if gateway_id != PROVIDER:
+                    obs.notes.append(f"{path}: the gateway is under provider id "
+                                     f"{gateway_id!r}; taosync writes {PROVIDER!r} and makes "
+                                     f"it lastUsedProvider")
+                self.read_store("providers", current, obs, env, gateway_id)
+            elif last is not None:
+                obs.provider = Seen(f"provider {last!r}", path, "lastUsedProvider")
+                if gateway_id is not None:
+                    obs.notes.append(f"{path}: an inactive {gateway_id!r} provider is "
+                                     f"there too; not imported")
+
+        state = read_plain(self.file("state", env), "json", obs)
+        if isinstance(state, dict) and obs.provider is None:
+            act = state.get("actModeApiProvider") or state.get("apiProvider")
+            if act == "openai":  # the legacy store (and its older openAiModelId)
+                self.read_store("state", state, obs, env,
+                                more=(declare.slot("state", "openAiModelId"),))
+                self.read_store("secrets", read_plain(self.file("secrets", env), "json", obs),
+                                obs, env)
+            elif act and not active_current:
+                obs.provider = Seen(f"provider {act!r} (legacy extension store)",
+                                    self.file("state", env), "actModeApiProvider")
+
+        for mcp in [mcp_path(env), *(editor_mcp_path(env, e) for e in EDITOR_APPS)]:
+            doc = read_plain(mcp, "json", obs)
+            if isinstance(doc, dict) and isinstance(doc.get("mcpServers"), dict):
+                _observe_mcp(doc["mcpServers"], mcp, obs)
+        return obs
+
+    # -- verify -------------------------------------------------------------------------
+
+    def on_disk(self, fleet: Any, key: Any, env: ClientEnv) -> OnDisk:
+        """The probe Cline's active store makes it send: providers.json's openai-compatible
+        provider (baseUrl, apiKey, model, headers), or the legacy store when that is the
+        one in use. Cline reads its key only from these files."""
+        providers_path = self.file("providers", env)
+        out, obs = start_on_disk(self, fleet, key, env, providers_path)
+        if obs is None:
+            return out
+        if not obs.urls:
+            out.problems.append(f"{shown(providers_path, env)} sets no "
+                                f"providers.{PROVIDER}.settings.baseUrl")
+            return out
+        url = obs.urls[0]  # the store in use: the current one first
+        stores = {url.file, self.file("secrets", env)} \
+            if url.file == self.file("state", env) else {url.file}
+
+        def same_store(found: list[Seen]) -> Seen | None:
+            return next((s for s in found if s.file in stores), None)
+
+        key_seen, model = same_store(obs.keys), same_store(obs.slots.get("model", []))
+        if key_seen is None or model is None:
+            out.problems.append(f"{shown(url.file, env)}: Cline has no "
+                                f"{'key' if key_seen is None else 'model'} next to {url.key}")
+            return out
+        secret, problem = stored_key(key_seen, env)
+        if problem:
+            out.problems.append(problem)
+            return out
+        headers = same_store(obs.headers)
+        out.probes = probe_specs(
+            fleet, ID, [(self.cfg(fleet).model, model.value)], protocol="openai-chat",
+            base_url=url.value, path="/chat/completions",
+            headers=headers.value if headers else {}, secret=secret,
+            origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
+                     out.origin("model", model, env)))
+        return out
 
 
-def _observe_provider(entry: dict, provider_id: str, path: Path, obs: Observation) -> None:
-    settings = entry.get("settings") if isinstance(entry.get("settings"), dict) else {}
-    where = ("providers", provider_id, "settings")
-    if provider_id != PROVIDER:
-        obs.notes.append(f"{path}: the gateway is under provider id {provider_id!r}; taosync "
-                         f"writes {PROVIDER!r} and makes it lastUsedProvider")
-    base = settings.get("baseUrl")
-    if isinstance(base, str) and base.strip():
-        obs.urls.append(Seen(base.strip(), path, keypath_str(where + ("baseUrl",))))
-    model = settings.get("model")
-    if isinstance(model, str) and model.strip():
-        obs.slots.setdefault("model", []).append(
-            Seen(model.strip(), path, keypath_str(where + ("model",))))
-    key = settings.get("apiKey")
-    if isinstance(key, str) and key.strip():
-        k = keypath_str(where + ("apiKey",))
-        obs.keys.append(Seen(Secret(key.strip(), f"{path} {k}"), path, k))
-    headers = settings.get("headers")
-    if isinstance(headers, dict) and headers:
-        obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()}, path,
-                                keypath_str(where + ("headers",))))
+def _data(env: ClientEnv) -> Path:
+    return cline_dirs(env)[1]
 
 
-def _observe_legacy(state: dict, path: Path, secrets_path: Path, obs: Observation) -> None:
-    base = state.get("openAiBaseUrl")
-    if isinstance(base, str) and base.strip():
-        obs.urls.append(Seen(base.strip(), path, "openAiBaseUrl"))
-    for var in ("actModeOpenAiModelId", "planModeOpenAiModelId", "openAiModelId"):
-        model = state.get(var)
-        if isinstance(model, str) and model.strip():
-            obs.slots.setdefault("model", []).append(Seen(model.strip(), path, var))
-    headers = state.get("openAiHeaders")
-    if isinstance(headers, dict) and headers:
-        obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()}, path,
-                                "openAiHeaders"))
-    key = read_plain(secrets_path, "json", obs, ("openAiApiKey",))
-    if isinstance(key, str) and key.strip():
-        obs.keys.append(Seen(Secret(key.strip(), f"{secrets_path} openAiApiKey"), secrets_path,
-                             "openAiApiKey"))
+CLIENT = Cline(
+    ID, TITLE, primary="providers",
+    files={"providers": declare.File(lambda env: _data(env) / "settings" / "providers.json",
+                                     "json"),
+           "mcp": declare.File(mcp_path, "json"),
+           "state": declare.File(lambda env: _data(env) / "globalState.json", "json"),
+           "secrets": declare.File(lambda env: _data(env) / "secrets.json", "json")},
+    bindings=(
+        declare.fixed("providers", "lastUsedProvider", value=PROVIDER),
+        declare.fixed("providers", *P, "settings", "provider", value=PROVIDER),
+        declare.key("providers", *P, "settings", "apiKey"),
+        declare.slot("providers", *P, "settings", "model"),
+        declare.url("providers", *P, "settings", "baseUrl"),
+        declare.headers("providers", *P, "settings", "headers"),
+        declare.fixed("providers", *P, "tokenSource", value="manual"),
+        # the legacy extension store (v3.89.2 keys)
+        declare.fixed("state", "planModeApiProvider", value="openai"),
+        declare.fixed("state", "actModeApiProvider", value="openai"),
+        declare.url("state", "openAiBaseUrl"),
+        declare.slot("state", "actModeOpenAiModelId"),
+        declare.slot("state", "planModeOpenAiModelId"),
+        declare.headers("state", "openAiHeaders"),
+        declare.key("secrets", "openAiApiKey"),
+    ),
+    key_rule=declare.KeyRule((), "it reads the key from no environment variable or helper"),
+    mcp=declare.McpShape(("mcpServers",), stdio={"type": "stdio"},
+                         http={"type": "streamableHttp"}, sse={"type": "sse"},
+                         note="Cline is not known to expand variables in its MCP settings"),
+    mcp_file="mcp",
+)
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)
 
 
 def _observe_mcp(servers: dict, path: Path, obs: Observation) -> None:
     for name, entry in servers.items():
         if not isinstance(entry, dict):
             continue
-        t = entry.get("transport") if isinstance(entry.get("transport"), dict) else entry
+        nested = entry.get("transport")
+        t = nested if isinstance(nested, dict) else entry
         if entry.get("disabled") is True:
             obs.notes.append(f"{path}: MCP server {name!r} is disabled; not imported")
             continue

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Literal
 
 import re
-import sys
+from typing import Any
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
-                                  SLOT_MAP, Seen, disk_key, fleet_mcp, probe_specs, read_plain,
-                                  shown, slot_option, start_on_disk)
+from taosync.clients import declare
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, ProbeSpec, SLOT_MAP,
+                                  Seen, disk_key, probe_specs, read_plain, shown, slot_option,
+                                  start_on_disk)
 from taosync.formats.base import Match, keypath_str
-from taosync.fleet.logic import McpSecret, inline_mcp_secrets
 from taosync.fleet.secrets import Secret
 
 ID = "continue"
@@ -59,11 +59,13 @@ OWNED_FILES = (
 ROLE_ORDER = ("chat", "autocomplete", "embed", "rerank", "edit", "apply", "summarize",
               "subagent")
 DEFAULT_ROLES = ("chat", "edit", "apply", "summarize")
+#: one of ROLE_ORDER, as the fleet schema's type
+ROLE: Any = Literal.__getitem__(ROLE_ORDER)
 
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("roles", "Role → route or model id. Default: chat, edit, apply and "
-         "summarize on default_route.", SLOT_MAP, dict[Literal[ROLE_ORDER], str], {}),
+         "summarize on default_route.", SLOT_MAP, dict[ROLE, str], {}),
     Option("secret_name", str, "TAOTOKEN_API_KEY",
            "Name used in ${{ secrets.NAME }} when secrets: reference.",
            pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"),
@@ -72,12 +74,6 @@ OPTIONS = (
 
 def continue_dir(env: ClientEnv) -> Path:
     return env.location("CONTINUE_GLOBAL_DIR") or env.home / ".continue"
-
-
-def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    """(directories, single files) this client's files may be in (rollback/recovery)."""
-    return [continue_dir(env)], []
-
 
 
 def _models(fleet, cfg) -> dict[str, tuple[str | None, list[str]]]:
@@ -93,144 +89,216 @@ def _models(fleet, cfg) -> dict[str, tuple[str | None, list[str]]]:
     return out
 
 
-
-def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    cfg = fleet.clients.continue_
-    home = continue_dir(env)
-    config_path = home / "config.yaml"
-    reference = fleet.secrets_for(cfg) == "reference"
-    api_key = f"${{{{ secrets.{cfg.secret_name} }}}}" if reference else key
-
-    values: dict = {}
-    models = _models(fleet, cfg)
-    for model, (_, roles) in models.items():
-        e = ("models", Match("name", model))
-        values[e + ("provider",)] = "openai"
-        values[e + ("model",)] = model
-        values[e + ("apiBase",)] = fleet.openai_url
-        values[e + ("apiKey",)] = api_key
-        values[e + ("roles",)] = roles
-        context_window = fleet.context_window(model)
-        if context_window:
-            values[e + ("defaultCompletionOptions", "contextLength")] = context_window
-        if fleet.gateway.headers:
-            values[e + ("requestOptions", "headers")] = fleet.gateway_headers()
-
-    holds_key = False
-    if cfg.mcp and fleet.mcp_servers:
-        for name, server in fleet.mcp_servers_expanded(key).items():
-            m = ("mcpServers", Match("name", name))
-            if server.kind == "stdio":
-                values[m + ("command",)] = server.command
-                values[m + ("args",)] = list(server.args)
-                if server.env:
-                    values[m + ("env",)] = _mcp_secrets(server.env, reference)
-                if server.cwd:
-                    values[m + ("cwd",)] = server.cwd
-            else:
-                values[m + ("url",)] = server.url
-                values[m + ("type",)] = "streamable-http" if server.transport == "http" else "sse"
-                if server.headers:
-                    values[m + ("requestOptions", "headers")] = _mcp_secrets(server.headers,
-                                                                             reference)
-            if reference:
-                warning = inline_mcp_secrets(
-                    ID, name, values.get(m + ("env",)) or
-                    values.get(m + ("requestOptions", "headers")) or {}, config_path,
-                    "Continue reads ${{ secrets.NAME }} from the environment, so only "
-                    "${env:NAME} values are passed by reference")
-                if warning:
-                    env.warnings.append(warning)
-            holds_key = holds_key or key.found_in(server.plain())
-        if holds_key and reference:
-            env.warnings.append(
-                f"{ID}: an MCP server uses ${{gateway.key}}, so the key is written into "
-                f"{config_path} (mode 0600) even with secrets: reference"
-            )
-
-    patches = [Patch(
-        config_path, "yaml", values, ID,
-        skeleton={("name",): "Local Config", ("version",): "1.0.0", ("schema",): "v1"},
-        secret=holds_key,
-        # Continue uses the first model with a role: taosync's entries go first
-        lead=tuple(("models", Match("name", model)) for model in models),
-    )]
-    if reference:
-        patches.append(Patch(home / ".env", "dotenv", {(cfg.secret_name,): key}, ID,
-                             secret=True))
-    return patches
+def _template(name: str, prefix: str = "", suffix: str = "") -> str:
+    """``${{ secrets.NAME }}``: Continue fills it from its environment and ``.env``."""
+    return f"{prefix}${{{{ secrets.{name} }}}}{suffix}"
 
 
-def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    models = [(slot, model) for model, (slot, _) in _models(fleet, fleet.clients.continue_).items()]
-    return probe_specs(fleet, ID, models, protocol="openai-chat", base_url=fleet.openai_url,
-                       path="/chat/completions")
+#: ``mcpServers``: a list by name; an ``${env:NAME}`` secret as ``${{ secrets.NAME }}``
+MCP_SHAPE = declare.McpShape(
+    ("mcpServers",), listed=True, whole=False, http={"type": "streamable-http"},
+    sse={"type": "sse"}, headers_at=("requestOptions", "headers"),
+    by_reference=lambda v: _template(v.ref.arg, v.prefix, v.suffix)
+    if v.ref.kind == "env" else None,
+    note="Continue reads ${{ secrets.NAME }} from the environment, so only ${env:NAME} "
+         "values are passed by reference")
 
 
-def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    """The probes config.yaml makes Continue send: one per model entry taosync writes
-    (named by model id), with that entry's apiBase, apiKey (a ``${{ secrets.NAME }}``
-    template resolved from ``.env``, then the environment), model and
-    requestOptions.headers."""
-    home = continue_dir(env)
-    path = home / "config.yaml"
-    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, path)
-    if obs is None:
+class Continue(declare.Declared):
+    """What the table cannot say: one model entry per model id the roles name (in
+    Continue's role order, kept first in ``models``), each with the key or its
+    ``${{ secrets.NAME }}`` template; in reference mode the key goes into ``.env``."""
+
+    def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
+        """The model entries, which carry the key (inline) or its template."""
+        cfg = self.cfg(fleet)
+        api_key = key
+        if self.key_reference(fleet, env, self.file("config", env)) is not None:
+            api_key = _template(cfg.secret_name)
+            values["env"][(cfg.secret_name,)] = key
+        for model, (_, roles) in _models(fleet, cfg).items():
+            e = ("models", Match("name", model))
+            values["config"].update({e + ("provider",): "openai", e + ("model",): model,
+                                     e + ("apiBase",): fleet.openai_url,
+                                     e + ("apiKey",): api_key, e + ("roles",): roles})
+            context_window = fleet.context_window(model)
+            if context_window:
+                values["config"][e + ("defaultCompletionOptions", "contextLength")] = \
+                    context_window
+            if fleet.gateway.headers:
+                values["config"][e + ("requestOptions", "headers")] = fleet.gateway_headers()
+
+    def patch_fields(self, name: str, fleet: Any, env: ClientEnv) -> dict:
+        if name != "config":
+            return {}
+        return {"skeleton": {("name",): "Local Config", ("version",): "1.0.0",
+                             ("schema",): "v1"},
+                # Continue uses the first model with a role: taosync's entries go first
+                "lead": tuple(("models", Match("name", model))
+                              for model in _models(fleet, self.cfg(fleet)))}
+
+    def probes(self, fleet: Any, key: Any, env: ClientEnv) -> list[ProbeSpec]:
+        models = [(slot, model) for model, (slot, _) in _models(fleet, self.cfg(fleet)).items()]
+        return probe_specs(fleet, ID, models, protocol=self.protocol,
+                           base_url=fleet.openai_url, path=self.path)
+
+    def on_disk(self, fleet: Any, key: Any, env: ClientEnv) -> OnDisk:
+        """The probes config.yaml makes Continue send: one per model entry taosync writes
+        (named by model id), with that entry's apiBase, apiKey (a ``${{ secrets.NAME }}``
+        template resolved from ``.env``, then the environment), model and
+        requestOptions.headers."""
+        path = self.file("config", env)
+        home = path.parent
+        out, obs = start_on_disk(self, fleet, key, env, path)
+        if obs is None:
+            return out
+        where = shown(path, env)
+        config = read_plain(path, "yaml", obs)
+        listed = config.get("models") if isinstance(config, dict) else None
+        listed = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
+        entries: dict = {}
+        for e in listed:
+            entries.setdefault(e.get("name"), e)  # a Match finds the first
+        wanted = _models(fleet, self.cfg(fleet))
+        used = _used_for_roles(listed, wanted, where, out)
+        _cn_selection(home, listed, wanted, env, obs, out)
+        for name, (slot, _) in wanted.items():
+            entry = entries.get(name)
+            at = keypath_str(("models", Match("name", name)))
+            if entry is None or name not in used:
+                continue  # reported as drift, or as a problem: Continue does not use it
+            values = {field: entry.get(field) for field in ("apiBase", "apiKey", "model")}
+            missing = [f for f, v in values.items() if not (isinstance(v, str) and v.strip())]
+            if missing:
+                out.problems.append(f"{where} {at} has no {', '.join(missing)}")
+                continue
+            key_seen, secret, problem = _entry_key(values["apiKey"], at, path, env, obs)
+            if problem:
+                out.problems.append(problem)
+                continue
+            options = entry.get("requestOptions")
+            headers = options.get("headers") if isinstance(options, dict) else None
+            headers = headers if isinstance(headers, dict) else {}
+            out.probes += probe_specs(
+                fleet, ID, [(slot, values["model"].strip())], protocol="openai-chat",
+                base_url=values["apiBase"].strip(), path="/chat/completions",
+                headers={str(k): str(v) for k, v in headers.items()}, secret=secret,
+                origins=(out.origin("url", Seen(None, path, f"{at}.apiBase"), env),
+                         out.origin("key", key_seen, env),
+                         out.origin("model", Seen(None, path, f"{at}.model"), env)))
+        if not out.probes and not out.problems:
+            out.problems.append(f"{where} has none of the model entries taosync writes")
         return out
-    where = shown(path, env)
-    config = read_plain(path, "yaml", obs)
-    listed = config.get("models") if isinstance(config, dict) else None
-    listed = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
-    entries: dict = {}
-    for e in listed:
-        entries.setdefault(e.get("name"), e)  # a Match finds the first
-    wanted = _models(fleet, fleet.clients.continue_)
-    used = _used_for_roles(listed, wanted, where, out)
-    _cn_selection(home, listed, wanted, env, obs, out)
-    for name, (slot, _) in wanted.items():
-        entry = entries.get(name)
-        at = keypath_str(("models", Match("name", name)))
-        if entry is None or name not in used:
-            continue  # reported as drift, or as a problem: Continue does not use it
-        values = {field: entry.get(field) for field in ("apiBase", "apiKey", "model")}
-        missing = [f for f, v in values.items() if not (isinstance(v, str) and v.strip())]
-        if missing:
-            out.problems.append(f"{where} {at} has no {', '.join(missing)}")
-            continue
-        key_seen = Seen(None, path, f"{at}.apiKey")
-        template = _SECRET_TEMPLATE.match(values["apiKey"].strip())
-        dotenv = None
-        if template is not None:  # .env first, as Continue's CLIPlatformClient looks
-            name = template.group(1)
-            dotenv = read_plain(home / ".env", "dotenv", obs, (name,))
-        if template is None:
-            secret, problem = disk_key("literal", values["apiKey"], f"{where} {at}.apiKey", env)
-        elif isinstance(dotenv, str) and dotenv.strip():
-            key_seen = Seen(None, home / ".env", name)
-            secret, problem = disk_key("literal", dotenv, f"{shown(home / '.env', env)} {name}",
-                                       env)
-        elif env.getenv(name) is not None:
-            secret, problem = disk_key("env", name, f"{where} {at}.apiKey (secrets.{name}, "
-                                       f"from the environment)", env)
-        else:
-            secret, problem = None, (f"{where} {at}.apiKey: secrets.{name} is set neither in "
-                                     f"{shown(home / '.env', env)} nor in the environment")
-        if problem:
-            out.problems.append(problem)
-            continue
-        options = entry.get("requestOptions")
-        headers = options.get("headers") if isinstance(options, dict) else None
-        headers = headers if isinstance(headers, dict) else {}
-        out.probes += probe_specs(
-            fleet, ID, [(slot, values["model"].strip())], protocol="openai-chat",
-            base_url=values["apiBase"].strip(), path="/chat/completions",
-            headers={str(k): str(v) for k, v in headers.items()}, secret=secret,
-            origins=(out.origin("url", Seen(None, path, f"{at}.apiBase"), env),
-                     out.origin("key", key_seen, env),
-                     out.origin("model", Seen(None, path, f"{at}.model"), env)))
-    if not out.probes and not out.problems:
-        out.problems.append(f"{where} has none of the model entries taosync writes")
-    return out
+
+    def observe(self, env: ClientEnv) -> Observation:
+        """What ``config.yaml`` in Continue's global directory says."""
+        path = self.file("config", env)
+        home = path.parent
+        obs = Observation(ID, protocol="openai")
+        config = read_plain(path, "yaml", obs)
+        from taosync.privilege import owner_rights
+
+        with owner_rights():  # root on a user's home: looked at as its owner
+            deprecated = (home / "config.json").exists()
+        if deprecated:
+            obs.notes.append(f"{home / 'config.json'}: the deprecated config.json is not read "
+                             f"by import; taosync writes config.yaml")
+        if not isinstance(config, dict):
+            return obs
+        kept: list[str] = []
+        secret_names: list[str] = []
+        models = config.get("models")
+        for entry in models if isinstance(models, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            name, model, provider = entry.get("name"), entry.get("model"), entry.get("provider")
+            base = entry.get("apiBase")
+            if "uses" in entry or not isinstance(name, str) or not isinstance(model, str):
+                continue
+            if provider not in _GATEWAY_PROVIDERS or not (isinstance(base, str) and base.strip()):
+                kept.append(f"{name} ({provider})")
+                continue
+            at = ("models", Match("name", name))
+            obs.urls.append(Seen(base.strip(), path, keypath_str(at + ("apiBase",))))
+            if name != model:
+                obs.notes.append(
+                    f"{path}: model entry {name!r} (model {model}) — taosync names its entries "
+                    f"by model id, so apply adds an entry {model!r} with the roles and leaves "
+                    f"{name!r} as it is; rename it to {model!r} first to keep one entry")
+            if provider != "openai":
+                obs.notes.append(f"{path}: model entry {name!r} uses provider {provider!r}; "
+                                 f"taosync writes provider openai (Chat Completions) for "
+                                 f"gateway models")
+            roles = entry.get("roles")
+            if not isinstance(roles, list) or not roles:
+                roles = list(DEFAULT_ROLES)
+            for role in roles:
+                if role in ROLE_ORDER:
+                    obs.slots.setdefault(f"roles.{role}", []).append(
+                        Seen(model.strip(), path, keypath_str(at + ("model",))))
+            key = entry.get("apiKey")
+            if isinstance(key, str) and key.strip():
+                k = keypath_str(at + ("apiKey",))
+                m = _SECRET_TEMPLATE.match(key.strip())
+                if m:
+                    if m.group(1) not in secret_names:
+                        secret_names.append(m.group(1))
+                        obs.key_envs.append(Seen(m.group(1), path, k))
+                else:
+                    obs.keys.append(Seen(Secret(key.strip(), f"{path} {k}"), path, k))
+            options = entry.get("requestOptions")
+            headers = options.get("headers") if isinstance(options, dict) else None
+            if isinstance(headers, dict) and headers:
+                obs.headers.append(Seen({str(a): str(b) for a, b in headers.items()}, path,
+                                        keypath_str(at + ("requestOptions", "headers"))))
+        if secret_names:
+            obs.settings["secrets"] = "reference"
+            obs.settings["secret_name"] = secret_names[0]
+            dotenv = home / ".env"
+            for name in secret_names:
+                value = read_plain(dotenv, "dotenv", obs, (name,))
+                if isinstance(value, str) and value.strip():
+                    obs.keys.append(Seen(Secret(value.strip(), f"{dotenv} {name}"), dotenv, name))
+        if kept:
+            obs.notes.append(f"{path}: other models kept as they are (taosync never touches "
+                             f"them): {', '.join(kept)}")
+
+        declare.read_mcp(MCP_SHAPE, config, path, obs)
+        return obs
+
+
+CLIENT = Continue(
+    ID, TITLE, primary="config", bindings=(),
+    files={"config": declare.File(lambda env: continue_dir(env) / "config.yaml", "yaml"),
+           "env": declare.File(lambda env: continue_dir(env) / ".env", "dotenv")},
+    # in reference mode config.yaml holds the template whatever the fleet's reference
+    key_rule=declare.KeyRule(("env", "file", "cmd", "shell")),
+    mcp=MCP_SHAPE, mcp_file="config",
+)
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)
+
+
+def _entry_key(api_key: str, at: str, path: Path, env: ClientEnv,
+               obs: Observation) -> tuple[Seen, Any, str | None]:
+    """(where, the key, why not) for a model entry's ``apiKey``: the key itself, or a
+    ``${{ secrets.NAME }}`` template resolved from ``.env`` first (as Continue's
+    CLIPlatformClient looks), then the environment."""
+    where, dotenv_path = f"{shown(path, env)} {at}.apiKey", path.parent / ".env"
+    template = _SECRET_TEMPLATE.match(api_key.strip())
+    if template is None:
+        return (Seen(None, path, f"{at}.apiKey"), *disk_key("literal", api_key, where, env))
+    name = template.group(1)
+    dotenv = read_plain(dotenv_path, "dotenv", obs, (name,))
+    if isinstance(dotenv, str) and dotenv.strip():
+        return (Seen(None, dotenv_path, name),
+                *disk_key("literal", dotenv, f"{shown(dotenv_path, env)} {name}", env))
+    if env.getenv(name) is not None:
+        return (Seen(None, path, f"{at}.apiKey"),
+                *disk_key("env", name, f"{where} (secrets.{name}, from the environment)", env))
+    return Seen(None, path, f"{at}.apiKey"), None, (
+        f"{where}: secrets.{name} is set neither in {shown(dotenv_path, env)} nor in the "
+        f"environment")
 
 
 def _roles_of(entry: dict) -> list:
@@ -246,7 +314,7 @@ def _used_for_roles(listed: list[dict], wanted: dict, where: str, out: OnDisk) -
     takes the first model with a role, cn too for chat); a problem for each entry of the
     user's listed earlier with a role of taosync's."""
     used: set[str] = set()
-    lost: dict[tuple[str, str], list[str]] = {}
+    lost: dict[tuple[str | None, str], list[str]] = {}
     for model, (_, roles) in wanted.items():
         for role in roles:
             first = next((e for e in listed if role in _roles_of(e)), None)
@@ -294,106 +362,3 @@ def _cn_selection(home: Path, listed: list[dict], wanted: dict, env: ClientEnv,
 _SECRET_TEMPLATE = re.compile(r"^\$\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
 #: Continue providers whose apiBase is an OpenAI- or Anthropic-shaped gateway
 _GATEWAY_PROVIDERS = ("openai", "anthropic")
-
-
-def observe(env: ClientEnv) -> Observation:
-    """What ``config.yaml`` in Continue's global directory says."""
-    home = continue_dir(env)
-    path = home / "config.yaml"
-    obs = Observation(ID, protocol="openai")
-    config = read_plain(path, "yaml", obs)
-    from taosync.privilege import owner_rights
-
-    with owner_rights():  # root on a user's home: looked at as its owner
-        deprecated = (home / "config.json").exists()
-    if deprecated:
-        obs.notes.append(f"{home / 'config.json'}: the deprecated config.json is not read "
-                         f"by import; taosync writes config.yaml")
-    if not isinstance(config, dict):
-        return obs
-    kept: list[str] = []
-    secret_names: list[str] = []
-    models = config.get("models") if isinstance(config.get("models"), list) else []
-    for entry in models:
-        if not isinstance(entry, dict):
-            continue
-        name, model, provider = entry.get("name"), entry.get("model"), entry.get("provider")
-        base = entry.get("apiBase")
-        if "uses" in entry or not isinstance(name, str) or not isinstance(model, str):
-            continue
-        if provider not in _GATEWAY_PROVIDERS or not (isinstance(base, str) and base.strip()):
-            kept.append(f"{name} ({provider})")
-            continue
-        at = ("models", Match("name", name))
-        obs.urls.append(Seen(base.strip(), path, keypath_str(at + ("apiBase",))))
-        if name != model:
-            obs.notes.append(
-                f"{path}: model entry {name!r} (model {model}) — taosync names its entries by "
-                f"model id, so apply adds an entry {model!r} with the roles and leaves "
-                f"{name!r} as it is; rename it to {model!r} first to keep one entry")
-        if provider != "openai":
-            obs.notes.append(f"{path}: model entry {name!r} uses provider {provider!r}; taosync "
-                             f"writes provider openai (Chat Completions) for gateway models")
-        roles = entry.get("roles")
-        if not isinstance(roles, list) or not roles:
-            roles = list(DEFAULT_ROLES)
-        for role in roles:
-            if role in ROLE_ORDER:
-                obs.slots.setdefault(f"roles.{role}", []).append(
-                    Seen(model.strip(), path, keypath_str(at + ("model",))))
-        key = entry.get("apiKey")
-        if isinstance(key, str) and key.strip():
-            k = keypath_str(at + ("apiKey",))
-            m = _SECRET_TEMPLATE.match(key.strip())
-            if m:
-                if m.group(1) not in secret_names:
-                    secret_names.append(m.group(1))
-                    obs.key_envs.append(Seen(m.group(1), path, k))
-            else:
-                obs.keys.append(Seen(Secret(key.strip(), f"{path} {k}"), path, k))
-        options = entry.get("requestOptions")
-        if isinstance(options, dict) and isinstance(options.get("headers"), dict) and options["headers"]:
-            obs.headers.append(Seen({str(a): str(b) for a, b in options["headers"].items()},
-                                    path, keypath_str(at + ("requestOptions", "headers"))))
-    if secret_names:
-        obs.settings["secrets"] = "reference"
-        obs.settings["secret_name"] = secret_names[0]
-        dotenv = home / ".env"
-        for name in secret_names:
-            value = read_plain(dotenv, "dotenv", obs, (name,))
-            if isinstance(value, str) and value.strip():
-                obs.keys.append(Seen(Secret(value.strip(), f"{dotenv} {name}"), dotenv, name))
-    if kept:
-        obs.notes.append(f"{path}: other models kept as they are (taosync never touches "
-                         f"them): {', '.join(kept)}")
-
-    servers = config.get("mcpServers") if isinstance(config.get("mcpServers"), list) else []
-    for entry in servers:
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            continue
-        name = entry["name"]
-        if "command" in entry:
-            value = fleet_mcp(command=entry.get("command"), args=entry.get("args"),
-                              env=entry.get("env"), cwd=entry.get("cwd"))
-        else:
-            options = entry.get("requestOptions") if isinstance(entry.get("requestOptions"), dict) else {}
-            value = fleet_mcp(url=entry.get("url"), headers=options.get("headers"),
-                              transport="sse" if entry.get("type") == "sse" else "http")
-        if value is None:
-            obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
-                             f"express; not imported")
-            continue
-        obs.mcp_servers.setdefault(name, Seen(value, path,
-                                              keypath_str(("mcpServers", Match("name", name)))))
-    return obs
-
-
-def _mcp_secrets(values: dict, reference: bool) -> dict:
-    """An MCP env or header map; with ``secrets: reference``, an ``${env:NAME}`` secret
-    becomes ``${{ secrets.NAME }}``, which Continue fills from its environment (and
-    ``~/.continue/.env``) at run time, so the value stays off disk."""
-    if not reference:
-        return dict(values)
-    return {name: (f"{v.prefix}${{{{ secrets.{v.ref.arg} }}}}{v.suffix}"
-                   if isinstance(v, McpSecret) and v.ref.kind == "env" else v)
-            for name, v in values.items()}

@@ -166,21 +166,27 @@ class McpShape:
     note: str = ""
     #: owned keys written once when any server is (gptme's ``[mcp] enabled``)
     switch: Mapping[KeyPath, Any] = field(default_factory=dict)
+    #: the field and value that switch an entry off (``{"enabled": False}``): such an
+    #: entry is not imported, and a note says so
+    disabled: Mapping[str, Any] = field(default_factory=dict)
 
     def at(self, name: str) -> KeyPath:
         return self.container + ((Match("name", name),) if self.listed else (name,))
 
 
-def _written(values: Mapping[str, Any], shape: McpShape, reference: bool) -> dict:
+def _written(values: Mapping[str, Any], shape: McpShape, reference: bool,
+             spell: Callable[[Any], str | None] | None = None) -> dict:
     """An env or header map as the client gets it: under ``secrets: reference``, each
-    secret the client can expand itself in its own spelling."""
-    if not (reference and shape.by_reference):
+    secret the client can expand itself in its own spelling (``spell``, default the
+    shape's ``by_reference``)."""
+    spell = spell or shape.by_reference
+    if not (reference and spell):
         return dict(values)
     from taosync.fleet.logic import McpSecret
 
     out = {}
     for name, value in values.items():
-        spelled = shape.by_reference(value) if isinstance(value, McpSecret) else None
+        spelled = spell(value) if isinstance(value, McpSecret) else None
         out[name] = value if spelled is None else spelled
     return out
 
@@ -251,6 +257,9 @@ def read_mcp(shape: McpShape, doc: Any, path: Path, obs: Observation,
     for name, entry in items:
         if not isinstance(name, str) or not isinstance(entry, dict):
             continue
+        if shape.disabled and all(_same(entry.get(k), v) for k, v in shape.disabled.items()):
+            obs.notes.append(f"{path}: MCP server {name!r} is disabled; not imported")
+            continue
         command = entry.get("command")
         if command is not None and not _is_http(shape, entry):
             args = entry.get("args")
@@ -267,7 +276,14 @@ def read_mcp(shape: McpShape, doc: Any, path: Path, obs: Observation,
             obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
                              f"express; not imported")
             continue
+        if shape.listed and name in obs.mcp_servers:
+            continue  # a list's first entry of a name is the one (a Match finds it)
         obs.mcp_servers[name] = Seen(value, path, keypath_str(shape.at(name)))
+
+
+def _same(found: Any, wanted: Any) -> bool:
+    """``found == wanted``, but a flag only equals a flag (``0`` is not ``False``)."""
+    return found is wanted if isinstance(wanted, bool) else found == wanted
 
 
 def _is_http(shape: McpShape, entry: dict) -> bool:
@@ -396,7 +412,8 @@ class Declared:
         taken: dict[str, str] = {}
         for name, server in fleet.mcp_servers_expanded(key).items():
             raw = server.env if server.kind == "stdio" else server.headers
-            secrets = _written(raw, shape, reference)
+            secrets = _written(raw, shape, reference,
+                               lambda value: self.mcp_reference(value, env))
 
             def warn(text: str, name: str = name) -> None:
                 env.warnings.append(f"{self.id}: MCP server {name!r} {text}")
@@ -414,8 +431,12 @@ class Declared:
             at = shape.at(written)
             if shape.whole:
                 values[at] = entry
-            else:
-                values.update({at + (k,): v for k, v in entry.items()})
+            else:  # each field on its own; a nested headers map at its own path
+                fields: dict[KeyPath, Any] = {(k,): v for k, v in entry.items()}
+                if len(shape.headers_at) > 1 and shape.headers_at[:1] in fields:
+                    del fields[shape.headers_at[:1]]
+                    fields[shape.headers_at] = _get(entry, shape.headers_at)
+                values.update({at + path: v for path, v in fields.items()})
             holds_key = holds_key or key.found_in(entry)
         return values, holds_key
 
@@ -423,6 +444,13 @@ class Declared:
         """Hook: the name server ``name`` is written under (``taken``: written name →
         fleet name so far), or None to leave it out (say why in ``env.warnings``)."""
         return name
+
+    def mcp_reference(self, value: Any, env: ClientEnv) -> str | None:
+        """How an MCP secret (an :class:`~taosync.fleet.logic.McpSecret`) is written so
+        the client expands it itself, or None (inline): the shape's ``by_reference``
+        (a hook for a spelling that needs the machine, such as an absolute path)."""
+        spell = self.mcp.by_reference if self.mcp is not None else None
+        return spell(value) if spell is not None else None
 
     # -- render -------------------------------------------------------------------------
 
@@ -483,18 +511,31 @@ class Declared:
         holds: dict[str, bool] = {}
         if self.mcp is not None:
             path = self.file(self.mcp_file, env)
-            key_written = any(_holds(key, v) for v in values.values())
             mcp, holds_key = self.mcp_values(fleet, key, env, path)
+            self.warn_mcp_key(fleet, key, env, path, values, holds_key)
             values[self.mcp_file].update(mcp)
             holds[self.mcp_file] = holds_key
-            if holds_key and not key_written and self.reference(fleet):
-                env.warnings.append(
-                    f"{self.id}: an MCP server uses ${{gateway.key}}, so the key is written "
-                    f"into {path} (mode 0600) even with secrets: reference")
         self.extra_render(fleet, key, env, values)
         return [Patch(self.file(name, env), self.files[name].format, values[name], self.id,
-                      secret=holds.get(name, False) or _holds(key, values[name]))
+                      secret=holds.get(name, False) or _holds(key, values[name]),
+                      **self.patch_fields(name, fleet, env))
                 for name in self.files if values[name]]
+
+    def warn_mcp_key(self, fleet: Any, key: Any, env: ClientEnv, path: Path,
+                     values: Mapping[str, Mapping[KeyPath, Any]], holds_key: bool) -> None:
+        """Under ``secrets: reference``, an MCP server that puts the gateway key on disk
+        where the client's other owned values keep it off is worth one warning (where the
+        key went inline anyway, that was warned about already)."""
+        if holds_key and self.key_rule.reads and self.reference(fleet) and \
+                not any(_holds(key, file_values) for file_values in values.values()):
+            env.warnings.append(
+                f"{self.id}: an MCP server uses ${{gateway.key}}, so the key is written into "
+                f"{path} (mode 0600) even with secrets: reference")
+
+    def patch_fields(self, name: str, fleet: Any, env: ClientEnv) -> dict:
+        """Hook: more fields of file ``name``'s :class:`Patch` — ``skeleton`` (set only
+        where missing), ``volatile``, ``lead`` (see :class:`~taosync.engine.patch.Patch`)."""
+        return {}
 
     def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
         """The key bindings: the key inline, or what the client follows by reference
@@ -605,10 +646,8 @@ class Declared:
         if obs is None:
             return out
         where = shown(primary, env)
-        url_bind = next(b for b in self.bindings if b.role == "url")
         if not obs.urls:
-            out.problems.append(f"{shown(self.file(url_bind.file, env), env)} sets no "
-                                f"{self.places.get('url') or keypath_str(url_bind.path)}")
+            out.problems.append(self.no_url(where, env))
             return out
         key_seen, secret, problem = self.read_key(obs, env, where)
         if problem or key_seen is None:
@@ -635,6 +674,13 @@ class Declared:
     def disk_auth(self, key_seen: Seen | None) -> str:
         """Hook: how the client sends the key it read from ``key_seen``."""
         return self.auth
+
+    def no_url(self, where: str, env: ClientEnv) -> str:
+        """The problem when the files set no base URL (names the url binding's file and
+        key, or its ``places`` entry)."""
+        url_bind = next(b for b in self.bindings if b.role == "url")
+        return (f"{shown(self.file(url_bind.file, env), env)} sets no "
+                f"{self.places.get('url') or keypath_str(url_bind.path)}")
 
     def read_key(self, obs: Observation, env: ClientEnv,
                  where: str) -> tuple[Seen | None, Any, str | None]:

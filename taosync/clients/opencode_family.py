@@ -18,23 +18,24 @@ which is how ``secrets: reference`` keeps the key (and MCP secrets) off disk. Bo
 clients add ``$schema`` (Kilo also ``permission``) on their first run: never owned, so
 never drift; taosync writes ``$schema`` only where it is missing.
 
-Each client is its own module (``opencode.py``, ``kilo.py``) holding a :class:`Flavor`
-and delegating here.
+One declaration serves both: :class:`Family`, instantiated once per client (``opencode.py``,
+``kilo.py``) with its :class:`Flavor` — what differs between them — as a field.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
+from typing import Any
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
-                                  Seen, disk_key, fleet_mcp, probe_specs, read_plain, shown,
-                                  slot_option, start_on_disk)
-from taosync.fleet.logic import McpSecret, attr_name, inline_mcp_secrets
+from taosync.clients import declare
+from taosync.clients.base import (ClientEnv, Observation, Option, Patch, Seen, disk_key,
+                                  slot_option)
 from taosync.fleet.secrets import Secret, expand_path, parse_reference
-from taosync.formats.base import keypath_str
+from taosync.formats.base import KeyPath, keypath_str
 
 FORMAT = "jsonc"
 NPM = "@ai-sdk/openai-compatible"
@@ -45,7 +46,7 @@ _BUILT_IN = ("openai", "anthropic", "opencode", "kilo")
 
 @dataclass(frozen=True)
 class Flavor:
-    """One client of the family: its id, product, version proven, and where it looks."""
+    """What one client of the family has of its own: id, product, version proven, where."""
 
     id: str
     title: str
@@ -57,6 +58,8 @@ class Flavor:
     schema_url: str  # the ``$schema`` the client inserts itself
     #: environment variables that add a config merged over the global file
     overrides: tuple[str, ...] = ()
+    summary: str = ""  # one line for the schema and help
+    binary: str = ""  # its command (taosync doctor shows its --version)
 
 
 def options() -> tuple[Option, ...]:
@@ -95,9 +98,6 @@ def owned_files(f: Flavor) -> tuple:
              "missing; `mcp.<name>.{type,command,environment,cwd,url,headers}`"),)
 
 
-# -- where ------------------------------------------------------------------------------
-
-
 def config_dir(f: Flavor, env: ClientEnv) -> Path:
     return (env.location("XDG_CONFIG_HOME") or env.home / ".config") / f.dirname
 
@@ -114,148 +114,160 @@ def config_path(f: Flavor, env: ClientEnv) -> Path:
     return folder / f.files[-1]
 
 
-def locations(f: Flavor, env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    return [config_dir(f, env)], []
-
-
-def _cfg(f: Flavor, fleet):
-    return getattr(fleet.clients, attr_name(f.id))
-
-
-# -- render -----------------------------------------------------------------------------
-
-
-def key_token(fleet, env: ClientEnv) -> str | None:
-    """What the file holds instead of the key in reference mode (``{env:NAME}``,
-    ``{file:PATH}``), or None when only inline works."""
-    ref = parse_reference(fleet.gateway.key)
-    if ref.kind == "env":
-        return f"{{env:{ref.arg}}}"
-    if ref.kind == "file":
-        return f"{{file:{_absolute(ref.arg, env)}}}"
-    return None
-
-
 def _absolute(path: str, env: ClientEnv) -> str:
     """A ``${file:PATH}`` as the client must read it (``~`` is the taosync home)."""
     return str(expand_path(path, env.home).absolute())
 
 
-def _as_written(value, token: str | None, key: Secret, env: ClientEnv):
-    """An MCP string as the file holds it with ``secrets: reference``: a secret the
-    client can substitute itself becomes its ``{env:}``/``{file:}`` text, and the
-    gateway key (``${gateway.key}``) its reference; anything else as it is."""
-    if isinstance(value, McpSecret) and value.ref.kind in ("env", "file"):
-        arg = value.ref.arg if value.ref.kind == "env" else _absolute(value.ref.arg, env)
-        return f"{value.prefix}{{{value.ref.kind}:{arg}}}{value.suffix}"
-    if token is not None and isinstance(value, str) and key.found_in(value):
+def _spelled(ref: Any, env: ClientEnv) -> str:
+    """A reference as the client substitutes it: ``{env:NAME}`` or ``{file:PATH}``."""
+    return f"{{{ref.kind}:{ref.arg if ref.kind == 'env' else _absolute(ref.arg, env)}}}"
+
+
+def _token_for_key(value: Any, key: Secret, token: str) -> Any:
+    """``value`` (an MCP entry's field) with the gateway key's text as ``token``."""
+    if isinstance(value, str) and key.found_in(value):
         return value.replace(key.reveal(), token)
+    if isinstance(value, list):
+        return [_token_for_key(v, key, token) for v in value]
+    if isinstance(value, dict):
+        return {k: _token_for_key(v, key, token) for k, v in value.items()}
     return value
 
 
-def render(f: Flavor, fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    cfg = _cfg(f, fleet)
-    path = config_path(f, env)
-    pid = cfg.provider_id
-    provider = ("provider", pid)
-    reference = fleet.secrets_for(cfg) == "reference"
-    token = key_token(fleet, env) if reference else None
-    if reference and token is None:
-        env.warnings.append(
-            f"{f.id}: secrets: reference needs gateway.key to be an ${{env:…}} or "
-            f"${{file:…}} reference ({f.title} reads {{env:NAME}} and {{file:PATH}}), but it "
-            f"is not; wrote the key inline into {path} (mode 0600)")
-    values: dict = {
-        provider + ("npm",): NPM,
-        provider + ("options", "baseURL"): fleet.openai_url,
-        provider + ("options", "apiKey"): token if token is not None else key,
-    }
-    if fleet.gateway.headers:
-        values[provider + ("options", "headers")] = fleet.gateway_headers()
-    for model in fleet.models:
-        entry = provider + ("models", model)
-        values[entry + ("id",)] = model
-        window = fleet.context_window(model)
-        if window:
-            values[entry + ("limit", "context")] = window
-            values[entry + ("limit", "output")] = 0  # required with context; 0 = default
-    model = fleet.model_for(cfg.model)
-    small = fleet.model_for(cfg.small_model if cfg.small_model is not None else cfg.model)
-    values[("model",)] = f"{pid}/{model}"
-    values[("small_model",)] = f"{pid}/{small}"
-
-    holds_key = False
-    if cfg.mcp and fleet.mcp_servers:
-        def written(value):
-            return _as_written(value, token, key, env) if reference else value
-
-        for name, server in fleet.mcp_servers_expanded(key).items():
-            m = ("mcp", name)
-            secrets = server.env if server.kind == "stdio" else server.headers
-            secrets = {var: written(value) for var, value in secrets.items()}
-            if server.kind == "stdio":
-                entry: dict = {"type": "local",
-                               "command": [written(v) for v in (server.command, *server.args)]}
-                if secrets:
-                    entry["environment"] = secrets
-                if server.cwd:
-                    entry["cwd"] = server.cwd
-            else:  # type remote tries streamable HTTP, then SSE
-                entry = {"type": "remote", "url": written(server.url)}
-                if secrets:
-                    entry["headers"] = secrets
-            values.update({m + (k,): v for k, v in entry.items()})
-            if reference:
-                warning = inline_mcp_secrets(
-                    f.id, name, secrets, path, f"{f.title} substitutes only {{env:NAME}} and "
-                    f"{{file:PATH}}, so ${{cmd:…}} and ${{shell:…}} values are written")
-                if warning:
-                    env.warnings.append(warning)
-            holds_key = holds_key or key.found_in(entry) or any(
-                isinstance(v, McpSecret) for v in secrets.values())
-
-    for var in f.overrides:
-        if env.getenv(var):
-            env.warnings.append(f"{f.id}: {var} is set in this environment; {f.title} merges "
-                                f"that config over {path}, so it may override what taosync "
-                                f"writes")
-    return [Patch(path, FORMAT, values, f.id, secret=holds_key,
-                  skeleton={("$schema",): f.schema_url, provider + ("name",): PROVIDER_NAME})]
+#: the ``mcp`` block: ``local`` (command and args one list, ``environment``) or
+#: ``remote`` (which tries streamable HTTP, then SSE)
+MCP_SHAPE = declare.McpShape(
+    ("mcp",), whole=False, stdio={"type": "local"}, http={"type": "remote"},
+    sse={"type": "remote"}, command_list=True, env_field="environment",
+    disabled={"enabled": False})
 
 
-def probes(f: Flavor, fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    cfg = _cfg(f, fleet)
-    small = cfg.small_model if cfg.small_model is not None else cfg.model
-    return probe_specs(fleet, f.id, fleet.distinct_models([cfg.model, small]),
-                       protocol="openai-chat", base_url=fleet.openai_url,
-                       path="/chat/completions")
+@dataclass(frozen=True)
+class Family(declare.Declared):
+    """opencode or Kilo CLI: the table both share, with the flavour's differences in
+    :attr:`flavor`. What the table cannot say: the provider entry and the model prefix
+    are named by the fleet's ``provider_id``, so :meth:`render_key` writes the entry and
+    :meth:`extra_observe` follows ``model`` to it; the key (and ``${gateway.key}`` in an
+    MCP server) is written as the ``{env:}``/``{file:}`` text the client substitutes."""
 
+    flavor: Flavor = Flavor("", "", "", "", ("",), "")
 
-# -- reading back -----------------------------------------------------------------------
+    @classmethod
+    def of(cls, f: Flavor) -> "Family":
+        return cls(
+            f.id, f.title, files={"config": declare.File(partial(config_path, f), FORMAT)},
+            primary="config",
+            bindings=(declare.slot("config", "model"),
+                      declare.slot("config", "small_model", option="small_model",
+                                   default="model")),
+            key_rule=declare.KeyRule(("env", "file"), f"{f.title} reads {{env:NAME}} and "
+                                     f"{{file:PATH}}"),
+            mcp=replace(MCP_SHAPE, note=f"{f.title} substitutes only {{env:NAME}} and "
+                        f"{{file:PATH}}, so ${{cmd:…}} and ${{shell:…}} values are written"),
+            mcp_file="config", flavor=f)
 
-_ENV_TOKEN = re.compile(r"^\{env:([^}]+)\}$")
-_FILE_TOKEN = re.compile(r"^\{file:([^}]+)\}$")
+    def constants(self) -> tuple:
+        """The module constants of a client (base.py): ID, TITLE, SUMMARY, BINARY,
+        LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES."""
+        f = self.flavor
+        return (f.id, f.title, f.summary, f.binary, ("XDG_CONFIG_HOME",), options(),
+                targets(f), owned_files(f))
 
+    def functions(self) -> tuple:
+        """render, probes, on_disk, observe, locations: what a client module exports."""
+        return self.render, self.probes, self.on_disk, self.observe, self.locations
 
-def observe(f: Flavor, env: ClientEnv) -> Observation:
-    """What the global file says: the provider ``model`` names, its models, MCP servers."""
-    path = config_path(f, env)
-    obs = Observation(f.id, protocol="openai")
-    config = read_plain(path, FORMAT, obs)
-    if not isinstance(config, dict):
-        return obs
-    providers = config.get("provider") if isinstance(config.get("provider"), dict) else {}
-    model = config.get("model")
-    pid = None
-    if isinstance(model, str) and "/" in model:
+    def provider(self, fleet: Any) -> KeyPath:
+        return ("provider", self.cfg(fleet).provider_id)
+
+    # -- render -------------------------------------------------------------------------
+
+    def slot_value(self, fleet: Any, bind: declare.Bind) -> str | None:
+        return f"{self.cfg(fleet).provider_id}/{super().slot_value(fleet, bind)}"
+
+    def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
+        """The provider entry, which holds the key (or its ``{env:}``/``{file:}`` text)
+        and lists the whole catalogue."""
+        ref = self.key_reference(fleet, env, self.file("config", env))
+        provider, config = self.provider(fleet), values["config"]
+        config[provider + ("npm",)] = NPM
+        config[provider + ("options", "baseURL")] = fleet.openai_url
+        config[provider + ("options", "apiKey")] = _spelled(ref, env) if ref else key
+        if fleet.gateway.headers:
+            config[provider + ("options", "headers")] = fleet.gateway_headers()
+        for model in fleet.models:
+            entry = provider + ("models", model)
+            config[entry + ("id",)] = model
+            window = fleet.context_window(model)
+            if window:
+                config[entry + ("limit", "context")] = window
+                config[entry + ("limit", "output")] = 0  # required with context; 0: default
+
+    def mcp_reference(self, value: Any, env: ClientEnv) -> str | None:
+        if value.ref.kind not in ("env", "file"):
+            return None
+        return f"{value.prefix}{_spelled(value.ref, env)}{value.suffix}"
+
+    def mcp_values(self, fleet: Any, key: Any, env: ClientEnv, path: Path) -> tuple[dict, bool]:
+        """The entries; ``${gateway.key}`` in one becomes the key's reference too."""
+        values, holds_key = super().mcp_values(fleet, key, env, path)
+        ref = parse_reference(fleet.gateway.key)
+        if holds_key and self.reference(fleet) and ref.kind in self.key_rule.reads:
+            token = _spelled(ref, env)
+            values = {at: _token_for_key(v, key, token) for at, v in values.items()}
+            holds_key = key.found_in(list(values.values()))
+        return values, holds_key
+
+    def extra_render(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
+        """A config merged over the file is worth a warning."""
+        for var in self.flavor.overrides:
+            if env.getenv(var):
+                env.warnings.append(
+                    f"{self.id}: {var} is set in this environment; {self.title} merges that "
+                    f"config over {self.file('config', env)}, so it may override what "
+                    f"taosync writes")
+
+    def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
+        """As declared; the file is marked secret for what its MCP entries hold (an
+        inline ``options.apiKey`` is a Secret value, which makes it 0600 by itself)."""
+        (patch,) = super().render(fleet, key, env)
+        mcp = [v for at, v in patch.values.items() if at[0] == "mcp"]
+        return [replace(patch, secret=key.found_in(mcp) or any(
+            isinstance(v, Secret) for entry in mcp if isinstance(entry, dict)
+            for v in entry.values()))]
+
+    def patch_fields(self, name: str, fleet: Any, env: ClientEnv) -> dict:
+        return {"skeleton": {("$schema",): self.flavor.schema_url,
+                             self.provider(fleet) + ("name",): PROVIDER_NAME}}
+
+    # -- reading back -------------------------------------------------------------------
+
+    def read_binding(self, bind: declare.Bind, seen: Seen, obs: Observation) -> None:
+        """Nothing: the slots are read through the provider ``model`` names."""
+
+    def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
+        """The provider ``model`` names: its base URL, key, headers; model, small_model."""
+        config, path = docs["config"], self.file("config", env)
+        model = config.get("model") if isinstance(config, dict) else None
+        if not isinstance(model, str):
+            return
+        if "/" not in model:
+            obs.notes.append(f"{path}: model {model!r} has no provider prefix, which "
+                             f"{self.title} refuses (\"Model not found\"); taosync writes "
+                             f"<provider>/<id>")
+            return
         pid, _, model_id = model.partition("/")
-        entry = providers.get(pid)
-        options = entry.get("options") if isinstance(entry, dict) else None
-        base = options.get("baseURL") if isinstance(options, dict) else None
+        providers = config.get("provider")
+        entry = providers.get(pid) if isinstance(providers, dict) else None
+        entry = entry if isinstance(entry, dict) else {}
+        options = entry.get("options")
+        options = options if isinstance(options, dict) else {}
+        base = options.get("baseURL")
         if not (isinstance(base, str) and base.strip()):
             obs.provider = Seen(f"provider {pid!r} (no options.baseURL: its built-in or "
                                 f"models.dev definition)", path, "model")
-            return obs
+            return
         where = ("provider", pid, "options")
         obs.urls.append(Seen(base.strip(), path, keypath_str(where + ("baseURL",))))
         if re.fullmatch(r"[A-Za-z0-9_-]+", pid) and pid not in _BUILT_IN:
@@ -269,39 +281,38 @@ def observe(f: Flavor, env: ClientEnv) -> Observation:
         small = config.get("small_model")
         if isinstance(small, str) and small.startswith(pid + "/"):
             obs.slots["small_model"] = [Seen(small[len(pid) + 1:], path, "small_model")]
-        models = entry.get("models") if isinstance(entry.get("models"), dict) else {}
-        others = [m for m in models if m not in (model_id, small)]
+        models = entry.get("models")
+        others = [m for m in (models if isinstance(models, dict) else {})
+                  if m not in (model_id, small)]
         if others:
             obs.notes.append(f"{path}: provider {pid!r} also lists {', '.join(others)}; "
                              f"apply lists the whole fleet catalogue there")
-    elif isinstance(model, str):
-        obs.notes.append(f"{path}: model {model!r} has no provider prefix, which {f.title} "
-                         f"refuses (\"Model not found\"); taosync writes <provider>/<id>")
 
-    servers = config.get("mcp") if isinstance(config.get("mcp"), dict) else {}
-    for name, entry in servers.items():
-        if not isinstance(entry, dict):
-            continue
-        if entry.get("enabled") is False:
-            obs.notes.append(f"{path}: MCP server {name!r} is disabled; not imported")
-            continue
-        command = entry.get("command")
-        if entry.get("type") == "local" and isinstance(command, list) and command:
-            value = fleet_mcp(command=command[0], args=command[1:],
-                              env=entry.get("environment"), cwd=entry.get("cwd"))
-        elif entry.get("type") == "remote":
-            value = fleet_mcp(url=entry.get("url"), headers=entry.get("headers"))
-        else:
-            value = None
-        if value is None:
-            obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
-                             f"express; not imported")
-            continue
-        obs.mcp_servers[name] = Seen(value, path, keypath_str(("mcp", name)))
-    return obs
+    # -- verify -------------------------------------------------------------------------
+
+    def no_url(self, where: str, env: ClientEnv) -> str:
+        return (f"{where} names no model of a provider with options.baseURL "
+                f"(model: \"<provider>/<id>\")")
+
+    def read_key(self, obs: Observation, env: ClientEnv,
+                 where: str) -> tuple[Seen | None, Any, str | None]:
+        """The key as the client resolves ``options.apiKey``: ``{env:NAME}``,
+        ``{file:PATH}`` (held as ``cat PATH``) or the key itself."""
+        seen = next(iter(obs.key_envs or ([obs.key_helper] if obs.key_helper else [])
+                         or obs.keys), None)
+        if seen is None:
+            return None, None, f"{where} {obs.urls[0].key[:-len('baseURL')]}apiKey is not set"
+        kind, arg = ("env", seen.value) if obs.key_envs else \
+            ("file", shlex.split(seen.value)[-1]) if obs.key_helper else \
+            ("literal", seen.value.reveal())
+        return (seen, *disk_key(kind, arg, f"{where} {seen.key}", env))
 
 
-def _observe_key(value, path: Path, where: str, obs: Observation) -> None:
+_ENV_TOKEN = re.compile(r"^\{env:([^}]+)\}$")
+_FILE_TOKEN = re.compile(r"^\{file:([^}]+)\}$")
+
+
+def _observe_key(value: Any, path: Path, where: str, obs: Observation) -> None:
     if not (isinstance(value, str) and value.strip()):
         return
     value = value.strip()
@@ -314,48 +325,3 @@ def _observe_key(value, path: Path, where: str, obs: Observation) -> None:
         obs.settings["secrets"] = "reference"
     else:
         obs.keys.append(Seen(Secret(value, f"{path} {where}"), path, where))
-
-
-def on_disk(f: Flavor, module, fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    """The probes the global file makes the client send: the provider that ``model``
-    names (options.baseURL, apiKey with ``{env:}``/``{file:}`` resolved as the client
-    does, options.headers) and its ``model`` and ``small_model``."""
-    path = config_path(f, env)
-    out, obs = start_on_disk(module, fleet, key, env, path)
-    if obs is None:
-        return out
-    where = shown(path, env)
-    if not obs.urls:
-        out.problems.append(f"{where} names no model of a provider with options.baseURL "
-                            f"(model: \"<provider>/<id>\")")
-        return out
-    url = obs.urls[0]
-    key_seen = (obs.key_envs or ([obs.key_helper] if obs.key_helper else []) or obs.keys
-                or [None])[0]
-    if key_seen is None:
-        out.problems.append(f"{where} {url.key[:-len('baseURL')]}apiKey is not set")
-        return out
-    key_where = f"{where} {key_seen.key}"
-    if obs.key_envs:
-        secret, problem = disk_key("env", key_seen.value, key_where, env)
-    elif obs.key_helper is not None:  # "cat PATH", from a {file:PATH} key
-        secret, problem = disk_key("file", shlex.split(key_seen.value)[-1], key_where, env)
-    else:
-        secret, problem = disk_key("literal", key_seen.value.reveal(), key_where, env)
-    if problem:
-        out.problems.append(problem)
-        return out
-    cfg = _cfg(f, fleet)
-    small = cfg.small_model if cfg.small_model is not None else cfg.model
-    for slot, route in (("model", cfg.model), ("small_model", small)):
-        found = obs.slots.get(slot)
-        if not found:
-            continue
-        out.probes += probe_specs(
-            fleet, f.id, [(route, found[0].value)], protocol="openai-chat",
-            base_url=url.value, path="/chat/completions",
-            headers=obs.headers[0].value if obs.headers else {}, secret=secret,
-            origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
-                     out.origin("model", found[0], env)))
-    return out
-
