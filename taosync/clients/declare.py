@@ -373,8 +373,7 @@ class Declared:
         from taosync.fleet.secrets import parse_reference
 
         ref = parse_reference(fleet.gateway.key)
-        only = self.key_rule.only
-        if ref.kind in self.key_rule.reads and not (only and ref.arg != only):
+        if self.follows(ref):
             return ref
         if not self.key_rule.reads:
             env.warnings.append(
@@ -384,12 +383,17 @@ class Declared:
         else:
             needs = " or ".join(f"${{{kind}:…}}" for kind in self.key_rule.reads)
             if self.key_rule.reads == ("env",):
-                needs = f"${{env:{only or 'NAME'}}}"
+                needs = f"${{env:{self.key_rule.only or 'NAME'}}}"
             env.warnings.append(
                 f"{self.id}: secrets: reference needs gateway.key = {needs} "
                 f"({self.key_rule.why}), but it is {ref.describe()}; wrote the key inline "
                 f"into {inline_into} (mode 0600)")
         return None
+
+    def follows(self, ref: Any) -> bool:
+        """Whether the client reads the key from reference ``ref`` by itself."""
+        only = self.key_rule.only
+        return ref.kind in self.key_rule.reads and not (only and ref.arg != only)
 
     def warn_headers(self, fleet: Any, env: ClientEnv) -> None:
         """A client that cannot send ``gateway.headers`` says so, once."""
@@ -524,10 +528,12 @@ class Declared:
     def warn_mcp_key(self, fleet: Any, key: Any, env: ClientEnv, path: Path,
                      values: Mapping[str, Mapping[KeyPath, Any]], holds_key: bool) -> None:
         """Under ``secrets: reference``, an MCP server that puts the gateway key on disk
-        where the client's other owned values keep it off is worth one warning (where the
-        key went inline anyway, that was warned about already)."""
-        if holds_key and self.key_rule.reads and self.reference(fleet) and \
-                not any(_holds(key, file_values) for file_values in values.values()):
+        while the client follows the reference for its own key is worth one warning
+        (where the key went inline anyway, :meth:`key_reference` said so already)."""
+        from taosync.fleet.secrets import parse_reference
+
+        if holds_key and self.reference(fleet) and \
+                self.follows(parse_reference(fleet.gateway.key)):
             env.warnings.append(
                 f"{self.id}: an MCP server uses ${{gateway.key}}, so the key is written into "
                 f"{path} (mode 0600) even with secrets: reference")
