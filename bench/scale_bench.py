@@ -16,7 +16,7 @@ servers ≤ 20× its no-op). No network: a dummy key, no verify.
 
 ``--cost`` answers #24's question instead: what each more model and each more MCP server
 adds to a first apply, as a share of a bare ``python -c pass`` timed in the same run —
-the slope between two sizes of each axis (default 1000 → 2000 models, 100 → 200 servers;
+the slope between two sizes of each axis (default 250 → 500 models, 50 → 100 servers;
 goals ≤ 0.02× per model, ≤ 0.1× per server). A linear apply has the same slope at any size.
 """
 
@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_MODELS = 4  # in the shipped fleet.yaml
 MODELS_AXIS = (10, 100, 1000, 5000)
 SERVERS_AXIS = (1, 50, 500)
-COST_MODELS = (1000, 2000)
-COST_SERVERS = (100, 200)
+COST_MODELS = (250, 500)
+COST_SERVERS = (50, 100)
 #: #24's goals: what one more model / MCP server may add to a first apply, in bare starts
 GOAL_PER_MODEL = 0.02
 GOAL_PER_SERVER = 0.1
