@@ -116,10 +116,22 @@ def report(name: str, sizes, models_axis, servers_axis, first, noop, change) -> 
     print()
 
 
+def timed_cpu(argv: list[str], env: dict, cwd: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run; CPU (user + system of the child) moves much less
+    than wall time with the load of other jobs on the machine."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(argv, env, cwd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def cost(trees: dict, envs: dict, tmp: str, rounds: int, models: tuple[int, int],
          servers: tuple[int, int]) -> None:
     """Time ``python -c pass`` and a first apply at two sizes of each axis, interleaved;
-    print each tree's cost of one more model and one more server in bare starts."""
+    print each tree's cost of one more model and one more server in bare starts, by wall
+    time and by CPU time."""
     py = sys.executable
     sizes = [(models[0], 1), (models[1], 1), (EXAMPLE_MODELS, servers[0]),
              (EXAMPLE_MODELS, servers[1])]
@@ -133,30 +145,34 @@ def cost(trees: dict, envs: dict, tmp: str, rounds: int, models: tuple[int, int]
                 "apply", "--no-verify", "-q"]
 
     bare = [py, "-c", "pass"]
-    floor: list[float] = []
+    floor: list[tuple[float, float]] = []
     first = {name: {size: [] for size in sizes} for name in trees}
     for t, (name, tree) in enumerate(trees.items()):  # warm-up: bytecode, page cache
         timed(apply(Path(tmp, f"warm-{t}"), fleets[sizes[2]]), envs[name], tree)
     for r in range(rounds):
         for size in sizes:  # alternating, so every size, tree and floor sees the same load
             for t, (name, tree) in enumerate(trees.items()):
-                floor.append(timed(bare, envs[name], tree))
+                floor.append(timed_cpu(bare, envs[name], tree))
                 home = Path(tmp, f"home-{size[0]}-{size[1]}-{r}-{t}")
-                first[name][size].append(timed(apply(home, fleets[size]), envs[name], tree))
-    start = statistics.median(floor)
-    print(f"python -c pass: {start * 1000:.1f} ms (median of {len(floor)})")
+                first[name][size].append(timed_cpu(apply(home, fleets[size]), envs[name], tree))
+    start = [statistics.median(f[k] for f in floor) for k in (0, 1)]
+    print(f"python -c pass: {start[0] * 1000:.1f} ms wall, {start[1] * 1000:.1f} ms CPU "
+          f"(medians of {len(floor)})")
     for name in trees:
-        med = {size: statistics.median(times) for size, times in first[name].items()}
-        per_model = (med[sizes[1]] - med[sizes[0]]) / (models[1] - models[0])
-        per_server = (med[sizes[3]] - med[sizes[2]]) / (servers[1] - servers[0])
         print(f"{name}:")
+        med = {size: [statistics.median(t[k] for t in times) for k in (0, 1)]
+               for size, times in first[name].items()}
         for size in sizes:
             print(f"  first apply, {size[0]} models, {size[1]} MCP servers: "
-                  f"{med[size] * 1000:.0f} ms")
-        print(f"  one more model:      {per_model * 1000:.2f} ms = {per_model / start:.3f}× "
-              f"python -c pass (goal ≤ {GOAL_PER_MODEL}×)")
-        print(f"  one more MCP server: {per_server * 1000:.2f} ms = {per_server / start:.3f}× "
-              f"python -c pass (goal ≤ {GOAL_PER_SERVER}×)")
+                  f"{med[size][0] * 1000:.0f} ms wall, {med[size][1] * 1000:.0f} ms CPU")
+        for what, (small, big), more, goal in (
+                ("model", sizes[:2], models[1] - models[0], GOAL_PER_MODEL),
+                ("MCP server", sizes[2:], servers[1] - servers[0], GOAL_PER_SERVER)):
+            line = [f"{(med[big][k] - med[small][k]) / more * 1000:.2f} ms = "
+                    f"{(med[big][k] - med[small][k]) / more / start[k]:.3f}×"
+                    for k in (0, 1)]
+            print(f"  one more {what + ':':<11} {line[0]} python -c pass by wall time, "
+                  f"{line[1]} by CPU time (goal ≤ {goal}×)")
     print(f"({rounds} round(s), medians, Python {platform.python_version()}, "
           f"{os.cpu_count()} cores)")
 
