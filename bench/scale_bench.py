@@ -4,6 +4,7 @@
     python bench/scale_bench.py --quick     # 1 round, no 5000 models
     python bench/scale_bench.py --compare /tmp/base   # and another checkout, same run
     python bench/scale_bench.py --profile 500         # cProfile one first apply
+    python bench/scale_bench.py --cost                # what one more model / server costs
 
 The fleets are the shipped ``fleet.yaml`` with models added to ``models:`` (the servers
 axis keeps the example's four models) or servers added to ``mcp_servers:`` (the models
@@ -12,6 +13,11 @@ temporary home (first apply: every client file created), then again on the same 
 (no-op), then with one MCP server changed (the existing files edited in place). Prints the medians, each first apply over its no-op, and the growth for 10× the
 models and 10× the servers (linear is ×10; the goal is ≤ ×11, and a first apply at 500
 servers ≤ 20× its no-op). No network: a dummy key, no verify.
+
+``--cost`` answers #24's question instead: what each more model and each more MCP server
+adds to a first apply, as a share of a bare ``python -c pass`` timed in the same run —
+the slope between two sizes of each axis (default 250 → 500 models, 50 → 100 servers;
+goals ≤ 0.02× per model, ≤ 0.1× per server). A linear apply has the same slope at any size.
 """
 
 from __future__ import annotations
@@ -31,6 +37,11 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_MODELS = 4  # in the shipped fleet.yaml
 MODELS_AXIS = (10, 100, 1000, 5000)
 SERVERS_AXIS = (1, 50, 500)
+COST_MODELS = (250, 500)
+COST_SERVERS = (50, 100)
+#: #24's goals: what one more model / MCP server may add to a first apply, in bare starts
+GOAL_PER_MODEL = 0.02
+GOAL_PER_SERVER = 0.1
 
 
 def fleet_text(models: int, servers: int) -> str:
@@ -105,6 +116,67 @@ def report(name: str, sizes, models_axis, servers_axis, first, noop, change) -> 
     print()
 
 
+def timed_cpu(argv: list[str], env: dict, cwd: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run; CPU (user + system of the child) moves much less
+    than wall time with the load of other jobs on the machine."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(argv, env, cwd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def cost(trees: dict, envs: dict, tmp: str, rounds: int, models: tuple[int, int],
+         servers: tuple[int, int]) -> None:
+    """Time ``python -c pass`` and a first apply at two sizes of each axis, interleaved;
+    print each tree's cost of one more model and one more server in bare starts, by wall
+    time and by CPU time."""
+    py = sys.executable
+    sizes = [(models[0], 1), (models[1], 1), (EXAMPLE_MODELS, servers[0]),
+             (EXAMPLE_MODELS, servers[1])]
+    fleets = {}
+    for size in sizes:
+        fleets[size] = Path(tmp, f"fleet-{size[0]}-{size[1]}.yaml")
+        fleets[size].write_text(fleet_text(*size))
+
+    def apply(home: Path, fleet: Path) -> list[str]:
+        return [py, "-m", "taosync", "--home", str(home), "-c", str(fleet),
+                "apply", "--no-verify", "-q"]
+
+    bare = [py, "-c", "pass"]
+    floor: list[tuple[float, float]] = []
+    first = {name: {size: [] for size in sizes} for name in trees}
+    for t, (name, tree) in enumerate(trees.items()):  # warm-up: bytecode, page cache
+        timed(apply(Path(tmp, f"warm-{t}"), fleets[sizes[2]]), envs[name], tree)
+    for r in range(rounds):
+        for size in sizes:  # alternating, so every size, tree and floor sees the same load
+            for t, (name, tree) in enumerate(trees.items()):
+                floor.append(timed_cpu(bare, envs[name], tree))
+                home = Path(tmp, f"home-{size[0]}-{size[1]}-{r}-{t}")
+                first[name][size].append(timed_cpu(apply(home, fleets[size]), envs[name], tree))
+    start = [statistics.median(f[k] for f in floor) for k in (0, 1)]
+    print(f"python -c pass: {start[0] * 1000:.1f} ms wall, {start[1] * 1000:.1f} ms CPU "
+          f"(medians of {len(floor)})")
+    for name in trees:
+        print(f"{name}:")
+        med = {size: [statistics.median(t[k] for t in times) for k in (0, 1)]
+               for size, times in first[name].items()}
+        for size in sizes:
+            print(f"  first apply, {size[0]} models, {size[1]} MCP servers: "
+                  f"{med[size][0] * 1000:.0f} ms wall, {med[size][1] * 1000:.0f} ms CPU")
+        for what, (small, big), more, goal in (
+                ("model", sizes[:2], models[1] - models[0], GOAL_PER_MODEL),
+                ("MCP server", sizes[2:], servers[1] - servers[0], GOAL_PER_SERVER)):
+            line = [f"{(med[big][k] - med[small][k]) / more * 1000:.2f} ms = "
+                    f"{(med[big][k] - med[small][k]) / more / start[k]:.3f}×"
+                    for k in (0, 1)]
+            print(f"  one more {what + ':':<11} {line[0]} python -c pass by wall time, "
+                  f"{line[1]} by CPU time (goal ≤ {goal}×)")
+    print(f"({rounds} round(s), medians, Python {platform.python_version()}, "
+          f"{os.cpu_count()} cores)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--rounds", type=int, default=3)
@@ -115,6 +187,12 @@ def main() -> int:
     parser.add_argument("--profile", type=int, metavar="SERVERS",
                         help="instead: cProfile one first apply with this many servers")
     parser.add_argument("--sort", default="cumtime", help="the profile's order (pstats keys)")
+    parser.add_argument("--cost", action="store_true",
+                        help="instead: the cost of one more model and one more MCP server")
+    parser.add_argument("--models", type=int, nargs=2, default=COST_MODELS, metavar="N",
+                        help=f"--cost's two catalogue sizes (default {COST_MODELS})")
+    parser.add_argument("--servers", type=int, nargs=2, default=COST_SERVERS, metavar="N",
+                        help=f"--cost's two MCP server counts (default {COST_SERVERS})")
     args = parser.parse_args()
     py = sys.executable
     trees = {"this checkout": ROOT}
@@ -142,6 +220,11 @@ def main() -> int:
                       "pstats.Stats(sys.argv[1]).sort_stats(sys.argv[2]).print_stats(40)")
             subprocess.run([py, "-c", script, str(Path(tmp, "prof")), args.sort, *argv],
                            env=envs["this checkout"], cwd=ROOT, check=True)
+            return 0
+
+        if args.cost:
+            cost(trees, envs, tmp, 1 if args.quick else args.rounds, tuple(args.models),
+                 tuple(args.servers))
             return 0
 
         models_axis = MODELS_AXIS[:3] if args.quick else MODELS_AXIS

@@ -343,3 +343,56 @@ def test_match_lookups_by_name_act_as_a_walk_of_the_list():
         for field in ("name", "id"):  # two fields looked at in one list
             found = next((el for el in doc.data["mcpServers"] if el.get(field) == name), MISSING)
             assert editor.get(doc, ("mcpServers", Match(field, name))) == found
+
+
+# -- JSON (and JSONC) ----------------------------------------------------------------------
+
+JSON_EDITOR = editor_for("json")
+NEW_JSON = editor_for("json", new=True)
+json_values = st.recursive(
+    st.one_of(st.none(), scalars, st.sampled_from(["é", "a\nb", "\x7f", '"q"', "\\"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)),
+    max_leaves=8,
+)
+json_paths = st.lists(st.one_of(keys, st.builds(Match, st.sampled_from(["name", "id"]),
+                                                st.sampled_from(["a", "b"]))),
+                      min_size=1, max_size=3).map(tuple)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(st.one_of(st.tuples(st.just("set"), json_paths, json_values),
+                              st.tuples(st.just("delete"), json_paths, st.none())), max_size=10),
+       fmt=st.sampled_from(["json", "jsonc"]))
+def test_property_json_writer_gives_the_editors_text(ops, fmt):
+    """A new JSON or JSONC file is built as plain data and written once (the editor's
+    splices copy the whole text per key: quadratic in opencode's model list). Any sets
+    and deletes — not only each key once — give the bytes the editor gives, and both
+    refuse the same sets."""
+    new, editor = editor_for(fmt, new=True), editor_for(fmt)
+    fresh, edited = new.parse(""), editor.parse("")
+    for kind, path, value in ops:
+        if kind == "delete":
+            assert new.delete(fresh, path) == editor.delete(edited, path)
+            continue
+        try:
+            created = editor.set(edited, path, value)
+        except FormatError:
+            with pytest.raises(FormatError):
+                new.set(fresh, path, value)
+            continue
+        assert new.set(fresh, path, value) == created
+        assert new.get(fresh, ()) == editor.get(edited, ())
+    if new.get(fresh, ()):
+        assert new.dump(fresh) == editor.dump(edited)
+
+
+def test_json_writer_refuses_as_the_editor_does():
+    for path, value, error in [((Match("name", "a"),), {"x": 1}, FormatError),
+                               (("a",), float("nan"), ValueError),
+                               (("a",), {1, 2}, TypeError)]:
+        with pytest.raises(error) as expected:
+            JSON_EDITOR.set(JSON_EDITOR.parse(""), path, value)
+        with pytest.raises(error) as got:
+            NEW_JSON.set(NEW_JSON.parse(""), path, value)
+        assert str(got.value) == str(expected.value)
+    assert NEW_JSON.dump(NEW_JSON.parse("")) == JSON_EDITOR.dump(JSON_EDITOR.parse("")) == ""

@@ -132,7 +132,9 @@ def test_verify_after_apply_api(home, fleet_file, capsys):
     from taosync.settings import Settings
     from taosync.clients.base import ClientEnv
     from taosync.commands.verify import verify_after_apply
+    from taosync.fleet import schema as fleet_schema
     from taosync.fleet.load import load_fleet
+    from taosync.fleet.view import FleetView
 
     loaded = load_fleet(fleet_file, home=home)
     s = Settings(config=fleet_file, home=home, json=True)
@@ -141,7 +143,9 @@ def test_verify_after_apply_api(home, fleet_file, capsys):
         rc = verify_after_apply(loaded, env, s, only=["claude-code"], stub=True)
         first = json.loads(capsys.readouterr().out)
         # a client that is not enabled is skipped after an apply, not an error
-        loaded.data["clients"]["codex"]["enabled"] = False  # the fleet reads this data
+        loaded.data["clients"]["codex"]["enabled"] = False
+        # a view reads its data once, as the pydantic model it stands for does: a new one
+        loaded.fleet = FleetView(loaded.data, fleet_schema.load())
         rc_none = verify_after_apply(loaded, env, s, only=["codex"], stub=True)
         second = json.loads(capsys.readouterr().out)
     assert rc == 0 and rc_none == 0

@@ -19,16 +19,28 @@ from taosync.fleet.logic import FleetLogic, RunTime
 
 class Node:
     """An object of the schema: attributes are its properties (``claude_code`` reads
-    ``claude-code``, ``continue_`` reads ``continue``), missing ones their defaults."""
+    ``claude-code``, ``continue_`` reads ``continue``), missing ones their defaults.
 
-    __slots__ = ("_data", "_schema", "_defs")
+    Each attribute is wrapped once and then answered from ``_seen``, the same object on
+    every read, as a pydantic model's field is: re-wrapping ``fleet.models`` on each read
+    made a loop over the catalogue that reads it (``context_window``) quadratic."""
+
+    __slots__ = ("_data", "_schema", "_defs", "_seen")
 
     def __init__(self, data: dict, schema: dict, defs: dict):
         self._data = data
         self._schema = schema
         self._defs = defs
+        self._seen: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
+        seen = self._seen
+        if name in seen:
+            return seen[name]
+        value = seen[name] = self._attribute(name)
+        return value
+
+    def _attribute(self, name: str) -> Any:
         props = self._schema.get("properties", {})
         for key in (name, name.replace("_", "-"), name.rstrip("_")):
             if key in props:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]  # typeshed omits it
 from typing import Any
@@ -89,6 +89,9 @@ class JsonDocument:
     member updates its container's items in place, so a run of edits on a large file
     costs one scan of each container on the paths it touches. ``_keys`` indexes an
     object's members by key (per items list, by its id), so a lookup does not walk them.
+    A splice visits only the containers it moves (``_splice``): adding N members one by
+    one is linear in N. (Adding them in turn to two sibling objects shifts the later
+    one's cached members each time; the planner edits one object after the other.)
     """
 
     text: str
@@ -98,6 +101,13 @@ class JsonDocument:
     _edited: bool = field(default=False, repr=False)
     _keys: dict[int, tuple[list[_Item], dict[str, list[_Item]]]] = field(
         default_factory=dict, repr=False)
+    #: the keys of ``_layout``, ascending
+    _starts: list[int] = field(default_factory=list, repr=False)
+
+    def _forget_layout(self) -> None:
+        self._layout.clear()
+        self._keys.clear()
+        self._starts.clear()
 
     def _spliced(self, a: int, b: int, new: str) -> None:
         """Hook after each splice of ``text`` (JSONC mirrors it in its text with
@@ -134,6 +144,10 @@ def _items(doc: JsonDocument, node: _Node) -> list[_Item]:
     if hit is not None and hit[0] == node.end:
         return hit[1]
     items = _scan_items(doc.text, node.start)
+    if hit is not None:
+        doc._keys.pop(id(hit[1]), None)
+    else:
+        insort(doc._starts, node.start)
     doc._layout[node.start] = (node.end, items)
     return items
 
@@ -152,47 +166,74 @@ def _by_key(doc: JsonDocument, items: list[_Item]) -> dict[str, list[_Item]]:
 
 def _splice(doc: JsonDocument, a: int, b: int, new: str, restructured: int | None = None) -> None:
     """Replace ``text[a:b]`` with ``new`` and bring the layout cache up to date. The
-    container starting at ``restructured`` gained or lost items: its entry is dropped."""
+    container starting at ``restructured`` gained or lost items: its entry is dropped.
+
+    Only what the splice moves is visited, so a run of edits stays linear in the
+    catalogue (every cached container looked at per splice made it quadratic): the
+    containers that enclose it, found from the root down through the item holding it
+    (a container is cached only once a walk went through its parent), and, by the
+    sorted ``_starts``, those inside the replaced text (forgotten) and after it (shifted)."""
     doc.text = doc.text[:a] + new + doc.text[b:]
     doc._spliced(a, b, new)
     doc._edited = True
     d = len(new) - (b - a)
-    layout: dict[int, tuple[int, list[_Item]]] = {}
-    for start, (end, items) in doc._layout.items():
-        if start == restructured:
-            doc._keys.pop(id(items), None)
-            continue
-        if end <= a:  # wholly before the splice
-            layout[start] = (end, items)
-        elif start >= b and (start > a or a == b):  # wholly after: shift
+    layout, starts = doc._layout, doc._starts
+    if restructured is not None and restructured in layout:
+        _drop(doc, [restructured])
+    # the enclosing containers: from the root down, each shifting its items after the splice
+    start = starts[0] if starts else a
+    while start < a:
+        end, items = layout[start]
+        if end <= a:  # the splice is outside every cached container
+            break
+        if not b < end:  # pragma: no cover - a splice that cuts a container: start over
+            doc._forget_layout()
+            return
+        inner = None
+        for it in items[bisect_right(items, a, key=_value_end):]:
+            if it.key_start >= b:
+                it.key_start += d
+                it.key_end += d
+                it.start += d
+                it.end += d
+            elif it.start <= a and b <= it.end:
+                it.end += d
+                inner = it.start
+            else:  # pragma: no cover - an item cut by the splice: start over
+                doc._forget_layout()
+                return
+        layout[start] = (end + d, items)
+        if inner is None or inner not in layout:
+            break
+        start = inner
+    # the containers inside the replaced text are forgotten; those after it move
+    lo = bisect_left(starts, a)
+    hi = lo if a == b else bisect_left(starts, b)
+    _drop(doc, starts[lo:hi])
+    after = starts[lo:]
+    if d:
+        moved = [layout.pop(s) for s in after]
+        for s, (end, items) in zip(after, moved):
             for it in items:
                 it.key_start += d
                 it.key_end += d
                 it.start += d
                 it.end += d
-            layout[start + d] = (end + d, items)
-        elif start < a and b < end:  # encloses the splice
-            ok = True
-            for it in items:
-                if it.end <= a:
-                    continue
-                if it.key_start >= b:
-                    it.key_start += d
-                    it.key_end += d
-                    it.start += d
-                    it.end += d
-                elif it.start <= a and b <= it.end:
-                    it.end += d
-                else:
-                    ok = False
-                    break
-            if ok:
-                layout[start] = (end + d, items)
-            else:
-                doc._keys.pop(id(items), None)
-        else:  # inside the replaced text, or overlapping it: forget it
-            doc._keys.pop(id(items), None)
-    doc._layout = layout
+            layout[s + d] = (end + d, items)
+        starts[lo:] = [s + d for s in after]
+
+
+def _drop(doc: JsonDocument, gone: list[int]) -> None:
+    """Forget the cached containers starting at ``gone`` (ascending offsets)."""
+    for s in gone:
+        doc._keys.pop(id(doc._layout.pop(s)[1]), None)
+    if gone:
+        i = bisect_left(doc._starts, gone[0])
+        del doc._starts[i:i + len(gone)]
+
+
+def _value_end(item: _Item) -> int:
+    return item.end
 
 
 def _value_start(item: _Item) -> int:
@@ -341,8 +382,7 @@ class JsonEditor(FormatEditor):
             if isinstance(path[0], Match):
                 raise FormatError("the top level must be an object, not a list")
             doc.text = self._render(doc, build_value(path, value), "", inline=False) + doc.newline
-            doc._layout.clear()
-            doc._keys.clear()
+            doc._forget_layout()
             doc._edited = True
             return [path[:i] for i in range(1, len(path))]
         if len(nodes) == len(path) + 1:

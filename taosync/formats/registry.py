@@ -19,6 +19,8 @@ EDITORS = {
 }
 #: format name → the module that writes a new file of it from plain data
 WRITERS = {
+    "json": "taosync.formats.json_writer",
+    "jsonc": "taosync.formats.json_writer",
     "toml": "taosync.formats.toml_writer",
     "yaml": "taosync.formats.yaml_writer",
 }

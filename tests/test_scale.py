@@ -1,0 +1,151 @@
+"""Linear at scale (#24 Build 7): twice the models or MCP servers is twice the work.
+
+Time is too noisy to assert on a shared machine, so the work is counted instead: the
+Python lines run (``sys.settrace`` line events), which is deterministic for a given
+input. A cold plan at K and 2K more models (or servers) than a small fleet, and N and
+2N members added to an existing file by each editor, must cost twice the lines, not
+four times (a quadratic step showed as ×2.6 for the plan and ×3.3 for the JSON editor).
+``bench/scale_bench.py --cost`` measures the same thing in time.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import TEST_KEY
+from taosync.clients.registry import all as all_clients
+from taosync.formats.base import Match
+from taosync.formats.registry import editor_for
+
+#: a linear step gives 2.0 (the fleets differ only in the catalogue); N² shows as > 2.5
+MOST = 2.2
+PACKAGE = str(Path(__import__("taosync").__file__).parent)
+
+
+def lines_run(call, only: str | None = PACKAGE) -> int:
+    """The Python lines ``call()`` runs (in files under ``only``; None: every file)."""
+    count = 0
+
+    def local(frame, event, arg):
+        nonlocal count
+        if event == "line":
+            count += 1
+        return local
+
+    def enter(frame, event, arg):
+        return local if only is None or frame.f_code.co_filename.startswith(only) else None
+
+    previous = sys.gettrace()
+    sys.settrace(enter)
+    try:
+        call()
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+def fleet_text(models: int, servers: int) -> str:
+    """Every registered client, ``models`` catalogue entries, ``servers`` MCP servers
+    (stdio and HTTP, with references in env and headers)."""
+    out = ["version: 1", "gateway:", "  base_url: https://gw.example/api",
+           "  gemini_base_url: https://gw.example/api", "  key: ${env:TAOTOKEN_API_KEY}",
+           "models:", "  base-model: {}"]
+    out += [f"  scale/model-{i:05d}: {{backend: cuda, context_window: 32768}}"
+            for i in range(models)]
+    out += ["routes:", "  fast: base-model", "default_route: fast", "clients:"]
+    out += [f"  {name}: {{}}" for name in sorted(all_clients())]
+    out += ["mcp_servers:", "  base-server: {command: npx, args: [-y, base]}"]
+    for i in range(servers):
+        if i % 2:
+            out += [f"  http-{i:04d}:", f"    url: https://mcp{i}.example.net/mcp",
+                    "    headers: {Authorization: 'Bearer ${gateway.key}'}"]
+        else:
+            out += [f"  stdio-{i:04d}:", "    command: npx", f"    args: [-y, '@s/server-{i}']",
+                    "    env: {BASE: '${gateway.base_url}', MODEL: '${routes.fast}'}"]
+    return "\n".join(out) + "\n"
+
+
+def cold_plan_lines(tmp_path: Path, name: str, models: int, servers: int) -> int:
+    from taosync.cli import run
+
+    fleet = tmp_path / f"{name}.yaml"
+    fleet.write_text(fleet_text(models, servers))
+    home = tmp_path / f"home-{name}"
+    argv = ["--home", str(home), "-c", str(fleet), "plan", "-q"]
+    rcs = []
+    count = lines_run(lambda: rcs.append(run(argv)))
+    assert rcs == [0]
+    assert not home.exists() or not any(home.iterdir()), "plan wrote into the home"
+    return count
+
+
+@pytest.mark.parametrize("axis,step", [("models", 100), ("servers", 20)])
+def test_cold_plan_work_grows_linearly(tmp_path, monkeypatch, axis, step):
+    """The render (fleet view included) and the plan of every file, from an empty home:
+    K more models or servers cost K× one, at any K. (Re-wrapping the catalogue on each
+    read of ``fleet.models`` made it quadratic in models.)"""
+    monkeypatch.setenv("TAOTOKEN_API_KEY", TEST_KEY)
+    cold_plan_lines(tmp_path, "warm", 1, 1)  # imports, lazy tables: paid once, not counted
+    sizes = {"base": 0, "k": step, "2k": 2 * step}
+    counted = {name: cold_plan_lines(tmp_path, name, *((k, 0) if axis == "models" else (0, k)))
+               for name, k in sizes.items()}
+    growth = (counted["2k"] - counted["base"]) / (counted["k"] - counted["base"])
+    assert growth <= MOST, f"{2 * step} more {axis} cost {growth:.2f}× what {step} cost"
+
+
+EXISTING = {
+    "json": '{\n  "$schema": "x"\n}\n',
+    "jsonc": '{\n  // the user\'s comment\n  "$schema": "x",\n}\n',
+    "yaml": "name: mine  # the user's\n",
+}
+
+
+def add_members(fmt: str, n: int, shape: str) -> int:
+    """Lines run (every file: the editor's libraries too) to add ``n`` members one key
+    at a time to an existing ``fmt`` file, as the planner does, and dump it."""
+    editor = editor_for(fmt)
+
+    def edits():
+        doc = editor.parse(EXISTING[fmt])
+        for i in range(n):
+            if shape == "models":
+                editor.set(doc, ("provider", "gw", "models", f"m{i}", "id"), f"m{i}")
+                editor.set(doc, ("provider", "gw", "models", f"m{i}", "limit", "context"), 1000)
+            elif shape == "servers":
+                editor.set(doc, ("mcp", f"s{i}", "command"), ["npx", "-y", f"s{i}"])
+                editor.set(doc, ("mcp", f"s{i}", "environment"), {"BASE": "https://gw"})
+            else:
+                editor.set(doc, ("models", Match("name", f"m{i}"), "provider"), "openai")
+        editor.dump(doc)
+
+    return lines_run(edits, only=None)
+
+
+@pytest.mark.parametrize("fmt,shape", [
+    ("json", "models"), ("json", "servers"), ("jsonc", "models"), ("jsonc", "servers"),
+    ("yaml", "models"), ("yaml", "servers"), ("yaml", "named"),
+])
+def test_editors_add_members_in_linear_work(fmt, shape):
+    """An existing file gaining N members: twice the members, twice the work. (The JSON
+    editor's splice visited every cached container on each edit: ×3.3 for 2N.)"""
+    add_members(fmt, 5, shape)  # imports
+    one, two = add_members(fmt, 60, shape), add_members(fmt, 120, shape)
+    assert two / one <= MOST, f"{fmt}: 120 {shape} cost {two / one:.2f}× what 60 cost"
+
+
+def test_the_counter_sees_quadratic_work():
+    """The measure itself: a loop over what was added so far, run once per addition,
+    grows ×4 for 2N."""
+    def quadratic(n):
+        seen = []
+        for i in range(n):
+            for _ in seen:
+                pass
+            seen.append(i)
+
+    assert lines_run(lambda: quadratic(120), only=None) / \
+        lines_run(lambda: quadratic(60), only=None) > 3.5
+
