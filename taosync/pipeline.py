@@ -267,7 +267,7 @@ def no_mcp_note(fleet, registry) -> list[str]:
     if not fleet.mcp_servers:
         return []
     names = [name for name, cfg in fleet.enabled_clients().items()
-             if cfg.mcp and not getattr(registry[name], "MCP", True)]
+             if cfg.mcp and not registry[name].MCP]
     if not names:
         return []
     return [f"info: {', '.join(names)} {'has' if len(names) == 1 else 'have'} no MCP "

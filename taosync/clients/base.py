@@ -1,7 +1,10 @@
 """The small interface every client module implements, and what it returns.
 
 A client module (``claude_code.py``, ``codex.py``, …) is listed once, in
-:mod:`taosync.clients.registry`, and declares everything about its client:
+:mod:`taosync.clients.registry`, and declares everything about its client (the contract
+as a type: :class:`taosync.clients.plugin.ClientPlugin`; the members marked "default" may
+be left out, :data:`taosync.clients.plugin.DEFAULTS` fills them in). Most of it is derived
+from one table, a :class:`taosync.clients.declare.Declared`:
 
 * ``ID``: the client's id as spelled under ``clients:`` in fleet.yaml;
 * ``TITLE``: its product name, as messages name it ("Claude Code");
@@ -13,8 +16,8 @@ A client module (``claude_code.py``, ``codex.py``, …) is listed once, in
   :func:`slot_option`), from which the schema's entry for it is built; ``reserved``
   values are its own cross-checks (Codex's ``provider_id`` is not ``openai``);
 * ``LOCATION_VARS``: environment variables that move its directories (``CODEX_HOME``);
-  ``LOCATION_FILES`` (optional): ones that name a single file;
-* ``MCP`` (optional, default True): False for a client with no MCP at all (aider), so
+  ``LOCATION_FILES`` (default none): ones that name a single file;
+* ``MCP`` (default True): False for a client with no MCP at all (aider), so
   plan and apply say once that the fleet's servers are not written there;
 * ``render(fleet, key, env) -> list[Patch]``: the files and owned keys it wants;
 * ``probes(fleet, key, env) -> list[ProbeSpec]``: the request(s) the client will send;
@@ -23,10 +26,10 @@ A client module (``claude_code.py``, ``codex.py``, …) is listed once, in
 * ``observe(env) -> Observation``: what its files say today (``taosync import``);
 * ``locations(env) -> (dirs, files)``: where its files may be (rollback and recovery
   act only there);
-* ``doctor(fleet, key, environ) -> list[Finding]`` (optional): what ``taosync doctor``
+* ``doctor(fleet, key, environ) -> list[Finding]`` (default: nothing to say): what ``taosync doctor``
   should say about this client's own pitfalls (environment variables that beat or are
   ignored by its files);
-* ``BINARY`` (optional): the client's command; ``taosync doctor`` runs ``BINARY --version``
+* ``BINARY``: the client's command; ``taosync doctor`` runs ``BINARY --version``
   when the client is enabled and compares it with the version the module was proven with;
 
 A client module knows its client and nothing else: no file I/O, no format syntax. The

@@ -1,10 +1,12 @@
 """The contract of a client module, as a type: what the engine, import, verify and doctor
 may read from any client the registry names.
 
-Every member is required — there are no optional hooks to look for with ``getattr``: a
-client with nothing to say to ``doctor`` says so with :func:`no_findings`, one with no MCP
-sets ``MCP = False``. ``tests/clients/test_registry_contract.py`` holds every registered
-module to it at run time; the type checker holds the code that uses it.
+Every member is present on every client the registry hands out — there are no optional
+hooks to look for with ``getattr``. A module may leave out only what :data:`DEFAULTS`
+gives (no single-file location variables, no required fleet keys, MCP spoken, nothing
+for ``doctor``); the registry fills those in when it loads the module, so the defaults
+live here, once. ``tests/clients/test_plugin_contract.py`` holds every registered client
+to the whole contract; the type checker holds the code that uses it.
 """
 
 from __future__ import annotations
@@ -54,3 +56,25 @@ MEMBERS = tuple(sorted(name for name in ClientPlugin.__annotations__) + sorted(
 def no_findings(fleet: Any, key: Any, environ: Mapping[str, str]) -> list[Finding]:
     """``doctor`` of a client with no environment pitfalls of its own."""
     return []
+
+
+#: what a client module may leave out, and what it then means
+DEFAULTS: dict[str, Any] = {
+    "LOCATION_FILES": (),  # no variable names a single file of it
+    "REQUIRES": {},  # no fleet key beyond the gateway's is needed
+    "MCP": True,  # it reads MCP servers (False: the fleet's are not written for it)
+    "doctor": no_findings,  # no environment pitfalls of its own
+}
+
+
+def completed(module: Any) -> ClientPlugin:
+    """``module`` with :data:`DEFAULTS` filled in where it declares nothing; a module
+    missing anything else is refused by name (TypeError)."""
+    for name, value in DEFAULTS.items():
+        if not hasattr(module, name):
+            setattr(module, name, value)
+    missing = [name for name in MEMBERS if not hasattr(module, name)]
+    if missing:
+        raise TypeError(f"client module {getattr(module, '__name__', module)!r} lacks "
+                        f"{', '.join(missing)} (see taosync/clients/plugin.py)")
+    return module  # checked member by member above

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from taosync.clients.plugin import ClientPlugin
 
 #: client id as spelled under ``clients:`` in fleet.yaml → module implementing it
 CLIENTS: dict[str, str] = {
@@ -28,7 +32,7 @@ CLIENTS: dict[str, str] = {
 }
 
 #: clients registered at run time (tests' toy clients); never written by shipped code
-_EXTRA: dict[str, ModuleType] = {}
+_EXTRA: dict[str, Any] = {}
 
 
 def ids() -> list[str]:
@@ -41,19 +45,22 @@ def complete(ctx, param, incomplete: str) -> list[str]:
     return [client_id for client_id in ids() if client_id.startswith(incomplete)]
 
 
-def get(client_id: str) -> ModuleType:
-    """The module of one client; KeyError for an unknown id."""
+def get(client_id: str) -> ClientPlugin:
+    """The module of one client, whole (:func:`taosync.clients.plugin.completed`);
+    KeyError for an unknown id."""
+    from taosync.clients.plugin import completed
+
     if client_id in _EXTRA:
-        return _EXTRA[client_id]
-    return importlib.import_module(CLIENTS[client_id])
+        return completed(_EXTRA[client_id])
+    return completed(importlib.import_module(CLIENTS[client_id]))
 
 
-def all() -> dict[str, ModuleType]:  # noqa: A001 - the registry's natural verb
+def all() -> dict[str, ClientPlugin]:  # noqa: A001 - the registry's natural verb
     """Client id → module, importing each on first use."""
     return {client_id: get(client_id) for client_id in ids()}
 
 
-def register(module: ModuleType) -> None:
+def register(module: ModuleType | Any) -> None:
     """Add a client module at run time (test hook: the shipped list is ``CLIENTS``)."""
     _EXTRA[module.ID] = module
 

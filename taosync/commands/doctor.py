@@ -68,9 +68,8 @@ def env_checks(fleet: Any, key: Any, environ: Mapping[str, str]) -> list[Check]:
 
     out: list[Check] = []
     for module in all_clients().values():
-        hook = getattr(module, "doctor", None)
-        if hook is not None:
-            out += [Check("env", f.name, f.status, f.detail) for f in hook(fleet, key, environ)]
+        out += [Check("env", f.name, f.status, f.detail)
+                for f in module.doctor(fleet, key, environ)]
     for var, client in location_vars().items():
         value = (environ.get(var) or "").strip()
         if value:
@@ -237,12 +236,9 @@ _VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 
 def proven_version(module: Any) -> str | None:
-    """The client version README says taosync is proven with: the module's ``VERSION``,
-    else the one its first ``OWNED_FILES`` row names (``'Codex CLI (0.171.0)'``)."""
-    version = getattr(module, "VERSION", None)
-    if version:
-        return str(version)
-    for row in getattr(module, "OWNED_FILES", ()):
+    """The client version README says taosync is proven with: the one its first
+    ``OWNED_FILES`` row names (``'Codex CLI (0.171.0)'``)."""
+    for row in module.OWNED_FILES:
         found = _VERSION.search(str(row[0]))
         if found:
             return found.group(0)
@@ -258,7 +254,7 @@ def client_checks(fleet: Any, environ: Mapping[str, str]) -> list[Check]:
     jobs = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         for client_id, module in all_clients().items():
-            binary = getattr(module, "BINARY", None)
+            binary = module.BINARY
             if client_id not in enabled or not binary:
                 continue
             jobs.append((module, pool.submit(_run, [binary, "--version"], environ.get("PATH"))))

@@ -111,23 +111,45 @@ class OptionDeclaration(Protocol):
     """One key of a client's fleet.yaml entry, as a client declares it
     (``taosync.clients.base.Option``)."""
 
-    name: str
-    type: Any
-    default: Any
-    description: str
-    pattern: str | None
-    slot: str
-    reserved: dict[str, str]
+    # read-only (a frozen dataclass declares them)
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def type(self) -> Any: ...
+
+    @property
+    def default(self) -> Any: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def pattern(self) -> str | None: ...
+
+    @property
+    def slot(self) -> str: ...
+
+    @property
+    def reserved(self) -> Mapping[str, str]: ...
 
 
 class ClientDeclaration(Protocol):
     """What the schema needs of a client (a client module): its product name, the line
-    that describes it, its options. An optional ``REQUIRES`` (fleet key → why) names the
-    fleet keys it cannot work without."""
+    that describes it, its options, and ``REQUIRES`` (fleet key → why): the fleet keys it
+    cannot work without."""
 
-    TITLE: str
-    SUMMARY: str
-    OPTIONS: Sequence[OptionDeclaration]
+    @property
+    def TITLE(self) -> str: ...  # noqa: N802 - read-only: any client module's constant
+
+    @property
+    def SUMMARY(self) -> str: ...  # noqa: N802
+
+    @property
+    def OPTIONS(self) -> Sequence[OptionDeclaration]: ...  # noqa: N802
+
+    @property
+    def REQUIRES(self) -> Mapping[str, str]: ...  # noqa: N802
 
 
 def client_model(declaration: ClientDeclaration) -> type[_Client]:
@@ -149,7 +171,7 @@ def client_model(declaration: ClientDeclaration) -> type[_Client]:
             field["pattern"] = option.pattern
         fields[option.name] = (option.type, Field(**field))
     model = create_model(declaration.TITLE.replace(" ", ""), __base__=_Client, **fields)
-    requires = getattr(declaration, "REQUIRES", None)
+    requires = declaration.REQUIRES
     if requires:  # fleet keys the client cannot work without: checked where enabled
         model.model_config = {**model.model_config,
                               "json_schema_extra": {"x-requires": dict(requires)}}
