@@ -65,6 +65,9 @@ class Bind:
     inline), ``headers`` (``gateway.headers`` as a map) or ``fixed`` (``value`` as is).
     ``default``: for a slot whose option is unset, the option it falls back to
     (Claude Code's ``sonnet`` → ``model``); ``optional``: an unset slot is not written.
+    ``env``: an environment variable the client reads before this key (shell-gpt's
+    ``DEFAULT_MODEL``, Codex's ``CODEX_API_KEY``): render warns when it is set, verify
+    probes what it says.
     """
 
     file: str
@@ -75,20 +78,21 @@ class Bind:
     default: str = ""
     optional: bool = False
     value: Any = None
+    env: str = ""
 
 
-def url(file: str, *path: Any) -> Bind:
-    return Bind(file, tuple(path), "url")
+def url(file: str, *path: Any, env: str = "") -> Bind:
+    return Bind(file, tuple(path), "url", env=env)
 
 
 def slot(file: str, *path: Any, option: str = "model", prefix: str = "", default: str = "",
-         optional: bool = False) -> Bind:
+         optional: bool = False, env: str = "") -> Bind:
     return Bind(file, tuple(path), "slot", option=option, prefix=prefix, default=default,
-                optional=optional)
+                optional=optional, env=env)
 
 
-def key(file: str, *path: Any) -> Bind:
-    return Bind(file, tuple(path), "key")
+def key(file: str, *path: Any, env: str = "") -> Bind:
+    return Bind(file, tuple(path), "key", env=env)
 
 
 def headers(file: str, *path: Any) -> Bind:
@@ -435,13 +439,20 @@ class Declared:
             if value is not None:
                 values[bind.file][bind.path] = value
         self.render_key(fleet, key, env, values)
+        values = {name: self.in_table_order(name, owned) for name, owned in values.items()}
         self.warn_headers(fleet, env)
+        self.warn_overrides(env, values)
         holds: dict[str, bool] = {}
         if self.mcp is not None:
             path = self.file(self.mcp_file, env)
+            inline = any(_holds(key, owned) for owned in values.values())
             mcp, holds_key = self.mcp_values(fleet, key, env, path)
             values[self.mcp_file].update(mcp)
             holds[self.mcp_file] = holds_key
+            if holds_key and not inline and self.reference(fleet):
+                env.warnings.append(
+                    f"{self.id}: an MCP server uses ${{gateway.key}}, so the key is written "
+                    f"into {path} (mode 0600) even with secrets: reference")
         self.extra_render(fleet, key, env, values)
         return [Patch(self.file(name, env), self.files[name].format, values[name], self.id,
                       secret=holds.get(name, False) or _holds(key, values[name]))
@@ -454,6 +465,23 @@ class Declared:
             if bind.role == "key":
                 self.key_reference(fleet, env, self.file(bind.file, env))
                 values[bind.file][bind.path] = key
+
+    def in_table_order(self, name: str, owned: dict) -> dict:
+        """A file's owned values with the table's first, in its order (a new file is
+        written in that order), then those the hooks added."""
+        first = [b.path for b in self.bindings if b.file == name and b.path in owned]
+        return {**{path: owned[path] for path in first}, **owned}
+
+    def warn_overrides(self, env: ClientEnv, values: dict) -> None:
+        """An environment variable the client reads before a key taosync writes is
+        named when it is set here."""
+        for bind in self.bindings:
+            if bind.env and bind.path in values[bind.file] and env.getenv(bind.env):
+                what = "key" if bind.role == "key" else "value"
+                env.warnings.append(
+                    f"{self.id}: {bind.env} is set in this environment and overrides the "
+                    f"{what} taosync writes to {self.file(bind.file, env)}"
+                    + ("; unset it to use the gateway key" if bind.role == "key" else ""))
 
     def extra_render(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
         """Hook: what the table cannot say (``values``: file name → key path → value)."""
@@ -538,6 +566,7 @@ class Declared:
         out, obs = start_on_disk(self, fleet, key, env, primary)
         if obs is None:
             return out
+        self.at_run_time(obs, env)
         where = shown(primary, env)
         url_bind = next(b for b in self.bindings if b.role == "url")
         if not obs.urls:
@@ -563,10 +592,38 @@ class Declared:
             out.problems.append(f"{where} names no model ({names})")
         return out
 
+    def at_run_time(self, obs: Observation, env: ClientEnv) -> None:
+        """The observation as the client resolves it when it runs: a URL or model an
+        environment variable overrides (``Bind.env``) is that variable's value."""
+        for bind in self.bindings:
+            value = env.getenv(bind.env) if bind.env and bind.role != "key" else None
+            if not value:
+                continue
+            seen = Seen(value, self.file(bind.file, env), f"{bind.env} (from the environment)")
+            if bind.role == "url":
+                obs.urls = [seen]
+            elif bind.role == "slot":
+                obs.slots[bind.option] = [seen]
+
+    def overriding_key(self, env: ClientEnv) -> tuple[Any, str | None] | None:
+        """(the key, why not) from the environment variable the client reads before its
+        key binding (``Bind.env``), when that is set; else None."""
+        bind = next((b for b in self.bindings if b.role == "key" and b.env), None)
+        if bind is None or not env.getenv(bind.env):
+            return None
+        held = f"{shown(self.file(bind.file, env), env)} {keypath_str(bind.path)}"
+        return disk_key("env", bind.env, f"{bind.env} (which overrides {held})", env)
+
     def read_key(self, obs: Observation, env: ClientEnv,
                  where: str) -> tuple[Seen | None, Any, str | None]:
-        """(where the key was found, the key, why not): the file's own key first, then a
-        variable it names (the environment's value first), then a helper command."""
+        """(where the key was found, the key, why not): a variable that overrides the
+        file's key, the file's own key, then a variable it names (the environment's value
+        first), then a helper command."""
+        overriding = self.overriding_key(env)
+        if overriding is not None:
+            bind = next(b for b in self.bindings if b.role == "key" and b.env)
+            return (Seen(None, self.file(bind.file, env), f"{bind.env} (from the environment)"),
+                    *overriding)
         if obs.keys and not obs.key_envs:
             return (obs.keys[0], *stored_key(obs.keys[0], env, where))
         if obs.key_envs:
