@@ -67,7 +67,9 @@ class Bind:
     (Claude Code's ``sonnet`` → ``model``); ``optional``: an unset slot is not written.
     ``env``: an environment variable the client reads before this key (shell-gpt's
     ``DEFAULT_MODEL``, Codex's ``CODEX_API_KEY``): render warns when it is set, verify
-    probes what it says.
+    probes what it says. ``key_var``: the name of the variable the client reads the key
+    from (``value``: the name used when the fleet's key is no ``${env:NAME}``); the key
+    itself goes into file ``store`` at ``under`` + the name.
     """
 
     file: str
@@ -79,6 +81,8 @@ class Bind:
     optional: bool = False
     value: Any = None
     env: str = ""
+    store: str = ""
+    under: KeyPath = ()
 
 
 def url(file: str, *path: Any, env: str = "") -> Bind:
@@ -93,6 +97,14 @@ def slot(file: str, *path: Any, option: str = "model", prefix: str = "", default
 
 def key(file: str, *path: Any, env: str = "") -> Bind:
     return Bind(file, tuple(path), "key", env=env)
+
+
+def key_var(file: str, *path: Any, default: str, store: str, under: KeyPath = ()) -> Bind:
+    """The variable the client reads the key from, named in ``file`` (gptme's
+    ``api_key_env``, Vibe's ``api_key_env_var``): the fleet's ``${env:NAME}``, else
+    ``default``. The key goes into ``store`` under that name (0600) unless ``secrets:
+    reference`` leaves it in the environment."""
+    return Bind(file, tuple(path), "key_var", value=default, store=store, under=under)
 
 
 def headers(file: str, *path: Any) -> Bind:
@@ -433,27 +445,30 @@ class Declared:
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
         for bind in self.bindings:
-            if bind.role == "key":
+            if bind.role in ("key", "key_var"):
                 continue
             value = self.value(fleet, key, bind)
             if value is not None:
                 values[bind.file][bind.path] = value
         self.render_key(fleet, key, env, values)
-        values = {name: self.in_table_order(name, owned) for name, owned in values.items()}
         self.warn_headers(fleet, env)
         self.warn_overrides(env, values)
         holds: dict[str, bool] = {}
+        mcp: dict = {}
         if self.mcp is not None:
             path = self.file(self.mcp_file, env)
             inline = any(_holds(key, owned) for owned in values.values())
             mcp, holds_key = self.mcp_values(fleet, key, env, path)
-            values[self.mcp_file].update(mcp)
             holds[self.mcp_file] = holds_key
             if holds_key and not inline and self.reference(fleet):
                 env.warnings.append(
                     f"{self.id}: an MCP server uses ${{gateway.key}}, so the key is written "
                     f"into {path} (mode 0600) even with secrets: reference")
         self.extra_render(fleet, key, env, values)
+        # a new file: the table's keys in its order, then the hooks', then MCP entries
+        values = {name: {**self.in_table_order(name, owned),
+                         **(mcp if name == self.mcp_file else {})}
+                  for name, owned in values.items()}
         return [Patch(self.file(name, env), self.files[name].format, values[name], self.id,
                       secret=holds.get(name, False) or _holds(key, values[name]))
                 for name in self.files if values[name]]
@@ -465,6 +480,19 @@ class Declared:
             if bind.role == "key":
                 self.key_reference(fleet, env, self.file(bind.file, env))
                 values[bind.file][bind.path] = key
+            elif bind.role == "key_var":
+                var = self.key_var_name(fleet, bind)
+                values[bind.file][bind.path] = var
+                if self.key_reference(fleet, env, self.file(bind.store, env)) is None:
+                    values[bind.store][bind.under + (var,)] = key
+
+    def key_var_name(self, fleet: Any, bind: Bind) -> str:
+        """The variable a ``key_var`` binding names: the fleet's ``${env:NAME}``, else
+        the binding's default."""
+        from taosync.fleet.secrets import parse_reference
+
+        ref = parse_reference(fleet.gateway.key)
+        return ref.arg if ref.kind == "env" else bind.value
 
     def in_table_order(self, name: str, owned: dict) -> dict:
         """A file's owned values with the table's first, in its order (a new file is
@@ -541,6 +569,8 @@ class Declared:
         elif bind.role == "key":
             obs.keys.append(Seen(Secret(value, f"{seen.file} {seen.key}"), seen.file,
                                  seen.key))
+        elif bind.role == "key_var":
+            obs.key_envs.append(Seen(value, seen.file, seen.key))
         elif bind.role == "slot":
             if not value.startswith(bind.prefix):
                 what = f"{bind.prefix}<id> gateway model"
@@ -553,6 +583,28 @@ class Declared:
                 return
             obs.slots.setdefault(bind.option, []).append(
                 Seen(value[len(bind.prefix):], seen.file, seen.key))
+
+    def read_stored_key(self, var: str, docs: dict, env: ClientEnv, obs: Observation,
+                        stores: tuple[str, ...] = ()) -> None:
+        """The value of the variable a ``key_var`` names, from the first of its store
+        files (or ``stores``) that sets it; none: the key comes from the environment
+        alone (``secrets: reference``)."""
+        from taosync.fleet.secrets import Secret
+
+        bind = next(b for b in self.bindings if b.role == "key_var")
+        at = bind.under + (var,)
+        for name in stores or (bind.store,):
+            held = _get(docs[name], bind.under)
+            if isinstance(held, dict) and var in held:
+                value, path = held[var], self.file(name, env)
+                break
+        else:
+            value = None
+        if isinstance(value, str) and value.strip():
+            obs.keys.append(Seen(Secret(value.strip(), f"{path} {keypath_str(at)}"), path,
+                                 keypath_str(at)))
+        else:
+            obs.settings["secrets"] = "reference"
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
         """Hook: what the table cannot read back (``docs``: file name → plain data)."""
@@ -568,9 +620,9 @@ class Declared:
             return out
         self.at_run_time(obs, env)
         where = shown(primary, env)
-        url_bind = next(b for b in self.bindings if b.role == "url")
-        if not obs.urls:
-            out.problems.append(f"{where} sets no {keypath_str(url_bind.path)}")
+        problem = self.unprobed(obs, env, where)
+        if problem:
+            out.problems.append(problem)
             return out
         key_seen, secret, problem = self.read_key(obs, env, where)
         if problem:
@@ -591,6 +643,14 @@ class Declared:
             names = ", ".join(keypath_str(b.path) for b, _ in self.slots(fleet))
             out.problems.append(f"{where} names no model ({names})")
         return out
+
+    def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
+        """Why the files send no request at all, looked at before the key (a hook: the
+        base wants the URL)."""
+        if obs.urls:
+            return None
+        url_bind = next(b for b in self.bindings if b.role == "url")
+        return f"{where} sets no {keypath_str(url_bind.path)}"
 
     def at_run_time(self, obs: Observation, env: ClientEnv) -> None:
         """The observation as the client resolves it when it runs: a URL or model an
@@ -630,8 +690,10 @@ class Declared:
             var = obs.key_envs[0]
             found, secret, problem = named_key(var, obs.keys, where, env)
             if found is None:
+                store = next((shown(self.file(b.store, env), env) for b in self.bindings
+                              if b.role == "key_var"), "the client's files")
                 return None, None, (f"{where} {var.key}: {var.value} is set neither in the "
-                                    f"environment nor in the client's files")
+                                    f"environment nor in {store}")
             return found, secret, problem
         if obs.key_helper is not None:
             secret, problem = disk_key("shell", obs.key_helper.value,
