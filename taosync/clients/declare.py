@@ -699,7 +699,7 @@ class Declared:
             secret, problem = disk_key("shell", obs.key_helper.value,
                                        f"{where} {obs.key_helper.key}", env)
             return obs.key_helper, secret, problem
-        key_bind = next((b for b in self.bindings if b.role == "key"), None)
+        key_bind = next((b for b in self.bindings if b.role in ("key", "key_var")), None)
         held = keypath_str(key_bind.path) if key_bind else "the key"
         return None, None, f"{where} holds no key ({held})"
 
