@@ -57,12 +57,22 @@ class File:
 
 
 @dataclass(frozen=True)
+class Opt:
+    """A key path part that is the value of one of the client's fleet options (Codex's
+    ``[model_providers.<provider_id>]``)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class Bind:
     """One owned key path and the fleet value it holds.
 
     ``role``: ``url`` (the gateway base URL), ``slot`` (a model: ``option`` names the
     client's fleet option, ``prefix`` is put before the id), ``key`` (the gateway key,
-    inline), ``headers`` (``gateway.headers`` as a map) or ``fixed`` (``value`` as is).
+    inline), ``headers`` (``gateway.headers`` as a map), ``fixed`` (``value`` as is) or
+    ``computed`` (``value(fleet, the client's options)``; None: not written). A part of
+    ``path`` may be an :class:`Opt`.
     ``default``: for a slot whose option is unset, the option it falls back to
     (Claude Code's ``sonnet`` → ``model``); ``optional``: an unset slot is not written.
     ``env``: an environment variable the client reads before this key (shell-gpt's
@@ -115,6 +125,10 @@ def fixed(file: str, *path: Any, value: Any) -> Bind:
     return Bind(file, tuple(path), "fixed", value=value)
 
 
+def computed(file: str, *path: Any, value: Callable[[Any, Any], Any]) -> Bind:
+    return Bind(file, tuple(path), "computed", value=value)
+
+
 @dataclass(frozen=True)
 class KeyRule:
     """What a client can read the key from by itself, for ``secrets: reference``.
@@ -163,6 +177,10 @@ class McpShape:
     note: str = ""
     #: owned keys written once when any server is (gptme's ``[mcp] enabled``)
     switch: Mapping[KeyPath, Any] = field(default_factory=dict)
+    #: for a client that reads ``${env:NAME}`` secrets from fields of their own (Codex's
+    #: ``env_vars``, ``env_http_headers``, ``bearer_token_env_var``): (kind, the env or
+    #: header map, reference mode) → the entry's fields in place of the env or headers
+    by_fields: Callable[[str, Mapping[str, Any], bool], dict] | None = None
 
     def at(self, name: str) -> KeyPath:
         return self.container + ((Match("name", name),) if self.listed else (name,))
@@ -183,9 +201,9 @@ def _written(values: Mapping[str, Any], shape: McpShape, reference: bool) -> dic
 
 
 def mcp_entry(shape: McpShape, server: Any, secrets: dict, warn: Callable[[str], None],
-              what: str) -> dict:
+              what: str, fields: dict | None = None) -> dict:
     """One server's entry in the client's shape (``secrets``: its env or headers,
-    already as written)."""
+    already as written; ``fields``: what they become instead, by ``McpShape.by_fields``)."""
     entry: dict = {}
     if server.kind == "stdio":
         entry.update(shape.stdio)
@@ -195,7 +213,9 @@ def mcp_entry(shape: McpShape, server: Any, secrets: dict, warn: Callable[[str],
             entry["command"] = server.command
             if server.args or shape.args_always:
                 entry["args"] = list(server.args)
-        if secrets or shape.env_always:
+        if fields is not None:
+            entry.update(fields)
+        elif secrets or shape.env_always:
             entry[shape.env_field] = secrets
         if server.cwd:
             if shape.cwd:
@@ -210,7 +230,9 @@ def mcp_entry(shape: McpShape, server: Any, secrets: dict, warn: Callable[[str],
         fixed_fields = shape.http
     entry.update(fixed_fields)
     entry[shape.url_field.get(server.transport, "url")] = server.url
-    if secrets:
+    if fields is not None:
+        entry.update(fields)
+    elif secrets:
         _put(entry, shape.headers_at, secrets)
     return entry
 
@@ -385,11 +407,16 @@ class Declared:
         for name, server in fleet.mcp_servers_expanded(key).items():
             raw = server.env if server.kind == "stdio" else server.headers
             secrets = _written(raw, shape, reference)
+            fields = None
+            if shape.by_fields is not None:
+                fields = shape.by_fields(server.kind, raw, reference)
+                at = (shape.env_field,) if server.kind == "stdio" else shape.headers_at
+                secrets = _get(fields, at) or {}  # what stays inline
 
             def warn(text: str, name: str = name) -> None:
                 env.warnings.append(f"{self.id}: MCP server {name!r} {text}")
 
-            entry = mcp_entry(shape, server, secrets, warn, self.title)
+            entry = mcp_entry(shape, server, secrets, warn, self.title, fields)
             if reference:
                 warning = inline_mcp_secrets(self.id, name, secrets, path,
                                              shape.note or f"{self.title} does not expand "
@@ -440,7 +467,14 @@ class Declared:
             return key
         if bind.role == "headers":
             return fleet.gateway_headers() or None
+        if bind.role == "computed":
+            return bind.value(fleet, self.cfg(fleet))
         return bind.value
+
+    def path_for(self, fleet: Any, bind: Bind) -> KeyPath:
+        """``bind.path`` with each :class:`Opt` part replaced by the option's value."""
+        cfg = self.cfg(fleet)
+        return tuple(getattr(cfg, p.name) if isinstance(p, Opt) else p for p in bind.path)
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
@@ -449,10 +483,10 @@ class Declared:
                 continue
             value = self.value(fleet, key, bind)
             if value is not None:
-                values[bind.file][bind.path] = value
+                values[bind.file][self.path_for(fleet, bind)] = value
         self.render_key(fleet, key, env, values)
         self.warn_headers(fleet, env)
-        self.warn_overrides(env, values)
+        self.warn_overrides(fleet, env, values)
         holds: dict[str, bool] = {}
         mcp: dict = {}
         if self.mcp is not None:
@@ -466,7 +500,7 @@ class Declared:
                     f"into {path} (mode 0600) even with secrets: reference")
         self.extra_render(fleet, key, env, values)
         # a new file: the table's keys in its order, then the hooks', then MCP entries
-        values = {name: {**self.in_table_order(name, owned),
+        values = {name: {**self.in_table_order(fleet, name, owned),
                          **(mcp if name == self.mcp_file else {})}
                   for name, owned in values.items()}
         return [Patch(self.file(name, env), self.files[name].format, values[name], self.id,
@@ -479,10 +513,10 @@ class Declared:
         for bind in self.bindings:
             if bind.role == "key":
                 self.key_reference(fleet, env, self.file(bind.file, env))
-                values[bind.file][bind.path] = key
+                values[bind.file][self.path_for(fleet, bind)] = key
             elif bind.role == "key_var":
                 var = self.key_var_name(fleet, bind)
-                values[bind.file][bind.path] = var
+                values[bind.file][self.path_for(fleet, bind)] = var
                 if self.key_reference(fleet, env, self.file(bind.store, env)) is None:
                     values[bind.store][bind.under + (var,)] = key
 
@@ -494,17 +528,19 @@ class Declared:
         ref = parse_reference(fleet.gateway.key)
         return ref.arg if ref.kind == "env" else bind.value
 
-    def in_table_order(self, name: str, owned: dict) -> dict:
+    def in_table_order(self, fleet: Any, name: str, owned: dict) -> dict:
         """A file's owned values with the table's first, in its order (a new file is
         written in that order), then those the hooks added."""
-        first = [b.path for b in self.bindings if b.file == name and b.path in owned]
+        first = [path for path in (self.path_for(fleet, b) for b in self.bindings
+                                   if b.file == name) if path in owned]
         return {**{path: owned[path] for path in first}, **owned}
 
-    def warn_overrides(self, env: ClientEnv, values: dict) -> None:
+    def warn_overrides(self, fleet: Any, env: ClientEnv, values: dict) -> None:
         """An environment variable the client reads before a key taosync writes is
         named when it is set here."""
         for bind in self.bindings:
-            if bind.env and bind.path in values[bind.file] and env.getenv(bind.env):
+            if bind.env and self.path_for(fleet, bind) in values[bind.file] and \
+                    env.getenv(bind.env):
                 what = "key" if bind.role == "key" else "value"
                 env.warnings.append(
                     f"{self.id}: {bind.env} is set in this environment and overrides the "
@@ -523,8 +559,13 @@ class Declared:
             (dict(read) if read is not None else fleet.gateway_headers())
         return {**extra, **self.sends}
 
+    def probed_slots(self, fleet: Any) -> list[tuple[str, str | None]]:
+        """(the slot's name in an observation, the fleet slot) for every model the
+        client is given (a hook: Codex adds its profiles)."""
+        return [(bind.option, chosen) for bind, chosen in self.slots(fleet)]
+
     def probes(self, fleet: Any, key: Any, env: ClientEnv) -> list[ProbeSpec]:
-        chosen = [slot for _, slot in self.slots(fleet)]
+        chosen = [slot for _, slot in self.probed_slots(fleet)]
         return probe_specs(fleet, self.id, fleet.distinct_models(chosen),
                            protocol=self.protocol, base_url=gateway_url(fleet, self.root),
                            path=self.path, auth=self.auth, headers=self.headers_sent(fleet))
@@ -629,8 +670,8 @@ class Declared:
             out.problems.append(problem)
             return out
         read_headers = obs.headers[0].value if obs.headers else {}
-        for bind, chosen in self.slots(fleet):
-            found = obs.slots.get(bind.option)
+        for name, chosen in self.probed_slots(fleet):
+            found = obs.slots.get(name)
             if not found:
                 continue
             out.probes += probe_specs(
