@@ -93,6 +93,10 @@ class Gptme(declare.Declared):
         return None
 
 
+MCP_SHAPE = declare.McpShape(
+    ("mcp", "servers"), listed=True, whole=False, cwd=False,
+    switch={("mcp", "enabled"): True, ("mcp", "auto_start"): True},
+    note="gptme does not expand variables in MCP env or headers")
 CLIENT = Gptme(
     ID, TITLE, primary="config",
     files={"config": declare.File(lambda env: gptme_dir(env) / "config.toml", "toml"),
@@ -104,10 +108,7 @@ CLIENT = Gptme(
     sends=CLIENT_HEADERS, sends_headers=False,
     key_rule=declare.KeyRule(("env",), "gptme reads the key only from an environment "
                              "variable or [env]"),
-    mcp=declare.McpShape(("mcp", "servers"), listed=True, whole=False, cwd=False,
-                         switch={("mcp", "enabled"): True, ("mcp", "auto_start"): True},
-                         note="gptme does not expand variables in MCP env or headers"),
-    mcp_file="config",
+    mcp=MCP_SHAPE, mcp_file="config",
 )
 render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
                                                CLIENT.observe, CLIENT.locations)
@@ -179,5 +180,5 @@ def _observe(env: ClientEnv) -> Observation:
         CLIENT.read_stored_key(var, {"local": local, "config": config}, env, obs,
                                ("local", "config"))
 
-    declare.read_mcp(CLIENT.mcp, config, config_path, obs)
+    declare.read_mcp(MCP_SHAPE, config, config_path, obs)
     return obs
