@@ -16,14 +16,14 @@ The key: ``env_key = NAME`` makes Codex read ``$NAME`` itself (``secrets: refere
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
-from taosync.clients.base import (Finding, safe_url, same_key, ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
-                                  SLOT_LIST, Seen, disk_key, fleet_mcp, probe_specs, read_plain,
-                                  shown, slot_option, start_on_disk)
-from taosync.fleet.logic import McpSecret, inline_mcp_secrets
-from taosync.fleet.secrets import Secret, parse_reference
+from taosync.clients import declare
+from taosync.clients.base import (SLOT_LIST, ClientEnv, Finding, Observation, Option, Patch,
+                                  Seen, disk_key, read_plain, safe_url, same_key, shown,
+                                  slot_option)
+from taosync.fleet.logic import McpSecret
+from taosync.fleet.secrets import Secret
 from taosync.formats.base import keypath_str
 from taosync.privilege import owner_rights
 
@@ -73,23 +73,10 @@ def codex_home(env: ClientEnv) -> Path:
     return env.location("CODEX_HOME") or env.home / ".codex"
 
 
-def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    """(directories, single files) this client's files may be in (rollback/recovery)."""
-    return [codex_home(env)], []
-
-
 def profile_name(slot: str) -> str:
     """The ``codex -p`` name (and file stem) for a profile entry: [A-Za-z0-9_-] only."""
     return re.sub(r"[^A-Za-z0-9_-]", "-", slot)
 
-
-
-def _env_key(fleet, cfg) -> str | None:
-    """The variable Codex should read the key from, or None when the key goes inline."""
-    if fleet.secrets_for(cfg) != "reference":
-        return None
-    ref = parse_reference(fleet.gateway.key)
-    return ref.arg if ref.kind == "env" else None
 
 
 def _profiles(cfg, env: ClientEnv | None = None) -> list[tuple[str, str]]:
@@ -109,103 +96,6 @@ def _profiles(cfg, env: ClientEnv | None = None) -> list[tuple[str, str]]:
         out.append((slot, name))
     return out
 
-
-
-def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    cfg = fleet.clients.codex
-    home = codex_home(env)
-    config_path = home / "config.toml"
-    provider = ("model_providers", cfg.provider_id)
-    model = fleet.model_for(cfg.model)
-
-    values: dict = {
-        ("model",): model,
-        ("model_provider",): cfg.provider_id,
-        **_context_window(fleet, model),
-        provider + ("base_url",): fleet.openai_url,
-        provider + ("wire_api",): "responses",
-    }
-    if fleet.gateway.headers:
-        values[provider + ("http_headers",)] = fleet.gateway_headers()
-
-    patches: list[Patch] = []
-    env_key = _env_key(fleet, cfg)
-    if env_key is not None:
-        values[provider + ("env_key",)] = env_key
-    else:
-        auth_path = home / "auth.json"
-        if fleet.secrets_for(cfg) == "reference":
-            ref = parse_reference(fleet.gateway.key)
-            env.warnings.append(
-                f"{ID}: secrets: reference needs gateway.key = ${{env:NAME}} (Codex reads "
-                f"the key only from an environment variable), but it is {ref.describe()}; "
-                f"wrote the key inline into {auth_path} (mode 0600)"
-            )
-        values[provider + ("requires_openai_auth",)] = True
-        if env.getenv("CODEX_API_KEY") is not None:
-            env.warnings.append(
-                f"{ID}: CODEX_API_KEY is set in this environment and overrides the key "
-                f"taosync writes to {auth_path}; unset it to use the gateway key"
-            )
-        patches.append(Patch(auth_path, "json", {
-            ("auth_mode",): "apikey",
-            ("OPENAI_API_KEY",): key,
-        }, ID, secret=True))
-
-    holds_key = False
-    reference = fleet.secrets_for(cfg) == "reference"
-    if cfg.mcp and fleet.mcp_servers:
-        for name, server in fleet.mcp_servers_expanded(key).items():
-            if server.kind == "stdio":
-                entry: dict = {"command": server.command}
-                if server.args:
-                    entry["args"] = list(server.args)
-                if server.env:
-                    entry.update(_mcp_env(server.env, reference))
-                if server.cwd:
-                    entry["cwd"] = server.cwd
-            else:
-                entry = {"url": server.url}
-                if server.headers:
-                    entry.update(_mcp_headers(server.headers, reference))
-                if server.transport == "sse":  # url = streamable HTTP; no sse form in
-                    # config.toml (not in clients.md; third-party reports, unverified here)
-                    env.warnings.append(
-                        f"{ID}: MCP server {name!r} uses the sse transport, but Codex speaks "
-                        f"streamable HTTP only; wrote its url anyway, it may fail to connect"
-                    )
-            if reference:
-                warning = inline_mcp_secrets(
-                    ID, name, entry.get("env") or entry.get("http_headers") or {},
-                    config_path, "Codex passes an MCP server only whole ${env:NAME} values: "
-                    "env under the same name, headers, and Authorization: Bearer ${env:NAME}")
-                if warning:
-                    env.warnings.append(warning)
-            values[("mcp_servers", name)] = entry
-            holds_key = holds_key or key.found_in(entry)
-        if holds_key and env_key is not None:
-            env.warnings.append(
-                f"{ID}: an MCP server uses ${{gateway.key}}, so the key is written into "
-                f"{config_path} (mode 0600) even with secrets: reference"
-            )
-
-    # the provider's display name is the user's to choose: set only when missing
-    patches.insert(0, Patch(config_path, "toml", values, ID, secret=holds_key,
-                            skeleton={provider + ("name",): PROVIDER_NAME}))
-
-    for slot, name in _profiles(cfg, env):
-        if name != slot:
-            env.warnings.append(
-                f"{ID}: profile {slot!r} is written as {name}.config.toml; "
-                f"use `codex -p {name}`"
-            )
-        model = fleet.model_for(slot)
-        patches.append(Patch(home / f"{name}.config.toml", "toml", {
-            ("model",): model,
-            ("model_provider",): cfg.provider_id,
-            **_context_window(fleet, model),
-        }, ID))
-    return patches
 
 
 def _mcp_env(values: dict, reference: bool) -> dict:
@@ -257,60 +147,95 @@ def _context_window(fleet, model: str) -> dict:
     return {("model_context_window",): window} if window else {}
 
 
-def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    cfg = fleet.clients.codex
-    slots = [cfg.model] + [s for s, _ in _profiles(cfg)]
-    return probe_specs(fleet, ID, fleet.distinct_models(slots), protocol="openai-responses",
-                       base_url=fleet.openai_url, path="/responses")
+def _mcp_fields(kind: str, values, reference: bool) -> dict:
+    return _mcp_env(values, reference) if kind == "stdio" else _mcp_headers(values, reference)
 
 
-def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    """The probes ``$CODEX_HOME`` makes Codex send: the active provider's base_url and
-    http_headers, the key as Codex resolves it (env_key's variable; else
-    experimental_bearer_token; else auth.json, which CODEX_API_KEY overrides), config.toml's
-    model and each profile file's."""
-    home = codex_home(env)
-    config_path = home / "config.toml"
-    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, config_path)
-    if obs is None:
-        return out
-    where = shown(config_path, env)
-    if not obs.urls:
-        out.problems.append(f"{where} sets no model_providers.<id>.base_url")
-        return out
-    url = obs.urls[0]
-    key_seen = obs.key_envs[0] if obs.key_envs else obs.keys[0] if obs.keys else None
-    if key_seen is None:
-        out.problems.append(f"{where} gives Codex no key (model_providers.<id>.env_key, or "
-                            f"requires_openai_auth with {shown(home / 'auth.json', env)})")
-        return out
-    key_where = f"{shown(key_seen.file, env)} {key_seen.key}"
-    if obs.key_envs:
-        secret, problem = disk_key("env", key_seen.value, key_where, env)
-    elif key_seen.file.name == "auth.json" and env.getenv("CODEX_API_KEY"):
-        secret, problem = disk_key("env", "CODEX_API_KEY", "CODEX_API_KEY (which overrides "
-                                   f"{key_where})", env)
-    else:
-        secret, problem = disk_key("literal", key_seen.value.reveal(), key_where, env)
-    if problem:
-        out.problems.append(problem)
-        return out
-    routes = {profile_name(slot): slot for slot, _ in _profiles(fleet.clients.codex)}
-    models = [("model", fleet.clients.codex.model)] + [
-        (f"profiles[{name}]", slot) for name, slot in routes.items()]
-    for slot, route in models:
-        found = obs.slots.get(slot)
-        if not found:
-            continue
-        out.probes += probe_specs(
-            fleet, ID, [(route, found[0].value)], protocol="openai-responses",
-            base_url=url.value, path="/responses",
-            headers=obs.headers[0].value if obs.headers else {}, secret=secret,
-            origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
-                     out.origin("model", found[0], env)))
-    if not out.probes:
-        out.problems.append(f"{where} names no model")
-    return out
+class Codex(declare.Declared):
+    """The table, and what it cannot say: the key goes to auth.json (inline) or is
+    named by env_key (reference); each profile is a file of its own; import reads
+    Codex's own providers and profile files."""
+
+    def render_key(self, fleet, key, env, values) -> None:
+        provider = ("model_providers", self.cfg(fleet).provider_id)
+        ref = self.key_reference(fleet, env, self.file("auth", env))
+        if ref is not None:
+            values["config"][provider + ("env_key",)] = ref.arg
+            values["auth"].clear()  # auth.json is written for an inline key only
+        else:
+            values["config"][provider + ("requires_openai_auth",)] = True
+            values["auth"][("OPENAI_API_KEY",)] = key
+
+    def render(self, fleet, key, env) -> list[Patch]:
+        cfg = self.cfg(fleet)
+        patches = super().render(fleet, key, env)
+        # the provider's display name is the user's to choose: set only when missing
+        patches[0].skeleton = {("model_providers", cfg.provider_id, "name"): PROVIDER_NAME}
+        for slot, name in _profiles(cfg, env):
+            if name != slot:
+                env.warnings.append(f"{ID}: profile {slot!r} is written as "
+                                    f"{name}.config.toml; use `codex -p {name}`")
+            model = fleet.model_for(slot)
+            patches.append(Patch(codex_home(env) / f"{name}.config.toml", "toml", {
+                ("model",): model, ("model_provider",): cfg.provider_id,
+                **_context_window(fleet, model)}, ID))
+        return patches
+
+    def probed_slots(self, fleet) -> list[tuple[str, str | None]]:
+        cfg = self.cfg(fleet)
+        return [("model", cfg.model)] + [(f"profiles[{name}]", slot)
+                                         for slot, name in _profiles(cfg)]
+
+    def observe(self, env: ClientEnv) -> Observation:
+        return _observe(env)
+
+    def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
+        return None if obs.urls else f"{where} sets no model_providers.<id>.base_url"
+
+    def read_key(self, obs: Observation, env: ClientEnv, where: str):
+        """As Codex resolves it: env_key's variable; else experimental_bearer_token;
+        else auth.json, which CODEX_API_KEY overrides."""
+        seen = obs.key_envs[0] if obs.key_envs else obs.keys[0] if obs.keys else None
+        if seen is None:
+            return None, None, (f"{where} gives Codex no key (model_providers.<id>.env_key, "
+                                f"or requires_openai_auth with "
+                                f"{shown(self.file('auth', env), env)})")
+        key_where = f"{shown(seen.file, env)} {seen.key}"
+        if obs.key_envs:
+            return (seen, *disk_key("env", seen.value, key_where, env))
+        overriding = self.overriding_key(env) if seen.file.name == "auth.json" else None
+        return (seen, *(overriding or disk_key("literal", seen.value.reveal(), key_where, env)))
+
+
+_PROVIDER = ("model_providers", declare.Opt("provider_id"))
+MCP_SHAPE = declare.McpShape(
+    ("mcp_servers",), args_always=False, headers_at=("http_headers",), sse=None,
+    by_fields=_mcp_fields,
+    # url = streamable HTTP; no sse form in config.toml (not in clients.md; third-party
+    # reports, unverified here)
+    note="Codex passes an MCP server only whole ${env:NAME} values: env under the same "
+         "name, headers, and Authorization: Bearer ${env:NAME}")
+CLIENT = Codex(
+    ID, TITLE, primary="config",
+    files={"config": declare.File(lambda env: codex_home(env) / "config.toml", "toml"),
+           "auth": declare.File(lambda env: codex_home(env) / "auth.json", "json")},
+    bindings=(
+        declare.slot("config", "model"),
+        declare.computed("config", "model_provider", value=lambda fleet, cfg: cfg.provider_id),
+        declare.computed("config", "model_context_window", value=lambda fleet, cfg:
+                         fleet.context_window(fleet.model_for(cfg.model)) or None),
+        declare.url("config", *_PROVIDER, "base_url"),
+        declare.fixed("config", *_PROVIDER, "wire_api", value="responses"),
+        declare.headers("config", *_PROVIDER, "http_headers"),
+        declare.fixed("auth", "auth_mode", value="apikey"),
+        declare.key("auth", "OPENAI_API_KEY", env="CODEX_API_KEY"),
+    ),
+    protocol="openai-responses", path="/responses",
+    key_rule=declare.KeyRule(("env",), "Codex reads the key only from an environment variable"),
+    mcp=MCP_SHAPE, mcp_file="config",
+)
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)
 
 
 # -- reading back (taosync import) ---------------------------------------------------
@@ -322,7 +247,7 @@ _BUILTIN = {"openai": "OpenAI's own API", "ollama": "Ollama (local)",
             "lmstudio": "LM Studio (local)", "oss": "a local open-source model server"}
 
 
-def observe(env: ClientEnv) -> Observation:
+def _observe(env: ClientEnv) -> Observation:
     """What ``$CODEX_HOME`` says: config.toml, auth.json and profile files."""
     home = codex_home(env)
     config_path = home / "config.toml"
@@ -332,15 +257,17 @@ def observe(env: ClientEnv) -> Observation:
         return obs
 
     provider_id = config.get("model_provider")
-    providers = config.get("model_providers") if isinstance(config.get("model_providers"), dict) else {}
-    table = providers.get(provider_id) if isinstance(provider_id, str) else None
+    providers = config.get("model_providers")
+    table = providers.get(provider_id) if isinstance(providers, dict) and \
+        isinstance(provider_id, str) else None
     uses_auth_json = False
-    if isinstance(table, dict) and provider_id != "openai":
+    if isinstance(table, dict) and isinstance(provider_id, str) and provider_id != "openai":
         where = ("model_providers", provider_id)
-        base = table.get("base_url")
-        if isinstance(base, str) and base.strip():
-            obs.urls.append(Seen(base.strip(), config_path, keypath_str(where + ("base_url",))))
-        else:
+        for bind in CLIENT.bindings:  # base_url and http_headers, by the table
+            if bind.path[0] == "model_providers" and bind.path[-1] in table:
+                CLIENT.read_binding(bind, Seen(table[bind.path[-1]], config_path,
+                                               keypath_str(where + bind.path[-1:])), obs)
+        if not obs.urls:
             obs.provider = Seen(f"provider {provider_id!r} without base_url", config_path,
                                 keypath_str(where))
         if re.fullmatch(r"[A-Za-z0-9_-]+", provider_id):
@@ -359,10 +286,6 @@ def observe(env: ClientEnv) -> Observation:
         if table.get("wire_api") not in (None, "responses"):
             obs.notes.append(f"{config_path}: wire_api = {table.get('wire_api')!r} is refused by "
                              f"Codex 0.171; apply sets \"responses\"")
-        headers = table.get("http_headers")
-        if isinstance(headers, dict) and headers:
-            obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()}, config_path,
-                                    keypath_str(where + ("http_headers",))))
     elif provider_id in (None, "openai"):
         base = config.get("openai_base_url")
         if isinstance(base, str) and base.strip():
@@ -415,28 +338,19 @@ def observe(env: ClientEnv) -> Observation:
             obs.slots[f"profiles[{name}]"] = [Seen(pmodel.strip(), path, "model")]
 
     servers = config.get("mcp_servers")
-    if isinstance(servers, dict):
-        for name, entry in servers.items():
-            if not isinstance(entry, dict):
-                continue
-            where = keypath_str(("mcp_servers", name))
-            if entry.get("enabled") is False:
-                obs.notes.append(f"{config_path}: MCP server {name!r} is disabled; not imported")
-                continue
-            if "command" in entry:
-                value = fleet_mcp(command=entry.get("command"), args=entry.get("args"),
-                                  env=entry.get("env"), cwd=entry.get("cwd"))
-            else:
-                value = fleet_mcp(url=entry.get("url"), headers=entry.get("http_headers"))
-                if value is not None and entry.get("bearer_token_env_var"):
-                    obs.notes.append(f"{config_path}: MCP server {name!r} reads a bearer token "
-                                     f"from ${entry['bearer_token_env_var']}, which fleet.yaml "
-                                     f"cannot express; that setting stays in config.toml")
-            if value is None:
-                obs.notes.append(f"{config_path}: MCP server {name!r} has a shape fleet.yaml "
-                                 f"cannot express; not imported")
-                continue
-            obs.mcp_servers[name] = Seen(value, config_path, where)
+    servers = servers if isinstance(servers, dict) else {}
+    disabled = [name for name, entry in servers.items()
+                if isinstance(entry, dict) and entry.get("enabled") is False]
+    obs.notes += [f"{config_path}: MCP server {name!r} is disabled; not imported"
+                  for name in disabled]
+    declare.read_mcp(MCP_SHAPE, {"mcp_servers": {name: entry for name, entry in servers.items()
+                                                  if name not in disabled}}, config_path, obs)
+    for name, entry in servers.items():
+        if name in obs.mcp_servers and "command" not in entry and \
+                entry.get("bearer_token_env_var"):
+            obs.notes.append(f"{config_path}: MCP server {name!r} reads a bearer token from "
+                             f"${entry['bearer_token_env_var']}, which fleet.yaml cannot "
+                             f"express; that setting stays in config.toml")
     return obs
 
 

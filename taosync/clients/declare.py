@@ -59,16 +59,31 @@ class File:
 
 
 @dataclass(frozen=True)
+class Opt:
+    """A key path part that is the value of one of the client's fleet options (Codex's
+    ``[model_providers.<provider_id>]``)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class Bind:
     """One owned key path and the fleet value it holds.
 
     ``role``: ``url`` (the gateway base URL), ``slot`` (a model: ``option`` names the
     client's fleet option, ``prefix`` is put before the id), ``key`` (the gateway key,
-    inline), ``headers`` (``gateway.headers`` as a map) or ``fixed`` (``value`` as is).
+    inline), ``headers`` (``gateway.headers`` as a map), ``fixed`` (``value`` as is) or
+    ``computed`` (``value(fleet, the client's options)``; None: not written). A part of
+    ``path`` may be an :class:`Opt`.
     ``default``: for a slot whose option is unset, the option it falls back to
     (Claude Code's ``sonnet`` → ``model``); ``optional``: an unset slot is not written.
     ``join``: headers written as one text, (between name and value, between headers):
     Claude Code's ``ANTHROPIC_CUSTOM_HEADERS``, ``(": ", "\n")``.
+    ``env``: an environment variable the client reads before this key (shell-gpt's
+    ``DEFAULT_MODEL``, Codex's ``CODEX_API_KEY``): render warns when it is set, verify
+    probes what it says. ``key_var``: the name of the variable the client reads the key
+    from (``value``: the name used when the fleet's key is no ``${env:NAME}``); the key
+    itself goes into file ``store`` at ``under`` + the name.
     """
 
     file: str
@@ -80,20 +95,31 @@ class Bind:
     optional: bool = False
     value: Any = None
     join: tuple[str, str] | None = None
+    env: str = ""
+    store: str = ""
+    under: KeyPath = ()
 
 
-def url(file: str, *path: Any) -> Bind:
-    return Bind(file, tuple(path), "url")
+def url(file: str, *path: Any, env: str = "") -> Bind:
+    return Bind(file, tuple(path), "url", env=env)
 
 
 def slot(file: str, *path: Any, option: str = "model", prefix: str = "", default: str = "",
-         optional: bool = False) -> Bind:
+         optional: bool = False, env: str = "") -> Bind:
     return Bind(file, tuple(path), "slot", option=option, prefix=prefix, default=default,
-                optional=optional)
+                optional=optional, env=env)
 
 
-def key(file: str, *path: Any) -> Bind:
-    return Bind(file, tuple(path), "key")
+def key(file: str, *path: Any, env: str = "") -> Bind:
+    return Bind(file, tuple(path), "key", env=env)
+
+
+def key_var(file: str, *path: Any, default: str, store: str, under: KeyPath = ()) -> Bind:
+    """The variable the client reads the key from, named in ``file`` (gptme's
+    ``api_key_env``, Vibe's ``api_key_env_var``): the fleet's ``${env:NAME}``, else
+    ``default``. The key goes into ``store`` under that name (0600) unless ``secrets:
+    reference`` leaves it in the environment."""
+    return Bind(file, tuple(path), "key_var", value=default, store=store, under=under)
 
 
 def headers(file: str, *path: Any, join: tuple[str, str] | None = None) -> Bind:
@@ -112,6 +138,10 @@ def split_headers(text: str, join: tuple[str, str]) -> dict[str, str]:
 
 def fixed(file: str, *path: Any, value: Any) -> Bind:
     return Bind(file, tuple(path), "fixed", value=value)
+
+
+def computed(file: str, *path: Any, value: Callable[[Any, Any], Any]) -> Bind:
+    return Bind(file, tuple(path), "computed", value=value)
 
 
 @dataclass(frozen=True)
@@ -169,6 +199,10 @@ class McpShape:
     #: the field and value that switch an entry off (``{"enabled": False}``): such an
     #: entry is not imported, and a note says so
     disabled: Mapping[str, Any] = field(default_factory=dict)
+    #: for a client that reads ``${env:NAME}`` secrets from fields of their own (Codex's
+    #: ``env_vars``, ``env_http_headers``, ``bearer_token_env_var``): (kind, the env or
+    #: header map, reference mode) → the entry's fields in place of the env or headers
+    by_fields: Callable[[str, Mapping[str, Any], bool], dict] | None = None
 
     def at(self, name: str) -> KeyPath:
         return self.container + ((Match("name", name),) if self.listed else (name,))
@@ -192,9 +226,9 @@ def _written(values: Mapping[str, Any], shape: McpShape, reference: bool,
 
 
 def mcp_entry(shape: McpShape, server: Any, secrets: dict, warn: Callable[[str], None],
-              what: str) -> dict:
+              what: str, fields: dict | None = None) -> dict:
     """One server's entry in the client's shape (``secrets``: its env or headers,
-    already as written)."""
+    already as written; ``fields``: what they become instead, by ``McpShape.by_fields``)."""
     entry: dict = {}
     if server.kind == "stdio":
         entry.update(shape.stdio)
@@ -204,7 +238,9 @@ def mcp_entry(shape: McpShape, server: Any, secrets: dict, warn: Callable[[str],
             entry["command"] = server.command
             if server.args or shape.args_always:
                 entry["args"] = list(server.args)
-        if secrets or shape.env_always:
+        if fields is not None:
+            entry.update(fields)
+        elif secrets or shape.env_always:
             entry[shape.env_field] = secrets
         if server.cwd:
             if shape.cwd:
@@ -219,7 +255,9 @@ def mcp_entry(shape: McpShape, server: Any, secrets: dict, warn: Callable[[str],
         fixed_fields = shape.http
     entry.update(fixed_fields)
     entry[shape.url_field.get(server.transport, "url")] = server.url
-    if secrets:
+    if fields is not None:
+        entry.update(fields)
+    elif secrets:
         _put(entry, shape.headers_at, secrets)
     return entry
 
@@ -418,11 +456,16 @@ class Declared:
             raw = server.env if server.kind == "stdio" else server.headers
             secrets = _written(raw, shape, reference,
                                lambda value: self.mcp_reference(value, env))
+            fields = None
+            if shape.by_fields is not None:
+                fields = shape.by_fields(server.kind, raw, reference)
+                at = (shape.env_field,) if server.kind == "stdio" else shape.headers_at
+                secrets = _get(fields, at) or {}  # what stays inline
 
             def warn(text: str, name: str = name) -> None:
                 env.warnings.append(f"{self.id}: MCP server {name!r} {text}")
 
-            entry = mcp_entry(shape, server, secrets, warn, self.title)
+            entry = mcp_entry(shape, server, secrets, warn, self.title, fields)
             if reference:
                 warning = inline_mcp_secrets(self.id, name, secrets, path,
                                              shape.note or f"{self.title} does not expand "
@@ -498,28 +541,42 @@ class Declared:
 
                 return joined(fleet.gateway_headers().items(), *bind.join)
             return fleet.gateway_headers()
+        if bind.role == "computed":
+            return bind.value(fleet, self.cfg(fleet))
         return bind.value
+
+    def path_for(self, fleet: Any, bind: Bind) -> KeyPath:
+        """``bind.path`` with each :class:`Opt` part replaced by the option's value."""
+        cfg = self.cfg(fleet)
+        return tuple(getattr(cfg, p.name) if isinstance(p, Opt) else p for p in bind.path)
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
         for bind in self.bindings:
+            if bind.role == "key_var":
+                continue
             # the key's place is kept (a new file lists keys in the table's order);
             # render_key fills it, or it is dropped
             value = _UNSET if bind.role == "key" else self.value(fleet, key, bind)
             if value is not None:
-                values[bind.file][bind.path] = value
+                values[bind.file][self.path_for(fleet, bind)] = value
         self.render_key(fleet, key, env, values)
         values = {name: {path: value for path, value in owned.items() if value is not _UNSET}
                   for name, owned in values.items()}
         self.warn_headers(fleet, env)
+        self.warn_overrides(fleet, env, values)
         holds: dict[str, bool] = {}
+        mcp: dict = {}
         if self.mcp is not None:
             path = self.file(self.mcp_file, env)
             mcp, holds_key = self.mcp_values(fleet, key, env, path)
             self.warn_mcp_key(fleet, key, env, path, values, holds_key)
-            values[self.mcp_file].update(mcp)
             holds[self.mcp_file] = holds_key
         self.extra_render(fleet, key, env, values)
+        # a new file: the table's keys in its order, then the hooks', then MCP entries
+        values = {name: {**self.in_table_order(fleet, name, owned),
+                         **(mcp if name == self.mcp_file else {})}
+                  for name, owned in values.items()}
         return [Patch(self.file(name, env), self.files[name].format, values[name], self.id,
                       secret=holds.get(name, False) or _holds(key, values[name]),
                       **self.patch_fields(name, fleet, env))
@@ -549,7 +606,39 @@ class Declared:
         for bind in self.bindings:
             if bind.role == "key":
                 self.key_reference(fleet, env, self.file(bind.file, env))
-                values[bind.file][bind.path] = key
+                values[bind.file][self.path_for(fleet, bind)] = key
+            elif bind.role == "key_var":
+                var = self.key_var_name(fleet, bind)
+                values[bind.file][self.path_for(fleet, bind)] = var
+                if self.key_reference(fleet, env, self.file(bind.store, env)) is None:
+                    values[bind.store][bind.under + (var,)] = key
+
+    def key_var_name(self, fleet: Any, bind: Bind) -> str:
+        """The variable a ``key_var`` binding names: the fleet's ``${env:NAME}``, else
+        the binding's default."""
+        from taosync.fleet.secrets import parse_reference
+
+        ref = parse_reference(fleet.gateway.key)
+        return ref.arg if ref.kind == "env" else bind.value
+
+    def in_table_order(self, fleet: Any, name: str, owned: dict) -> dict:
+        """A file's owned values with the table's first, in its order (a new file is
+        written in that order), then those the hooks added."""
+        first = [path for path in (self.path_for(fleet, b) for b in self.bindings
+                                   if b.file == name) if path in owned]
+        return {**{path: owned[path] for path in first}, **owned}
+
+    def warn_overrides(self, fleet: Any, env: ClientEnv, values: dict) -> None:
+        """An environment variable the client reads before a key taosync writes is
+        named when it is set here."""
+        for bind in self.bindings:
+            if bind.env and self.path_for(fleet, bind) in values[bind.file] and \
+                    env.getenv(bind.env):
+                what = "key" if bind.role == "key" else "value"
+                env.warnings.append(
+                    f"{self.id}: {bind.env} is set in this environment and overrides the "
+                    f"{what} taosync writes to {self.file(bind.file, env)}"
+                    + ("; unset it to use the gateway key" if bind.role == "key" else ""))
 
     def extra_render(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
         """Hook: what the table cannot say (``values``: file name → key path → value)."""
@@ -573,8 +662,13 @@ class Declared:
         output goes as both Bearer and x-api-key)."""
         return self.auth
 
+    def probed_slots(self, fleet: Any) -> list[tuple[str, str | None]]:
+        """(the slot's name in an observation, the fleet slot) for every model the
+        client is given (a hook: Codex adds its profiles)."""
+        return [(bind.option, chosen) for bind, chosen in self.slots(fleet)]
+
     def probes(self, fleet: Any, key: Any, env: ClientEnv) -> list[ProbeSpec]:
-        chosen = [slot for _, slot in self.slots(fleet)]
+        chosen = [slot for _, slot in self.probed_slots(fleet)]
         auth, base_url = self.probe_auth(fleet, env), gateway_url(fleet, self.root)
         return [spec for pair in fleet.distinct_models(chosen)
                 for spec in probe_specs(fleet, self.id, [pair], protocol=self.protocol,
@@ -626,6 +720,8 @@ class Declared:
         elif bind.role == "key":
             obs.keys.append(Seen(Secret(value, f"{seen.file} {seen.key}"), seen.file,
                                  seen.key))
+        elif bind.role == "key_var":
+            obs.key_envs.append(Seen(value, seen.file, seen.key))
         elif bind.role == "slot":
             if not value.startswith(bind.prefix):
                 what = f"{bind.prefix}<id> gateway model"
@@ -639,6 +735,28 @@ class Declared:
             obs.slots.setdefault(bind.option, []).append(
                 Seen(value[len(bind.prefix):], seen.file, seen.key))
 
+    def read_stored_key(self, var: str, docs: dict, env: ClientEnv, obs: Observation,
+                        stores: tuple[str, ...] = ()) -> None:
+        """The value of the variable a ``key_var`` names, from the first of its store
+        files (or ``stores``) that sets it; none: the key comes from the environment
+        alone (``secrets: reference``)."""
+        from taosync.fleet.secrets import Secret
+
+        bind = next(b for b in self.bindings if b.role == "key_var")
+        at = bind.under + (var,)
+        for name in stores or (bind.store,):
+            held = _get(docs[name], bind.under)
+            if isinstance(held, dict) and var in held:
+                value, path = held[var], self.file(name, env)
+                break
+        else:
+            value = None
+        if isinstance(value, str) and value.strip():
+            obs.keys.append(Seen(Secret(value.strip(), f"{path} {keypath_str(at)}"), path,
+                                 keypath_str(at)))
+        else:
+            obs.settings["secrets"] = "reference"
+
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
         """Hook: what the table cannot read back (``docs``: file name → plain data)."""
 
@@ -651,9 +769,11 @@ class Declared:
         out, obs = start_on_disk(self, fleet, key, env, primary)
         if obs is None:
             return out
+        self.at_run_time(obs, env)
         where = shown(primary, env)
-        if not obs.urls:
-            out.problems.append(self.no_url(where, env))
+        problem = self.unprobed(obs, env, where)
+        if problem:
+            out.problems.append(problem)
             return out
         key_seen, secret, problem = self.read_key(obs, env, where)
         if problem or key_seen is None:
@@ -661,9 +781,9 @@ class Declared:
             return out
         read_headers = obs.headers[0].value if obs.headers else {}
         auth = self.disk_auth(key_seen)
-        for bind, chosen in self.slots(fleet):
-            found = obs.slots.get(bind.option)
-            if not found or key_seen is None:
+        for name, chosen in self.probed_slots(fleet):
+            found = obs.slots.get(name)
+            if not found:
                 continue
             out.probes += probe_specs(
                 fleet, self.id, [(chosen, found[0].value)], protocol=self.protocol,
@@ -688,10 +808,43 @@ class Declared:
         return (f"{shown(self.file(url_bind.file, env), env)} sets no "
                 f"{self.places.get('url') or keypath_str(url_bind.path)}")
 
+    def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
+        """Why the files send no request at all, looked at before the key (a hook: the
+        base wants the URL, :meth:`no_url`)."""
+        return None if obs.urls else self.no_url(where, env)
+
+    def at_run_time(self, obs: Observation, env: ClientEnv) -> None:
+        """The observation as the client resolves it when it runs: a URL or model an
+        environment variable overrides (``Bind.env``) is that variable's value."""
+        for bind in self.bindings:
+            value = env.getenv(bind.env) if bind.env and bind.role != "key" else None
+            if not value:
+                continue
+            seen = Seen(value, self.file(bind.file, env), f"{bind.env} (from the environment)")
+            if bind.role == "url":
+                obs.urls = [seen]
+            elif bind.role == "slot":
+                obs.slots[bind.option] = [seen]
+
+    def overriding_key(self, env: ClientEnv) -> tuple[Any, str | None] | None:
+        """(the key, why not) from the environment variable the client reads before its
+        key binding (``Bind.env``), when that is set; else None."""
+        bind = next((b for b in self.bindings if b.role == "key" and b.env), None)
+        if bind is None or not env.getenv(bind.env):
+            return None
+        held = f"{shown(self.file(bind.file, env), env)} {keypath_str(bind.path)}"
+        return disk_key("env", bind.env, f"{bind.env} (which overrides {held})", env)
+
     def read_key(self, obs: Observation, env: ClientEnv,
                  where: str) -> tuple[Seen | None, Any, str | None]:
-        """(where the key was found, the key, why not): the file's own key first, then a
-        variable it names (the environment's value first), then a helper command."""
+        """(where the key was found, the key, why not): a variable that overrides the
+        file's key, the file's own key, then a variable it names (the environment's value
+        first), then a helper command."""
+        overriding = self.overriding_key(env)
+        if overriding is not None:
+            bind = next(b for b in self.bindings if b.role == "key" and b.env)
+            return (Seen(None, self.file(bind.file, env), f"{bind.env} (from the environment)"),
+                    *overriding)
         if obs.keys and not obs.key_envs:
             return (obs.keys[0], *stored_key(obs.keys[0], env, where))
         if obs.key_envs:
@@ -702,14 +855,16 @@ class Declared:
                 return var, secret, problem
             found, secret, problem = named_key(var, obs.keys, where, env)
             if found is None:
+                store = next((shown(self.file(b.store, env), env) for b in self.bindings
+                              if b.role == "key_var"), "the client's files")
                 return None, None, (f"{where} {var.key}: {var.value} is set neither in the "
-                                    f"environment nor in the client's files")
+                                    f"environment nor in {store}")
             return found, secret, problem
         if obs.key_helper is not None:
             secret, problem = disk_key("shell", obs.key_helper.value,
                                        f"{where} {obs.key_helper.key}", env)
             return obs.key_helper, secret, problem
-        key_bind = next((b for b in self.bindings if b.role == "key"), None)
+        key_bind = next((b for b in self.bindings if b.role in ("key", "key_var")), None)
         held = self.places.get("key") or (keypath_str(key_bind.path) if key_bind else
                                           "the key")
         return None, None, f"{where} holds no key ({held})"

@@ -20,14 +20,11 @@ Note: gptme strips top-level keys it does not know from both files when it loads
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from taosync.clients import declare
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Seen, named_key,
-                                  probe_specs, read_plain, shown, slot_option, start_on_disk,
-                                  stored_key)
-from taosync.fleet.secrets import Secret, parse_reference
+from taosync.clients.base import ClientEnv, Observation, Seen, read_plain, slot_option
+from taosync.fleet.secrets import Secret
 from taosync.formats.base import Match, keypath_str
 
 ID = "gptme"
@@ -77,12 +74,6 @@ def gptme_dir(env: ClientEnv) -> Path:
     return env.app_data() / "gptme"
 
 
-def _key_var(fleet) -> str:
-    """The variable gptme reads the key from: the fleet's ``${env:NAME}``, else ours."""
-    ref = parse_reference(fleet.gateway.key)
-    return ref.arg if ref.kind == "env" else DEFAULT_KEY_VAR
-
-
 #: the ``[[providers]]`` entry's key path
 _PROVIDER = ("providers", Match("name", PROVIDER))
 
@@ -94,67 +85,39 @@ MCP_SHAPE = declare.McpShape(("mcp", "servers"), listed=True, whole=False, cwd=F
 
 
 class Gptme(declare.Declared):
-    """The table, and what it cannot say: the key lives in config.local.toml under the
-    variable the provider entry names (or only in the environment, by reference)."""
+    """The table, and what it cannot say: import follows MODEL to its provider entry and
+    reads ``[env]`` of config.local.toml over config.toml."""
 
-    def render_key(self, fleet, key, env, values) -> None:
-        var = _key_var(fleet)
-        values["config"][_PROVIDER + ("api_key_env",)] = var
-        if self.key_reference(fleet, env, self.file("local", env)) is None:
-            values["local"][("env", var)] = key
+    def observe(self, env: ClientEnv) -> Observation:
+        return _observe(env)
+
+    def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
+        if not obs.slots.get("model"):
+            return f"{where}: MODEL names no <provider>/<id> of a [[providers]] entry"
+        if not obs.urls:
+            return f"{where}: the model's provider has no base_url"
+        return None
 
 
+MCP_SHAPE = declare.McpShape(
+    ("mcp", "servers"), listed=True, whole=False, cwd=False,
+    switch={("mcp", "enabled"): True, ("mcp", "auto_start"): True},
+    note="gptme does not expand variables in MCP env or headers")
 CLIENT = Gptme(
     ID, TITLE, primary="config",
     files={"config": declare.File(lambda env: gptme_dir(env) / "config.toml", "toml"),
            "local": declare.File(lambda env: gptme_dir(env) / "config.local.toml", "toml")},
     bindings=(declare.slot("config", "env", "MODEL", prefix=PROVIDER + "/"),
-              declare.url("config", *_PROVIDER, "base_url")),
+              declare.url("config", *_PROVIDER, "base_url"),
+              declare.key_var("config", *_PROVIDER, "api_key_env", default=DEFAULT_KEY_VAR,
+                              store="local", under=("env",))),
     sends=CLIENT_HEADERS, sends_headers=False,
     key_rule=declare.KeyRule(("env",), "gptme reads the key only from an environment "
                              "variable or [env]"),
     mcp=MCP_SHAPE, mcp_file="config",
 )
-render, probes, locations = CLIENT.render, CLIENT.probes, CLIENT.locations
-
-
-def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    """The probe gptme's files make it send: MODEL's provider entry (base_url) and model
-    id, the key from api_key_env (environment, then ``[env]`` of config.local.toml and
-    config.toml) or an inline api_key."""
-    home = gptme_dir(env)
-    config_path = home / "config.toml"
-    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, config_path)
-    if obs is None:
-        return out
-    where = shown(config_path, env)
-    found = obs.slots.get("model")
-    if not found:
-        out.problems.append(f"{where}: MODEL names no <provider>/<id> of a [[providers]] entry")
-        return out
-    if not obs.urls:
-        out.problems.append(f"{where}: the model's provider has no base_url")
-        return out
-    if obs.key_envs:
-        key_seen, secret, problem = named_key(obs.key_envs[0], obs.keys, where, env)
-    else:  # an inline api_key
-        key_seen, secret, problem = (obs.keys[0], *stored_key(obs.keys[0], env)) \
-            if obs.keys else (None, None, None)
-    if key_seen is None:
-        what = f"{obs.key_envs[0].value} is set neither in the environment nor in [env]" \
-            if obs.key_envs else "the model's provider has no api_key_env or api_key"
-        out.problems.append(f"{where}: {what}")
-        return out
-    if problem:
-        out.problems.append(problem)
-        return out
-    url = obs.urls[0]
-    out.probes += probe_specs(
-        fleet, ID, [(fleet.clients.gptme.model, found[0].value)], protocol="openai-chat",
-        base_url=url.value, path="/chat/completions", headers=CLIENT_HEADERS, secret=secret,
-        origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
-                 out.origin("model", found[0], env)))
-    return out
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)
 
 
 # -- reading back (taosync import) ---------------------------------------------------
@@ -169,7 +132,7 @@ def _section(config: dict | None, name: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def observe(env: ClientEnv) -> Observation:
+def _observe(env: ClientEnv) -> Observation:
     """What config.toml (and config.local.toml over it) say: MODEL and its provider, the
     key variable and its value in ``[env]``, and the MCP servers."""
     home = gptme_dir(env)
@@ -220,12 +183,8 @@ def observe(env: ClientEnv) -> Observation:
     elif isinstance(var, str) and var.strip():
         var = var.strip()
         obs.key_envs.append(Seen(var, config_path, keypath_str(p + ("api_key_env",))))
-        value, value_file = layered("env", var)
-        if isinstance(value, str) and value.strip():
-            obs.keys.append(Seen(Secret(value.strip(), f"{value_file} env.{var}"), value_file,
-                                 keypath_str(("env", var))))
-        else:
-            obs.settings["secrets"] = "reference"
+        CLIENT.read_stored_key(var, {"local": local, "config": config}, env, obs,
+                               ("local", "config"))
 
     declare.read_mcp(MCP_SHAPE, config, config_path, obs)
     return obs

@@ -16,13 +16,11 @@ shell-gpt has no MCP.
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 from pathlib import Path
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
-                                  disk_key, probe_specs, read_plain, shown, slot_option,
-                                  start_on_disk)
-from taosync.fleet.secrets import Secret, parse_reference
+from taosync.clients import declare
+from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
 
 ID = "shell-gpt"
 BINARY = "sgpt"  # taosync doctor shows its --version
@@ -43,11 +41,6 @@ OWNED_FILES = (
      'the defaults sgpt appends on its first run stay its own'),
 )
 
-#: what sgpt 1.5.1 sends besides auth (the openai SDK it installs with)
-HEADERS = {"User-Agent": "OpenAI/Python 2.54.0"}
-#: the values sgpt takes from its environment before the file
-OVERRIDES = ("API_BASE_URL", "OPENAI_API_KEY", "DEFAULT_MODEL")
-
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("model", "Route or model id for DEFAULT_MODEL (default: default_route)."),
@@ -58,106 +51,48 @@ def config_path(env: ClientEnv) -> Path:
     return env.home / ".config" / "shell_gpt" / ".sgptrc"
 
 
-def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
-    """(directories, single files) this client's files may be in (rollback/recovery)."""
-    return [config_path(env).parent], []
+class ShellGpt(declare.Declared):
+    """The table, and what it cannot say: ``API_BASE_URL=default`` means OpenAI's own
+    API, a key with a line break cannot be written, and the file is always 0600."""
+
+    def render(self, fleet, key, env):
+        return [dataclasses.replace(patch, secret=True)
+                for patch in super().render(fleet, key, env)]
+
+    def extra_render(self, fleet, key, env, values) -> None:
+        if any(c in key.reveal() for c in "\r\n"):  # sgpt reads one line per key
+            del values["rc"][("OPENAI_API_KEY",)]
+            env.warnings.append(f"{ID}: the key holds a line break, which .sgptrc cannot "
+                                f"hold; OPENAI_API_KEY is not written to {config_path(env)}")
+
+    def read_binding(self, bind, seen, obs) -> None:
+        if not (bind.role == "url" and seen.value.strip() == "default"):
+            super().read_binding(bind, seen, obs)
+
+    def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
+        path, config = config_path(env), docs["rc"]
+        if config and not obs.urls:
+            obs.provider = Seen("OpenAI's own API (API_BASE_URL default)", path,
+                                "API_BASE_URL")
+        if config and config.get("USE_LITELLM", "false").strip().lower() == "true":
+            obs.notes.append(f"{path}: USE_LITELLM=true routes sgpt through LiteLLM; "
+                             f"taosync's keys assume the openai client (USE_LITELLM=false)")
+
+    def at_run_time(self, obs: Observation, env: ClientEnv) -> None:
+        super().at_run_time(obs, env)
+        obs.urls = [seen for seen in obs.urls if seen.value != "default"]
 
 
-def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
-    cfg = fleet.clients.shell_gpt
-    path = config_path(env)
-    if fleet.secrets_for(cfg) == "reference":
-        ref = parse_reference(fleet.gateway.key)
-        env.warnings.append(
-            f"{ID}: secrets: reference cannot keep the key off disk for shell-gpt (without "
-            f"OPENAI_API_KEY in .sgptrc it stops, or asks for a key, when that variable is "
-            f"unset); wrote the key from {ref.describe()} inline into {path} (mode 0600)")
-    if fleet.gateway.headers:
-        env.warnings.append(f"{ID}: shell-gpt has no setting for extra request headers; its "
-                            f"requests go without gateway.headers")
-    for var in OVERRIDES:
-        if env.getenv(var):
-            env.warnings.append(f"{ID}: {var} is set in this environment and overrides the "
-                                f"value taosync writes to {path}")
-    values = {("API_BASE_URL",): fleet.openai_url, ("OPENAI_API_KEY",): key,
-              ("DEFAULT_MODEL",): fleet.model_for(cfg.model)}
-    if any(c in key.reveal() for c in "\r\n"):  # sgpt reads one line per key
-        del values[("OPENAI_API_KEY",)]
-        env.warnings.append(f"{ID}: the key holds a line break, which .sgptrc cannot hold; "
-                            f"OPENAI_API_KEY is not written to {path}")
-    return [Patch(path, "keyvalue", values, ID, secret=True)]
-
-
-def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.shell_gpt.model]),
-                       protocol="openai-chat", base_url=fleet.openai_url,
-                       path="/chat/completions", headers=HEADERS)
-
-
-def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    """The probe ``.sgptrc`` makes sgpt send: API_BASE_URL, OPENAI_API_KEY and
-    DEFAULT_MODEL, each overridden by the environment variable of its name, as sgpt does."""
-    path = config_path(env)
-    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, path)
-    if obs is None:
-        return out
-    where = shown(path, env)
-
-    def effective(name: str, found: list[Seen]) -> Seen | None:
-        if env.getenv(name):
-            return Seen(env.getenv(name), path, f"{name} (from the environment)")
-        return found[0] if found else None
-
-    url = effective("API_BASE_URL", obs.urls)
-    model = effective("DEFAULT_MODEL", obs.slots.get("model", []))
-    if url is None or url.value == "default":
-        out.problems.append(f"{where} sets no API_BASE_URL (sgpt would call api.openai.com)")
-        return out
-    if env.getenv("OPENAI_API_KEY"):
-        key_seen = Seen(None, path, "OPENAI_API_KEY (from the environment)")
-        secret, problem = disk_key("env", "OPENAI_API_KEY", "OPENAI_API_KEY (which overrides "
-                                   f"{where} OPENAI_API_KEY)", env)
-    elif obs.keys:
-        key_seen = obs.keys[0]
-        secret, problem = disk_key("literal", key_seen.value.reveal(),
-                                   f"{where} OPENAI_API_KEY", env)
-    else:
-        key_seen, secret, problem = None, None, f"{where} sets no OPENAI_API_KEY"
-    if model is None:
-        problem = problem or f"{where} sets no DEFAULT_MODEL"
-    if problem:
-        out.problems.append(problem)
-        return out
-    out.probes = probe_specs(
-        fleet, ID, [(fleet.clients.shell_gpt.model, model.value)], protocol="openai-chat",
-        base_url=url.value, path="/chat/completions", headers=HEADERS, secret=secret,
-        origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
-                 out.origin("model", model, env)))
-    return out
-
-
-# -- reading back (taosync import) ---------------------------------------------------
-
-
-def observe(env: ClientEnv) -> Observation:
-    """What ``.sgptrc`` says (values as sgpt reads them)."""
-    path = config_path(env)
-    obs = Observation(ID, protocol="openai")
-    config = read_plain(path, "keyvalue", obs)
-    if not isinstance(config, dict):
-        return obs
-    base = config.get("API_BASE_URL", "").strip()
-    if base and base != "default":
-        obs.urls.append(Seen(base, path, "API_BASE_URL"))
-    elif config:
-        obs.provider = Seen("OpenAI's own API (API_BASE_URL default)", path, "API_BASE_URL")
-    if config.get("USE_LITELLM", "false").strip().lower() == "true":
-        obs.notes.append(f"{path}: USE_LITELLM=true routes sgpt through LiteLLM; taosync's "
-                         f"keys assume the openai client (USE_LITELLM=false)")
-    model = config.get("DEFAULT_MODEL", "").strip()
-    if model:
-        obs.slots["model"] = [Seen(model, path, "DEFAULT_MODEL")]
-    key = config.get("OPENAI_API_KEY", "").strip()
-    if key:
-        obs.keys.append(Seen(Secret(key, f"{path} OPENAI_API_KEY"), path, "OPENAI_API_KEY"))
-    return obs
+CLIENT = ShellGpt(
+    ID, TITLE, files={"rc": declare.File(config_path, "keyvalue")}, primary="rc",
+    # an environment variable of the same name wins over each
+    bindings=(declare.url("rc", "API_BASE_URL", env="API_BASE_URL"),
+              declare.key("rc", "OPENAI_API_KEY", env="OPENAI_API_KEY"),
+              declare.slot("rc", "DEFAULT_MODEL", env="DEFAULT_MODEL")),
+    # what sgpt 1.5.1 sends besides auth (the openai SDK it installs with)
+    sends={"User-Agent": "OpenAI/Python 2.54.0"}, sends_headers=False,
+    key_rule=declare.KeyRule((), "without OPENAI_API_KEY in .sgptrc it stops, or asks for "
+                             "a key, when that variable is unset"),
+)
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)

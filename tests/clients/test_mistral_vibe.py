@@ -68,6 +68,17 @@ def test_vibe_reference_names_the_variable_only(clients_env, tmp_path):
     assert not config.secret and clients_env.warnings == []
 
 
+def test_vibe_reference_names_the_gateway_key_an_mcp_server_puts_on_disk(clients_env, tmp_path):
+    """The key is kept off disk by reference, but the router's env takes ${gateway.key}:
+    config.toml then holds it (0600), and a warning says so (the rule every client keeps)."""
+    f = fleet(secrets="reference", gateway__key="${env:GW_KEY}")
+    (config,) = mistral_vibe.render(f, KEY, clients_env)
+    assert config.secret and config.values[MCP + ("env",)]["TAOTOKEN_API_KEY"] == RAW
+    assert clients_env.warnings == [
+        f"mistral-vibe: an MCP server uses ${{gateway.key}}, so the key is written into "
+        f"{tmp_path}/.vibe/config.toml (mode 0600) even with secrets: reference"]
+
+
 def test_vibe_reference_without_env_falls_back_inline(clients_env):
     f = fleet(secrets="reference", gateway__key="${cmd:pass show tao}", mcp_servers={})
     config, dotenv = mistral_vibe.render(f, KEY, clients_env)
