@@ -479,11 +479,11 @@ class Declared:
             if shape.whole:
                 values[at] = entry
             else:  # each field on its own; a nested headers map at its own path
-                fields: dict[KeyPath, Any] = {(k,): v for k, v in entry.items()}
-                if len(shape.headers_at) > 1 and shape.headers_at[:1] in fields:
-                    del fields[shape.headers_at[:1]]
-                    fields[shape.headers_at] = _get(entry, shape.headers_at)
-                values.update({at + path: v for path, v in fields.items()})
+                owned: dict[KeyPath, Any] = {(k,): v for k, v in entry.items()}
+                if len(shape.headers_at) > 1 and shape.headers_at[:1] in owned:
+                    del owned[shape.headers_at[:1]]
+                    owned[shape.headers_at] = _get(entry, shape.headers_at)
+                values.update({at + part: v for part, v in owned.items()})
             holds_key = holds_key or key.found_in(entry)
         return values, holds_key
 
@@ -744,13 +744,12 @@ class Declared:
 
         bind = next(b for b in self.bindings if b.role == "key_var")
         at = bind.under + (var,)
+        value, path = None, self.file(bind.store, env)
         for name in stores or (bind.store,):
             held = _get(docs[name], bind.under)
             if isinstance(held, dict) and var in held:
                 value, path = held[var], self.file(name, env)
                 break
-        else:
-            value = None
         if isinstance(value, str) and value.strip():
             obs.keys.append(Seen(Secret(value.strip(), f"{path} {keypath_str(at)}"), path,
                                  keypath_str(at)))
