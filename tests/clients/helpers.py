@@ -81,13 +81,19 @@ def imported(run, *args) -> tuple[Run, dict]:
     return r, json.loads(r.out)
 
 
-def round_trip(run, tmp_path, monkeypatch, key_value: str, *, allow: set = frozenset()):
-    """import → write the proposal → export its key variable → plan; return both."""
+def round_trip(run, tmp_path, monkeypatch, key_value: str, *, allow: set = frozenset(),
+               mcp_values: dict[str, str] | None = None):
+    """import → write the proposal → export its key variable (and the variable it names
+    for each MCP secret: ``mcp_values`` maps its ``env.NAME``/``headers.NAME`` to the
+    value) → plan; return both."""
     r, data = imported(run)
     proposal = tmp_path / "proposed.yaml"
     proposal.write_text(data["yaml"])
     if data["key"]["env"]:
         monkeypatch.setenv(data["key"]["env"], key_value)
+    for found in data.get("mcp_secrets") or []:
+        if mcp_values and found["key"] in mcp_values:
+            monkeypatch.setenv(found["env"], mcp_values[found["key"]])
     v = run("validate", config=proposal)
     assert v.rc == 0, v.both
     p = run("plan", "--json", config=proposal)
