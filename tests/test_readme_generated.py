@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 from taosync.clients import readme, registry
 
-REGENERATE = "run `python -m taosync.clients.readme --write`"
+REGENERATE = "run `python -m taosync.dev regenerate`"
 
 
 def test_readme_is_what_the_client_modules_say():
@@ -67,3 +67,33 @@ def test_module_prints_every_section():
     for name in readme.SECTIONS:
         assert f"<!-- {name} -->" in proc.stdout
 
+
+def test_one_command_regenerates_schema_and_readme(tmp_path, monkeypatch):
+    """``python -m taosync.dev regenerate`` is the one command CONTRIBUTING.md names: it
+    rewrites the stale schema copies and README sections; ``check`` says which are stale."""
+    from taosync import dev
+    from taosync.fleet import schema_build
+
+    readme_copy = tmp_path / "README.md"
+    text = readme.README.read_text(encoding="utf-8")
+    readme_copy.write_text(text.replace(readme.section(text, "client-ids"), "`stale`"))
+    packaged, repo_copy = tmp_path / "pkg" / "fleet.schema.json", tmp_path / "fleet.schema.json"
+    repo_copy.write_text("{}\n")
+    monkeypatch.setattr(readme, "README", readme_copy)
+    monkeypatch.setattr(schema_build, "PACKAGED", packaged)
+    monkeypatch.setattr(schema_build, "REPO_COPY", repo_copy)
+    assert set(dev.stale()) == {readme_copy, packaged, repo_copy}
+    assert dev.main(["check"]) == 1
+    assert dev.main(["regenerate"]) == 0
+    assert dev.stale() == []
+    assert readme_copy.read_text(encoding="utf-8") == text
+    assert repo_copy.read_text(encoding="utf-8") == (ROOT / "schemas/fleet.schema.json").read_text()
+
+
+def test_the_checkout_is_regenerated():
+    proc = subprocess.run([sys.executable, "-m", "taosync.dev", "check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    bad = subprocess.run([sys.executable, "-m", "taosync.dev", "regen"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "usage: python -m taosync.dev" in bad.stderr
