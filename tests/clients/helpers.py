@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from conftest import TEST_KEY, Run
+from conftest import EXAMPLE_FLEET, TEST_KEY, Run
 from taosync.engine.patch import Patch
 from taosync.fleet.model import Fleet
 from taosync.fleet.secrets import Secret
@@ -21,7 +21,7 @@ SONNET, MINI, R1, LLAMA = ("claude-sonnet-4-20250514", "gpt-4o-mini", "nvidia/de
                            "intel/llama-7b")
 KEY = Secret("sk-test-0123456789abcdef")
 RAW = KEY.reveal()
-EXAMPLE = YAML(typ="safe").load((Path(__file__).parents[2] / "fleet.yaml").read_text())
+EXAMPLE = YAML(typ="safe").load(EXAMPLE_FLEET.read_text())
 ROUTER_ENV = {"TAOTOKEN_BASE_URL": ROOT, "TAOTOKEN_API_KEY": RAW, "TAOTOKEN_MODEL": SONNET}
 ROUTER_ARGS = ["-y", "@taotoken/mcp-router"]
 
