@@ -17,9 +17,11 @@ from clients.helpers import KEY, RAW, ROOT, SONNET, V1, by_path, fleet
 
 
 def test_registry_and_interface():
+    from taosync.clients import registry
+
     mods = all_clients()
-    assert set(mods) == {"claude-code", "codex", "cline", "continue", "mistral-vibe", "gptme",
-                         "aider", "llm", "shell-gpt", "qwen-code", "gemini-cli", "opencode", "kilo"}
+    assert list(mods) == list(registry.CLIENTS)  # the shipped list, in its order
+    assert all(mod.ID == client_id for client_id, mod in mods.items())
     for mod in mods.values():
         assert mod.TARGETS and all(isinstance(t, str) for t in mod.TARGETS)
         assert re.search(r"\d+\.\d+\.\d+", mod.__doc__), "docstring names the client version"
