@@ -1,6 +1,8 @@
 """Adding a client is its module, one registry line and its test file: a toy client,
 defined here and registered through the test-only hook (never in the shipped registry),
-gets its place in the schema and passes the same contract as the shipped clients."""
+gets its place in the schema and passes the same contract as the shipped clients: the
+per-client ``check_contract`` and every check of the contract over the registry
+(``test_registry_contract.py``), run here for it as they run for each shipped client."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+import test_registry_contract as registry_contract
 from contract import check_contract
+from test_registry_contract import fleet_file  # noqa: F401 - the registry contract's fleet
 from taosync.clients import registry
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Seen, probe_specs,
                                   read_plain, slot_option)
@@ -24,6 +28,8 @@ TITLE = "Toy"
 SUMMARY = "Toy (OpenAI chat): model."
 TARGETS = ["~/.toy/config.toml ($TOY_HOME): base_url, model, api_key"]
 LOCATION_VARS = ("TOY_HOME",)
+#: the toy takes no MCP servers: the registry contract checks that none is written
+MCP = False
 OPTIONS = (
     slot_option("model", "Route or model id (default: default_route)."),
     Option("verbose", bool, False, "Ask the toy to talk more."),
@@ -40,6 +46,11 @@ def locations(env: ClientEnv) -> tuple[list[Path], list[Path]]:
 
 def render(fleet, key: Secret, env: ClientEnv) -> list[Patch]:
     cfg = fleet.clients.toy
+    if fleet.gateway.headers:
+        env.warnings.append(f"{ID}: the toy has no setting for extra request headers")
+    if fleet.secrets_for(cfg) == "reference":  # it reads no variable: say so, never silently
+        env.warnings.append(f"{ID}: secrets: reference cannot keep the key off disk for the "
+                            f"toy; wrote it inline (mode 0600)")
     values = {("base_url",): fleet.openai_url, ("model",): fleet.model_for(cfg.model),
               ("api_key",): key}
     return [Patch(toy_home(env) / "config.toml", "toml", values, ID, secret=True)]
@@ -83,8 +94,8 @@ def toy_registered(monkeypatch):
         logic.client_attrs.cache_clear()
 
     registry.register(types.SimpleNamespace(**{name: getattr(TOY, name) for name in (
-        "ID", "TITLE", "SUMMARY", "TARGETS", "LOCATION_VARS", "OPTIONS", "render", "probes",
-        "on_disk", "observe", "locations")}))
+        "ID", "TITLE", "SUMMARY", "TARGETS", "LOCATION_VARS", "MCP", "OPTIONS", "render",
+        "probes", "on_disk", "observe", "locations")}))
     generated = schema_build.generate(model.fleet_model())
     monkeypatch.setattr(schema, "load", lambda: generated)
     caches_clear()
@@ -126,3 +137,38 @@ def test_toy_location_variable_is_cleared_by_the_fixtures(toy_registered):
     import conftest
 
     assert "TOY_HOME" in conftest.client_location_vars()
+
+
+#: every check of the contract over the registry, with the arguments of each of its runs
+REGISTRY_CHECKS = {
+    "render-reads-back-inline": (registry_contract.test_what_render_writes_reads_back,
+                                 {"mode": "inline"}),
+    "render-reads-back-reference": (registry_contract.test_what_render_writes_reads_back,
+                                    {"mode": "reference"}),
+    "import-round-trip": (registry_contract.test_import_round_trip, {}),
+    "inline-secrets": (
+        registry_contract.test_inline_writes_every_secret_only_where_no_one_else_reads, {}),
+    "reference-secrets": (
+        registry_contract.test_reference_writes_each_secret_as_a_reference_or_warns, {}),
+    "gateway-headers": (
+        registry_contract.test_gateway_headers_are_written_or_said_to_be_unsendable, {}),
+    "destroy-fresh-home": (registry_contract.test_destroy_gives_the_home_back_byte_for_byte,
+                           {"seeded": False}),
+    "destroy-user-files": (registry_contract.test_destroy_gives_the_home_back_byte_for_byte,
+                           {"seeded": True}),
+}
+
+
+def test_every_registry_check_runs_for_the_toy():
+    checks = {name for name in dir(registry_contract) if name.startswith("test_")}
+    assert checks == {fn.__name__ for fn, _ in REGISTRY_CHECKS.values()}
+
+
+@pytest.mark.parametrize("check", list(REGISTRY_CHECKS))
+def test_toy_keeps_the_registry_contract(toy_registered, check, taosync, home, fleet_file,
+                                         tmp_path):
+    fn, args = REGISTRY_CHECKS[check]
+    fixtures = {"client_id": ID, "taosync": taosync, "home": home, "fleet_file": fleet_file,
+                "tmp_path": tmp_path}
+    fn(**{name: fixtures[name] for name in fixtures if name in fn.__code__.co_varnames
+          [:fn.__code__.co_argcount]}, **args)
