@@ -86,6 +86,24 @@ def home(tmp_path, monkeypatch) -> Path:
     return h
 
 
+def every_client_fleet(where: Path) -> Path:
+    """The suite's example fleet with every registered client it does not name added with
+    its defaults (``{}``), written to ``where``/every-client.yaml: for a test that renders
+    every registered client, so that a new one is rendered too."""
+    from ruamel.yaml import YAML
+
+    from taosync.clients.registry import ids
+
+    yaml = YAML(typ="safe")
+    data = yaml.load(EXAMPLE_FLEET.read_text())
+    for client_id in ids():
+        data["clients"].setdefault(client_id, {})
+    path = where / "every-client.yaml"
+    with path.open("w") as fh:
+        yaml.dump(data, fh)
+    return path
+
+
 @pytest.fixture
 def fleet_file(tmp_path) -> Path:
     """A copy of the suite's example fleet (``EXAMPLE_FLEET``) that a test may edit."""

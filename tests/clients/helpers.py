@@ -27,8 +27,14 @@ ROUTER_ARGS = ["-y", "@taotoken/mcp-router"]
 
 
 def fleet(**changes) -> Fleet:
-    """The example fleet with top-level keys replaced; ``clients__codex=…`` sets one client."""
+    """The example fleet with top-level keys replaced; ``clients__codex=…`` sets one client.
+    A registered client the example does not name gets its defaults (``{}``), so a test
+    rendering every registered client renders a new one too."""
+    from taosync.clients.registry import ids
+
     data = copy.deepcopy(EXAMPLE)
+    for client_id in ids():
+        data["clients"].setdefault(client_id, {})
     for name, value in changes.items():
         if name.startswith("gateway__"):
             data["gateway"][name[9:]] = value
