@@ -187,7 +187,8 @@ def no_mcp() -> str:
 
 def install() -> str:
     """The real clients' install line: npm ones in one command, PyPI ones each alone."""
-    npm, pypi = [], []
+    npm: list[str] = []
+    pypi: list[str] = []
     for module in _clients().values():
         where, spec, note = fact(module, "INSTALL")
         (npm if where == "npm" else pypi).append(f"`{spec}`" + (f" ({note})" if note else ""))
