@@ -15,7 +15,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE_FLEET = ROOT / "fleet.yaml"
+#: the fleet the suite runs on: its own copy of the example (tests/fixtures/fleet/example.yaml),
+#: so tests may pin its lines, counts and clients while the shipped one changes freely
+EXAMPLE_FLEET = ROOT / "tests" / "fixtures" / "fleet" / "example.yaml"
+#: the example fleet.yaml shipped at the repo root (README's quick start applies it): tests
+#: of it derive what they count from it and from the registry (tests/test_example_fleet.py)
+SHIPPED_EXAMPLE = ROOT / "fleet.yaml"
 TEST_KEY = "sk-test-SECRETKEY-0123456789abcdef"
 
 
@@ -81,9 +86,27 @@ def home(tmp_path, monkeypatch) -> Path:
     return h
 
 
+def every_client_fleet(where: Path) -> Path:
+    """The suite's example fleet with every registered client it does not name added with
+    its defaults (``{}``), written to ``where``/every-client.yaml: for a test that renders
+    every registered client, so that a new one is rendered too."""
+    from ruamel.yaml import YAML
+
+    from taosync.clients.registry import ids
+
+    yaml = YAML(typ="safe")
+    data = yaml.load(EXAMPLE_FLEET.read_text())
+    for client_id in ids():
+        data["clients"].setdefault(client_id, {})
+    path = where / "every-client.yaml"
+    with path.open("w") as fh:
+        yaml.dump(data, fh)
+    return path
+
+
 @pytest.fixture
 def fleet_file(tmp_path) -> Path:
-    """A copy of the example fleet that a test may edit."""
+    """A copy of the suite's example fleet (``EXAMPLE_FLEET``) that a test may edit."""
     dst = tmp_path / "fleet.yaml"
     shutil.copyfile(EXAMPLE_FLEET, dst)
     return dst

@@ -17,9 +17,11 @@ from clients.helpers import KEY, RAW, ROOT, SONNET, V1, by_path, fleet
 
 
 def test_registry_and_interface():
+    from taosync.clients import registry
+
     mods = all_clients()
-    assert set(mods) == {"claude-code", "codex", "cline", "continue", "mistral-vibe", "gptme",
-                         "aider", "llm", "shell-gpt", "qwen-code", "gemini-cli", "opencode", "kilo"}
+    assert list(mods) == list(registry.CLIENTS)  # the shipped list, in its order
+    assert all(mod.ID == client_id for client_id, mod in mods.items())
     for mod in mods.values():
         assert mod.TARGETS and all(isinstance(t, str) for t in mod.TARGETS)
         assert re.search(r"\d+\.\d+\.\d+", mod.__doc__), "docstring names the client version"
@@ -68,26 +70,33 @@ def test_url_rule_and_overrides(clients_env):
 def test_dot_dirs_same_on_every_platform(tmp_path, platform):
     env = ClientEnv(home=tmp_path, environ={}, platform=platform)
     f = fleet(clients__cline={"editors": []})
-    paths = {p.path.relative_to(tmp_path).as_posix()
-             for mod in all_clients().values() for p in mod.render(f, KEY, env)}
-    assert paths == {
-        ".claude/settings.json", ".claude.json",
-        ".codex/config.toml", ".codex/auth.json", ".codex/deep.config.toml",
-        ".codex/batch.config.toml",
-        ".cline/data/settings/providers.json", ".cline/data/settings/cline_mcp_settings.json",
-        ".cline/data/globalState.json", ".cline/data/secrets.json",
-        ".continue/config.yaml",
-        ".vibe/config.toml", ".vibe/.env",
+    expected = {  # per client (these clients; one added later has tests of its own)
+        "claude-code": {".claude/settings.json", ".claude.json"},
+        "codex": {".codex/config.toml", ".codex/auth.json", ".codex/deep.config.toml",
+                  ".codex/batch.config.toml"},
+        "cline": {".cline/data/settings/providers.json",
+                  ".cline/data/settings/cline_mcp_settings.json",
+                  ".cline/data/globalState.json", ".cline/data/secrets.json"},
+        "continue": {".continue/config.yaml"},
+        "mistral-vibe": {".vibe/config.toml", ".vibe/.env"},
         # gptme follows platformdirs' config directory, not a dot dir
-        f"{APP_DATA[platform]}/gptme/config.toml", f"{APP_DATA[platform]}/gptme/config.local.toml",
-        ".aider.conf.yml", ".config/shell_gpt/.sgptrc",
+        "gptme": {f"{APP_DATA[platform]}/gptme/config.toml",
+                  f"{APP_DATA[platform]}/gptme/config.local.toml"},
+        "aider": {".aider.conf.yml"},
+        "shell-gpt": {".config/shell_gpt/.sgptrc"},
         # llm's directory is the platform's app-data one, not a dot dir
-        *(f"{LLM_DIRS[platform]}/io.datasette.llm/{name}"
-          for name in ("extra-openai-models.yaml", "keys.json", "default_model.txt")),
-        ".qwen/settings.json",
-        ".gemini/settings.json", ".gemini/.env",
-        ".config/opencode/opencode.json", ".config/kilo/kilo.json",  # xdg-basedir everywhere
+        "llm": {f"{LLM_DIRS[platform]}/io.datasette.llm/{name}"
+                for name in ("extra-openai-models.yaml", "keys.json", "default_model.txt")},
+        "qwen-code": {".qwen/settings.json"},
+        "gemini-cli": {".gemini/settings.json", ".gemini/.env"},
+        "opencode": {".config/opencode/opencode.json"},  # xdg-basedir everywhere
+        "kilo": {".config/kilo/kilo.json"},
     }
+    mods = all_clients()
+    paths = {client_id: {p.path.relative_to(tmp_path).as_posix()
+                         for p in mods[client_id].render(f, KEY, env)}
+             for client_id in expected}
+    assert paths == expected
 
 
 APP_DATA = {"linux": ".config", "darwin": "Library/Application Support",

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import EXAMPLE_FLEET
 from taosync.fleet import load as load_mod
 from taosync.fleet.load import (FleetInvalid, Loaded, Problem, did_you_mean, fast_valid,
                                 format_path, load_fleet)
 from taosync.fleet.secrets import Reference, Secret
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "fleet.yaml"
+EXAMPLE = EXAMPLE_FLEET
 EXAMPLE_TEXT = EXAMPLE.read_text(encoding="utf-8")
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "fleet"
 KEY = "sk-test-SECRETKEY-0123456789abcdef"

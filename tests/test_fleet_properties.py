@@ -19,12 +19,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from conftest import EXAMPLE_FLEET
 from taosync.fleet import load as load_mod
 from taosync.fleet import schema as schema_mod
 from taosync.fleet.load import FleetInvalid, load_fleet
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE_TEXT = (ROOT / "fleet.yaml").read_text(encoding="utf-8")
+EXAMPLE_TEXT = EXAMPLE_FLEET.read_text(encoding="utf-8")
 LINES = EXAMPLE_TEXT.splitlines(keepends=True)
 KEY = "sk-test-SECRETKEY-0123456789abcdef"
 ENV = {"TAOTOKEN_API_KEY": KEY, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}

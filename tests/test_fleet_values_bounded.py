@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TEST_KEY, snapshot
+from conftest import EXAMPLE_FLEET, ROOT, TEST_KEY, snapshot
 
-EXAMPLE = (ROOT / "fleet.yaml").read_text()
+EXAMPLE = EXAMPLE_FLEET.read_text()
 HUGE = "9" * 401
 
 

@@ -27,7 +27,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "taosync"
 
 #: top to bottom; a module belongs to the first layer one of whose prefixes it has
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("entry", ("taosync.__main__", "taosync.cli", "taosync.fastpath")),
+    ("entry", ("taosync.__main__", "taosync.cli", "taosync.fastpath", "taosync.dev")),
     ("commands", ("taosync.commands",)),
     ("pipeline", ("taosync.pipeline", "taosync.watch", "taosync.importer")),
     ("stub", ("taosync.stub",)),

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_FLEET, ROOT, TEST_KEY, client_location_vars, snapshot
+from conftest import (EXAMPLE_FLEET, ROOT, TEST_KEY, client_location_vars, every_client_fleet,
+                      snapshot)
 
 #: a closed port: nothing here may reach a real gateway
 LOCAL_GATEWAY = "http://127.0.0.1:9/api"
@@ -305,7 +306,7 @@ def test_every_target_lies_where_its_client_says_its_files_are(tmp_path, moved):
         environ.update(XDG_CONFIG_HOME=str(tmp_path / "xdg"),
                        CLINE_MCP_SETTINGS_PATH=str(tmp_path / "cline-mcp.json"))
     env = ClientEnv(home=tmp_path, environ=environ, platform="linux")
-    loaded = load_fleet(EXAMPLE_FLEET, home=tmp_path, environ=environ)
+    loaded = load_fleet(every_client_fleet(tmp_path), home=tmp_path, environ=environ)
     bounds = bounds_of(env)
     seen = 0
     for name, module in all_clients().items():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TEST_KEY
+from conftest import EXAMPLE_FLEET, TEST_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY = Path(sys.executable).parent / "taosync"
@@ -237,7 +237,7 @@ def test_completion_of_options_and_values(tmp_path):
 def test_completion_of_route_names_from_the_fleet(tmp_path):
     proc = subprocess.run([str(ENTRY)], cwd=ROOT, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "COMP_WORDS": "taosync route ba", "COMP_CWORD": "2",
-                               "_TAOSYNC_COMPLETE": "bash_complete", "TAOSYNC_CONFIG": str(ROOT / "fleet.yaml")})
+                               "_TAOSYNC_COMPLETE": "bash_complete", "TAOSYNC_CONFIG": str(EXAMPLE_FLEET)})
     assert proc.stdout.split() == ["plain,balanced", "plain,batch"]
 
 

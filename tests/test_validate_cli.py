@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import EXAMPLE_FLEET
 from taosync.cli import run
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "fleet.yaml"
+EXAMPLE = EXAMPLE_FLEET
 EXAMPLE_TEXT = EXAMPLE.read_text(encoding="utf-8")
 KEY = "sk-test-SECRETKEY-0123456789abcdef"
 TAOSYNC = Path(sys.executable).with_name("taosync")
@@ -370,11 +371,21 @@ def _env(home: Path) -> dict:
 
 
 def test_console_script_on_the_example(tmp_path):
-    proc = subprocess.run([str(TAOSYNC), "validate", "-c", str(EXAMPLE), "--home",
+    """The shipped example (not the suite's copy): its counts are read from it, so a
+    client added to it changes nothing here."""
+    from ruamel.yaml import YAML
+
+    from conftest import SHIPPED_EXAMPLE
+
+    data = YAML(typ="safe").load(SHIPPED_EXAMPLE.read_text())
+    counts = ", ".join(f"{len(data[key])} {name}{'' if len(data[key]) == 1 else 's'}"
+                       for key, name in (("models", "model"), ("routes", "route"),
+                                         ("clients", "client"), ("mcp_servers", "MCP server")))
+    proc = subprocess.run([str(TAOSYNC), "validate", "-c", str(SHIPPED_EXAMPLE), "--home",
                            str(tmp_path)], capture_output=True, text=True, env=_env(tmp_path),
                           timeout=120)
     assert proc.returncode == 0
-    assert proc.stdout == f"OK: {EXAMPLE} — 4 models, 4 routes, 13 clients, 1 MCP server\n"
+    assert proc.stdout == f"OK: {SHIPPED_EXAMPLE} — {counts}\n"
     assert proc.stderr == ""
     assert list(tmp_path.iterdir()) == []
 

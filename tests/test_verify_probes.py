@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
+from conftest import EXAMPLE_FLEET
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.errors import BadInput
 from taosync.fleet.model import Verify
@@ -19,7 +20,7 @@ from taosync.verify.probes import (
 )
 
 KEY = Secret("sk-test-0123456789abcdef")
-EXAMPLE = YAML(typ="safe").load((Path(__file__).parents[1] / "fleet.yaml").read_text())
+EXAMPLE = YAML(typ="safe").load(EXAMPLE_FLEET.read_text())
 ROOT = "https://taotoken.net/api"
 
 

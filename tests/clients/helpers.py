@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from conftest import TEST_KEY, Run
+from conftest import EXAMPLE_FLEET, TEST_KEY, Run
 from taosync.engine.patch import Patch
 from taosync.schema_build import Fleet
 from taosync.fleet.secrets import Secret
@@ -21,14 +21,20 @@ SONNET, MINI, R1, LLAMA = ("claude-sonnet-4-20250514", "gpt-4o-mini", "nvidia/de
                            "intel/llama-7b")
 KEY = Secret("sk-test-0123456789abcdef")
 RAW = KEY.reveal()
-EXAMPLE = YAML(typ="safe").load((Path(__file__).parents[2] / "fleet.yaml").read_text())
+EXAMPLE = YAML(typ="safe").load(EXAMPLE_FLEET.read_text())
 ROUTER_ENV = {"TAOTOKEN_BASE_URL": ROOT, "TAOTOKEN_API_KEY": RAW, "TAOTOKEN_MODEL": SONNET}
 ROUTER_ARGS = ["-y", "@taotoken/mcp-router"]
 
 
 def fleet(**changes) -> Fleet:
-    """The example fleet with top-level keys replaced; ``clients__codex=…`` sets one client."""
+    """The example fleet with top-level keys replaced; ``clients__codex=…`` sets one client.
+    A registered client the example does not name gets its defaults (``{}``), so a test
+    rendering every registered client renders a new one too."""
+    from taosync.clients.registry import ids
+
     data = copy.deepcopy(EXAMPLE)
+    for client_id in ids():
+        data["clients"].setdefault(client_id, {})
     for name, value in changes.items():
         if name.startswith("gateway__"):
             data["gateway"][name[9:]] = value
@@ -81,13 +87,19 @@ def imported(run, *args) -> tuple[Run, dict]:
     return r, json.loads(r.out)
 
 
-def round_trip(run, tmp_path, monkeypatch, key_value: str, *, allow: set = frozenset()):
-    """import → write the proposal → export its key variable → plan; return both."""
+def round_trip(run, tmp_path, monkeypatch, key_value: str, *, allow: set = frozenset(),
+               mcp_values: dict[str, str] | None = None):
+    """import → write the proposal → export its key variable (and the variable it names
+    for each MCP secret: ``mcp_values`` maps its ``env.NAME``/``headers.NAME`` to the
+    value) → plan; return both."""
     r, data = imported(run)
     proposal = tmp_path / "proposed.yaml"
     proposal.write_text(data["yaml"])
     if data["key"]["env"]:
         monkeypatch.setenv(data["key"]["env"], key_value)
+    for found in data.get("mcp_secrets") or []:
+        if mcp_values and found["key"] in mcp_values:
+            monkeypatch.setenv(found["env"], mcp_values[found["key"]])
     v = run("validate", config=proposal)
     assert v.rc == 0, v.both
     p = run("plan", "--json", config=proposal)

@@ -1,6 +1,8 @@
 """Adding a client is its module, one registry line and its test file: a toy client,
 defined here and registered through the test-only hook (never in the shipped registry),
-gets its place in the schema and passes the same contract as the shipped clients."""
+gets its place in the schema and passes the same contract as the shipped clients: the
+per-client ``check_contract`` and every check of the contract over the registry
+(``test_registry_contract.py``), run here for it as they run for each shipped client."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+import test_registry_contract as registry_contract
 from contract import check_contract
+from test_registry_contract import fleet_file  # noqa: F401 - the registry contract's fleet
 from taosync.clients import registry
 from taosync.clients import declare
 from taosync.clients.base import ClientEnv, Option, slot_option
@@ -27,6 +31,7 @@ OWNED_FILES = (("Toy (1.0)", "`~/.toy/config.toml` (`$TOY_HOME`)",
                 "`base_url`, `model`, `api_key`"),)
 LOCATION_VARS = ("TOY_HOME",)
 LOCATION_FILES: tuple[str, ...] = ()
+#: the toy takes no MCP servers: the registry contract checks that none is written
 MCP = False
 REQUIRES: dict[str, str] = {}
 OPTIONS = (
@@ -45,6 +50,7 @@ CLIENT = declare.Declared(
     bindings=(declare.url("config", "base_url"), declare.slot("config", "model"),
               declare.key("config", "api_key")),
     key_rule=declare.KeyRule((), "it reads the key from its config.toml only"),
+    sends_headers=False,
 )
 render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
                                                CLIENT.observe, CLIENT.locations)
@@ -111,3 +117,38 @@ def test_toy_location_variable_is_cleared_by_the_fixtures(toy_registered):
 def test_toy_is_a_whole_client_plugin():
     """The toy defines every member of the client contract, as a shipped client must."""
     assert isinstance(TOY, ClientPlugin)
+
+
+#: every check of the contract over the registry, with the arguments of each of its runs
+REGISTRY_CHECKS = {
+    "render-reads-back-inline": (registry_contract.test_what_render_writes_reads_back,
+                                 {"mode": "inline"}),
+    "render-reads-back-reference": (registry_contract.test_what_render_writes_reads_back,
+                                    {"mode": "reference"}),
+    "import-round-trip": (registry_contract.test_import_round_trip, {}),
+    "inline-secrets": (
+        registry_contract.test_inline_writes_every_secret_only_where_no_one_else_reads, {}),
+    "reference-secrets": (
+        registry_contract.test_reference_writes_each_secret_as_a_reference_or_warns, {}),
+    "gateway-headers": (
+        registry_contract.test_gateway_headers_are_written_or_said_to_be_unsendable, {}),
+    "destroy-fresh-home": (registry_contract.test_destroy_gives_the_home_back_byte_for_byte,
+                           {"seeded": False}),
+    "destroy-user-files": (registry_contract.test_destroy_gives_the_home_back_byte_for_byte,
+                           {"seeded": True}),
+}
+
+
+def test_every_registry_check_runs_for_the_toy():
+    checks = {name for name in dir(registry_contract) if name.startswith("test_")}
+    assert checks == {fn.__name__ for fn, _ in REGISTRY_CHECKS.values()}
+
+
+@pytest.mark.parametrize("check", list(REGISTRY_CHECKS))
+def test_toy_keeps_the_registry_contract(toy_registered, check, taosync, home, fleet_file,
+                                         tmp_path):
+    fn, args = REGISTRY_CHECKS[check]
+    fixtures = {"client_id": ID, "taosync": taosync, "home": home, "fleet_file": fleet_file,
+                "tmp_path": tmp_path}
+    fn(**{name: fixtures[name] for name in fixtures if name in fn.__code__.co_varnames
+          [:fn.__code__.co_argcount]}, **args)

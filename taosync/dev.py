@@ -1,0 +1,59 @@
+"""Developer commands, not the user's CLI: the files generated from the code.
+
+``python -m taosync.dev regenerate`` rewrites each of them — the fleet.yaml JSON schema
+(``schemas/fleet.schema.json`` and the packaged copy, from the pydantic model and the
+client modules' ``OPTIONS``) and README's generated parts (client lists, secrets tables,
+install line, owned-files table, from the client modules) — after adding or changing a
+client, a protocol or a format. ``python -m taosync.dev check`` writes nothing and exits 1
+naming what is stale (the tests check the same).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+USAGE = "usage: python -m taosync.dev regenerate|check"
+
+
+def generated() -> dict[Path, str]:
+    """Each generated file → the text the code gives it now."""
+    from taosync.clients import readme
+    from taosync import schema_build
+
+    schema = schema_build.dumps(schema_build.generate())
+    out = {schema_build.PACKAGED: schema}
+    if schema_build.REPO_COPY.parent.is_dir():  # a checkout, not an installed package
+        out[schema_build.REPO_COPY] = schema
+    if readme.README.is_file():
+        out[readme.README] = readme.render(readme.README.read_text(encoding="utf-8"))
+    return out
+
+
+def stale() -> list[Path]:
+    """The generated files whose text on disk differs from what the code gives."""
+    return [path for path, text in generated().items()
+            if not path.is_file() or path.read_text(encoding="utf-8") != text]
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["check"]:
+        paths = stale()
+        for path in paths:
+            print(f"stale: {path} (run `python -m taosync.dev regenerate`)", file=sys.stderr)
+        return 1 if paths else 0
+    if argv != ["regenerate"]:
+        print(USAGE, file=sys.stderr)
+        return 2
+    for path, text in generated().items():
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}", file=sys.stderr)
+        else:
+            print(f"unchanged {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,102 @@
+"""README's client facts are generated from the client modules (taosync/clients/readme.py):
+the lists of clients, the two secrets tables, the install line and the owned-files table.
+A client added to the registry shows up in each by regenerating, never by hand; a fact
+the modules do not declare yet sits in readme.py's mappings, one entry per client."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from taosync.clients import readme, registry
+
+REGENERATE = "run `python -m taosync.dev regenerate`"
+
+
+def test_readme_is_what_the_client_modules_say():
+    text = readme.README.read_text(encoding="utf-8")
+    for name in readme.SECTIONS:
+        assert readme.section(text, name) == readme.generated(name), \
+            f"README's {name} section drifted: {REGENERATE}"
+    assert readme.render(text) == text, f"README drifted from the client modules: {REGENERATE}"
+
+
+@pytest.mark.parametrize("name", ["KEY_REFERENCE", "INSTALL"])
+def test_every_client_has_each_fact(name):
+    for module in registry.all().values():
+        assert readme.fact(module, name), (module.ID, name)
+    assert set(getattr(readme, name)) <= set(registry.ids()), f"{name} names an unknown client"
+
+
+def test_mcp_facts_are_for_exactly_the_clients_with_mcp():
+    with_mcp = {m.ID for m in registry.all().values() if readme.has_mcp(m)}
+    for module in registry.all().values():
+        if module.ID in with_mcp:
+            assert readme.fact(module, "MCP_REFERENCE"), module.ID
+    assert set(readme.MCP_REFERENCE) <= with_mcp
+
+
+def test_install_pins_the_version_the_owned_files_table_names():
+    for client_id, (where, spec, _note) in readme.INSTALL.items():
+        version = spec.rsplit("==" if where == "pypi" else "@", 1)[1]
+        first = registry.get(client_id).OWNED_FILES[0][0]
+        assert version in first, (client_id, spec, first)
+
+
+def test_the_client_lists_name_every_client():
+    text = readme.README.read_text(encoding="utf-8")
+    for module in registry.all().values():
+        assert module.TITLE in readme.section(text, "client-names")
+        assert f"`{module.ID}`" in readme.section(text, "client-ids")
+
+
+def test_a_client_missing_a_fact_is_named_with_where_to_add_it():
+    import types
+
+    module = types.SimpleNamespace(ID="toy", TITLE="Toy")
+    with pytest.raises(KeyError, match="'toy' declares no KEY_REFERENCE: add it to its module"):
+        readme.fact(module, "KEY_REFERENCE")
+    module.KEY_REFERENCE = "its own"  # a module's declaration wins over the mapping
+    assert readme.fact(module, "KEY_REFERENCE") == "its own"
+
+
+def test_module_prints_every_section():
+    proc = subprocess.run([sys.executable, "-m", "taosync.clients.readme"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for name in readme.SECTIONS:
+        assert f"<!-- {name} -->" in proc.stdout
+
+
+def test_one_command_regenerates_schema_and_readme(tmp_path, monkeypatch):
+    """``python -m taosync.dev regenerate`` is the one command CONTRIBUTING.md names: it
+    rewrites the stale schema copies and README sections; ``check`` says which are stale."""
+    from taosync import dev
+    from taosync import schema_build
+
+    readme_copy = tmp_path / "README.md"
+    text = readme.README.read_text(encoding="utf-8")
+    readme_copy.write_text(text.replace(readme.section(text, "client-ids"), "`stale`"))
+    packaged, repo_copy = tmp_path / "pkg" / "fleet.schema.json", tmp_path / "fleet.schema.json"
+    repo_copy.write_text("{}\n")
+    monkeypatch.setattr(readme, "README", readme_copy)
+    monkeypatch.setattr(schema_build, "PACKAGED", packaged)
+    monkeypatch.setattr(schema_build, "REPO_COPY", repo_copy)
+    assert set(dev.stale()) == {readme_copy, packaged, repo_copy}
+    assert dev.main(["check"]) == 1
+    assert dev.main(["regenerate"]) == 0
+    assert dev.stale() == []
+    assert readme_copy.read_text(encoding="utf-8") == text
+    assert repo_copy.read_text(encoding="utf-8") == (ROOT / "schemas/fleet.schema.json").read_text()
+
+
+def test_the_checkout_is_regenerated():
+    proc = subprocess.run([sys.executable, "-m", "taosync.dev", "check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    bad = subprocess.run([sys.executable, "-m", "taosync.dev", "regen"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "usage: python -m taosync.dev" in bad.stderr
