@@ -25,12 +25,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from taosync.engine import location_vars
+
 #: every environment variable a client module reads its files' location from (a client's
-#: LOCATION_VARS and LOCATION_FILES, the XDG/Windows bases): tests keep it equal to the
-#: registry's, so the no-op path need not import the clients to know them
-LOCATION_VARS = ("CLAUDE_CONFIG_DIR", "CLINE_DATA_DIR", "CLINE_DIR", "CLINE_MCP_SETTINGS_PATH",
-                 "CODEX_HOME", "CONTINUE_GLOBAL_DIR", "GEMINI_CLI_HOME", "LLM_USER_PATH",
-                 "QWEN_HOME", "VIBE_HOME", "XDG_CONFIG_HOME", "APPDATA", "LOCALAPPDATA")
+#: LOCATION_VARS and LOCATION_FILES, the XDG/Windows bases), generated from the registry
+#: (``python -m taosync.dev regenerate``) so the no-op path need not import the clients
+LOCATION_VARS = location_vars.LOCATION_VARS
+
 
 #: why a state entry is left alone (:meth:`Bounds.held`)
 OUTSIDE, MOVED = "outside", "moved"
