@@ -135,7 +135,7 @@ def fact(module: ModuleType, name: str):
 
 
 def has_mcp(module: ModuleType) -> bool:
-    return getattr(module, "MCP", True)
+    return bool(module.MCP)
 
 
 def table() -> str:
