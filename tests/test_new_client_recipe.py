@@ -68,6 +68,7 @@ def test_the_documented_recipe_adds_a_client(tmp_path):
                  "tests/clients/test_registry_contract.py",
                  "tests/clients/test_plugin_contract.py", "tests/test_readme_generated.py",
                  "tests/test_schema.py", "tests/test_layers.py", "tests/test_one_home.py",
+                 "tests/test_clients_render.py",
                  "-k", "example or not test_registry_contract")
     assert suite.returncode == 0, suite.stdout[-3000:] + suite.stderr[-2000:]
     ran = re.search(r"(\d+) passed", suite.stdout)
