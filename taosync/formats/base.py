@@ -161,12 +161,7 @@ def keypath_str(path: KeyPath) -> str:
     """A stable, readable spelling of a key path, used in state, plans and messages."""
     if type(path) is not tuple:
         return _spell(path)
-    text = _SPELLED.get(path)
-    if text is None:
-        text = _spell(path)
-        if len(_SPELLED) < _REMEMBERED:
-            _SPELLED[path] = text
-    return text
+    return _remembered(_SPELLED, path, _spell)
 
 
 def _spell(path: KeyPath) -> str:
@@ -189,12 +184,18 @@ def _quote(seg: str) -> str:
 
 def keypath_parse(text: str) -> KeyPath:
     """Inverse of :func:`keypath_str`."""
-    path = _PARSED.get(text)
-    if path is None:
-        path = _parse(text)
-        if len(_PARSED) < _REMEMBERED:
-            _PARSED[text] = path
-    return path
+    return _remembered(_PARSED, text, _parse)
+
+
+def _remembered(answers: dict, question: Any, work: Callable[[Any], Any]) -> Any:
+    """``work(question)``, answered from ``answers`` when asked before (at most
+    ``_REMEMBERED`` answers are kept)."""
+    answer = answers.get(question)
+    if answer is None:
+        answer = work(question)
+        if len(answers) < _REMEMBERED:
+            answers[question] = answer
+    return answer
 
 
 def _parse(text: str) -> KeyPath:
