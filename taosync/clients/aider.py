@@ -40,6 +40,13 @@ OWNED_FILES = (
      '(root + `/v1`), `openai-api-key` (inline; reference: aider reads `$OPENAI_API_KEY`)'),
 )
 
+#: README "Secrets": how `secrets: reference` keeps the key off disk
+KEY_REFERENCE = (
+    "no `openai-api-key`: aider reads `$OPENAI_API_KEY` (a warning says to export it when "
+    "the key is `${env:OTHER}`); other references inline (0600), with a warning.")
+#: the real client this module was proven with: (registry, package spec, note)
+INSTALL = ("pypi", "aider-chat==0.86.2", "")
+
 PREFIX = "openai/"
 #: the variable aider (LiteLLM's openai provider) reads the key from
 KEY_ENV = "OPENAI_API_KEY"

@@ -55,6 +55,17 @@ OWNED_FILES = (
      '`mcpServers.<name>` (Claude rewrites this file itself; taosync only merges)'),
 )
 
+#: README "Secrets": how `secrets: reference` keeps the key off disk
+KEY_REFERENCE = (
+    "`apiKeyHelper` = a command that prints the key at run time (`printenv NAME`, `cat "
+    "FILE`, or your command).")
+#: README "MCP secrets": how `secrets: reference` writes MCP secrets
+MCP_REFERENCE = (
+    "inline in `~/.claude.json` (0600), with a warning: Claude expands `${VAR}` only in a "
+    "project's `.mcp.json`, not in user scope.")
+#: the real client this module was proven with: (registry, package spec, note)
+INSTALL = ("npm", "@anthropic-ai/claude-code@2.1.332", "")
+
 def paths(env: ClientEnv) -> tuple[Path, Path]:
     """(settings.json, state file .claude.json) on this machine."""
     config_dir = env.location("CLAUDE_CONFIG_DIR")

@@ -70,6 +70,14 @@ OWNED_FILES = (
      '`mcpServers.<name>` (per editor in `editors`)'),
 )
 
+#: README "Secrets": how `secrets: reference` keeps the key off disk
+KEY_REFERENCE = (
+    "cannot read a key from the environment: written inline (0600), with a warning.")
+#: README "MCP secrets": how `secrets: reference` writes MCP secrets
+MCP_REFERENCE = "inline (0600), with a warning."
+#: the real client this module was proven with: (registry, package spec, note)
+INSTALL = ("npm", "cline@3.0.65", "")
+
 PROVIDER = "openai-compatible"
 
 #: fleet editor name → the app directory under the platform's app-data directory

@@ -66,6 +66,19 @@ OWNED_FILES = (
      '`model`, `model_provider`, `model_context_window` (one per `profiles` entry)'),
 )
 
+#: README "Secrets": how `secrets: reference` keeps the key off disk
+KEY_REFERENCE = (
+    "`env_key = NAME` when the key is `${env:NAME}`; other references fall back to "
+    "`auth.json` (0600) with a warning.")
+#: README "MCP secrets": how `secrets: reference` writes MCP secrets
+MCP_REFERENCE = (
+    "`${env:NAME}` in a stdio `env` under the same name → `env_vars = [\"NAME\"]` (Codex "
+    "forwards it from its own environment); a header `${env:NAME}` → `env_http_headers`; "
+    "`Authorization: Bearer ${env:NAME}` → `bearer_token_env_var`. Anything else (another "
+    "name, `${file:}`, `${cmd:}`) is written inline, 0600, with a warning.")
+#: the real client this module was proven with: (registry, package spec, note)
+INSTALL = ("npm", "@openai/codex@0.171.0", "")
+
 PROVIDER_NAME = "taosync gateway"
 
 

@@ -55,6 +55,17 @@ OWNED_FILES = (
      '`<secret_name>` (reference mode)'),
 )
 
+#: README "Secrets": how `secrets: reference` keeps the key off disk
+KEY_REFERENCE = (
+    "`apiKey: ${{ secrets.NAME }}` in `config.yaml`; the value goes to `~/.continue/.env` "
+    "(0600).")
+#: README "MCP secrets": how `secrets: reference` writes MCP secrets
+MCP_REFERENCE = (
+    "`${env:NAME}` → `${{ secrets.NAME }}` (Continue reads it from its environment or "
+    "`~/.continue/.env`); other references inline (0600), with a warning.")
+#: the real client this module was proven with: (registry, package spec, note)
+INSTALL = ("npm", "@continuedev/cli@1.5.47", "")
+
 #: Continue's own order of model roles (packages/config-yaml models.ts)
 ROLE_ORDER = ("chat", "autocomplete", "embed", "rerank", "edit", "apply", "summarize",
               "subagent")

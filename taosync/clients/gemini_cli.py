@@ -59,6 +59,17 @@ OWNED_FILES = (
      '`GOOGLE_GEMINI_BASE_URL` (`gateway.gemini_base_url`), `GEMINI_CLI_CUSTOM_HEADERS`'),
 )
 
+#: README "Secrets": how `secrets: reference` keeps the key off disk
+KEY_REFERENCE = (
+    "reads its key only from `$GEMINI_API_KEY`: with `${env:GEMINI_API_KEY}` nothing is "
+    "written; any other reference puts it in `~/.gemini/.env` (0600), with a warning.")
+#: README "MCP secrets": how `secrets: reference` writes MCP secrets
+MCP_REFERENCE = (
+    "`${env:NAME}` → `${NAME}` (expanded in `settings.json` from its environment); other "
+    "references inline (0600), with a warning.")
+#: the real client this module was proven with: (registry, package spec, note)
+INSTALL = ("npm", "@google/gemini-cli@0.61.0", "")
+
 KEY_VAR = "GEMINI_API_KEY"
 URL_VAR = "GOOGLE_GEMINI_BASE_URL"
 HEADERS_VAR = "GEMINI_CLI_CUSTOM_HEADERS"

@@ -55,6 +55,18 @@ OWNED_FILES = (
      '`env.<api_key_env>` (inline mode; mode 0600)'),
 )
 
+#: README "Secrets": how `secrets: reference` keeps the key off disk
+KEY_REFERENCE = (
+    "`api_key_env = NAME` when the key is `${env:NAME}`; inline, and for other references "
+    "(with a warning), the value goes to `[env]` of `~/.config/gptme/config.local.toml` "
+    "(0600), never into `config.toml`.")
+#: README "MCP secrets": how `secrets: reference` writes MCP secrets
+MCP_REFERENCE = (
+    "inline in `config.toml` (0600), with a warning: no variable in MCP `env` or "
+    "`headers` is expanded.")
+#: the real client this module was proven with: (registry, package spec, note)
+INSTALL = ("pypi", "gptme==0.35.1", "")
+
 #: the ``[[providers]]`` entry taosync owns, and so the prefix of every model name
 PROVIDER = "taotoken"
 #: what gptme 0.35.1 sends (its OpenAI SDK's headers, seen by the stand-in gateway); it

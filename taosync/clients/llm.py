@@ -52,6 +52,11 @@ OWNED_FILES = (
      'the whole file: the `model` slot\'s model id'),
 )
 
+#: README "Secrets": how `secrets: reference` keeps the key off disk
+KEY_REFERENCE = "inline (`keys.json`, 0600), with a warning."
+#: the real client this module was proven with: (registry, package spec, note)
+INSTALL = ("pypi", "llm==0.36", "")
+
 #: the name of the gateway key in keys.json (``api_key_name`` of every entry)
 KEY_NAME = "taotoken"
 MODELS_FILE = "extra-openai-models.yaml"

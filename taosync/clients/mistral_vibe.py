@@ -53,6 +53,18 @@ OWNED_FILES = (
      '`<api_key_env_var>` (inline mode; mode 0600)'),
 )
 
+#: README "Secrets": how `secrets: reference` keeps the key off disk
+KEY_REFERENCE = (
+    "`api_key_env_var = NAME` when the key is `${env:NAME}` (Vibe reads it from its "
+    "environment); inline, and for other references (with a warning), the value goes to "
+    "`~/.vibe/.env` (0600), never into `config.toml`.")
+#: README "MCP secrets": how `secrets: reference` writes MCP secrets
+MCP_REFERENCE = (
+    "inline in `config.toml` (0600), with a warning: no variable in MCP `env` or "
+    "`headers` is expanded.")
+#: the real client this module was proven with: (registry, package spec, note)
+INSTALL = ("pypi", "mistral-vibe==3.0.3", "Python ≥ 3.12")
+
 #: the ``[[providers]]`` entry taosync owns
 PROVIDER = "taotoken"
 #: what Vibe 3.0.3 sends besides the gateway's headers (seen by the stand-in gateway; it

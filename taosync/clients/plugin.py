@@ -34,6 +34,12 @@ class ClientPlugin(Protocol):
     MCP: bool
     #: fleet keys the client cannot work without, with why (checked where it is enabled)
     REQUIRES: Mapping[str, str]
+    #: README's secrets tables: how ``secrets: reference`` keeps the key off disk, and
+    #: writes MCP secrets ("" for a client with no MCP)
+    KEY_REFERENCE: str
+    MCP_REFERENCE: str
+    #: the real client the module was proven with: (npm | pypi, package spec, note)
+    INSTALL: tuple[str, str, str]
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]: ...
 
@@ -63,6 +69,7 @@ DEFAULTS: dict[str, Any] = {
     "LOCATION_FILES": (),  # no variable names a single file of it
     "REQUIRES": {},  # no fleet key beyond the gateway's is needed
     "MCP": True,  # it reads MCP servers (False: the fleet's are not written for it)
+    "MCP_REFERENCE": "",  # nothing to say of MCP secrets (a client with no MCP)
     "doctor": no_findings,  # no environment pitfalls of its own
 }
 

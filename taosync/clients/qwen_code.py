@@ -50,6 +50,20 @@ OWNED_FILES = (
      '(reference); `mcpServers.<name>`; never `$version` (Qwen\'s own)'),
 )
 
+#: README "Secrets": how `secrets: reference` keeps the key off disk
+KEY_REFERENCE = (
+    "`modelProviders.openai[id=<model>].envKey = NAME` when the key is `${env:NAME}`; "
+    "other references inline in `security.auth.apiKey` (0600), with a warning.")
+#: README "MCP secrets": how `secrets: reference` writes MCP secrets
+MCP_REFERENCE = (
+    "`${env:NAME}` → `${NAME}` (expanded in `settings.json` from its environment); other "
+    "references inline (0600), with a warning. Qwen Code 0.24.4 also takes `NAME` from a "
+    "project `.env`, `~/.qwen/.env` and `~/.env`; set nowhere it looks, the server gets "
+    "the text `${NAME}` itself (tested with the real `qwen`), so have `NAME` wherever "
+    "Qwen starts (an IDE or launcher too), or use `secrets: inline`.")
+#: the real client this module was proven with: (registry, package spec, note)
+INSTALL = ("npm", "@qwen-code/qwen-code@0.24.4", "")
+
 AUTH_TYPE = "openai"
 
 

@@ -41,6 +41,11 @@ OWNED_FILES = (
      'the defaults sgpt appends on its first run stay its own'),
 )
 
+#: README "Secrets": how `secrets: reference` keeps the key off disk
+KEY_REFERENCE = "inline (`.sgptrc`, 0600), with a warning."
+#: the real client this module was proven with: (registry, package spec, note)
+INSTALL = ("pypi", "shell-gpt==1.5.1", "with `click`, which it imports without declaring")
+
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("model", "Route or model id for DEFAULT_MODEL (default: default_route)."),

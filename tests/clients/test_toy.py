@@ -30,6 +30,8 @@ TARGETS = ["~/.toy/config.toml ($TOY_HOME): base_url, model, api_key"]
 OWNED_FILES = (("Toy (1.0)", "`~/.toy/config.toml` (`$TOY_HOME`)",
                 "`base_url`, `model`, `api_key`"),)
 LOCATION_VARS = ("TOY_HOME",)
+KEY_REFERENCE = "inline (config.toml, 0600), with a warning."
+INSTALL = ("npm", "toy@1.0.0", "")
 LOCATION_FILES: tuple[str, ...] = ()
 #: the toy takes no MCP servers: the registry contract checks that none is written
 MCP = False
@@ -70,7 +72,8 @@ def toy_registered(monkeypatch):
         schema.client_entries.cache_clear()
         logic.client_attrs.cache_clear()
 
-    registry.register(types.SimpleNamespace(**{name: getattr(TOY, name) for name in MEMBERS}))
+    registry.register(types.SimpleNamespace(**{name: getattr(TOY, name) for name in MEMBERS
+                                               if hasattr(TOY, name)}))  # the rest: DEFAULTS
     generated = schema_build.generate(schema_build.fleet_model())
     monkeypatch.setattr(schema, "load", lambda: generated)
     caches_clear()
@@ -114,9 +117,11 @@ def test_toy_location_variable_is_cleared_by_the_fixtures(toy_registered):
     assert "TOY_HOME" in conftest.client_location_vars()
 
 
-def test_toy_is_a_whole_client_plugin():
-    """The toy defines every member of the client contract, as a shipped client must."""
-    assert isinstance(TOY, ClientPlugin)
+def test_toy_is_a_whole_client_plugin(toy_registered):
+    """The registered toy has every member of the client contract: what it declares,
+    and the defaults for what it leaves out, as a shipped client does."""
+    toy = registry.get(ID)
+    assert isinstance(toy, ClientPlugin) and toy.MCP_REFERENCE == ""
 
 
 #: every check of the contract over the registry, with the arguments of each of its runs
