@@ -284,7 +284,7 @@ def test_targets_symlink_into_a_git_work_tree(taosync, clean, home, tmp_path):
 
 def test_clients_binary_version_against_the_proven_one(taosync, clean, tmp_path, monkeypatch):
     from taosync.clients import codex
-    from taosync.commands.doctor import proven_version
+    from taosync.doctor.checks import proven_version
 
     assert proven_version(codex) == "0.171.0"  # from README's OWNED_FILES row
     bin_dir = tmp_path / "bin"
@@ -354,7 +354,7 @@ def test_runtimes_only_for_a_local_gateway_or_with_local(taosync, clean, monkeyp
 
 
 def test_private_hosts():
-    from taosync.commands.doctor import is_private_host
+    from taosync.doctor.network import is_private_host
 
     for host in ("localhost", "127.0.0.1", "10.1.2.3", "192.168.1.9", "[::1]", "gpu-box",
                  "gw.internal", "nas.local"):

@@ -29,7 +29,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "taosync"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("entry", ("taosync.__main__", "taosync.cli", "taosync.fastpath", "taosync.dev")),
     ("commands", ("taosync.commands",)),
-    ("pipeline", ("taosync.pipeline", "taosync.watch", "taosync.importer")),
+    ("pipeline", ("taosync.pipeline", "taosync.watch", "taosync.importer", "taosync.doctor")),
     ("stub", ("taosync.stub",)),
     ("ui", ("taosync.ui", "taosync.settings")),
     ("verify", ("taosync.verify",)),

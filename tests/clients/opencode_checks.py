@@ -403,7 +403,7 @@ def check_doctor_version(module, taosync, fleet_file, tmp_path, monkeypatch) -> 
         assert [c["name"] for c in found] == [f"{module.TITLE} ({module.BINARY})"], r.both
         return found[0]
 
-    from taosync.commands.doctor import proven_version
+    from taosync.doctor.checks import proven_version
 
     missing = client_check()
     assert missing["status"] == "missing" and missing["detail"].startswith("not installed")
