@@ -93,7 +93,7 @@ class ProbeSpec:
     protocol: str  # anthropic-messages | openai-responses | openai-chat | gemini
     base_url: str  # exactly as written into the client's config
     url: str  # the full URL the client will POST to
-    auth: str  # bearer | x-api-key | both | x-goog-api-key
+    auth: str  # a scheme of the protocol's AUTH (protocols/<name>.py): bearer, x-api-key, …
     stream: bool = True
     headers: tuple[tuple[str, str], ...] = ()
     #: on-disk probes only: the key the client's files resolve to (None: the fleet's key)
