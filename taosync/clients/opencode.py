@@ -7,6 +7,7 @@ global file (then project files), so taosync warns when either is set.
 
 from __future__ import annotations
 
+from taosync.clients import opencode_family as family
 from taosync.clients.opencode_family import Family, Flavor
 
 CLIENT = Family.of(Flavor(
@@ -17,16 +18,8 @@ CLIENT = Family.of(Flavor(
 FLAVOR = CLIENT.flavor
 ID, TITLE, SUMMARY, BINARY, LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES = CLIENT.constants()
 
-#: README "Secrets": how `secrets: reference` keeps the key off disk
-KEY_REFERENCE = (
-    "`options.apiKey: \"{env:NAME}\"` for `${env:NAME}`, `\"{file:/abs/path}\"` for "
-    "`${file:PATH}` (the client substitutes them); `${cmd:}`/`${shell:}` fall back to "
-    "inline (0600) with a warning.")
-#: README "MCP secrets": how `secrets: reference` writes MCP secrets
-MCP_REFERENCE = (
-    "`${env:NAME}` → `{env:NAME}`, `${file:PATH}` → `{file:/abs/path}` anywhere in the "
-    "value (the client substitutes them in its whole file), and `${gateway.key}` → the "
-    "key's own reference; `${cmd:}`/`${shell:}` inline (0600), with a warning.")
+#: README's secrets tables: the family's (opencode_family)
+KEY_REFERENCE, MCP_REFERENCE = family.KEY_REFERENCE, family.MCP_REFERENCE
 #: the real client this module was proven with: (registry, package spec, note)
 INSTALL = ("npm", "opencode-ai@1.18.33", "")
 render, probes, on_disk, observe, locations = CLIENT.functions()

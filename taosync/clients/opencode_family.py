@@ -44,6 +44,18 @@ PROVIDER_NAME = "taosync gateway"
 _BUILT_IN = ("openai", "anthropic", "opencode", "kilo")
 
 
+#: README "Secrets" (both flavours): how `secrets: reference` keeps the key off disk
+KEY_REFERENCE = (
+    "`options.apiKey: \"{env:NAME}\"` for `${env:NAME}`, `\"{file:/abs/path}\"` for "
+    "`${file:PATH}` (the client substitutes them); `${cmd:}`/`${shell:}` fall back to "
+    "inline (0600) with a warning.")
+#: README "MCP secrets" (both flavours): how `secrets: reference` writes MCP secrets
+MCP_REFERENCE = (
+    "`${env:NAME}` → `{env:NAME}`, `${file:PATH}` → `{file:/abs/path}` anywhere in the "
+    "value (the client substitutes them in its whole file), and `${gateway.key}` → the "
+    "key's own reference; `${cmd:}`/`${shell:}` inline (0600), with a warning.")
+
+
 @dataclass(frozen=True)
 class Flavor:
     """What one client of the family has of its own: id, product, version proven, where."""
