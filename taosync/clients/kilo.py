@@ -15,7 +15,6 @@ global file, so taosync warns when either is set.
 
 from __future__ import annotations
 
-from taosync.clients import opencode_family as family
 from taosync.clients.opencode_family import Family, Flavor
 
 CLIENT = Family.of(Flavor(
@@ -23,12 +22,9 @@ CLIENT = Family.of(Flavor(
     files=("opencode.jsonc", "opencode.json", "kilo.jsonc", "kilo.json"),
     schema_url="https://app.kilo.ai/config.json",
     overrides=("KILO_CONFIG", "KILO_CONFIG_CONTENT"), binary="kilo",
+    install=("npm", "@kilocode/cli@7.7.7", ""),
     summary="Kilo CLI (opencode fork; OpenAI chat): model, small_model, provider_id."))
 FLAVOR = CLIENT.flavor
-ID, TITLE, SUMMARY, BINARY, LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES = CLIENT.constants()
-
-#: README's secrets tables: the family's (opencode_family)
-KEY_REFERENCE, MCP_REFERENCE = family.KEY_REFERENCE, family.MCP_REFERENCE
-#: the real client this module was proven with: (registry, package spec, note)
-INSTALL = ("npm", "@kilocode/cli@7.7.7", "")
+(ID, TITLE, SUMMARY, BINARY, LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES, KEY_REFERENCE,
+ MCP_REFERENCE, INSTALL) = CLIENT.constants()
 render, probes, on_disk, observe, locations = CLIENT.functions()

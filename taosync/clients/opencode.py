@@ -7,19 +7,15 @@ global file (then project files), so taosync warns when either is set.
 
 from __future__ import annotations
 
-from taosync.clients import opencode_family as family
 from taosync.clients.opencode_family import Family, Flavor
 
 CLIENT = Family.of(Flavor(
     id="opencode", title="opencode", version="`opencode-ai` 1.18.33", dirname="opencode",
     files=("opencode.jsonc", "opencode.json"), schema_url="https://opencode.ai/config.json",
     overrides=("OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT"), binary="opencode",
+    install=("npm", "opencode-ai@1.18.33", ""),
     summary="opencode (OpenAI chat, provider entry): model, small_model, provider_id."))
 FLAVOR = CLIENT.flavor
-ID, TITLE, SUMMARY, BINARY, LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES = CLIENT.constants()
-
-#: README's secrets tables: the family's (opencode_family)
-KEY_REFERENCE, MCP_REFERENCE = family.KEY_REFERENCE, family.MCP_REFERENCE
-#: the real client this module was proven with: (registry, package spec, note)
-INSTALL = ("npm", "opencode-ai@1.18.33", "")
+(ID, TITLE, SUMMARY, BINARY, LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES, KEY_REFERENCE,
+ MCP_REFERENCE, INSTALL) = CLIENT.constants()
 render, probes, on_disk, observe, locations = CLIENT.functions()

@@ -72,6 +72,8 @@ class Flavor:
     overrides: tuple[str, ...] = ()
     summary: str = ""  # one line for the schema and help
     binary: str = ""  # its command (taosync doctor shows its --version)
+    #: the package README's install line names: (registry, package spec, note)
+    install: tuple[str, str, str] = ("", "", "")
 
 
 def options() -> tuple[Option, ...]:
@@ -180,11 +182,12 @@ class Family(declare.Declared):
             mcp_file="config", flavor=f)
 
     def constants(self) -> tuple:
-        """The module constants of a client (base.py): ID, TITLE, SUMMARY, BINARY,
-        LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES."""
+        """The module constants of a client (plugin.py): ID, TITLE, SUMMARY, BINARY,
+        LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES, KEY_REFERENCE, MCP_REFERENCE,
+        INSTALL."""
         f = self.flavor
         return (f.id, f.title, f.summary, f.binary, ("XDG_CONFIG_HOME",), options(),
-                targets(f), owned_files(f))
+                targets(f), owned_files(f), KEY_REFERENCE, MCP_REFERENCE, f.install)
 
     def functions(self) -> tuple:
         """render, probes, on_disk, observe, locations: what a client module exports."""
