@@ -32,7 +32,7 @@ def location_vars_module() -> str:
     for module in all_clients().values():
         names += [v for v in (*module.LOCATION_VARS, *module.LOCATION_FILES) if v not in names]
     names += [v for v in BASES if v not in names]
-    lines = "".join(f"    {name!r},\n" for name in names).replace("'", '"')
+    lines = "".join(f"    \"{name}\",\n" for name in names)  # variable names: no escaping
     return ('"""Generated from the client modules by `python -m taosync.dev regenerate`: do not '
             'edit.\n\nEvery environment variable a client reads its files\' location from, '
             'and the\nbases (XDG, Windows) every one may move with."""\n\n'

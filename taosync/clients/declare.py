@@ -32,13 +32,9 @@ from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSp
                                   shown, start_on_disk, stored_key)
 from taosync.formats.base import KeyPath, Match, keypath_str
 
-#: how a client's base URL relates to the gateway: the root (Anthropic), root + /v1
-#: (OpenAI) or ``gateway.gemini_base_url``
-ROOTS = ("anthropic", "openai", "gemini")
-
-
 def gateway_url(fleet: Any, root: str) -> str:
-    """The base URL a client of kind ``root`` is given."""
+    """The base URL a client of kind ``root`` is given: the gateway root (``anthropic``),
+    root + /v1 (``openai``) or ``gateway.gemini_base_url`` (``gemini``)."""
     if root == "anthropic":
         return fleet.anthropic_url
     if root == "gemini":
@@ -208,13 +204,11 @@ class McpShape:
         return self.container + ((Match("name", name),) if self.listed else (name,))
 
 
-def _written(values: Mapping[str, Any], shape: McpShape, reference: bool,
-             spell: Callable[[Any], str | None] | None = None) -> dict:
+def _written(values: Mapping[str, Any], reference: bool,
+             spell: Callable[[Any], str | None]) -> dict:
     """An env or header map as the client gets it: under ``secrets: reference``, each
-    secret the client can expand itself in its own spelling (``spell``, default the
-    shape's ``by_reference``)."""
-    spell = spell or shape.by_reference
-    if not (reference and spell):
+    secret the client can expand itself in its own spelling (``spell``; None: inline)."""
+    if not reference:
         return dict(values)
     from taosync.fleet.logic import McpSecret
 
@@ -346,10 +340,6 @@ def _holds(key: Any, values: Mapping[KeyPath, Any]) -> bool:
     return any(value is key for value in values.values()) or key.found_in(list(values.values()))
 
 
-#: the place of a key binding until render_key fills it
-_UNSET = object()
-
-
 # -- the declaration ----------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -454,8 +444,7 @@ class Declared:
         taken: dict[str, str] = {}
         for name, server in fleet.mcp_servers_expanded(key).items():
             raw = server.env if server.kind == "stdio" else server.headers
-            secrets = _written(raw, shape, reference,
-                               lambda value: self.mcp_reference(value, env))
+            secrets = _written(raw, reference, lambda value: self.mcp_reference(value, env))
             fields = None
             if shape.by_fields is not None:
                 fields = shape.by_fields(server.kind, raw, reference)
@@ -501,28 +490,28 @@ class Declared:
 
     # -- render -------------------------------------------------------------------------
 
-    def slot_value(self, fleet: Any, bind: Bind) -> str | None:
-        cfg = self.cfg(fleet)
+    @staticmethod
+    def chosen(cfg: Any, bind: Bind) -> tuple[bool, str | None]:
+        """(whether slot ``bind`` is written, the fleet slot it uses: a route, a model id,
+        or None for the default route)."""
         chosen = getattr(cfg, bind.option)
         if chosen is None and bind.default:
             chosen = getattr(cfg, bind.default)
-        if chosen is None and bind.optional:
-            return None
-        return bind.prefix + fleet.model_for(chosen)
+        return not (chosen is None and bind.optional), chosen
+
+    def slot_value(self, fleet: Any, bind: Bind) -> str | None:
+        written, chosen = self.chosen(self.cfg(fleet), bind)
+        return bind.prefix + fleet.model_for(chosen) if written else None
 
     def slots(self, fleet: Any) -> list[tuple[Bind, str | None]]:
         """(binding, the fleet slot it uses) for every slot that is written."""
         cfg = self.cfg(fleet)
         out = []
         for bind in self.bindings:
-            if bind.role != "slot":
-                continue
-            chosen = getattr(cfg, bind.option)
-            if chosen is None and bind.default:
-                chosen = getattr(cfg, bind.default)
-            if chosen is None and bind.optional:
-                continue
-            out.append((bind, chosen))
+            if bind.role == "slot":
+                written, chosen = self.chosen(cfg, bind)
+                if written:
+                    out.append((bind, chosen))
         return out
 
     def value(self, fleet: Any, key: Any, bind: Bind) -> Any:
@@ -553,16 +542,12 @@ class Declared:
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
         for bind in self.bindings:
-            if bind.role == "key_var":
-                continue
-            # the key's place is kept (a new file lists keys in the table's order);
-            # render_key fills it, or it is dropped
-            value = _UNSET if bind.role == "key" else self.value(fleet, key, bind)
+            if bind.role in ("key", "key_var"):
+                continue  # render_key's (in_table_order puts it back in its place)
+            value = self.value(fleet, key, bind)
             if value is not None:
                 values[bind.file][self.path_for(fleet, bind)] = value
         self.render_key(fleet, key, env, values)
-        values = {name: {path: value for path, value in owned.items() if value is not _UNSET}
-                  for name, owned in values.items()}
         self.warn_headers(fleet, env)
         self.warn_overrides(fleet, env, values)
         holds: dict[str, bool] = {}
@@ -570,7 +555,8 @@ class Declared:
         if self.mcp is not None:
             path = self.file(self.mcp_file, env)
             mcp, holds_key = self.mcp_values(fleet, key, env, path)
-            self.warn_mcp_key(fleet, key, env, path, values, holds_key)
+            if holds_key:
+                self.warn_mcp_key(fleet, env, path)
             holds[self.mcp_file] = holds_key
         self.extra_render(fleet, key, env, values)
         # a new file: the table's keys in its order, then the hooks', then MCP entries
@@ -582,15 +568,13 @@ class Declared:
                       **self.patch_fields(name, fleet, env))
                 for name in self.files if values[name]]
 
-    def warn_mcp_key(self, fleet: Any, key: Any, env: ClientEnv, path: Path,
-                     values: Mapping[str, Mapping[KeyPath, Any]], holds_key: bool) -> None:
-        """Under ``secrets: reference``, an MCP server that puts the gateway key on disk
-        while the client follows the reference for its own key is worth one warning
-        (where the key went inline anyway, :meth:`key_reference` said so already)."""
+    def warn_mcp_key(self, fleet: Any, env: ClientEnv, path: Path) -> None:
+        """Under ``secrets: reference``, an MCP server that puts the gateway key into
+        ``path`` while the client follows the reference for its own key is worth one
+        warning (where the key went inline anyway, :meth:`key_reference` said so)."""
         from taosync.fleet.secrets import parse_reference
 
-        if holds_key and self.reference(fleet) and \
-                self.follows(parse_reference(fleet.gateway.key)):
+        if self.reference(fleet) and self.follows(parse_reference(fleet.gateway.key)):
             env.warnings.append(
                 f"{self.id}: an MCP server uses ${{gateway.key}}, so the key is written into "
                 f"{path} (mode 0600) even with secrets: reference")

@@ -33,6 +33,8 @@ CLIENTS: dict[str, str] = {
 
 #: clients registered at run time (tests' toy clients); never written by shipped code
 _EXTRA: dict[str, Any] = {}
+#: shipped client id → its module, completed (plugin.DEFAULTS filled in) on first use
+_LOADED: dict[str, ClientPlugin] = {}
 
 
 def ids() -> list[str]:
@@ -48,11 +50,15 @@ def complete(ctx, param, incomplete: str) -> list[str]:
 def get(client_id: str) -> ClientPlugin:
     """The module of one client, whole (:func:`taosync.clients.plugin.completed`);
     KeyError for an unknown id."""
-    from taosync.clients.plugin import completed
-
     if client_id in _EXTRA:
+        from taosync.clients.plugin import completed
+
         return completed(_EXTRA[client_id])
-    return completed(importlib.import_module(CLIENTS[client_id]))
+    if client_id not in _LOADED:  # each shipped module is completed once
+        from taosync.clients.plugin import completed
+
+        _LOADED[client_id] = completed(importlib.import_module(CLIENTS[client_id]))
+    return _LOADED[client_id]
 
 
 def all() -> dict[str, ClientPlugin]:  # noqa: A001 - the registry's natural verb
