@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from taosync.bounded import read_regular
 from taosync.clients.base import safe_url
-from taosync.doctor.network import (Check, _run, dns_checks, gateway_urls,  # noqa: F401
+from taosync.doctor.network import (Check, _run, dns_checks, gateway_urls,
                                     is_private_host, proxy_checks, runtime_checks)
 
 if TYPE_CHECKING:
