@@ -188,3 +188,24 @@ def test_healthy_means_every_protocol_the_routes_clients_speak():
             on_route(probe("m-a", True, NOW - 5, protocol="openai-chat"))]
     later = routing.choose("balanced", FAILOVER, gone, now=NOW, max_age="24h")
     assert later.model == "m-a" and later.healthy
+
+
+def test_fallbacks_for_is_the_routes_other_candidates_preferred_first(tmp_path):
+    """The chain clients with their own per-request failover are given: the candidates
+    after taking out the one chosen now, in the route's order; none for a plain route or
+    a model id."""
+    from taosync.fleet.load import load_fleet
+
+    path = tmp_path / "fleet.yaml"
+    path.write_text(
+        "version: 1\ngateway: {base_url: 'https://gw.example/v1', key: sk-inline-0123456789}\n"
+        "models: {m-a: {}, m-b: {}, m-c: {}}\n"
+        "routes: {fast: m-a, balanced: {candidates: [m-a, m-b, m-c]}}\n"
+        "default_route: balanced\nclients: {codex: {}}\n", encoding="utf-8")
+    fleet = load_fleet(path, home=tmp_path, environ={}).fleet
+    assert fleet.fallbacks_for("balanced") == ["m-b", "m-c"]
+    assert fleet.fallbacks_for(None) == ["m-b", "m-c"]  # the default route
+    assert fleet.fallbacks_for("fast") == [] and fleet.fallbacks_for("m-c") == []
+    fleet.choose_routes({"balanced": "m-b"})  # m-a failed: the chain starts over m-a, m-c
+    assert fleet.model_for("balanced") == "m-b"
+    assert fleet.fallbacks_for("balanced") == ["m-a", "m-c"]

@@ -404,6 +404,18 @@ class FleetLogic:
         name = slot if slot is not None else self.default_route
         return name if name is not None and name in self.routes else None
 
+    def fallbacks_for(self, slot: str | None) -> list[str]:
+        """The models a client should try, in order, when the one :meth:`model_for` gives
+        is overloaded or unavailable: the slot's route's other candidates, preferred first
+        (none for a plain route or a model id). Clients with their own per-request
+        failover (Claude Code ``fallbackModel``, Hermes ``fallback_providers``) take this
+        chain, so a down backend is skipped inside the request, with no proxy."""
+        route = self.route_for(slot)
+        if route is None:
+            return []
+        chosen = self.route_model(route)
+        return [m for m in self.route_candidates(route) if m != chosen]
+
     def secrets_for(self, client: Any) -> str:
         return client.secrets or self.secrets
 
