@@ -14,7 +14,9 @@ The key: ``key_env: NAME`` makes Hermes read ``$NAME``, after loading ``$HERMES_
 into its environment with override — a line there beats the shell. So config.yaml never
 holds the key: inline mode writes it to ``.env`` (0600, where ``hermes setup`` keeps
 keys), reference mode with ``gateway.key: ${env:NAME}`` writes only the name, and verify
-names a ``.env`` line that would send another value. An unset variable sends
+names a ``.env`` line that would send another value. ``$HERMES_HOME/active_profile``
+naming a profile (``hermes profile use``) makes Hermes read ``profiles/<name>/`` instead:
+verify says so. An unset variable sends
 ``Bearer no-key-required`` (and ``hermes -z`` still exits 0).
 
 Failover inside the request: ``fallback_providers:`` is a list of ``{provider, model,
@@ -33,8 +35,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from taosync.clients import declare
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Seen, shown,
-                                  slot_option, stored_key)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Seen, read_plain,
+                                  shown, slot_option, stored_key)
 from taosync.formats.base import keypath_str
 
 ID = "hermes"
@@ -113,6 +115,25 @@ def hermes_home(env: ClientEnv) -> Path:
     return env.location("HERMES_HOME") or env.home / ".hermes"
 
 
+def active_profile(env: ClientEnv, obs: Observation) -> str | None:
+    """The profile ``$HERMES_HOME/active_profile`` selects, when it is not the default:
+    Hermes then reads ``profiles/<name>/`` instead of the files taosync writes (a
+    HERMES_HOME that is itself a profile directory ignores it)."""
+    home = hermes_home(env)
+    if home.parent.name == "profiles":
+        return None
+    name = read_plain(home / "active_profile", "text", obs, ("text",))
+    name = name.strip() if isinstance(name, str) else ""
+    return name if name and name != "default" else None
+
+
+def _profile_problem(env: ClientEnv, name: str) -> str:
+    home = hermes_home(env)
+    return (f"{shown(home / 'active_profile', env)} selects profile {name!r}: Hermes reads "
+            f"{shown(home / 'profiles' / name / 'config.yaml', env)}, not the files taosync "
+            f"writes (`hermes profile use default` returns to them)")
+
+
 def _by_reference(secret: Any) -> str | None:
     """An ``${env:NAME}`` MCP secret as Hermes expands it itself (``${NAME}``)."""
     if secret.ref.kind != "env":
@@ -179,6 +200,9 @@ class Hermes(declare.Declared):
         """Nothing by the table's paths: the entry read is the one model.provider names."""
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
+        profile = active_profile(env, obs)
+        if profile:
+            obs.notes.append(_profile_problem(env, profile))
         config, path = docs["config"], self.file("config", env)
         model = config.get("model") if isinstance(config, dict) else None
         if not isinstance(model, dict):
@@ -225,6 +249,9 @@ class Hermes(declare.Declared):
         obs = self.observe(env)
         me = self.flavour(obs.settings.get("protocol", self.cfg(fleet).protocol))
         out = declare.Declared.on_disk(me, fleet, key, env)
+        profile = active_profile(env, obs)
+        if profile:
+            out.problems.append(_profile_problem(env, profile))
         from taosync.fleet.secrets import parse_reference
 
         ref = parse_reference(fleet.gateway.key)

@@ -239,20 +239,47 @@ def test_verify_takes_dotenv_over_the_environment_and_names_a_stale_line(taosync
     assert "~/.hermes/.env sets TAOTOKEN_API_KEY" in line and stale not in line
 
 
+def test_verify_names_an_active_profile_that_hides_the_files(taosync, home, fleet_file):
+    """``hermes profile use work`` writes ~/.hermes/active_profile; Hermes then reads
+    ~/.hermes/profiles/work/config.yaml (seen with hermes -z, 0.19.0), so verify fails
+    naming it, and import notes it."""
+    from taosync.fleet.load import load_fleet
+
+    write_fleet(fleet_file, "hermes", {"model": "fast"})
+    assert taosync("apply", "--no-verify").rc == 0
+    loaded = load_fleet(fleet_file, home=home)
+    env = ClientEnv(home=home, environ={}, sandboxed=True)
+    write(home / ".hermes/active_profile", "default\n")
+    assert hermes.on_disk(loaded.fleet, loaded.key, env).problems == []
+    write(home / ".hermes/active_profile", "work\n")
+    disk = hermes.on_disk(loaded.fleet, loaded.key, env)
+    assert disk.problems == [
+        "~/.hermes/active_profile selects profile 'work': Hermes reads "
+        "~/.hermes/profiles/work/config.yaml, not the files taosync writes (`hermes profile "
+        "use default` returns to them)"]
+    assert any("selects profile 'work'" in n for n in hermes.observe(env).notes)
+
+
+@pytest.mark.parametrize("protocol", ["openai-chat", "openai-responses", "anthropic-messages"])
 def test_verify_cli_fails_on_a_stale_dotenv_line_without_printing_it(taosync, home,
-                                                                    fleet_file):
+                                                                    fleet_file, protocol):
+    """verify probes each protocol as Hermes sends it (and passes), then fails on the
+    stale line, naming it and printing neither key."""
     from taosync.stub import Stub
 
     stale = "sk-stale-rotated-away-0123456789"
     with Stub(key=TEST_KEY, models=[SONNET, MINI, "nvidia/deepseek-r1",
                                     "intel/llama-7b"]) as stub:
-        write_fleet(fleet_file, "hermes", {"model": "fast", "mcp": False},
-                    secrets="reference")
+        write_fleet(fleet_file, "hermes", {"model": "fast", "mcp": False,
+                                           "protocol": protocol}, secrets="reference")
         data = YAML(typ="safe").load(fleet_file.read_text())
         data["gateway"]["base_url"] = stub.root
         YAML(typ="safe").dump(data, fleet_file)
         assert taosync("apply", "--no-verify").rc == 0
         assert taosync("verify", "--only", "hermes").rc == 0
+        assert [(r.path, r.auth) for r in stub.posts()] == [
+            ({"openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses",
+              "anthropic-messages": "/v1/messages"}[protocol], "ok")]
         write(home / ".hermes/.env", f"TAOTOKEN_API_KEY={stale}\n")
         r = taosync("verify", "--only", "hermes", "--json")
     assert r.rc == 1, r.both
