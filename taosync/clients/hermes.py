@@ -109,6 +109,8 @@ FLAVOURS: dict[str, dict[str, Any]] = {
 
 
 def hermes_home(env: ClientEnv) -> Path:
+    """``$HERMES_HOME``, else ``~/.hermes`` (``%LOCALAPPDATA%\\hermes`` on Windows), as
+    hermes_constants.get_hermes_home has it."""
     if env.platform == "win32":
         local = env.location("LOCALAPPDATA") or env.home / "AppData" / "Local"
         return env.location("HERMES_HOME") or local / "hermes"
