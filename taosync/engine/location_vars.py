@@ -15,6 +15,7 @@ LOCATION_VARS = (
     "QWEN_HOME",
     "GEMINI_CLI_HOME",
     "XDG_CONFIG_HOME",
+    "HERMES_HOME",
     "APPDATA",
     "LOCALAPPDATA",
 )

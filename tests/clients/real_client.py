@@ -31,10 +31,12 @@ def can_isolate() -> bool:
 
 
 def run_real_client(fleet_file: Path, home: Path, key: str, argv: list[str], *,
-                    env: dict[str, str] | None = None, timeout: float = 120) -> dict:
-    """What the stub saw while ``argv`` ran against the fleet applied into ``home``."""
+                    env: dict[str, str] | None = None, timeout: float = 120,
+                    faults: tuple[str, ...] = ()) -> dict:
+    """What the stub saw while ``argv`` ran against the fleet applied into ``home``
+    (``faults``: the stub's, e.g. ``rate_limited@gw-main``)."""
     job = {"fleet": str(fleet_file), "home": str(home), "argv": argv, "env": env or {},
-           "timeout": timeout}
+           "timeout": timeout, "faults": list(faults)}
     r = subprocess.run(["unshare", "-n", sys.executable, __file__, json.dumps(job)],
                        capture_output=True, text=True, timeout=timeout + 60,
                        env={**os.environ, "TAOSYNC_STUB_KEY": key})
@@ -50,7 +52,7 @@ def _main(job: dict) -> dict:
     yaml = YAML(typ="safe")
     fleet_path = Path(job["fleet"])
     data = yaml.load(fleet_path.read_text())
-    with Stub(key=key, models=list(data["models"])) as stub:
+    with Stub(key=key, models=list(data["models"]), faults=job.get("faults", [])) as stub:
         root = data["gateway"]["base_url"] = stub.root
         with fleet_path.open("w") as fh:
             yaml.dump(data, fh)
