@@ -62,23 +62,21 @@ OWNED_FILES = (
      '`mcpServers.<name>`'),
 )
 
-#: README "Secrets": how `secrets: reference` keeps the key off disk
+#: the real client this module was proven with: (registry, package spec, note); the
+#: ~300 MB binary comes in its optional dependency @factory/cli-linux-x64@0.215.0
+INSTALL = ("npm", "droid@0.215.0", "")
+#: README "Secrets" and "MCP secrets": how `secrets: reference` writes the key and MCP
+#: secrets
 KEY_REFERENCE = (
     "`apiKey: \"${NAME}\"` when the key is `${env:NAME}` (droid expands it from its own "
     "environment only: a warning says to export it where droid runs); other references "
     "inline (0600), with a warning.")
-#: README "MCP secrets": how `secrets: reference` writes MCP secrets
 MCP_REFERENCE = (
     "`${env:NAME}` → `${NAME}` (droid expands it from its environment: export it); other "
     "references inline (0600), with a warning.")
-#: the real client this module was proven with: (registry, package spec, note)
-#: (the ~300 MB binary comes in its optional dependency @factory/cli-linux-x64@0.215.0)
-INSTALL = ("npm", "droid@0.215.0", "")
-
-#: displayName prefix of the customModels entries taosync writes (and so owns)
-PREFIX = "taotoken/"
+#: displayName prefix of the customModels entries taosync writes (and so owns), and
 #: what droid 0.215.0 sends besides auth (seen by the stand-in gateway)
-CLIENT_HEADERS = {"User-Agent": "factory-cli/0.215.0"}
+PREFIX, CLIENT_HEADERS = "taotoken/", {"User-Agent": "factory-cli/0.215.0"}
 #: the wire protocol of the entries → droid's ``provider`` and how it is reached
 WIRES: dict[str, dict[str, str]] = {
     "openai-chat": {"provider": "generic-chat-completion-api", "root": "openai",

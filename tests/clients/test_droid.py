@@ -132,18 +132,25 @@ def test_users_models_and_keys_stay_byte_for_byte(taosync, home, fleet_file):
     assert settings.read_text() == text
 
 
+def applied(taosync, home, fleet_file, secrets: str):
+    """Apply a fleet with droid on ``fast`` (no MCP); then verify's reading of its files
+    in an environment of the caller's."""
+    from contract import write_fleet
+    from taosync.fleet.load import load_fleet
+
+    write_fleet(fleet_file, "droid", {"model": "fast", "mcp": False}, secrets=secrets)
+    assert taosync("apply", "--no-verify").rc == 0
+    loaded = load_fleet(fleet_file, home=home)
+    return lambda environ: droid.on_disk(loaded.fleet, loaded.key,
+                                         ClientEnv(home=home, environ=environ, sandboxed=True))
+
+
 def test_settings_local_json_that_beats_taosync_is_drift(taosync, home, fleet_file):
     """droid merges settings.local.json over settings.json: a model chosen there (or a
     customModels list, which replaces taosync's) is what droid uses, so verify probes
     that and reports it."""
-    from contract import write_fleet
-    from taosync.fleet.load import load_fleet
-
-    write_fleet(fleet_file, "droid", {"model": "fast", "mcp": False})
-    assert taosync("apply", "--no-verify").rc == 0
-    loaded = load_fleet(fleet_file, home=home)
-    env = ClientEnv(home=home, environ={}, sandboxed=True)
-    disk = droid.on_disk(loaded.fleet, loaded.key, env)
+    on_disk = applied(taosync, home, fleet_file, "inline")
+    disk = on_disk({})
     assert disk.problems == [] and disk.drift == []
     (probe,) = disk.probes
     assert (probe.model, probe.url, probe.secret.reveal()) == (
@@ -153,32 +160,25 @@ def test_settings_local_json_that_beats_taosync_is_drift(taosync, home, fleet_fi
 
     write(home / ".factory/settings.local.json",
           json.dumps({"model": f"custom:taotoken/{SONNET}-0"}))
-    disk = droid.on_disk(loaded.fleet, loaded.key, env)
+    disk = on_disk({})
     assert [p.model for p in disk.probes] == [SONNET]
     assert any("settings.local.json: model beats sessionDefaultSettings.model" in d
                for d in disk.drift), disk.drift
 
     write(home / ".factory/settings.local.json", json.dumps({"customModels": []}))
-    disk = droid.on_disk(loaded.fleet, loaded.key, env)
+    disk = on_disk({})
     assert disk.probes == []
     assert any("customModels replaces the list" in d for d in disk.drift), disk.drift
     assert any("not a customModels entry" in p for p in disk.problems), disk.problems
 
 
 def test_verify_names_an_unexported_variable(taosync, home, fleet_file):
-    from contract import write_fleet
-    from taosync.fleet.load import load_fleet
-
-    write_fleet(fleet_file, "droid", {"model": "fast", "mcp": False}, secrets="reference")
-    assert taosync("apply", "--no-verify").rc == 0
-    loaded = load_fleet(fleet_file, home=home)
-    disk = droid.on_disk(loaded.fleet, loaded.key, ClientEnv(home=home, environ={},
-                                                             sandboxed=True))
+    on_disk = applied(taosync, home, fleet_file, "reference")
+    disk = on_disk({})
     assert disk.probes == []
     (problem,) = disk.problems
     assert "literal ${TAOTOKEN_API_KEY}: export TAOTOKEN_API_KEY" in problem
-    disk = droid.on_disk(loaded.fleet, loaded.key, ClientEnv(
-        home=home, environ={"TAOTOKEN_API_KEY": TEST_KEY}, sandboxed=True))
+    disk = on_disk({"TAOTOKEN_API_KEY": TEST_KEY})
     assert disk.problems == [] and [p.secret.reveal() for p in disk.probes] == [TEST_KEY]
 
 
