@@ -261,3 +261,30 @@ def test_real_droid_exec_answers_through_the_stand_in(tmp_path, secrets, protoco
         assert json.loads((home / ".factory" / "mcp.json").read_text())["mcpServers"]["echo"][
             "env"] == {"TOKEN": "${MCP_TOKEN}"}
         assert mcp_env_seen(out)["TOKEN"] == token
+
+
+@pytest.mark.skipif(not DROID or not can_isolate(),
+                    reason="droid (TAOSYNC_TEST_DROID_BIN) or a loopback-only namespace "
+                           "(unshare -n) is not available here")
+def test_real_droid_takes_the_model_settings_local_json_names(tmp_path):
+    """The user's settings.local.json beats taosync's settings.json: droid asks for the
+    model named there, and verify's reading of the files probes that same model and
+    reports the override as drift."""
+    from taosync.fleet.load import load_fleet
+
+    home = tmp_path / "home"
+    fleet_file = tmp_path / "fleet.yaml"
+    write(home / ".factory/settings.local.json",
+          json.dumps({"model": f"custom:taotoken/{MINI}-0"}))
+    _fleet(fleet_file, {"model": "deep"}, "inline")
+    seen = run_real_client(fleet_file, home, TEST_KEY, [DROID, "exec", "Reply with OK."],
+                           timeout=TIMEOUT)
+    assert seen["apply"] == "ok" and seen["rc"] == 0, seen
+    assert {r["model"] for r in seen["requests"] if r["method"] == "POST"} == {MINI}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TAOTOKEN_API_KEY", TEST_KEY)
+        loaded = load_fleet(fleet_file, home=home)
+    disk = droid.on_disk(loaded.fleet, loaded.key, ClientEnv(home=home, environ={},
+                                                             sandboxed=True))
+    assert [p.model for p in disk.probes] == [MINI]
+    assert any("settings.local.json: model beats" in d for d in disk.drift), disk.drift
