@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from taosync.clients import declare
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Seen, disk_key,
-                                  slot_option)
+                                  shown, slot_option)
 from taosync.formats.base import Match, keypath_str
 
 ID = "droid"
@@ -233,8 +233,12 @@ class Droid(declare.Declared):
         obs = self.observe(env)
         out = declare.Declared.on_disk(self.wire(obs.settings.get("protocol", "openai-chat")),
                                        fleet, key, env)
-        out.drift += [note for note in obs.notes if "settings.local.json" in note
-                      and note not in out.drift]
+        files = [self.file(name, env) for name in ("local", "settings")]
+        for note in obs.notes:
+            if note.startswith(str(files[0])):  # as verify names files: ~/.factory/…
+                for path in files:
+                    note = note.replace(str(path), shown(path, env))
+                out.drift.append(note)
         return out
 
     def read_key(self, obs: Observation, env: ClientEnv,

@@ -162,8 +162,8 @@ def test_settings_local_json_that_beats_taosync_is_drift(taosync, home, fleet_fi
           json.dumps({"model": f"custom:taotoken/{SONNET}-0"}))
     disk = on_disk({})
     assert [p.model for p in disk.probes] == [SONNET]
-    assert any("settings.local.json: model beats sessionDefaultSettings.model" in d
-               for d in disk.drift), disk.drift
+    assert disk.drift == ["~/.factory/settings.local.json: model beats "
+                          "sessionDefaultSettings.model in ~/.factory/settings.json"]
 
     write(home / ".factory/settings.local.json", json.dumps({"customModels": []}))
     disk = on_disk({})
