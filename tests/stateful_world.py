@@ -43,6 +43,7 @@ CLIENTS = {
     "qwen-code": {"model": "balanced"},
     "gemini-cli": {"model": "fast"},
     "hermes": {"model": "balanced"},
+    "droid": {"model": "balanced", "spec_model": "fast"},
 }
 KEY_VAR, MCP_VAR, TEAM_VAR = "ST_GATEWAY_KEY", "ST_MCP_TOKEN", "ST_TEAM"
 

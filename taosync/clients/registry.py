@@ -30,6 +30,7 @@ CLIENTS: dict[str, str] = {
     "opencode": "taosync.clients.opencode",
     "kilo": "taosync.clients.kilo",
     "hermes": "taosync.clients.hermes",
+    "droid": "taosync.clients.droid",
 }
 
 #: clients registered at run time (tests' toy clients); never written by shipped code
