@@ -29,6 +29,11 @@ CLIENTS: dict[str, str] = {
     "gemini-cli": "taosync.clients.gemini_cli",
     "opencode": "taosync.clients.opencode",
     "kilo": "taosync.clients.kilo",
+    "cursor": "taosync.clients.cursor",
+    "windsurf": "taosync.clients.windsurf",
+    "vscode": "taosync.clients.vscode",
+    "claude-desktop": "taosync.clients.claude_desktop",
+    "zed": "taosync.clients.zed",
 }
 
 #: clients registered at run time (tests' toy clients); never written by shipped code
