@@ -163,11 +163,9 @@ def test_the_users_file_is_kept_and_destroy_gives_it_back(app, taosync, home, fl
     doc = parsed(path)
     assert "mine" in doc[container] and "local" in doc[container]
     text = path.read_text()
-    # every line of the user's, its code and its comment (a comment trailing the last
-    # member ends up after the members taosync appends; destroy puts it back)
-    parts = [part.strip().rstrip(",") for line in USER_FILES[app].splitlines()
-             for part in line.split("//", 1) if part.strip().rstrip(",")]
-    missing = [part for part in parts if part not in text]
+    lines = iter(text.splitlines())  # every line of the user's, in order, its comment on it
+    missing = [line for line in USER_FILES[app].splitlines()
+               if not any(line.strip().rstrip(",") in got for got in lines)]
     assert not missing, (missing, text)
     again = taosync("apply", "--no-verify")
     assert again.rc == 0 and path.read_text() == text, "a second apply changed the file"
