@@ -333,3 +333,20 @@ def test_no_client_file_is_left_readable_by_others(taosync, home, fleet_file, to
             text = path.read_bytes()
             if ENV_TOKEN.encode() in text or HEADER_TOKEN.encode() in text:
                 assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+
+
+def test_an_app_given_no_server_is_told_so(home, fleet_file, tokens):
+    """An info line (with -v, as for a client with no MCP), through a real process: the
+    no-op path prints the same line the full one did."""
+    data = write_fleet(fleet_file, {"cursor": {}, "zed": {"mcp": False}})
+    del data["mcp_servers"]
+    with fleet_file.open("w") as fh:
+        YAML().dump(data, fh)
+    for _ in range(2):  # the full path, then the no-op answer
+        r = subprocess.run([sys.executable, "-m", "taosync", "--home", str(home), "-c",
+                            str(fleet_file), "apply", "--no-verify", "-v"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert ("info: cursor, zed take only MCP servers and get none (no mcp_servers, or "
+                "mcp: false); nothing is written for them") in r.stdout + r.stderr
+    assert not (home / ".cursor").exists()
