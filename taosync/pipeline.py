@@ -262,16 +262,25 @@ def cache_routes(fleet, choices: dict) -> dict | None:
 
 
 def no_mcp_note(fleet, registry) -> list[str]:
-    """One "info:" line naming the enabled clients that would take the fleet's MCP servers
-    but have no MCP at all (a module declaring ``MCP = False``)."""
-    if not fleet.mcp_servers:
-        return []
-    names = [name for name, cfg in fleet.enabled_clients().items()
-             if cfg.mcp and not registry[name].MCP]
-    if not names:
-        return []
-    return [f"info: {', '.join(names)} {'has' if len(names) == 1 else 'have'} no MCP "
-            f"support; mcp_servers are not written for {'it' if len(names) == 1 else 'them'}"]
+    """"info:" lines naming the enabled clients that would take the fleet's MCP servers
+    but have no MCP at all (a module declaring ``MCP = False``), and the enabled apps that
+    take only MCP servers but get none (no ``mcp_servers``, or ``mcp: false``)."""
+    enabled = fleet.enabled_clients()
+    names = [name for name, cfg in enabled.items()
+             if fleet.mcp_servers and cfg.mcp and not registry[name].MCP]
+    idle = [name for name, cfg in enabled.items()
+            if not registry[name].GATEWAY and not (cfg.mcp and fleet.mcp_servers)]
+    out = []
+    if names:
+        out.append(f"info: {', '.join(names)} {'has' if len(names) == 1 else 'have'} no "
+                   f"MCP support; mcp_servers are not written for "
+                   f"{'it' if len(names) == 1 else 'them'}")
+    if idle:
+        one = len(idle) == 1
+        out.append(f"info: {', '.join(idle)} take{'s' if one else ''} only MCP servers and "
+                   f"get{'s' if one else ''} none (no mcp_servers, or mcp: false); nothing "
+                   f"is written for {'it' if one else 'them'}")
+    return out
 
 
 def loaded_fleet(ctx: Context):

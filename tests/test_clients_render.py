@@ -24,7 +24,10 @@ def test_registry_and_interface():
     assert all(mod.ID == client_id for client_id, mod in mods.items())
     for mod in mods.values():
         assert mod.TARGETS and all(isinstance(t, str) for t in mod.TARGETS)
-        assert re.search(r"\d+\.\d+\.\d+", mod.__doc__), "docstring names the client version"
+        if mod.INSTALL:  # proven by its binary
+            assert re.search(r"\d+\.\d+\.\d+", mod.__doc__), "docstring names the client version"
+        else:  # an app that cannot run here: written from the docs it cites
+            assert mod.SOURCES and "docs" in mod.__doc__, mod.ID
 
 
 def test_renderers_do_no_io_and_leave_home_empty(clients_env, tmp_path):

@@ -34,8 +34,9 @@ def complete(line: str, shell: str = "bash") -> list[str]:
 
 
 @pytest.mark.parametrize("line, expected", [
-    ("taosync plan --only c", ["claude-code", "codex", "cline", "continue"]),
-    ("taosync apply --only cl", ["claude-code", "cline"]),
+    ("taosync plan --only c", ["claude-code", "codex", "cline", "continue", "cursor",
+                               "claude-desktop"]),
+    ("taosync apply --only cl", ["claude-code", "cline", "claude-desktop"]),
     ("taosync forget co", ["codex", "continue"]),
     ("taosync verify --route ", ["fast", "balanced", "deep", "batch"]),
     ("taosync route b", ["balanced", "batch"]),

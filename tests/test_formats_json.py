@@ -691,3 +691,36 @@ def test_property_jsonc_edits_match_the_model_and_keep_outer_comments(x, indent,
     assert json.loads(blank(out)) == model
     assert out.startswith("// head\n/* block\n   comment */\n") and out.endswith("\n// tail\n")
     assert out[len("// head\n/* block\n   comment */\n"):-len("\n// tail\n")] == E.dump(plain_doc)
+
+
+ZED = """// Zed settings
+{
+  "theme": "One Dark", // my theme
+  "context_servers": {
+    "mine": {"command": "my-server", "args": []}, // my own server
+  },
+  "vim_mode": true, /* vim! */
+}
+"""
+
+
+def test_jsonc_a_comment_after_the_last_member_stays_beside_it():
+    """Zed's settings: a member added after a commented last member goes below the
+    comment, which stays with the member it was written for; removing it gives the
+    user's bytes back."""
+    doc = JC.parse(ZED)
+    JC.set(doc, ("context_servers", "ours"), {"command": "npx"})
+    JC.set(doc, ("zz",), 1)
+    out = JC.dump(doc)
+    assert ('"mine": {"command": "my-server", "args": []}, // my own server\n'
+            '    "ours": {\n      "command": "npx"\n    }\n  },') in out
+    assert '"vim_mode": true, /* vim! */\n  "zz": 1\n}' in out
+    assert json.loads(blank(out))["context_servers"] == {
+        "mine": {"command": "my-server", "args": []}, "ours": {"command": "npx"}}
+    doc = JC.parse(out)
+    assert JC.delete(doc, ("zz",)) and JC.delete(doc, ("context_servers", "ours"))
+    assert JC.dump(doc) == ZED
+    crlf = ZED.replace("\n", "\r\n")
+    doc = JC.parse(crlf)
+    JC.set(doc, ("zz",), 1)
+    assert '"vim_mode": true, /* vim! */\r\n  "zz": 1\r\n}' in JC.dump(doc)

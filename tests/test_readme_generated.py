@@ -24,10 +24,27 @@ def test_readme_is_what_the_client_modules_say():
     assert readme.render(text) == text, f"README drifted from the client modules: {REGENERATE}"
 
 
-@pytest.mark.parametrize("name", ["KEY_REFERENCE", "INSTALL"])
-def test_every_client_declares_each_fact(name):
+def test_every_client_declares_each_fact():
     for module in registry.all().values():
-        assert readme.fact(module, name), (module.ID, name)
+        assert readme.fact(module, "KEY_REFERENCE"), module.ID
+        # proven by its binary, or (an app that cannot run here) from documents it cites
+        assert readme.fact(module, "INSTALL" if module.INSTALL else "SOURCES"), module.ID
+
+
+def test_readme_says_how_each_client_is_proven():
+    """The owned-files table's "how proven" cell: the real binary for a gateway client
+    (its INSTALL), the cited docs for an app that takes only MCP servers (INSTALL None)."""
+    table = readme.table()
+    assert table.splitlines()[0].endswith("| how proven |")
+    for module in registry.all().values():
+        row = next(line for line in table.splitlines()
+                   if line.startswith(f"| {module.OWNED_FILES[0][0]} |"))
+        if module.GATEWAY:
+            assert module.INSTALL is not None and not module.SOURCES, module.ID
+            assert row.endswith(f"| binary `{module.INSTALL[1]}` ({module.INSTALL[0]}) |")
+        else:
+            assert module.INSTALL is None and module.SOURCES, module.ID
+            assert "| docs: " in row and all(url in row for url, _ in module.SOURCES), row
 
 
 def test_mcp_facts_are_for_exactly_the_clients_with_mcp():
@@ -37,6 +54,8 @@ def test_mcp_facts_are_for_exactly_the_clients_with_mcp():
 
 def test_install_pins_the_version_the_owned_files_table_names():
     for module in registry.all().values():
+        if module.INSTALL is None:
+            continue  # proven from its docs: nothing to install
         where, spec, _note = module.INSTALL
         version = spec.rsplit("==" if where == "pypi" else "@", 1)[1]
         assert version in module.OWNED_FILES[0][0], (module.ID, spec)
@@ -45,7 +64,8 @@ def test_install_pins_the_version_the_owned_files_table_names():
 def test_the_client_lists_name_every_client():
     text = readme.README.read_text(encoding="utf-8")
     for module in registry.all().values():
-        assert module.TITLE in readme.section(text, "client-names")
+        listed = readme.section(text, "client-names" if module.GATEWAY else "mcp-apps")
+        assert module.TITLE in listed, module.ID
         assert f"`{module.ID}`" in readme.section(text, "client-ids")
 
 

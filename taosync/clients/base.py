@@ -236,6 +236,9 @@ class Observation:
     provider: Seen | None = None
     notes: list[str] = field(default_factory=list)  # worth telling the user
     problems: list[str] = field(default_factory=list)  # files that cannot be read
+    #: an app that takes only MCP servers (no gateway to find): import adds its entry
+    #: to the proposal's clients when it holds servers
+    mcp_only: bool = False
 
 
 def read_plain(path: Path, fmt: str, obs: Observation, key: KeyPath = ()) -> Any:

@@ -199,6 +199,9 @@ class McpShape:
     #: ``env_vars``, ``env_http_headers``, ``bearer_token_env_var``): (kind, the env or
     #: header map, reference mode) → the entry's fields in place of the env or headers
     by_fields: Callable[[str, Mapping[str, Any], bool], dict] | None = None
+    #: why the file takes no remote (http/sse) server, or "" when it does: such a server
+    #: is left out, with a warning that says why (Claude Desktop: its Connectors UI)
+    no_remote: str = ""
 
     def at(self, name: str) -> KeyPath:
         return self.container + ((Match("name", name),) if self.listed else (name,))
@@ -443,6 +446,11 @@ class Declared:
         holds_key = False
         taken: dict[str, str] = {}
         for name, server in fleet.mcp_servers_expanded(key).items():
+            if shape.no_remote and server.kind != "stdio":
+                env.warnings.append(f"{self.id}: MCP server {name!r} is remote ({server.transport}), "
+                                    f"which {self.title} does not take from its file "
+                                    f"({shape.no_remote}); left it out")
+                continue
             raw = server.env if server.kind == "stdio" else server.headers
             secrets = _written(raw, reference, lambda value: self.mcp_reference(value, env))
             fields = None
@@ -571,10 +579,13 @@ class Declared:
     def warn_mcp_key(self, fleet: Any, env: ClientEnv, path: Path) -> None:
         """Under ``secrets: reference``, an MCP server that puts the gateway key into
         ``path`` while the client follows the reference for its own key is worth one
-        warning (where the key went inline anyway, :meth:`key_reference` said so)."""
+        warning (where the key went inline anyway, :meth:`key_reference` said so; a client
+        with no key of its own, an app that takes only MCP servers, said nothing yet)."""
         from taosync.fleet.secrets import parse_reference
 
-        if self.reference(fleet) and self.follows(parse_reference(fleet.gateway.key)):
+        keyless = not any(b.role in ("key", "key_var") for b in self.bindings)
+        if self.reference(fleet) and (keyless or
+                                      self.follows(parse_reference(fleet.gateway.key))):
             env.warnings.append(
                 f"{self.id}: an MCP server uses ${{gateway.key}}, so the key is written into "
                 f"{path} (mode 0600) even with secrets: reference")
@@ -866,3 +877,77 @@ class Declared:
             elif path.parent not in dirs:
                 dirs.append(path.parent)
         return dirs, files
+
+
+# -- apps that take only MCP servers ------------------------------------------------------
+
+def env_colon(secret: Any) -> str | None:
+    """An ``${env:NAME}`` MCP secret as the editors of VS Code's lineage expand it
+    themselves (Cursor, Windsurf, VS Code: ``${env:NAME}``, kept as written)."""
+    if secret.ref.kind != "env":
+        return None
+    return f"{secret.prefix}${{env:{secret.ref.arg}}}{secret.suffix}"
+
+
+@dataclass(frozen=True)
+class McpOnly(Declared):
+    """An app that takes no custom gateway, only the fleet's MCP servers from one file
+    (Cursor, Windsurf, VS Code, Claude Desktop, Zed): no bindings, no key, no probes.
+
+    Its fleet entry has no slot (the schema marks it ``x-mcp-only``, so a ``model:``
+    there is a located error that says why); ``verify`` compares its MCP entries with
+    fleet.yaml as it does every client's, and says it has nothing to send. What a module
+    declares is its facts: where the file is on each OS (``files``), its syntax, its
+    :class:`McpShape`, and the docs the shape was taken from (:attr:`sources`)."""
+
+    primary: str = "mcp"
+    bindings: tuple[Bind, ...] = ()
+    mcp_file: str = "mcp"
+    #: (URL, what it says) for each document the module's facts come from
+    sources: tuple[tuple[str, str], ...] = ()
+    #: the file and OS notes README's owned-files row gives
+    where: str = ""
+    #: README's "MCP secrets" cell: how ``secrets: reference`` writes them
+    mcp_readme: str = ""
+
+    @classmethod
+    def app(cls, id: str, title: str, path: Callable[[ClientEnv], Path], format: str,
+            shape: McpShape, **facts: Any) -> "McpOnly":
+        """One app: its file (``path`` on this OS, in ``format``), its shape, and the
+        facts README gives (``where``, ``mcp_readme``, ``sources``)."""
+        return cls(id, title, files={"mcp": File(path, format, json_object=True)},
+                   mcp=shape, **facts)
+
+    def constants(self) -> tuple:
+        """What a client module declares (plugin.py): ID, TITLE, SUMMARY, BINARY, TARGETS,
+        OWNED_FILES, OPTIONS, LOCATION_VARS, KEY_REFERENCE, MCP_REFERENCE, INSTALL,
+        GATEWAY, SOURCES."""
+        servers = keypath_str(self.mcp.container if self.mcp else ()) + ".<name>"
+        return (self.id, self.title,
+                f"{self.title} (MCP servers only: it takes no custom gateway).", "",
+                [f"{self.where.replace('`', '')}: {servers}"],
+                ((f"{self.title} (MCP only, from its docs)", self.where, f"`{servers}`"),),
+                (), (), "no gateway key: it takes only MCP servers.", self.mcp_readme,
+                None, False, self.sources)
+
+    def functions(self) -> tuple:
+        """render, probes, on_disk, observe, locations: what a client module exports."""
+        return self.render, self.probes, self.on_disk, self.observe, self.locations
+
+    def observe(self, env: ClientEnv) -> Observation:
+        obs = super().observe(env)
+        obs.mcp_only = True
+        if "${env:" in repr([seen.value for seen in obs.mcp_servers.values()]):
+            obs.settings["secrets"] = "reference"  # what wrote them so
+        return obs
+
+    def on_disk(self, fleet: Any, key: Any, env: ClientEnv) -> OnDisk:
+        """Its MCP entries compared with fleet.yaml (drift; a missing file it should
+        hold is a problem), and no probe: the app sends nothing to the gateway."""
+        import dataclasses
+
+        quiet = dataclasses.replace(env, warnings=[], consulted={}, probed={})
+        if not self.render(fleet, key, quiet):
+            return OnDisk(self.id)
+        out, _ = start_on_disk(self, fleet, key, env, self.file(self.primary, env))
+        return out

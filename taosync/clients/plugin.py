@@ -38,8 +38,14 @@ class ClientPlugin(Protocol):
     #: writes MCP secrets ("" for a client with no MCP)
     KEY_REFERENCE: str
     MCP_REFERENCE: str
-    #: the real client the module was proven with: (npm | pypi, package spec, note)
-    INSTALL: tuple[str, str, str]
+    #: the real client the module was proven with: (npm | pypi, package spec, note);
+    #: None for an app proven from its docs (``SOURCES`` then names them)
+    INSTALL: tuple[str, str, str] | None
+    #: False for an app that takes no custom gateway, only MCP servers (Cursor): its
+    #: fleet entry has no slot and verify has nothing to probe for it
+    GATEWAY: bool
+    #: (URL, what it says) of each document a client proven from docs follows
+    SOURCES: Sequence[tuple[str, str]]
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]: ...
 
@@ -70,6 +76,8 @@ DEFAULTS: dict[str, Any] = {
     "REQUIRES": {},  # no fleet key beyond the gateway's is needed
     "MCP": True,  # it reads MCP servers (False: the fleet's are not written for it)
     "MCP_REFERENCE": "",  # nothing to say of MCP secrets (a client with no MCP)
+    "GATEWAY": True,  # it talks to the gateway (False: an app that takes only MCP servers)
+    "SOURCES": (),  # proven by its binary (INSTALL), not from documents
     "doctor": no_findings,  # no environment pitfalls of its own
 }
 

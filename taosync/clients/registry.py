@@ -31,6 +31,11 @@ CLIENTS: dict[str, str] = {
     "kilo": "taosync.clients.kilo",
     "hermes": "taosync.clients.hermes",
     "droid": "taosync.clients.droid",
+    "cursor": "taosync.clients.cursor",
+    "windsurf": "taosync.clients.windsurf",
+    "vscode": "taosync.clients.vscode",
+    "claude-desktop": "taosync.clients.claude_desktop",
+    "zed": "taosync.clients.zed",
 }
 
 #: clients registered at run time (tests' toy clients); never written by shipped code

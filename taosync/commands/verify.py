@@ -44,7 +44,7 @@ def print_report(report: Any, s: Any, key: Any = None, live: "LiveTable | None" 
             redactor.add(used)
         print_preamble(report, s)
         if s.json or not report.results:
-            if not s.json and not report.problems:
+            if not s.json and not report.problems and not report.unprobed:
                 ui.out("nothing to verify: no enabled client in fleet.yaml")
             return
         for problem, line in table_lines(report, color=ui.style, verbose=s.verbosity > 0):
@@ -97,6 +97,8 @@ def print_preamble(report: Any, s: Any) -> None:
                         f"{what} (no file is changed)", "dim"))
     for client, text in report.problems:
         ui.problem(scrub(f"{ui.style('✗', 'fail')} {client}: {text}"))
+    for client, text in report.unprobed:
+        ui.out(ui.style(f"- {client}: {text}", "dim"))
 
 
 def print_summary(report: Any, s: Any) -> None:

@@ -14,7 +14,8 @@ class Unsupported(Exception):
 
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$id", "$schema",
                           "$comment", "deprecated", "readOnly", "writeOnly", "$defs",
-                          "x-kind", "x-slot", "x-reserved", "x-requires"})
+                          "x-kind", "x-slot", "x-reserved", "x-requires",
+                          "x-mcp-only"})
 
 
 def fast_valid(schema: dict, instance) -> bool:

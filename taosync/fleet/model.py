@@ -136,8 +136,8 @@ class OptionDeclaration(Protocol):
 
 class ClientDeclaration(Protocol):
     """What the schema needs of a client (a client module): its product name, the line
-    that describes it, its options, and ``REQUIRES`` (fleet key → why): the fleet keys it
-    cannot work without."""
+    that describes it, its options, ``REQUIRES`` (fleet key → why): the fleet keys it
+    cannot work without, and ``GATEWAY``: False for an app that takes only MCP servers."""
 
     @property
     def TITLE(self) -> str: ...  # noqa: N802 - read-only: any client module's constant
@@ -150,6 +150,9 @@ class ClientDeclaration(Protocol):
 
     @property
     def REQUIRES(self) -> Mapping[str, str]: ...  # noqa: N802
+
+    @property
+    def GATEWAY(self) -> bool: ...  # noqa: N802
 
 
 def client_model(declaration: ClientDeclaration) -> type[_Client]:
@@ -171,10 +174,14 @@ def client_model(declaration: ClientDeclaration) -> type[_Client]:
             field["pattern"] = option.pattern
         fields[option.name] = (option.type, Field(**field))
     model = create_model(declaration.TITLE.replace(" ", ""), __base__=_Client, **fields)
-    requires = declaration.REQUIRES
-    if requires:  # fleet keys the client cannot work without: checked where enabled
-        model.model_config = {**model.model_config,
-                              "json_schema_extra": {"x-requires": dict(requires)}}
+    extra = {}
+    if declaration.REQUIRES:  # fleet keys the client cannot work without: checked where
+        extra["x-requires"] = dict(declaration.REQUIRES)  # it is enabled
+    if not declaration.GATEWAY:  # what a slot there is told (fleet/schema_errors.py)
+        extra["x-mcp-only"] = (f"{declaration.TITLE} takes no custom gateway, only MCP "
+                               f"servers from its files (the fleet's mcp_servers)")
+    if extra:
+        model.model_config = {**model.model_config, "json_schema_extra": extra}
     return model
 
 

@@ -86,6 +86,9 @@ class SchemaErrors:
                 if path == ("clients",):
                     msg = (f"unknown client '{key}'{did_you_mean(key, props)} "
                            f"(taosync configures {', '.join(props)})")
+                elif "x-mcp-only" in schema:
+                    msg = (f"'{key}' has no place here: {schema['x-mcp-only']}; remove it "
+                           f"(keys: {', '.join(props)})")
                 else:
                     where = "top-level key" if not path else "key"
                     msg = f"unknown {where} '{key}'{did_you_mean(key, props)}"

@@ -8,21 +8,32 @@ in both. The JSON editor walks and splices the shadow; each splice is mirrored i
 real text (``JsoncDocument._spliced``), and ``dump`` hands back the real text, comments
 and trailing commas included. Inserted text never holds a comment, so the two stay
 aligned.
+
+A comment after an object's last member (``"theme": "x", // mine``) belongs to that
+member: a member added after it goes on the next line, the comment staying where it was
+(the comma it follows is a separator again), and removing that member again leaves the
+comment and its comma as they were (Zed's settings.json is full of such comments).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
 from taosync.formats.base import FormatError, KeyPath
-from taosync.formats.json_ import JsonDocument, JsonEditor, _line_col
+from taosync.formats.json_ import (JsonDocument, JsonEditor, _items, _line_col, _Node, _splice,
+                                   _value_start)
 
 __all__ = ["EDITOR", "JsoncDocument", "JsoncEditor", "blank"]
 
 _COMMENT_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/|/\*', re.S)
 _TRAILING_COMMA_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|,(?=[ \t\r\n]*[}\]])', re.S)
+#: what may follow a member on its line for its comment to stay there: its comma, a comment
+_COMMENTED = re.compile(r"[ \t]*(,)[ \t]*(?://[^\r\n]*|/\*[^\r\n]*?\*/)[ \t]*")
+_COMMA_AFTER = re.compile(r"[ \t]*,")
 
 
 def _spaces(text: str) -> str:
@@ -57,6 +68,17 @@ class JsoncDocument(JsonDocument):
         self.raw = self.raw[:a] + new + self.raw[b:]
 
 
+def _commented(doc: JsoncDocument, end: int) -> tuple[int, int] | None:
+    """(its comma's offset, its line's end) when the member ending at ``end`` is followed
+    on its line by its comma and a comment, and by nothing else; else None."""
+    e = doc.raw.find("\n", end)
+    if e == -1:
+        return None
+    e -= doc.raw[e - 1] == "\r"
+    m = _COMMENTED.fullmatch(doc.raw, end, e)
+    return (m.start(1), e) if m else None
+
+
 def _own(doc: JsonDocument) -> JsoncDocument:
     """``doc`` as the JSONC document this editor parsed (it keeps the comments)."""
     if not isinstance(doc, JsoncDocument):
@@ -81,6 +103,41 @@ class JsoncEditor(JsonEditor):
         doc.raw = (kept + doc.newline if kept else "") + doc.text
         doc.text = blank(doc.raw)
         return made
+
+    def _insert(self, doc: JsonDocument, node: _Node, parent: _Node | None, key: str | None,
+                value: Any) -> None:
+        doc = _own(doc)
+        items = _items(doc, node)
+        found = None
+        if items and doc.text[node.start] == "{" and self._multiline(doc.text, node):
+            found = _commented(doc, items[-1].end)
+        if found is None:
+            return super()._insert(doc, node, parent, key, value)
+        # after the last member's comment, on a line of its own; that member's comma,
+        # blanked in the shadow as trailing, separates again
+        comma, eol = found
+        last = items[-1]
+        indent = self._indent_at(doc.text, last.key_start)
+        member = (json.dumps(key, ensure_ascii=False) + doc.text[last.key_end:last.start]
+                  + self._render(doc, value, indent, inline=False))
+        doc.text = doc.text[:comma] + "," + doc.text[comma + 1:]
+        _splice(doc, eol, eol, doc.newline + indent + member, restructured=node.start)
+
+    def _remove(self, doc: JsonDocument, container: _Node, node: _Node) -> None:
+        doc = _own(doc)
+        items = _items(doc, container)
+        i = bisect_left(items, node.start, key=_value_start)
+        found = _commented(doc, items[i - 1].end) if 0 < i == len(items) - 1 else None
+        if found is None or doc.text[found[1]:items[i].key_start].strip():
+            return super()._remove(doc, container, node)
+        # the last member after a commented one: its lines go (its own trailing comma too);
+        # the comment stays, and the comma before it is trailing again
+        comma, eol = found
+        end = items[i].end
+        after = _COMMA_AFTER.match(doc.raw, end)
+        end = after.end() if after else end
+        doc.text = doc.text[:comma] + " " + doc.text[comma + 1:]
+        _splice(doc, eol, end, "", restructured=container.start)
 
     def dump(self, doc: JsonDocument) -> str:
         doc = _own(doc)

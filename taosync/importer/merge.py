@@ -37,6 +37,8 @@ class _Builder:
         self.mcp_envs: dict[str, Secret] = {}
         self.mcp_secrets: list[dict] = []
         self.secret_values: list[Secret] = []  # every MCP secret read (to scrub output)
+        #: apps that take only MCP servers and hold some (a client entry with no slot)
+        self.mcp_apps: list[Observation] = []
 
     def item(self, client: str, seen: Seen, value: Any = None) -> dict:
         v = seen.value if value is None else value
@@ -69,6 +71,9 @@ class _Builder:
                          [self.item(o.client, o.provider)])
             elif o.urls:
                 gateway.append(o)
+            elif o.mcp_only:
+                if o.mcp_servers:  # an app that takes only MCP servers: its entry, bare
+                    self.mcp_apps.append(o)
             elif o.slots or o.keys:
                 self.add("note", "client", f"{o.client}: found models or a key but no gateway "
                          f"base URL; not imported as a gateway client")
@@ -545,9 +550,12 @@ class _Builder:
         clients = self.partition()
         self.duplicate_names(clients)
         if not clients:
+            apps = ", ".join(o.client for o in self.mcp_apps)
             self.add("problem", "gateway",
                      "no client is configured for a gateway (no base URL found); nothing to "
-                     "import — start from `taosync init`")
+                     "import — start from `taosync init`" + (
+                         f" ({apps} take{'s' if len(self.mcp_apps) == 1 else ''} only MCP "
+                         f"servers: import them with a gateway client)" if apps else ""))
             return Proposal(None, "", self.findings, self.read, sources,
                             {"reference": None}, {})
         gw, primary = self.gateway(clients)
@@ -575,6 +583,8 @@ class _Builder:
                 settings.pop("secrets")
             cfg.update(settings)
             client_cfg[o.client] = cfg
+        for o in self.mcp_apps:
+            client_cfg[o.client] = dict(o.settings)
 
         data: dict = {"version": 1, "gateway": {"base_url": gw["base_url"], "key": gw["key"]}}
         for extra in ("anthropic_base_url", "openai_base_url", "gemini_base_url", "headers"):

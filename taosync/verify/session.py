@@ -46,6 +46,9 @@ class Report:
     #: the gateway's other credentials (URL userinfo, header values: the fleet's and
     #: those read from client files), each a secret no line may print
     credentials: list[Any] = field(default_factory=list)
+    #: (client, why) for an enabled app that sends nothing to the gateway (it takes only
+    #: MCP servers): not a failure, and never counted as a pass
+    unprobed: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def failed(self) -> list[Any]:
@@ -85,7 +88,9 @@ class Report:
                 **({"routes": {n: c.to_dict() for n, c in self.routes.items()}}
                    if self.routes else {}),
                 "drift": [{"client": c, "message": m} for c, m in self.drift],
-                "problems": [{"client": c, "message": m} for c, m in self.problems]}
+                "problems": [{"client": c, "message": m} for c, m in self.problems],
+                **({"unprobed": [{"client": c, "message": m} for c, m in self.unprobed]}
+                   if self.unprobed else {})}
 
 
 def stand_in_key() -> Any:
@@ -139,6 +144,7 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
     if problem:
         report.warnings.append(f"the key ({key.redacted()}) {problem}")
     selected = list(only) if only else None
+    report.unprobed = mcp_only(fleet, selected)
     if on_disk:
         groups, found = collect_on_disk(fleet, key, env, only=selected, route=route,
                                         strict=strict)
@@ -180,6 +186,19 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
         if not stub:
             report.routes = _route_choices(fleet, state_dir)
     return report
+
+
+def mcp_only(fleet: Any, only: list[str] | None) -> list[tuple[str, str]]:
+    """(client, why) for each enabled (and selected) app that takes only MCP servers:
+    there is nothing to probe for it (its MCP entries are still compared with fleet.yaml,
+    as every client's are)."""
+    from taosync.clients.registry import all as all_clients
+
+    enabled = fleet.enabled_clients()
+    return [(client_id, f"nothing to probe: {module.TITLE} takes no custom gateway, only "
+             f"MCP servers (its entries are compared with fleet.yaml)")
+            for client_id, module in all_clients().items()
+            if not module.GATEWAY and client_id in enabled and (not only or client_id in only)]
 
 
 def standby_warnings(results: list[Any]) -> list[str]:

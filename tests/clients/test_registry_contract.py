@@ -15,8 +15,12 @@ not a hand-kept list — is held to the same promises, with this suite's own fle
   the files taosync edits) kept.
 
 A client whose module says ``MCP = False`` is held to "no MCP secret anywhere" instead;
-the rest of the per-client checks are ``contract.check_contract`` (each client's own
-test file). A new client entered in the registry is checked here without a line added.
+an app whose module says ``GATEWAY = False`` (it takes only MCP servers: Cursor, Zed, …)
+is held to "nothing of the gateway in its files" (no URL, key, slot or gateway header),
+and its import round trip goes with a gateway client that has no MCP, so every MCP
+server the proposal holds comes from the app. The rest of the per-client checks are
+``contract.check_contract`` (each client's own test file). A new client entered in the
+registry is checked here without a line added.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ HEADER_TOKEN = "hdrtok-CONTRACT-header-0123456789abcd"  # mcp_servers.remote.hea
 GATEWAY_HEADER = ("X-Contract-Gateway", "gwhdr-CONTRACT-0123456789")
 #: each MCP secret of FLEET: the name a warning must give it → its value
 MCP_SECRETS = {"CONTRACT_ENV_TOKEN": ENV_TOKEN, "Authorization": HEADER_TOKEN}
+#: the server of FLEET each MCP secret belongs to
+SERVER_OF = {"CONTRACT_ENV_TOKEN": "local", "Authorization": "remote"}
 #: reference mode's "env file" form: the client's config holds a reference
 #: (``${{ secrets.NAME }}``) and the value goes to the client's own secret file, 0600
 #: (README, Secrets). Not yet declared by the client module: it belongs in its declaration.
@@ -58,6 +64,15 @@ IDS = registry.ids()
 def has_mcp(client_id: str) -> bool:
     """The registry's own declaration (``MCP``; clients/plugin.py gives its default)."""
     return registry.get(client_id).MCP
+
+
+def has_gateway(client_id: str) -> bool:
+    """The registry's own declaration (``GATEWAY``; clients/plugin.py gives its default)."""
+    return registry.get(client_id).GATEWAY
+
+
+#: the gateway client an MCP-only app is imported with: the first with no MCP of its own
+COMPANION = next(i for i in IDS if has_gateway(i) and not has_mcp(i))
 
 
 def entry(client_id: str) -> dict:
@@ -128,6 +143,13 @@ def warnings_of(client_id: str, err: str) -> list[str]:
     return [line for line in err.splitlines() if line.startswith(f"warning: {client_id}: ")]
 
 
+def left_out(client_id: str, server: str, err: str) -> bool:
+    """Whether the client said it left MCP server ``server`` out (Claude Desktop's file
+    takes no remote server)."""
+    return any(f"MCP server {server!r}" in w and "left it out" in w
+               for w in warnings_of(client_id, err))
+
+
 def holding(home: Path, value: str) -> list[str]:
     """The client files (home-relative) that hold ``value``."""
     return sorted(str(Path(p).relative_to(home)) for p, data in client_files(home).items()
@@ -160,6 +182,15 @@ def test_what_render_writes_reads_back(client_id, mode, taosync, home, fleet_fil
     obs = registry.get(client_id).observe(
         ClientEnv(home=home, environ=dict(os.environ), platform="linux"))
     assert obs.problems == [], obs.problems
+    if not has_gateway(client_id):  # an app that takes only MCP servers
+        assert (obs.urls, obs.keys, obs.key_envs, obs.slots, obs.headers) == \
+            ([], [], [], {}, []), obs
+        assert holding(home, GATEWAY_HEADER[1]) == [] and holding(home, TEST_KEY) == []
+        for name in set(data["mcp_servers"]) - set(obs.mcp_servers):
+            assert left_out(client_id, name, r.err), \
+                f"{client_id}: MCP server {name} neither written nor warned about"
+        assert obs.mcp_servers, f"{client_id}: read back no MCP server"
+        return
 
     # the URL: the gateway root as this client's protocol spells it
     assert obs.urls, f"{client_id}: read back no gateway URL"
@@ -199,6 +230,8 @@ def test_what_render_writes_reads_back(client_id, mode, taosync, home, fleet_fil
 
 @pytest.mark.parametrize("client_id", IDS)
 def test_import_round_trip(client_id, taosync, home, fleet_file, tmp_path):
+    if not has_gateway(client_id):
+        return mcp_app_round_trip(client_id, taosync, fleet_file, tmp_path)
     data = fleet_data(client_id)
     apply(taosync, fleet_file, data)
     r, got = helpers.imported(taosync, "--from", client_id)
@@ -230,16 +263,39 @@ def test_import_round_trip(client_id, taosync, home, fleet_file, tmp_path):
             "env.CONTRACT_ENV_TOKEN": ENV_TOKEN, "headers.Authorization": f"Bearer {HEADER_TOKEN}"})
 
 
+def mcp_app_round_trip(client_id, taosync, fleet_file, tmp_path):
+    """An app that takes only MCP servers, imported with a gateway client that has none:
+    the proposal enables the app and holds every MCP server it read from the app's
+    file, and plan on it changes nothing the import read."""
+    data = fleet_data(COMPANION)
+    data["clients"][client_id] = {}
+    r = apply(taosync, fleet_file, data)
+    written = {name for name in data["mcp_servers"] if not left_out(client_id, name, r.err)}
+    r, got = helpers.imported(taosync, "--from", COMPANION, "--from", client_id)
+    proposed = got["fleet"]
+    assert set(proposed["clients"]) == {COMPANION, client_id}, proposed["clients"]
+    assert set(proposed.get("mcp_servers") or {}) == written, proposed.get("mcp_servers")
+    with pytest.MonkeyPatch.context() as mp:
+        # the proposal keeps "Bearer " and names a variable for the token alone
+        _, plan, _ = helpers.round_trip(taosync, tmp_path, mp, TEST_KEY, mcp_values={
+            "env.CONTRACT_ENV_TOKEN": ENV_TOKEN, "headers.Authorization": HEADER_TOKEN})
+    assert not [f for f in plan["files"] if client_id in f["clients"] and f["changes"]], \
+        f"plan on the proposal changes {client_id}'s MCP entries"
+
+
 # -- secrets: the key and every MCP secret, both modes -------------------------------
 
 
 @pytest.mark.parametrize("client_id", IDS)
 def test_inline_writes_every_secret_only_where_no_one_else_reads(client_id, taosync, home,
                                                                  fleet_file):
-    apply(taosync, fleet_file, fleet_data(client_id))
-    secrets = {"the key": TEST_KEY}
-    if has_mcp(client_id):
-        secrets.update(MCP_SECRETS)
+    r = apply(taosync, fleet_file, fleet_data(client_id))
+    secrets = {"the key": TEST_KEY} if has_gateway(client_id) else {}
+    if not has_gateway(client_id):
+        assert holding(home, TEST_KEY) == [], f"{client_id} takes no gateway, yet holds the key"
+    if has_mcp(client_id):  # each of a server the client takes (else it says why not)
+        secrets.update({name: value for name, value in MCP_SECRETS.items()
+                        if not left_out(client_id, SERVER_OF[name], r.err)})
     else:
         for name, value in MCP_SECRETS.items():
             assert holding(home, value) == [], f"{client_id} has no MCP, yet holds {name}"
@@ -282,6 +338,9 @@ def test_gateway_headers_are_written_or_said_to_be_unsendable(client_id, taosync
     name, value = GATEWAY_HEADER
     written = holding(home, value)
     warned = [w for w in warnings_of(client_id, r.err) if "headers" in w]
+    if not has_gateway(client_id):  # it never talks to the gateway: nothing to send
+        assert not written, f"{client_id} takes no gateway, yet holds gateway.headers"
+        return
     assert written or warned, f"{client_id}: gateway.headers neither written nor warned about"
     if written:
         assert any(name.encode() in (home / rel).read_bytes() for rel in written)
