@@ -42,6 +42,7 @@ CLIENTS = {
     "shell-gpt": {"model": "fast"},
     "qwen-code": {"model": "balanced"},
     "gemini-cli": {"model": "fast"},
+    "pi": {"model": "balanced"},
 }
 KEY_VAR, MCP_VAR, TEAM_VAR = "ST_GATEWAY_KEY", "ST_MCP_TOKEN", "ST_TEAM"
 

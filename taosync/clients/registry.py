@@ -29,6 +29,7 @@ CLIENTS: dict[str, str] = {
     "gemini-cli": "taosync.clients.gemini_cli",
     "opencode": "taosync.clients.opencode",
     "kilo": "taosync.clients.kilo",
+    "pi": "taosync.clients.pi",
 }
 
 #: clients registered at run time (tests' toy clients); never written by shipped code
