@@ -345,3 +345,31 @@ def test_real_pi_sends_the_auth_json_key_that_verify_names(taosync, home, fleet_
         assert proc.returncode == 1 and [p.auth for p in s.stub.posts()] == ["bad"]
         r = taosync("verify", "--only", "pi")
         assert r.rc == 1 and "auth.json taotoken.key" in r.both and KEY_ONE not in r.both
+
+
+# -- the no-op path knows PI_CODING_AGENT_DIR
+
+
+def test_moving_pi_coding_agent_dir_is_seen_from_a_shell(home, fleet_file):
+    """apply from a shell (where the no-op fast path answers): a second run with the
+    variable moved writes the new directory instead of saying "nothing to do"."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "kilo: {model: balanced, small_model: fast}", "pi: {model: fast}"))
+
+    def apply(where: str) -> subprocess.CompletedProcess:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PI_CODING_AGENT_DIR=str(home / where))
+        return subprocess.run([sys.executable, "-m", "taosync", "--home", str(home), "-c",
+                               str(fleet_file), "apply", "--no-verify"], capture_output=True,
+                              text=True, env=env, timeout=120, cwd=ROOT)
+
+    assert apply("pi-a").returncode == 0
+    assert "nothing to do" in apply("pi-a").stdout
+    moved = apply("pi-b")
+    assert moved.returncode == 0 and "nothing to do" not in moved.stdout, moved.stdout
+    assert json.loads((home / "pi-b" / "settings.json").read_text())["defaultModel"] == MINI
