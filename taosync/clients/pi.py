@@ -196,7 +196,7 @@ class Pi(declare.Declared):
         cred = stored.get(name) if isinstance(stored, dict) else None
         if isinstance(cred, dict) and cred.get("type") == "api_key" and \
                 isinstance(cred.get("key"), str) and cred["key"].strip():
-            path, where, value = auth_path, f"{name}.key", cred["key"]
+            path, where, value = auth_path, keypath_str((name, "key")), cred["key"]
             obs.notes.append(f"{auth_path}: a key for provider {name!r} overrides "
                              f"models.json's apiKey (remove it with pi's /logout)")
         elif isinstance(api_key, str) and api_key.strip():
