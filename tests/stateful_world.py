@@ -44,6 +44,7 @@ CLIENTS = {
     "gemini-cli": {"model": "fast"},
     "hermes": {"model": "balanced"},
     "droid": {"model": "balanced", "spec_model": "fast"},
+    "pi": {"model": "balanced"},
 }
 KEY_VAR, MCP_VAR, TEAM_VAR = "ST_GATEWAY_KEY", "ST_MCP_TOKEN", "ST_TEAM"
 

@@ -306,6 +306,19 @@ def test_clients_binary_version_against_the_proven_one(taosync, clean, tmp_path,
     assert check["status"] == "missing"
 
 
+def test_clients_binary_version_printed_on_stderr(taosync, clean, tmp_path, fleet_file):
+    """Pi 0.73.1 prints ``pi --version`` on stderr (its stdout is empty)."""
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "kilo: {model: balanced, small_model: fast}", "pi: {model: balanced}"))
+    fake = tmp_path / "bin" / "pi"
+    fake.write_text("#!/bin/sh\necho 0.73.1 >&2\n")
+    fake.chmod(0o755)
+    (check,) = [c for c in by_section(taosync("doctor", "--json"))["clients"]
+                if "(pi)" in c["name"]]
+    assert check["status"] == "ok", check
+    assert check["detail"] == "0.73.1, the version taosync is proven with"
+
+
 def test_claude_overrides_top_level_model_and_key_helper(taosync, clean, home, monkeypatch):
     clean.write_text(clean.read_text().replace("secrets: inline", "secrets: reference"))
     assert taosync("apply", "--no-verify").rc == 0

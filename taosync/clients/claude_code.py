@@ -15,15 +15,13 @@ step (unlike ``ANTHROPIC_API_KEY``); ``apiKeyHelper`` output is sent as both Bea
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
 from pathlib import Path
 
 from taosync.clients import declare
 from taosync.clients.base import (ClientEnv, Finding, Observation, Seen, disk_key, safe_url,
                                   same_key, slot_option)
-from taosync.fleet.secrets import Secret, expand_path, parse_reference
+from taosync.fleet.secrets import Secret, parse_reference
 
 ID = "claude-code"
 BINARY = "claude"  # taosync doctor shows its --version
@@ -74,29 +72,8 @@ def paths(env: ClientEnv) -> tuple[Path, Path]:
     return env.home / ".claude" / "settings.json", env.home / ".claude.json"
 
 
-def _key_helper(ref, env: ClientEnv) -> str:
-    """A shell command printing the key of reference ``ref`` at run time."""
-    if ref.kind == "env":
-        return f"printenv {ref.arg}"
-    if ref.kind == "file":
-        path = expand_path(ref.arg, env.home)
-        return f"cat {shlex.quote(os.path.abspath(path))}"
-    if ref.kind == "cmd":
-        # taosync runs ${cmd:…} without a shell; quoting each word keeps that meaning
-        # when Claude hands the helper to a shell.
-        try:
-            return shlex.join(shlex.split(ref.arg))
-        except ValueError:
-            return ref.arg
-    return ref.arg  # ${shell:…}
-
-
 #: ``model`` values that name a slot rather than a model id
 _MODEL_ALIASES = re.compile(r"^(default|best|opusplan|sonnet|opus|haiku)(\[[^\]]*\])?$")
-#: apiKeyHelper commands that just print an environment variable
-_PRINTENV = re.compile(
-    r"^\s*(?:printenv\s+([A-Za-z_][A-Za-z0-9_]*)"
-    r"|echo\s+(?:\"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?\"|\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?))\s*$")
 #: settings that send Claude to another provider than the gateway
 _PROVIDERS = (("CLAUDE_CODE_USE_BEDROCK", "Amazon Bedrock"),
               ("CLAUDE_CODE_USE_VERTEX", "Google Vertex AI"),
@@ -116,7 +93,7 @@ class ClaudeCode(declare.Declared):
         if ref is None:
             values["settings"][("env", "ANTHROPIC_AUTH_TOKEN")] = key
         else:
-            values["settings"][("apiKeyHelper",)] = _key_helper(ref, env)
+            values["settings"][("apiKeyHelper",)] = declare.key_command(ref, env)
 
     def probe_auth(self, fleet, env: ClientEnv) -> str:
         helper = self.reference(fleet) and \
@@ -191,9 +168,8 @@ def _observe_settings(data: dict, path: Path, obs: Observation) -> None:
                              f"Claude prefers")
         else:
             obs.settings["secrets"] = "reference"
-            m = _PRINTENV.match(helper)
-            if m:
-                name = next(g for g in m.groups() if g)
+            name = declare.printed_variable(helper)
+            if name:
                 obs.key_envs.append(Seen(name, path, "apiKeyHelper"))
             else:
                 obs.key_helper = Seen(helper.strip(), path, "apiKeyHelper")

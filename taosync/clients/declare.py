@@ -23,6 +23,7 @@ file precedence) a client adds by overriding a hook of :class:`Declared`: ``extr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -155,6 +156,43 @@ class KeyRule:
     only: str = ""
     #: the variable the client reads when its files hold no key (aider's OPENAI_API_KEY)
     fallback: str = ""
+
+
+# -- a key by command: what a client runs through a shell for the key --------------------
+
+#: a key command that only prints an environment variable: ``printenv NAME``, ``echo $NAME``
+PRINTENV = re.compile(
+    r"^\s*(?:printenv\s+([A-Za-z_][A-Za-z0-9_]*)"
+    r"|echo\s+(?:\"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?\"|\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?))\s*$")
+
+
+def key_command(ref: Any, env: ClientEnv) -> str:
+    """A shell command printing the key of reference ``ref`` at run time (Claude Code's
+    ``apiKeyHelper``, Pi's ``!command``): ``printenv NAME`` (which fails when NAME is
+    unset), ``cat '<absolute path>'``, a ``${cmd:…}`` with each word quoted (taosync runs
+    it without a shell; quoting keeps that meaning when the client hands it to one), or
+    the ``${shell:…}`` text."""
+    import os
+    import shlex
+
+    from taosync.fleet.secrets import expand_path
+
+    if ref.kind == "env":
+        return f"printenv {ref.arg}"
+    if ref.kind == "file":
+        return f"cat {shlex.quote(os.path.abspath(expand_path(ref.arg, env.home)))}"
+    if ref.kind == "cmd":
+        try:
+            return shlex.join(shlex.split(ref.arg))
+        except ValueError:
+            return ref.arg
+    return ref.arg  # ${shell:…}
+
+
+def printed_variable(command: str) -> str | None:
+    """NAME when key command ``command`` only prints variable NAME (:data:`PRINTENV`)."""
+    match = PRINTENV.match(command)
+    return next(g for g in match.groups() if g) if match else None
 
 
 # -- MCP: one builder, one reader ---------------------------------------------------------

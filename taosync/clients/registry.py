@@ -31,6 +31,7 @@ CLIENTS: dict[str, str] = {
     "kilo": "taosync.clients.kilo",
     "hermes": "taosync.clients.hermes",
     "droid": "taosync.clients.droid",
+    "pi": "taosync.clients.pi",
     "cursor": "taosync.clients.cursor",
     "windsurf": "taosync.clients.windsurf",
     "vscode": "taosync.clients.vscode",

@@ -47,7 +47,9 @@ def _run(argv: list[str], path: str | None) -> tuple[str, str]:
         return "warn", f"installed ({exe}) but did not answer within {RUN_TIMEOUT:g} s"
     except OSError as exc:
         return "warn", f"installed ({exe}) but cannot run: {exc.strerror or exc}"
-    lines = [ln.strip() for ln in (proc.stdout or "").splitlines() if ln.strip()]
+    # most print on stdout; some only on stderr (Pi 0.73.1's ``pi --version``)
+    lines = [ln.strip() for ln in (proc.stdout or proc.stderr or "").splitlines()
+             if ln.strip()]
     if proc.returncode != 0:
         err = [ln.strip() for ln in (proc.stderr or proc.stdout or "").splitlines() if ln.strip()]
         return "warn", (f"installed but failing (exit {proc.returncode}): "
