@@ -734,6 +734,12 @@ class Declared:
                 obs.headers.append(Seen({str(k): str(v) for k, v in value.items()},
                                         seen.file, seen.key))
             return
+        if bind.role == "fallbacks":
+            chain = [m.strip() for m in value if isinstance(m, str) and m.strip()] \
+                if isinstance(value, list) else []
+            if chain and bind.value is None:  # a spelt chain is the client's to read
+                obs.fallbacks[bind.option] = Seen(chain, seen.file, seen.key)
+            return
         if not (isinstance(value, str) and value.strip()):
             return
         value = value.strip()

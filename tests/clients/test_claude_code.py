@@ -209,6 +209,32 @@ def test_claude_api_key_helper_is_kept_as_the_reference(run, home, tmp_path, mon
     assert ("~/.claude/settings.json", "apiKeyHelper") not in changes
 
 
+
+def test_claude_fallback_model_imports_as_the_routes_candidates(run, home, tmp_path,
+                                                               monkeypatch):
+    """A hand-written fallbackModel comes back as the model slot's route choosing among
+    the model and its fallbacks, in order, so apply writes the same model and list back;
+    a repeat, or the model itself, in the list is dropped (Claude skips them too)."""
+    def settings(chain):
+        write(home / ".claude/settings.json", json.dumps({
+            "fallbackModel": chain,
+            "env": {"ANTHROPIC_BASE_URL": "https://gw.example.com/api",
+                    "ANTHROPIC_AUTH_TOKEN": KEY_ONE, "ANTHROPIC_MODEL": "gw-main"}}))
+
+    settings(["gw-b", "gw-c"])
+    data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE)
+    fleet = data["fleet"]
+    route = fleet["clients"]["claude-code"]["model"]
+    assert fleet["routes"][route] == {"candidates": ["gw-main", "gw-b", "gw-c"]}
+    assert {"gw-main", "gw-b", "gw-c"} <= set(fleet["models"])
+    assert ("~/.claude/settings.json", "fallbackModel") not in changes
+    settings(["gw-b", "gw-main", "gw-c", "gw-b"])
+    data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE)
+    assert data["fleet"]["routes"][route] == {"candidates": ["gw-main", "gw-b", "gw-c"]}
+    change = changes[("~/.claude/settings.json", "fallbackModel")]
+    assert change["new"] == ["gw-b", "gw-c"]
+
+
 def test_claude_on_bedrock_is_an_unknown_provider(run, home):
     populate(home, "codex")
     write(home / ".claude/settings.json", json.dumps({"env": {
