@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
-                                  disk_key, fleet_mcp, named_key, probe_specs, read_plain,
-                                  shown, start_on_disk, stored_key)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
+                                  Seen, disk_key, fleet_mcp, named_key, probe_specs,
+                                  read_plain, shown, start_on_disk, stored_key)
 from taosync.formats.base import KeyPath, Match, keypath_str
 
 def gateway_url(fleet: Any, root: str) -> str:
@@ -148,10 +148,8 @@ def fallbacks(file: str, *path: Any, option: str = "model", default: str = "",
     return Bind(file, tuple(path), "fallbacks", option=option, default=default, value=spell)
 
 
-def failover_option(client: str) -> Any:
+def failover_option(client: str) -> Option:
     """The ``failover`` option of a client with a :func:`fallbacks` binding."""
-    from taosync.clients.base import Option
-
     return Option(FAILOVER, bool, True,
                   f"Write the route's other candidates into {client}'s own fallback "
                   f"setting, so a request the chosen model cannot serve (overloaded, "

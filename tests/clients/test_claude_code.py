@@ -380,3 +380,23 @@ def test_real_claude_without_failover_fails_the_same_run(taosync, home, fleet_fi
     assert done.returncode != 0, done.stdout[-1000:]
     assert asked and set(asked) == {"gw-a"}, asked
     assert "529" in done.stdout + done.stderr
+
+
+def test_claude_fallback_model_edited_by_hand_is_drift(taosync, home, fleet_file):
+    """A hand-reordered fallbackModel is an owned key off fleet.yaml: status names it,
+    verify says the file differs there, apply puts the route's order back."""
+    with stand_in(taosync, fleet_file, home, models=["gw-a", "gw-b", "gw-c"]) as s:
+        s.apply("claude-code", {"model": "main"}, models={"gw-a": {}, "gw-b": {}, "gw-c": {}},
+                routes={"main": {"candidates": ["gw-a", "gw-b", "gw-c"]}},
+                default_route="main", mcp_servers={})
+        path = home / ".claude/settings.json"
+        doc = json.loads(path.read_text())
+        assert doc["fallbackModel"] == ["gw-b", "gw-c"]
+        doc["fallbackModel"] = ["gw-c", "gw-b"]
+        path.write_text(json.dumps(doc, indent=2))
+        status = taosync("status")
+        assert status.rc == 1 and "fallbackModel" in status.both, status.both
+        verify = taosync("verify")
+        assert "differs from fleet.yaml in fallbackModel" in verify.both, verify.both
+        assert taosync("apply", "--no-verify").rc == 0
+        assert json.loads(path.read_text())["fallbackModel"] == ["gw-b", "gw-c"]
