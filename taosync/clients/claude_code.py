@@ -305,4 +305,12 @@ def doctor(fleet, key, environ) -> list[Finding]:
                               if same is False else
                               ": Claude Code sends it as x-api-key (and asks to approve it in "
                               "interactive mode); ANTHROPIC_AUTH_TOKEN needs no approval")))
+    value = get("CLAUDE_CODE_NO_MODEL_FALLBACK")
+    chain = fleet.fallbacks_for(claude.model) if claude is not None and claude.failover else []
+    if value.lower() in ("1", "true", "yes", "on") and chain:
+        out.append(Finding("CLAUDE_CODE_NO_MODEL_FALLBACK", "warn",
+                           f"{value} in the shell switches off Claude Code's fallbackModel: "
+                           f"the route's other candidates taosync writes there "
+                           f"({', '.join(chain)}) are never tried; unset it, or set "
+                           f"failover: false for claude-code"))
     return out

@@ -400,3 +400,18 @@ def test_claude_fallback_model_edited_by_hand_is_drift(taosync, home, fleet_file
         assert "differs from fleet.yaml in fallbackModel" in verify.both, verify.both
         assert taosync("apply", "--no-verify").rc == 0
         assert json.loads(path.read_text())["fallbackModel"] == ["gw-b", "gw-c"]
+
+
+def test_claude_doctor_names_the_switch_that_turns_fallback_off():
+    """``CLAUDE_CODE_NO_MODEL_FALLBACK=1`` (or ``true``) in the shell makes claude 2.1.332
+    ignore fallbackModel (seen against the stand-in: the 503 run then fails, ``0`` does
+    not): doctor warns where taosync writes a chain, and only there."""
+    f = _with_candidates(R1, SONNET)
+    for value in ("1", "true"):
+        (finding,) = claude_code.doctor(f, KEY, {"CLAUDE_CODE_NO_MODEL_FALLBACK": value})
+        assert finding.name == "CLAUDE_CODE_NO_MODEL_FALLBACK" and finding.status == "warn"
+        assert SONNET in finding.detail and "failover: false" in finding.detail
+    assert claude_code.doctor(f, KEY, {"CLAUDE_CODE_NO_MODEL_FALLBACK": "0"}) == []
+    assert claude_code.doctor(fleet(), KEY, {"CLAUDE_CODE_NO_MODEL_FALLBACK": "1"}) == []
+    off = _with_candidates(R1, SONNET, failover=False)
+    assert claude_code.doctor(off, KEY, {"CLAUDE_CODE_NO_MODEL_FALLBACK": "1"}) == []
