@@ -22,6 +22,7 @@ import tomllib
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ruamel.yaml import YAML
 
@@ -47,6 +48,29 @@ CLIENTS = {
     "pi": {"model": "balanced"},
 }
 KEY_VAR, MCP_VAR, TEAM_VAR = "ST_GATEWAY_KEY", "ST_MCP_TOKEN", "ST_TEAM"
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Where a client with in-client failover keeps one slot's model and its fallback
+    chain (home-relative file, its format, the key paths), and how the chain is read
+    as model ids (Hermes' ``fallback_providers`` entries are maps)."""
+
+    slot: str
+    file: str
+    fmt: str
+    chosen: tuple
+    fallbacks: tuple
+    models: Callable[[object], list] = list
+
+
+#: client → its fallback chain; the invariant: the chain on disk is the slot's route's
+#: candidates but the model the file chose, in order (none for a plain route, or with
+#: ``failover: false``)
+CHAINS = {
+    "claude-code": Chain("model", ".claude/settings.json", "json", ("env", "ANTHROPIC_MODEL"),
+                         ("fallbackModel",)),
+}
 
 
 def secret(kind: str, n: int) -> str:

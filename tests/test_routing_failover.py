@@ -29,9 +29,15 @@ def choosing_fleet(fleet_file: Path, root: str, policy: str = "failover",
     fleet_file.write_text(text)
 
 
+def claude_fallbacks(home: Path) -> list[str] | None:
+    """Claude Code's ``fallbackModel``: the balanced route's candidates but its choice."""
+    return json.loads((home / ".claude/settings.json").read_text()).get("fallbackModel")
+
+
 def files_naming(home: Path, model: str) -> set[str]:
     """Every client file under ``home`` whose text names ``model`` (taosync's own state
-    and history left out)."""
+    and history left out; Claude Code's ``fallbackModel`` too, which names the route's
+    other candidates by design: :func:`claude_fallbacks`)."""
     out = set()
     for path in home.rglob("*"):
         if not path.is_file() or "taosync" in path.relative_to(home).parts[:3]:
@@ -40,6 +46,10 @@ def files_naming(home: Path, model: str) -> set[str]:
             text = path.read_text(errors="replace")
         except FileNotFoundError:
             continue  # a write's temporary file, renamed into place since the walk saw it
+        if path == home / ".claude/settings.json":
+            doc = json.loads(text)
+            doc.pop("fallbackModel", None)
+            text = json.dumps(doc)
         if model in text:
             out.add(str(path.relative_to(home)))
     return out
@@ -60,6 +70,7 @@ def test_failover_moves_every_client_on_the_route_and_back(taosync, home, fleet_
         on_backup = files_naming(home, BACKUP)
         assert on_backup >= BALANCED_FILES, on_backup
         assert not any(f for f in files_naming(home, PREFERRED) if f in BALANCED_FILES)
+        assert claude_fallbacks(home) == [PREFERRED]  # the chain moved with the route
         # every candidate was probed, the failing one included
         probed = {s.body.get("model") for s in stub.posts() if isinstance(s.body, dict)}
         assert {PREFERRED, BACKUP} <= probed
@@ -82,6 +93,7 @@ def test_failover_moves_every_client_on_the_route_and_back(taosync, home, fleet_
         assert r.rc == 0, r.both
         assert files_naming(home, PREFERRED) >= BALANCED_FILES
         assert not any(f for f in files_naming(home, BACKUP) if f in BALANCED_FILES)
+        assert claude_fallbacks(home) == [BACKUP]
         assert taosync("route", "balanced").out == PREFERRED + "\n"
         state = json.loads(next(home.rglob("state.json")).read_text())
         assert state["routes"]["balanced"]["model"] == PREFERRED
@@ -97,6 +109,7 @@ def test_score_picks_the_faster_model_and_explain_shows_both(taosync, home, flee
         assert f"route balanced → {BACKUP} (best score" in r.out
         assert files_naming(home, BACKUP) >= BALANCED_FILES
         assert not any(f for f in files_naming(home, PREFERRED) if f in BALANCED_FILES)
+        assert claude_fallbacks(home) == [PREFERRED]  # the chain moved with the route
 
         r = taosync("route", "balanced", "--explain")
         lines = r.out.splitlines()

@@ -21,6 +21,10 @@ every step it checks the invariants (:meth:`TaosyncMachine.check_after_every_ste
 (e) a forgotten client's files are never written (byte for byte, until it is managed
     again);
 (f) no traceback, and every exit code is one README documents;
+(g) the fallback chain a client with in-client failover holds (Claude Code's
+    ``fallbackModel``) is its slot's route's candidates but the model its file chose,
+    in order — read from fleet.yaml and the file, not from a render — and no chain for
+    a plain route or with ``failover: false`` (checked where the files are in sync);
 and, where a step makes them: a command documented as writing nothing (``--dry-run``,
 ``--no-key``, ``doctor``, ``log``, ``managed``) writes nothing; keys the user (or a
 client) added to a client file are never lost, but to a rollback or redo, which README
@@ -28,7 +32,7 @@ says replace later edits; bad input (a shell-style key, a damaged state.json) is
 with nothing written. :class:`WatchMachine` adds a running ``taosync watch``.
 
 Runs in the normal suite (a fixed, derandomized set of sequences: deterministic, no
-flakes). ``TAOSYNC_STATEFUL_MINUTES=30`` runs random sequences for that long instead.
+flakes), and one fixed sequence that moves the fallback chains every run. ``TAOSYNC_STATEFUL_MINUTES=30`` runs random sequences for that long instead.
 To narrow it while hunting one bug: ``TAOSYNC_STATEFUL_RULES=apply,verify,set_fault``
 (only those rules), ``TAOSYNC_STATEFUL_SKIP=destroy,forget`` (all but those), and
 ``TAOSYNC_STATEFUL_CHECKS=a,c,f`` (only those invariants),
@@ -52,7 +56,7 @@ from hypothesis import HealthCheck, Phase, settings, strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition,
                                  rule, run_state_machine_as_test)
 
-from stateful_world import (CLIENTS, DOCUMENTED_EXIT_CODES, KEY_VAR, MCP_VAR, MISSING,
+from stateful_world import (CHAINS, CLIENTS, DOCUMENTED_EXIT_CODES, KEY_VAR, MCP_VAR, MISSING,
                             MODELS, TEAM_VAR, Watch, World, dump_yaml, find_secrets, get_path,
                             leaves, read_doc, safe_yaml, secret)
 
@@ -61,8 +65,9 @@ RULES = ["apply", "route_pin", "route_candidates", "context_window", "rotate_key
          "rotate_mcp_secret", "team_server", "switch_team", "toggle_include", "hand_edit_owned",
          "hand_add_user_key", "client_rewrite", "rollback", "redo", "destroy", "forget",
          "manage_again", "adopt", "set_fault", "clear_faults", "verify", "read_only",
-         "unset_mcp_secret", "shell_style_key", "damaged_state", "cat"]
-CHECKS = "abcdef"
+         "unset_mcp_secret", "shell_style_key", "damaged_state", "cat", "toggle_failover",
+         "fail_choice"]
+CHECKS = "abcdefg"
 
 
 def _names(var: str) -> set[str] | None:
@@ -177,7 +182,10 @@ class TaosyncMachine(RuleBasedStateMachine):
             "gateway": {"base_url": w.stub.root, "key": f"${{env:{KEY_VAR}}}",
                         "gemini_base_url": w.stub.root},
             "models": {m: {} for m in MODELS},
-            "routes": {"fast": "gpt-4o-mini", "balanced": "claude-sonnet-4-20250514"},
+            # balanced chooses (Claude Code's model slot: a fallback chain from the start)
+            "routes": {"fast": "gpt-4o-mini",
+                       "balanced": {"candidates": ["claude-sonnet-4-20250514", "gpt-4.1"],
+                                    "policy": "failover"}},
             "default_route": "balanced",
             "clients": copy.deepcopy(CLIENTS),
             "verify": {"timeout": 5, "retries": 0},
@@ -454,10 +462,24 @@ class TaosyncMachine(RuleBasedStateMachine):
         self.main["routes"][route] = model
         self.write_fleet()
 
-    @action("route_candidates", pair=st.permutations(MODELS).map(lambda p: p[:2]))
+    @action("route_candidates", pair=st.permutations(MODELS).flatmap(
+        lambda p: st.sampled_from([p[:2], p[:3]])))
     def route_candidates(self, pair):
         self.main["routes"]["balanced"] = {"candidates": list(pair), "policy": "failover"}
         self.write_fleet()
+
+    @action("toggle_failover", client=st.sampled_from(sorted(CHAINS)))
+    def toggle_failover(self, client):
+        """``failover: false`` for a client with in-client failover, or back to the
+        default (the option left out), and apply: the chain goes, or comes back."""
+        cfg = self.main["clients"].get(client)
+        if cfg is None:
+            return
+        if cfg.pop("failover", True):
+            cfg["failover"] = False
+        self.write_fleet()
+        self.same_answer("apply", "--no-verify")
+        self.after_apply()
 
     @action("context_window", model=st.sampled_from(MODELS),
             window=st.sampled_from([None, 32000, 128000]))
@@ -535,14 +557,21 @@ class TaosyncMachine(RuleBasedStateMachine):
             if want.client in self.frozen or not path.exists() or want.fmt == "yaml":
                 continue
             for kp, value in want.values.items():
-                if isinstance(value, str) and all(isinstance(s, str) for s in kp) \
-                        and (want.fmt != "toml" or len(kp) == 1):
+                if not all(isinstance(s, str) for s in kp):
+                    continue
+                if isinstance(value, str) and (want.fmt != "toml" or len(kp) == 1):
                     choices.append((rel, want.fmt, kp, kp in want.secret_paths))
+                elif isinstance(value, list) and want.fmt == "json" and \
+                        all(isinstance(v, str) for v in value):  # a fallback chain
+                    choices.append((rel, want.fmt, kp, None))
         if not choices:
             return
         rel, fmt, kp, is_secret = data.draw(st.sampled_from(choices), label="owned key")
         self.n += 1
         value = self.new_secret("tok") if is_secret else f"user-model-{self.n}"
+        if is_secret is None:  # the user reorders a chain and adds a model of their own
+            have = get_path(read_doc(self.w.home / rel, fmt), kp)
+            value = [*reversed(have if isinstance(have, list) else []), value]
         self.edit_file(rel, fmt, kp, value)
         self.touched.add((rel, kp))
         self.after_hand_edit()
@@ -643,6 +672,23 @@ class TaosyncMachine(RuleBasedStateMachine):
     def set_fault(self, kind, model):
         self.w.stub.add_fault(f"{kind}@{model}")
 
+    @action("fail_choice")
+    def fail_choice(self):
+        """The model the balanced route chose starts failing and verify sees it: the
+        route moves to another healthy candidate, and the next apply rewrites every slot
+        on it, and the fallback chains with it."""
+        target = self.main["routes"].get("balanced")
+        if not isinstance(target, dict):
+            return
+        state = self.w.state().get("routes", {}).get("balanced", {})
+        chosen = state.get("model") if isinstance(state, dict) else None
+        if chosen not in target["candidates"]:
+            chosen = target["candidates"][0]
+        self.w.stub.add_fault(f"server_error@{chosen}")
+        self.sh("verify")
+        self.same_answer("apply", "--no-verify")
+        self.after_apply()
+
     @action("clear_faults")
     def clear_faults(self):
         self.w.stub.clear_faults()
@@ -685,6 +731,8 @@ class TaosyncMachine(RuleBasedStateMachine):
         status, _ = self.same_answer("status")
         if checking("b"):
             self.check_sync_claims(plan, status)
+        if checking("g"):
+            self.check_fallback_chains()
         if checking("e"):
             for client, was in self.frozen.items():
                 now = self.file_bytes(was)
@@ -710,6 +758,40 @@ class TaosyncMachine(RuleBasedStateMachine):
         assert "No changes" in plan.out if in_sync else "No changes" not in plan.out, (
             f"(b) plan's words vs the files:\n{why}\n{plan}")
         assert (status.rc == 0) == in_sync, f"(b) status vs the files:\n{why}\n{status}"
+
+    def check_fallback_chains(self):
+        """(g): for each client with in-client failover, managed and in sync, the chain
+        its file holds against fleet.yaml as the machine wrote it."""
+        try:
+            wanted, unmanaged = self.w.render()
+        except Exception:  # noqa: BLE001 - the fleet does not load
+            return
+        if self.w.differences(wanted, unmanaged):
+            return  # a hand edit not applied yet: (b) holds the claims to that
+        for client, chain in CHAINS.items():
+            cfg = self.main["clients"].get(client)
+            if cfg is None or client in unmanaged or client in self.frozen:
+                continue
+            doc = read_doc(self.w.home / chain.file, chain.fmt)
+            if doc is MISSING:
+                continue
+            chosen, held = get_path(doc, chain.chosen), get_path(doc, chain.fallbacks)
+            target = self.main["routes"].get(cfg.get(chain.slot) or self.main["default_route"])
+            if not isinstance(target, dict) or cfg.get("failover") is False:
+                trace(f"  (g) {client}: no chain (route {target!r}, failover "
+                      f"{cfg.get('failover', True)})")
+                assert held is MISSING, (
+                    f"(g) {client}: {chain.file} {'.'.join(chain.fallbacks)} is {held!r}, "
+                    f"but the route is {target!r} and failover {cfg.get('failover', True)}")
+                continue
+            candidates = target["candidates"]
+            trace(f"  (g) {client}: {candidates} chose {chosen!r}, chain {held!r}")
+            assert chosen in candidates, f"(g) {client} chose {chosen!r}, not in {candidates}"
+            expected = [m for m in candidates if m != chosen]
+            assert held is not MISSING and chain.models(held) == expected, (
+                f"(g) {client}: {chain.file} {'.'.join(chain.fallbacks)} is "
+                f"{'(missing)' if held is MISSING else held!r}; the route's candidates "
+                f"{candidates} but {chosen!r} are {expected}")
 
     def check_given_back(self, ran):
         """(d): after destroy, every planted file holds the user's values again (keys
@@ -884,3 +966,48 @@ def test_the_whole_tool_keeps_one_truth():
 
 def test_a_watch_alongside_agrees_with_every_other_command():
     explore(WatchMachine, examples=3, steps=8, share=1 / 3)
+
+
+def test_the_fallback_chains_follow_every_route_move():
+    """The same machine and invariants through one fixed sequence, so every run drives the
+    fallback chains whatever the sequences above draw: the chosen model fails (the route
+    moves, the chain with it), three candidates, failover off and on again, the user
+    reordering a chain by hand."""
+    m = TaosyncMachine()
+    settings_json = m.w.home / ".claude/settings.json"
+
+    def claude() -> tuple:
+        doc = json.loads(settings_json.read_text())
+        return doc["env"]["ANTHROPIC_MODEL"], doc.get("fallbackModel")
+
+    def step(f, *args):
+        f(*args)
+        m.check_after_every_step()
+
+    try:
+        m.start()
+        assert claude() == ("claude-sonnet-4-20250514", ["gpt-4.1"])
+        step(m.fail_choice)
+        assert claude() == ("gpt-4.1", ["claude-sonnet-4-20250514"])
+        step(m.clear_faults)
+        step(m.route_candidates, ["nvidia/deepseek-r1", "gpt-4.1", "intel/llama-7b"])
+        step(m.apply, False)  # gpt-4.1 is healthy and stays chosen (dwell)
+        assert claude() == ("gpt-4.1", ["nvidia/deepseek-r1", "intel/llama-7b"])
+        step(m.fail_choice)
+        assert claude() == ("nvidia/deepseek-r1", ["gpt-4.1", "intel/llama-7b"])
+        step(m.toggle_failover, "claude-code")
+        assert claude() == ("nvidia/deepseek-r1", None)
+        step(m.toggle_failover, "claude-code")
+        assert claude()[1] == ["gpt-4.1", "intel/llama-7b"]
+        m.edit_file(".claude/settings.json", "json", ("fallbackModel",),
+                    ["intel/llama-7b", "gpt-4.1"])
+        m.touched.add((".claude/settings.json", ("fallbackModel",)))
+        m.after_hand_edit()
+        m.check_after_every_step()  # (b): plan and status see the reordered chain
+        step(m.apply, False)
+        assert claude()[1] == ["gpt-4.1", "intel/llama-7b"]
+        step(m.route_pin, "balanced", "gpt-4o-mini")
+        step(m.apply, False)
+        assert claude() == ("gpt-4o-mini", None)
+    finally:
+        m.teardown()

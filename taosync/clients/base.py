@@ -226,6 +226,9 @@ class Observation:
     key_envs: list[Seen] = field(default_factory=list)  # env var names it reads the key from
     key_helper: Seen | None = None  # a shell command printing the key
     slots: dict[str, list[Seen]] = field(default_factory=dict)  # slot → model ids
+    #: slot → the models the client falls back to, in order (Claude's fallbackModel):
+    #: import makes the slot's route choose among the model and these
+    fallbacks: dict[str, Seen] = field(default_factory=dict)
     headers: list[Seen] = field(default_factory=list)  # value: {name: value}
     mcp_servers: dict[str, Seen] = field(default_factory=dict)  # value: fleet-shaped entry
     #: other settings of this client's fleet entry that reproduce what it has

@@ -11,6 +11,15 @@ Both are strict JSON. Claude rewrites ``.claude.json`` on every run, so taosync 
 ``ANTHROPIC_AUTH_TOKEN`` is sent as ``Authorization: Bearer`` with no interactive approval
 step (unlike ``ANTHROPIC_API_KEY``); ``apiKeyHelper`` output is sent as both Bearer and
 ``x-api-key``, which is how ``secrets: reference`` keeps the key off disk.
+
+In-client failover: for a model slot on a route with candidates, the top-level
+``fallbackModel`` (a JSON list; a string makes Claude reject the whole settings file) gets
+the route's other candidates, preferred first. Claude 2.1.332 moves a request to the next
+entry, within the same run, on 500/502/503 (at once), 529 or an ``overloaded_error`` (after
+3 in a row), a 404 ``not_found_error`` naming the model (at once), and a 4xx it does not
+retry, such as 400 or 422 (after its retries); never on 401, 403 without ``model:`` in
+its message, or 429. It uses the first three distinct entries, ``--fallback-model`` wins
+over the setting, and ``CLAUDE_CODE_NO_MODEL_FALLBACK=1`` switches it off.
 """
 
 from __future__ import annotations
@@ -34,10 +43,12 @@ OPTIONS = (
     slot_option("haiku", "Route or model id for the Haiku slot (background tasks)."),
     slot_option("sonnet", "Route or model id for the Sonnet slot (default: the model slot)."),
     slot_option("opus", "Route or model id for the Opus slot."),
+    declare.failover_option("Claude Code"),
 )
 TARGETS = [
     "~/.claude/settings.json ($CLAUDE_CONFIG_DIR/settings.json): env.ANTHROPIC_BASE_URL, "
-    "model slots, custom headers, and ANTHROPIC_AUTH_TOKEN or apiKeyHelper",
+    "model slots, custom headers, and ANTHROPIC_AUTH_TOKEN or apiKeyHelper; fallbackModel "
+    "(the model slot's route's other candidates)",
     "~/.claude.json ($CLAUDE_CONFIG_DIR/.claude.json): mcpServers.<name> (user scope)",
 ]
 #: README's "Files taosync owns" rows: (client and version targeted, file, owned keys);
@@ -47,7 +58,9 @@ OWNED_FILES = (
      '`~/.claude/settings.json` (`$CLAUDE_CONFIG_DIR`)',
      '`env.ANTHROPIC_BASE_URL` (root, never `/v1`), `env.ANTHROPIC_MODEL`, '
      '`env.ANTHROPIC_DEFAULT_{SONNET,HAIKU,OPUS}_MODEL`, `env.ANTHROPIC_CUSTOM_HEADERS`, '
-     'and `env.ANTHROPIC_AUTH_TOKEN` (inline) or `apiKeyHelper` (reference)'),
+     '`env.ANTHROPIC_AUTH_TOKEN` (inline) or `apiKeyHelper` (reference), and '
+     '`fallbackModel` (the model slot\'s route\'s other candidates; `failover: false` '
+     'leaves it out)'),
     ('',
      '`~/.claude.json` (`$CLAUDE_CONFIG_DIR/.claude.json`)',
      '`mcpServers.<name>` (Claude rewrites this file itself; taosync only merges)'),
@@ -192,7 +205,8 @@ CLIENT = ClaudeCode(
                            optional=True),
               declare.headers("settings", "env", "ANTHROPIC_CUSTOM_HEADERS",
                               join=(": ", "\n")),
-              declare.key("settings", "env", "ANTHROPIC_AUTH_TOKEN")),
+              declare.key("settings", "env", "ANTHROPIC_AUTH_TOKEN"),
+              declare.fallbacks("settings", "fallbackModel")),
     key_rule=declare.KeyRule(("env", "file", "cmd", "shell"),
                              "Claude Code runs apiKeyHelper to read it"),
     places={"key": "env.ANTHROPIC_AUTH_TOKEN, env.ANTHROPIC_API_KEY or apiKeyHelper",
@@ -267,4 +281,12 @@ def doctor(fleet, key, environ) -> list[Finding]:
                               if same is False else
                               ": Claude Code sends it as x-api-key (and asks to approve it in "
                               "interactive mode); ANTHROPIC_AUTH_TOKEN needs no approval")))
+    value = get("CLAUDE_CODE_NO_MODEL_FALLBACK")
+    chain = fleet.fallbacks_for(claude.model) if claude is not None and claude.failover else []
+    if value.lower() in ("1", "true", "yes", "on") and chain:
+        out.append(Finding("CLAUDE_CODE_NO_MODEL_FALLBACK", "warn",
+                           f"{value} in the shell switches off Claude Code's fallbackModel: "
+                           f"the route's other candidates taosync writes there "
+                           f"({', '.join(chain)}) are never tried; unset it, or set "
+                           f"failover: false for claude-code"))
     return out

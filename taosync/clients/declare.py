@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Patch, ProbeSpec, Seen,
-                                  disk_key, fleet_mcp, named_key, probe_specs, read_plain,
-                                  shown, start_on_disk, stored_key)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
+                                  Seen, disk_key, fleet_mcp, named_key, probe_specs,
+                                  read_plain, shown, start_on_disk, stored_key)
 from taosync.formats.base import KeyPath, Match, keypath_str
 
 def gateway_url(fleet: Any, root: str) -> str:
@@ -69,9 +69,10 @@ class Bind:
 
     ``role``: ``url`` (the gateway base URL), ``slot`` (a model: ``option`` names the
     client's fleet option, ``prefix`` is put before the id), ``key`` (the gateway key,
-    inline), ``headers`` (``gateway.headers`` as a map), ``fixed`` (``value`` as is) or
-    ``computed`` (``value(fleet, the client's options)``; None: not written). A part of
-    ``path`` may be an :class:`Opt`.
+    inline), ``headers`` (``gateway.headers`` as a map), ``fallbacks`` (the chain of slot
+    ``option`` for the client's own per-request failover, see :func:`fallbacks`),
+    ``fixed`` (``value`` as is) or ``computed`` (``value(fleet, the client's options)``;
+    None: not written). A part of ``path`` may be an :class:`Opt`.
     ``default``: for a slot whose option is unset, the option it falls back to
     (Claude Code's ``sonnet`` → ``model``); ``optional``: an unset slot is not written.
     ``join``: headers written as one text, (between name and value, between headers):
@@ -131,6 +132,29 @@ def split_headers(text: str, join: tuple[str, str]) -> dict[str, str]:
         if sep and name.strip():
             out[name.strip()] = value.strip()
     return out
+
+
+#: the client option that switches in-client failover off (every client with a
+#: ``fallbacks`` binding has it; one name for all, so a fleet reads alike everywhere)
+FAILOVER = "failover"
+
+
+def fallbacks(file: str, *path: Any, option: str = "model", default: str = "",
+              spell: Callable[[Any, list[str]], Any] | None = None) -> Bind:
+    """The models the client tries, in order, when slot ``option``'s model is overloaded
+    or unavailable: ``fleet.fallbacks_for`` (the route's other candidates, preferred
+    first), as ``spell(fleet, chain)`` writes it (default: the list of ids). Not written
+    for a plain route or a model id, nor when the client's ``failover`` option is false;
+    a route re-render moves it with the route's choice."""
+    return Bind(file, tuple(path), "fallbacks", option=option, default=default, value=spell)
+
+
+def failover_option(client: str) -> Option:
+    """The ``failover`` option of a client with a :func:`fallbacks` binding."""
+    return Option(FAILOVER, bool, True,
+                  f"Write the route's other candidates into {client}'s own fallback "
+                  f"setting, so a request the chosen model cannot serve (overloaded, "
+                  f"unavailable) is retried on the next candidate by the client itself.")
 
 
 def fixed(file: str, *path: Any, value: Any) -> Bind:
@@ -578,7 +602,19 @@ class Declared:
             return fleet.gateway_headers()
         if bind.role == "computed":
             return bind.value(fleet, self.cfg(fleet))
+        if bind.role == "fallbacks":
+            return self.fallback_value(fleet, bind)
         return bind.value
+
+    def fallback_value(self, fleet: Any, bind: Bind) -> Any:
+        """What a ``fallbacks`` binding holds: the chain of its slot, spelt; None when
+        there is none or the client's ``failover`` option is off."""
+        cfg = self.cfg(fleet)
+        written, chosen = self.chosen(cfg, bind)
+        chain = fleet.fallbacks_for(chosen) if written and getattr(cfg, FAILOVER) else []
+        if not chain:
+            return None
+        return bind.value(fleet, chain) if bind.value is not None else chain
 
     def path_for(self, fleet: Any, bind: Bind) -> KeyPath:
         """``bind.path`` with each :class:`Opt` part replaced by the option's value."""
@@ -744,6 +780,12 @@ class Declared:
             if isinstance(value, dict) and value:
                 obs.headers.append(Seen({str(k): str(v) for k, v in value.items()},
                                         seen.file, seen.key))
+            return
+        if bind.role == "fallbacks":
+            chain = [m.strip() for m in value if isinstance(m, str) and m.strip()] \
+                if isinstance(value, list) else []
+            if chain and bind.value is None:  # a spelt chain is the client's to read
+                obs.fallbacks[bind.option] = Seen(chain, seen.file, seen.key)
             return
         if not (isinstance(value, str) and value.strip()):
             return

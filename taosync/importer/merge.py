@@ -312,6 +312,7 @@ class _Builder:
                     by_model[model] = route
                 if route != model or route in reserved:
                     routes.setdefault(route, model)
+                    self.fallbacks(o, slot, model, route, routes, models)
                 assignments.setdefault(o.client, {})[slot] = route
 
         default = None
@@ -322,6 +323,29 @@ class _Builder:
         if default is not None and default not in routes:
             default = None  # a slot that names a model id directly
         return list(models), routes, default, assignments
+
+    def fallbacks(self, o: Observation, slot: str, model: str, route: str,
+                  routes: dict, models: dict) -> None:
+        """A slot with a fallback chain (Claude's ``fallbackModel``) makes its route
+        choose among its model and the chain, in that order: apply writes the same
+        model and chain back."""
+        seen = o.fallbacks.get(slot)
+        if seen is None:
+            return
+        chain = [m for m in dict.fromkeys(seen.value) if m != model]
+        if not chain:
+            return
+        want = {"candidates": [model, *chain]}
+        if routes[route] == model:
+            routes[route] = want
+            for m in chain:
+                models.setdefault(m)
+        elif routes[route] != want:
+            self.add("note", "models",
+                     f"{o.client}: {slot} falls back to {', '.join(chain)} "
+                     f"({display_path(seen.file, self.home)} {seen.key}), but route "
+                     f"{route!r} already chooses among other models; not imported",
+                     [self.item(o.client, seen)])
 
     # ---- 5. MCP servers and headers
 

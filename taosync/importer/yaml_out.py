@@ -97,7 +97,8 @@ def emit(data: dict, builder: Any, key: dict, gateway: dict,
         comments[("gateway", "key")] = f"export {key['env']}; the key is never copied here"
     else:
         comments[("gateway", "key")] = "the key helper Claude Code used; never the key itself"
-    for route, model in data["routes"].items():
+    for route, target in data["routes"].items():
+        model = target["candidates"][0] if isinstance(target, dict) else target
         users = [f"{r['client']} {r['slot']}" for r in read
                  if r["what"] == "model" and r["value"] == model]
         if users:

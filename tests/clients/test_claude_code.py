@@ -10,9 +10,9 @@ import pytest
 
 from conftest import TEST_KEY
 from helpers import (
-    KEY, KEY_ONE, MINI, R1, ROOT, ROUTER_ARGS, ROUTER_ENV, SONNET, by_path, fleet, imported,
+    KEY, KEY_ONE, LLAMA, MINI, R1, ROOT, ROUTER_ARGS, ROUTER_ENV, SONNET, by_path, fleet, imported,
     populate, round_trip, write)
-from real import binary, run_real_client
+from real import binary, run_real_client, stand_in
 from contract import check_contract
 from taosync.clients import claude_code
 from taosync.clients.base import ClientEnv, ProbeSpec
@@ -209,6 +209,32 @@ def test_claude_api_key_helper_is_kept_as_the_reference(run, home, tmp_path, mon
     assert ("~/.claude/settings.json", "apiKeyHelper") not in changes
 
 
+
+def test_claude_fallback_model_imports_as_the_routes_candidates(run, home, tmp_path,
+                                                               monkeypatch):
+    """A hand-written fallbackModel comes back as the model slot's route choosing among
+    the model and its fallbacks, in order, so apply writes the same model and list back;
+    a repeat, or the model itself, in the list is dropped (Claude skips them too)."""
+    def settings(chain):
+        write(home / ".claude/settings.json", json.dumps({
+            "fallbackModel": chain,
+            "env": {"ANTHROPIC_BASE_URL": "https://gw.example.com/api",
+                    "ANTHROPIC_AUTH_TOKEN": KEY_ONE, "ANTHROPIC_MODEL": "gw-main"}}))
+
+    settings(["gw-b", "gw-c"])
+    data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE)
+    fleet = data["fleet"]
+    route = fleet["clients"]["claude-code"]["model"]
+    assert fleet["routes"][route] == {"candidates": ["gw-main", "gw-b", "gw-c"]}
+    assert {"gw-main", "gw-b", "gw-c"} <= set(fleet["models"])
+    assert ("~/.claude/settings.json", "fallbackModel") not in changes
+    settings(["gw-b", "gw-main", "gw-c", "gw-b"])
+    data, plan, changes = round_trip(run, tmp_path, monkeypatch, KEY_ONE)
+    assert data["fleet"]["routes"][route] == {"candidates": ["gw-main", "gw-b", "gw-c"]}
+    change = changes[("~/.claude/settings.json", "fallbackModel")]
+    assert change["new"] == ["gw-b", "gw-c"]
+
+
 def test_claude_on_bedrock_is_an_unknown_provider(run, home):
     populate(home, "codex")
     write(home / ".claude/settings.json", json.dumps({"env": {
@@ -218,6 +244,65 @@ def test_claude_on_bedrock_is_an_unknown_provider(run, home):
     provider = [f for f in data["findings"] if f["topic"] == "provider"]
     assert provider and "Amazon Bedrock" in provider[0]["message"]
     assert "claude-code" not in data["fleet"]["clients"]
+
+
+# -- in-client failover: fallbackModel
+
+def _with_candidates(*candidates, **client):
+    """The example fleet, its ``balanced`` route (Claude's model slot) choosing among
+    ``candidates``."""
+    from helpers import EXAMPLE
+
+    routes = dict(EXAMPLE["routes"], balanced={"candidates": list(candidates)})
+    return fleet(routes=routes, clients__claude_code={"model": "balanced", **client})
+
+
+def test_claude_fallback_model_is_the_routes_other_candidates(clients_env):
+    """The model slot's route chooses the first candidate; fallbackModel gets the others,
+    preferred first, as the JSON list Claude requires (a string makes it reject the whole
+    file); a plain route writes none."""
+    f = _with_candidates(R1, SONNET, LLAMA)
+    values = claude_code.render(f, KEY, clients_env)[0].values
+    assert values[("env", "ANTHROPIC_MODEL")] == R1
+    assert values[("fallbackModel",)] == [SONNET, LLAMA]
+    assert ("fallbackModel",) not in claude_code.render(fleet(), KEY, clients_env)[0].values
+
+
+def test_claude_fallback_model_moves_with_the_routes_choice(clients_env):
+    """A route re-render (verify moved the choice to the second candidate) moves the
+    chain with it: the chosen model is never its own fallback."""
+    f = _with_candidates(R1, SONNET, LLAMA)
+    f.choose_routes({"balanced": SONNET})
+    values = claude_code.render(f, KEY, clients_env)[0].values
+    assert values[("env", "ANTHROPIC_MODEL")] == SONNET
+    assert values[("fallbackModel",)] == [R1, LLAMA]
+
+
+def test_claude_fallback_model_follows_the_model_slot_only(clients_env):
+    """The chain is the model slot's: a model slot naming a model id (no route) has none,
+    even when another slot's route has candidates."""
+    from helpers import EXAMPLE
+
+    routes = dict(EXAMPLE["routes"], fast={"candidates": [MINI, LLAMA]})
+    f = fleet(routes=routes, clients__claude_code={"model": SONNET, "haiku": "fast"})
+    assert ("fallbackModel",) not in claude_code.render(f, KEY, clients_env)[0].values
+
+
+def test_claude_failover_false_writes_no_fallback_model(clients_env):
+    f = _with_candidates(R1, SONNET, failover=False)
+    assert ("fallbackModel",) not in claude_code.render(f, KEY, clients_env)[0].values
+
+
+def test_claude_failover_must_be_a_flag(taosync, fleet_file):
+    """``failover: "no"`` is bad input, located, nothing written."""
+    text = fleet_file.read_text().replace(
+        "claude-code: {model: balanced, haiku: fast, opus: deep}",
+        'claude-code: {model: balanced, haiku: fast, opus: deep, failover: "maybe"}')
+    assert "failover" in text
+    fleet_file.write_text(text)
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 2, r.both
+    assert "failover" in r.both and "fleet.yaml:" in r.both and "Traceback" not in r.both
 
 
 # -- the real client
@@ -247,3 +332,86 @@ def test_real_claude_answers_through_the_stand_in(taosync, home, fleet_file, sec
     assert all(r.headers.get("x-team") == "core" for r in calls)  # ANTHROPIC_CUSTOM_HEADERS
     settings = (home / ".claude/settings.json").read_text()
     assert (TEST_KEY in settings) == (secrets == "inline")
+
+
+def _fail_over(taosync, fleet_file, home, status: int, entry: dict):
+    """Route ``main`` chooses between gw-a and gw-b; the stand-in answers every request
+    for gw-a with ``status``; one ``claude -p`` run with only taosync's files. Returns
+    (the run, the models of its Messages requests, in order, and the settings written).
+    ``CLAUDE_CODE_MAX_RETRIES=2`` keeps a run that cannot fail over short (Claude would
+    otherwise back off through ten retries, three minutes)."""
+    with stand_in(taosync, fleet_file, home, models=["gw-a", "gw-b"], prefix="/api",
+                  faults=[f"status={status}@gw-a"]) as s:
+        s.apply("claude-code", {"model": "main", **entry},
+                models={"gw-a": {}, "gw-b": {}},
+                routes={"main": {"candidates": ["gw-a", "gw-b"]}}, default_route="main",
+                mcp_servers={})
+        work = home / "work"
+        work.mkdir(exist_ok=True)
+        done = s.run([CLAUDE, "-p", "Reply with OK."], cwd=work,
+                     env={"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                          "CLAUDE_CODE_MAX_RETRIES": "2"})
+        asked = [r.body.get("model") for r in s.stub.posts("/v1/messages")]
+    return done, asked, json.loads((home / ".claude/settings.json").read_text())
+
+
+@pytest.mark.skipif(CLAUDE is None, reason="claude (@anthropic-ai/claude-code 2.1.332) is not "
+                    "installed; set TAOSYNC_TEST_CLAUDE_BIN")
+@pytest.mark.parametrize("status, tries", [(529, 3), (503, 1)])
+def test_real_claude_fails_over_inside_one_run(taosync, home, fleet_file, status, tries):
+    """The route's second candidate, written into fallbackModel, answers the same run
+    after the first is overloaded (529: after three in a row) or unavailable (503: at
+    once): the stand-in saw gw-a asked, then gw-b, and nothing after."""
+    done, asked, settings = _fail_over(taosync, fleet_file, home, status, {})
+    assert settings["env"]["ANTHROPIC_MODEL"] == "gw-a"
+    assert settings["fallbackModel"] == ["gw-b"]
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
+    assert asked == ["gw-a"] * tries + ["gw-b"], asked
+    assert "gw-b answered through the taosync stand-in" in done.stdout
+
+
+@pytest.mark.skipif(CLAUDE is None, reason="claude (@anthropic-ai/claude-code 2.1.332) is not "
+                    "installed; set TAOSYNC_TEST_CLAUDE_BIN")
+def test_real_claude_without_failover_fails_the_same_run(taosync, home, fleet_file):
+    """``failover: false``: no fallbackModel, so the same overloaded run ends in an error
+    and gw-b is never asked."""
+    done, asked, settings = _fail_over(taosync, fleet_file, home, 529, {"failover": False})
+    assert "fallbackModel" not in settings
+    assert done.returncode != 0, done.stdout[-1000:]
+    assert asked and set(asked) == {"gw-a"}, asked
+    assert "529" in done.stdout + done.stderr
+
+
+def test_claude_fallback_model_edited_by_hand_is_drift(taosync, home, fleet_file):
+    """A hand-reordered fallbackModel is an owned key off fleet.yaml: status names it,
+    verify says the file differs there, apply puts the route's order back."""
+    with stand_in(taosync, fleet_file, home, models=["gw-a", "gw-b", "gw-c"]) as s:
+        s.apply("claude-code", {"model": "main"}, models={"gw-a": {}, "gw-b": {}, "gw-c": {}},
+                routes={"main": {"candidates": ["gw-a", "gw-b", "gw-c"]}},
+                default_route="main", mcp_servers={})
+        path = home / ".claude/settings.json"
+        doc = json.loads(path.read_text())
+        assert doc["fallbackModel"] == ["gw-b", "gw-c"]
+        doc["fallbackModel"] = ["gw-c", "gw-b"]
+        path.write_text(json.dumps(doc, indent=2))
+        status = taosync("status")
+        assert status.rc == 1 and "fallbackModel" in status.both, status.both
+        verify = taosync("verify")
+        assert "differs from fleet.yaml in fallbackModel" in verify.both, verify.both
+        assert taosync("apply", "--no-verify").rc == 0
+        assert json.loads(path.read_text())["fallbackModel"] == ["gw-b", "gw-c"]
+
+
+def test_claude_doctor_names_the_switch_that_turns_fallback_off():
+    """``CLAUDE_CODE_NO_MODEL_FALLBACK=1`` (or ``true``) in the shell makes claude 2.1.332
+    ignore fallbackModel (seen against the stand-in: the 503 run then fails, ``0`` does
+    not): doctor warns where taosync writes a chain, and only there."""
+    f = _with_candidates(R1, SONNET)
+    for value in ("1", "true"):
+        (finding,) = claude_code.doctor(f, KEY, {"CLAUDE_CODE_NO_MODEL_FALLBACK": value})
+        assert finding.name == "CLAUDE_CODE_NO_MODEL_FALLBACK" and finding.status == "warn"
+        assert SONNET in finding.detail and "failover: false" in finding.detail
+    assert claude_code.doctor(f, KEY, {"CLAUDE_CODE_NO_MODEL_FALLBACK": "0"}) == []
+    assert claude_code.doctor(fleet(), KEY, {"CLAUDE_CODE_NO_MODEL_FALLBACK": "1"}) == []
+    off = _with_candidates(R1, SONNET, failover=False)
+    assert claude_code.doctor(off, KEY, {"CLAUDE_CODE_NO_MODEL_FALLBACK": "1"}) == []
