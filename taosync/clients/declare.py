@@ -638,7 +638,7 @@ class Declared:
         """An environment variable the client reads before a key taosync writes is
         named when it is set here."""
         for bind in self.bindings:
-            if bind.role == "key" and bind.env == self.key_rule.first:
+            if bind.role == "key" and bind.env and bind.env == self.key_rule.first:
                 continue  # named only when it is not the fleet's key (clients.variables)
             if bind.env and self.path_for(fleet, bind) in values[bind.file] and \
                     env.getenv(bind.env):
