@@ -201,6 +201,7 @@ def bounds(env, release_moved: bool = False):
 
 
 def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
+    from taosync.clients import variables
     from taosync.clients.registry import all as all_clients
     from taosync.engine import cache
     from taosync.fleet.load import load_fleet
@@ -224,6 +225,7 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in env.warnings]
     unmanaged = fleet.unmanaged_clients()
     warnings += no_mcp_note(fleet, registry)
+    warnings += variables.notes(fleet, key, env)
     if no_key:
         return Context(settings, loaded, env, store, key, warnings, patches, {}, no_key=True,
                        routes=routes, unmanaged=unmanaged)

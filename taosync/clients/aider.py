@@ -10,7 +10,17 @@ taosync owns only the gateway, key and model keys; aider's own preferences (offl
 quiet: ``check-update``, ``analytics-disable``, ``show-model-warnings``) stay the user's.
 The key: ``openai-api-key`` inline; with ``secrets: reference`` aider reads
 ``OPENAI_API_KEY`` from its environment (or a ``.env``), so the file holds no key. aider
-has no MCP and no setting for extra request headers.
+has no MCP.
+
+Headers (aider/models.py at 0.86.2): ``.aider.model.settings.yml`` (home, git root, working
+directory; a later file's entry replaces an earlier one of the same ``name``) is a list of
+model settings; the entry whose ``name`` equals the model as given (``openai/<id>``, the
+prefix included) is used, and its ``extra_params`` go into every completion call, so
+``extra_params.extra_headers`` reaches the gateway (LiteLLM → the openai SDK). With
+``gateway.headers`` taosync owns ``extra_params.extra_headers`` of one entry per catalogue
+model; the user's other entries and fields stay. An entry by exact name replaces aider's
+built-in settings of that name (its edit format among them), so taosync writes none
+without headers.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from pathlib import Path
 
 from taosync.clients import declare
 from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
+from taosync.formats.base import Match, keypath_str
 
 ID = "aider"
 BINARY = "aider"  # taosync doctor shows its --version
@@ -30,6 +41,8 @@ MCP = False
 TARGETS = [
     "~/.aider.conf.yml: model, weak-model, editor-model (openai/<id>), openai-api-base, "
     "openai-api-key (inline only)",
+    "~/.aider.model.settings.yml: [name=openai/<id>].extra_params.extra_headers per catalogue "
+    "model (with gateway.headers)",
 ]
 #: README's "Files taosync owns" rows: (client and version targeted, file, owned keys);
 #: an empty first cell continues the client above (python -m taosync.clients.readme)
@@ -38,12 +51,17 @@ OWNED_FILES = (
      '`~/.aider.conf.yml`',
      '`model`, `weak-model`, `editor-model` (when set; `openai/<id>`), `openai-api-base` '
      '(root + `/v1`), `openai-api-key` (inline; reference: aider reads `$OPENAI_API_KEY`)'),
+    ('',
+     '`~/.aider.model.settings.yml`',
+     '`[name=openai/<model id>].extra_params.extra_headers` for every catalogue model, only '
+     'with `gateway.headers`'),
 )
 
 #: README "Secrets": how `secrets: reference` keeps the key off disk
 KEY_REFERENCE = (
-    "no `openai-api-key`: aider reads `$OPENAI_API_KEY` (a warning says to export it when "
-    "the key is `${env:OTHER}`); other references inline (0600), with a warning.")
+    "no `openai-api-key`: aider reads `$OPENAI_API_KEY` (`taosync env --with-key` exports "
+    "it; `apply` says so when it is not set); other references inline (0600), with a "
+    "warning.")
 #: the real client this module was proven with: (registry, package spec, note)
 INSTALL = ("pypi", "aider-chat==0.86.2", "")
 
@@ -65,20 +83,43 @@ def config_path(env: ClientEnv) -> Path:
     return env.home / ".aider.conf.yml"
 
 
+def settings_path(env: ClientEnv) -> Path:
+    return env.home / ".aider.model.settings.yml"
+
+
+def _entry(model_id: str) -> tuple:
+    """The key path of one model's ``extra_headers`` in .aider.model.settings.yml."""
+    return (Match("name", PREFIX + model_id), "extra_params", "extra_headers")
+
+
 class Aider(declare.Declared):
     """The table, and the one thing it cannot say: under ``secrets: reference`` aider
     reads the key from ``OPENAI_API_KEY`` alone, so the file then holds none."""
 
     def render_key(self, fleet, key, env, values) -> None:
-        ref = self.key_reference(fleet, env, config_path(env))
-        if ref is None:
+        """Inline, or nothing: aider then reads ``OPENAI_API_KEY`` (its ``key_variables``;
+        when that is not set here, apply says so once for every client that needs one)."""
+        if self.key_reference(fleet, env, config_path(env)) is None:
             values["conf"][("openai-api-key",)] = key
-        elif ref.arg != KEY_ENV:
-            env.warnings.append(
-                f"{ID}: aider reads the key from {KEY_ENV}, not {ref.arg}: export "
-                f"{KEY_ENV}=\"${ref.arg}\" where aider runs (the key stays off disk)")
+
+    def extra_render(self, fleet, key, env, values) -> None:
+        """``gateway.headers`` into each catalogue model's settings entry."""
+        if fleet.gateway.headers:
+            chosen = [fleet.model_for(c) for _, c in self.slots(fleet)]
+            for model_id in dict.fromkeys([*fleet.models, *chosen]):
+                values["settings"][_entry(model_id)] = fleet.gateway_headers()
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
+        settings = docs["settings"]
+        if obs.slots.get("model") and isinstance(settings, list):
+            name = PREFIX + obs.slots["model"][0].value
+            entry = next((e for e in settings if isinstance(e, dict) and e.get("name") == name),
+                         None)
+            found = declare._get(entry, _entry("")[1:]) if entry else None
+            if isinstance(found, dict) and found:
+                obs.headers.append(Seen({str(k): str(v) for k, v in found.items()},
+                                        settings_path(env),
+                                        keypath_str(_entry(obs.slots["model"][0].value))))
         path = config_path(env)
         if obs.urls and not obs.keys:
             obs.key_envs.append(Seen(KEY_ENV, path, "openai-api-key"))
@@ -88,7 +129,9 @@ class Aider(declare.Declared):
 
 
 CLIENT = Aider(
-    ID, TITLE, files={"conf": declare.File(config_path, "yaml")}, primary="conf",
+    ID, TITLE, primary="conf",
+    files={"conf": declare.File(config_path, "yaml"),
+           "settings": declare.File(settings_path, "yaml")},
     bindings=(
         declare.slot("conf", "model", prefix=PREFIX),
         declare.slot("conf", "weak-model", option="weak_model", prefix=PREFIX, optional=True),
@@ -98,7 +141,7 @@ CLIENT = Aider(
         declare.key("conf", "openai-api-key"),
     ),
     # what aider 0.86.2 sends besides auth (its pinned openai SDK, through LiteLLM)
-    sends={"User-Agent": "OpenAI/Python 2.20.0"}, sends_headers=False,
+    sends={"User-Agent": "OpenAI/Python 2.20.0"},
     key_rule=declare.KeyRule(("env",), f"aider reads the key only from {KEY_ENV}",
                              fallback=KEY_ENV),
 )

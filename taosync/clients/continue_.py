@@ -139,6 +139,11 @@ class Continue(declare.Declared):
             if fleet.gateway.headers:
                 values["config"][e + ("requestOptions", "headers")] = fleet.gateway_headers()
 
+    def key_variables(self, fleet: Any, env: ClientEnv) -> dict[str, bool]:
+        """By reference config.yaml names ``secrets.<secret_name>``, which ``.env`` holds
+        and the process environment, when set, fills first."""
+        return {self.cfg(fleet).secret_name: False} if self.reference(fleet) else {}
+
     def patch_fields(self, name: str, fleet: Any, env: ClientEnv) -> dict:
         if name != "config":
             return {}

@@ -180,6 +180,9 @@ class KeyRule:
     only: str = ""
     #: the variable the client reads when its files hold no key (aider's OPENAI_API_KEY)
     fallback: str = ""
+    #: a variable the client reads before the key its files hold (shell-gpt's
+    #: OPENAI_API_KEY beats .sgptrc, Gemini CLI's GEMINI_API_KEY beats ~/.gemini/.env)
+    first: str = ""
 
 
 # -- a key by command: what a client runs through a shell for the key --------------------
@@ -483,6 +486,25 @@ class Declared:
                 f"into {inline_into} (mode 0600)")
         return None
 
+    def key_variables(self, fleet: Any, env: ClientEnv) -> dict[str, bool]:
+        """The environment variables the client reads the key from when it runs, as
+        render writes its files: name → True when the files leave the key to that
+        variable (it must hold the key wherever the client runs), False when the files
+        hold the key but the variable, when set, wins over it (gptme's and Vibe's
+        ``api_key_env`` in inline mode). ``taosync env --with-key`` exports each; a
+        stale one is named (taosync.clients.variables)."""
+        from taosync.fleet.secrets import parse_reference
+
+        ref = parse_reference(fleet.gateway.key)
+        following = self.reference(fleet) and self.follows(ref)
+        out = {self.key_var_name(fleet, b): following for b in self.bindings
+               if b.role == "key_var"}
+        if following and ref.kind == "env" and not out:
+            out[self.key_rule.fallback or ref.arg] = True
+        if self.key_rule.first:
+            out.setdefault(self.key_rule.first, False)
+        return out
+
     def follows(self, ref: Any) -> bool:
         """Whether the client reads the key from reference ``ref`` by itself."""
         only = self.key_rule.only
@@ -701,6 +723,8 @@ class Declared:
         """An environment variable the client reads before a key taosync writes is
         named when it is set here."""
         for bind in self.bindings:
+            if bind.role == "key" and bind.env and bind.env == self.key_rule.first:
+                continue  # named only when it is not the fleet's key (clients.variables)
             if bind.env and self.path_for(fleet, bind) in values[bind.file] and \
                     env.getenv(bind.env):
                 what = "key" if bind.role == "key" else "value"

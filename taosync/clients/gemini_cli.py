@@ -166,7 +166,8 @@ CLIENT = GeminiCli(
               declare.key("env", KEY_VAR),
               declare.headers("env", HEADERS_VAR, join=(": ", ", "))),
     key_rule=declare.KeyRule(("env",), f"Gemini CLI reads its key only from ${KEY_VAR}, in "
-                             f"the environment or ~/.gemini/.env", only=KEY_VAR),
+                             f"the environment or ~/.gemini/.env", only=KEY_VAR,
+                             first=KEY_VAR),
     places={"url": f"{URL_VAR} (nor does the environment)"},
     mcp=MCP_SHAPE, mcp_file="settings",
 )

@@ -59,15 +59,22 @@ class ClientPlugin(Protocol):
 
     def doctor(self, fleet: Any, key: Any, environ: Mapping[str, str]) -> list[Finding]: ...
 
+    def key_variables(self, fleet: Any, env: ClientEnv) -> dict[str, bool]: ...
+
 
 #: every member a client module must define (tests compare modules against it)
 MEMBERS = tuple(sorted(name for name in ClientPlugin.__annotations__) + sorted(
-    ("render", "probes", "on_disk", "observe", "locations", "doctor")))
+    ("render", "probes", "on_disk", "observe", "locations", "doctor", "key_variables")))
 
 
 def no_findings(fleet: Any, key: Any, environ: Mapping[str, str]) -> list[Finding]:
     """``doctor`` of a client with no environment pitfalls of its own."""
     return []
+
+
+def no_key_variables(fleet: Any, env: ClientEnv) -> dict[str, bool]:
+    """``key_variables`` of a client that reads its key from no environment variable."""
+    return {}
 
 
 #: what a client module may leave out, and what it then means
@@ -79,12 +86,18 @@ DEFAULTS: dict[str, Any] = {
     "GATEWAY": True,  # it talks to the gateway (False: an app that takes only MCP servers)
     "SOURCES": (),  # proven by its binary (INSTALL), not from documents
     "doctor": no_findings,  # no environment pitfalls of its own
+    # the variables it reads the key from: its declaration's (declare.Declared.key_variables)
+    # when it is one, else none
+    "key_variables": no_key_variables,
 }
 
 
 def completed(module: Any) -> ClientPlugin:
     """``module`` with :data:`DEFAULTS` filled in where it declares nothing; a module
     missing anything else is refused by name (TypeError)."""
+    declared: Any = getattr(module, "CLIENT", None)
+    if not hasattr(module, "key_variables") and hasattr(declared, "key_variables"):
+        module.key_variables = declared.key_variables
     for name, value in DEFAULTS.items():
         if not hasattr(module, name):
             setattr(module, name, value)

@@ -108,6 +108,18 @@ def no_mcp() -> str:
     return f"{_names(names)} {'has' if len(names) == 1 else 'have'} no MCP"
 
 
+def no_headers() -> str:
+    """The clients that cannot send ``gateway.headers`` (``sends_headers=False`` in their
+    declaration), as one sentence."""
+    names = [m.TITLE for m in _clients().values()
+             if not getattr(getattr(m, "CLIENT", None), "sends_headers", True)]
+    if not names:
+        return "every client sends them"
+    return (f"every client sends them but {_names(names)}, which "
+            f"{'has' if len(names) == 1 else 'have'} no setting for extra request headers "
+            f"(`plan` and `apply` warn)")
+
+
 def install() -> str:
     """The real clients' install line: npm ones in one command, PyPI ones each alone."""
     npm: list[str] = []
@@ -131,6 +143,7 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "no-mcp": no_mcp,
     "mcp-reference": mcp_reference,
     "install": install,
+    "no-headers": no_headers,
 }
 BLOCKS = {"key-reference", "mcp-reference"}
 

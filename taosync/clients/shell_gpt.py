@@ -97,7 +97,7 @@ CLIENT = ShellGpt(
     # what sgpt 1.5.1 sends besides auth (the openai SDK it installs with)
     sends={"User-Agent": "OpenAI/Python 2.54.0"}, sends_headers=False,
     key_rule=declare.KeyRule((), "without OPENAI_API_KEY in .sgptrc it stops, or asks for "
-                             "a key, when that variable is unset"),
+                             "a key, when that variable is unset", first="OPENAI_API_KEY"),
 )
 render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
                                                CLIENT.observe, CLIENT.locations)

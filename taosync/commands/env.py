@@ -4,7 +4,11 @@
 ``taosync env --shell powershell | Invoke-Expression``. Prints TAOTOKEN_BASE_URL (the
 root), TAOTOKEN_OPENAI_BASE_URL, TAOTOKEN_ANTHROPIC_BASE_URL, one TAOTOKEN_MODEL_<ROUTE>
 per route (upper-cased, anything but A-Z0-9 → _), TAOTOKEN_MODEL (the default route's
-model) and, only with --with-key, TAOTOKEN_API_KEY (the resolved key). A route with
+model) and, only with --with-key, TAOTOKEN_API_KEY (the resolved key) and every variable
+the rendered client files read the key or an MCP secret from (taosync.clients.variables:
+``env_key``, ``api_key_env``, aider's OPENAI_API_KEY, an MCP ``${env:NAME}`` a client
+expands), so that ``eval "$(taosync env --with-key)"`` in a shell start-up file is all a
+client needs beside taosync's files. A route with
 candidates exports the candidate chosen from the verify history. With
 ``gateway.gemini_base_url`` also Gemini CLI's own GOOGLE_GEMINI_BASE_URL (and GEMINI_API_KEY
 with --with-key): what a headless run in a folder Gemini does not trust needs, since it
@@ -100,7 +104,8 @@ def _without_userinfo(values: dict[str, str], warn=None) -> dict[str, str]:
               default="sh", show_default=True,
               help="Syntax of the exports (sh also suits bash and zsh).")
 @click.option("--with-key", is_flag=True,
-              help=f"Also export {KEY_VAR} with the resolved key.")
+              help=f"Also export {KEY_VAR} with the resolved key, and every variable the "
+              "clients' files read the key or an MCP secret from.")
 def env(shell: str, with_key: bool) -> int:
     """Print shell exports of the gateway URLs and route models (the key only with --with-key)."""
     from taosync import ui
@@ -112,6 +117,10 @@ def env(shell: str, with_key: bool) -> int:
         for p in loaded.warnings:
             ui.warn(p.format())
     values = variables(view, loaded.key if with_key else None, ui.warn)
+    if with_key:  # every variable taosync's files leave the key or an MCP secret to
+        from taosync.clients.variables import exported
+
+        values.update(exported(loaded.fleet, loaded.key, s.client_env()))
     if s.json:
         ui.emit_json(values, reveal=with_key)  # the key itself, as asked
         return 0

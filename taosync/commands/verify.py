@@ -51,7 +51,7 @@ def print_report(report: Any, s: Any, key: Any = None, live: "LiveTable | None" 
             line = ui.clean(line)
             if s.verbosity < 0:
                 if problem:
-                    ui.problem(line)
+                    ui.warn(line)
             else:
                 ui.echo(line)
     else:
@@ -126,7 +126,7 @@ def print_summary(report: Any, s: Any) -> None:
     else:
         line = ui.style(summary, "fail") + f" — {len(report.failed)} failed"
         if s.verbosity < 0:
-            ui.problem(line)
+            ui.warn(line)
         else:
             echo(line)
 
@@ -275,4 +275,9 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bo
                             strict=True, on_disk=on_disk, standby_fails=strict)
     for warning in env.warnings:
         ui.warn(warning)
+    if getattr(loaded, "fleet", None) is not None:
+        from taosync.clients import variables
+
+        for line in variables.notes(loaded.fleet, loaded.key, env):  # a stale exported key
+            ui.warn(line)
     return rc

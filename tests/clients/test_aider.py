@@ -11,6 +11,8 @@ from real import assert_answered, binary_or_skip, stand_in
 from taosync.clients import aider
 from taosync.clients.base import ClientEnv, ProbeSpec
 from taosync.fleet.secrets import Secret
+from taosync.formats.base import Match
+from ruamel.yaml import YAML
 
 UA = (("User-Agent", "OpenAI/Python 2.20.0"),)
 
@@ -46,10 +48,10 @@ def test_aider_reference_reads_openai_api_key(clients_env):
     assert ("openai-api-key",) not in conf.values and not conf.secret
     assert clients_env.warnings == []
     other = ClientEnv(home=clients_env.home, environ={})
-    aider.render(fleet(secrets="reference"), KEY, other)
-    assert other.warnings == [
-        'aider: aider reads the key from OPENAI_API_KEY, not TAOTOKEN_API_KEY: export '
-        'OPENAI_API_KEY="$TAOTOKEN_API_KEY" where aider runs (the key stays off disk)']
+    f = fleet(secrets="reference")
+    aider.render(f, KEY, other)
+    assert other.warnings == []  # what to export is said once, for every client
+    assert aider.CLIENT.key_variables(f, other) == {"OPENAI_API_KEY": True}
 
 
 def test_aider_reference_to_a_file_key_goes_inline_with_a_warning(clients_env):
@@ -59,10 +61,42 @@ def test_aider_reference_to_a_file_key_goes_inline_with_a_warning(clients_env):
     assert "wrote the key inline" in clients_env.warnings[0]
 
 
-def test_aider_headers_cannot_be_sent(clients_env):
-    aider.render(fleet(gateway__headers={"X-Team": "core"}), KEY, clients_env)
-    assert clients_env.warnings == ["aider: aider has no setting for extra request headers; "
-                                    "gateway.headers (X-Team) are not sent by aider"]
+def test_aider_sends_headers_through_its_model_settings(clients_env):
+    """gateway.headers: one .aider.model.settings.yml entry per catalogue model, named as
+    aider is given the model (openai/<id>), owning extra_params.extra_headers only."""
+    f = fleet(gateway__headers={"X-Team": "core"})
+    conf, settings = aider.render(f, KEY, clients_env)
+    assert clients_env.warnings == []
+    assert settings.path == clients_env.home / ".aider.model.settings.yml"
+    assert settings.format == "yaml"
+    assert {k: {n: v.reveal() for n, v in h.items()} for k, h in settings.values.items()} == {
+        (Match("name", f"openai/{m}"), "extra_params", "extra_headers"): {"X-Team": "core"}
+        for m in (MINI, SONNET, R1, "intel/llama-7b")}
+    assert [p.path.name for p in aider.render(fleet(), KEY, clients_env)] == [".aider.conf.yml"]
+    (probe, *_) = aider.probes(f, KEY, clients_env)
+    assert dict(probe.headers)["X-Team"].reveal() == "core"
+
+
+def test_aider_model_settings_keep_the_users_entries(taosync, home, fleet_file):
+    """The user's own entries, and their own fields of taosync's, stay; verify reads the
+    headers back from the entry of the model aider uses."""
+    write(home / ".aider.model.settings.yml",
+          "# mine\n- name: openai/my-local\n  edit_format: diff\n"
+          f"- name: openai/{SONNET}\n  extra_params:\n    top_p: 0.5\n")
+    fleet_file.write_text(fleet_file.read_text().replace(
+        "gateway:\n", "gateway:\n  headers: {X-Team: core}\n"))
+    assert taosync("apply", "--no-verify").rc == 0
+    text = (home / ".aider.model.settings.yml").read_text()
+    assert (home / ".aider.model.settings.yml").stat().st_mode & 0o777 == 0o600  # a header
+    assert text.startswith("# mine\n- name: openai/my-local\n  edit_format: diff\n")
+    data = YAML(typ="safe").load(text)
+    by_name = {e["name"]: e for e in data}
+    assert by_name[f"openai/{SONNET}"]["extra_params"] == {"top_p": 0.5,
+                                                           "extra_headers": {"X-Team": "core"}}
+    assert by_name["openai/my-local"] == {"name": "openai/my-local", "edit_format": "diff"}
+    obs = aider.observe(ClientEnv(home=home, environ={}))
+    assert obs.headers[0].value == {"X-Team": "core"}
+    assert taosync("plan", "--check").rc == 0
 
 
 def test_aider_probes(clients_env):
@@ -132,6 +166,22 @@ def _offline(home) -> dict:
                         "input_cost_per_token": 0, "output_cost_per_token": 0,
                         "litellm_provider": "openai", "mode": "chat"} for m in (SONNET, MINI)}))
     return {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def test_real_aider_sends_the_gateway_headers(taosync, home, fleet_file):
+    """gateway.headers reach the stand-in from aider's own model settings file."""
+    exe = binary_or_skip("TAOSYNC_TEST_AIDER_BIN", "aider")
+    work = home / "work"
+    work.mkdir()
+    with stand_in(taosync, fleet_file, home) as s:
+        s.apply("aider", {"model": "balanced", "weak_model": "fast"},
+                gateway={"headers": {"X-Team": "core", "Helicone-Auth": "Bearer hh-0123456789"}})
+        proc = s.run([exe, *AIDER_QUIET, "--message", "Reply with OK."], cwd=work,
+                     env=_offline(home))
+        assert_answered(proc, s.stub, SONNET)
+        (post,) = s.stub.posts("/v1/chat/completions")
+        sent = {name.lower(): value for name, value in post.headers.items()}
+        assert (sent.get("x-team"), sent.get("helicone-auth")) == ("core", "Bearer hh-0123456789")
 
 
 def test_real_aider_inline_and_reference(taosync, home, fleet_file):
