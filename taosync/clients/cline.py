@@ -159,13 +159,6 @@ class Cline(declare.Declared):
                         for editor in editors(self.cfg(fleet), env)]
         return patches
 
-    def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
-        """The key inline into both stores (Cline reads it nowhere else); one warning."""
-        self.key_reference(fleet, env, self.file("providers", env))
-        for bind in self.bindings:
-            if bind.role == "key":
-                values[bind.file][bind.path] = key
-
     def mcp_values(self, fleet: Any, key: Any, env: ClientEnv, path: Path) -> tuple[dict, bool]:
         values, holds_key = super().mcp_values(fleet, key, env, path)
         return {at: {"transport": entry} for at, entry in values.items()}, holds_key

@@ -23,6 +23,7 @@ file precedence) a client adds by overriding a hook of :class:`Declared`: ``extr
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -57,9 +58,14 @@ class File:
 @dataclass(frozen=True)
 class Opt:
     """A key path part that is the value of one of the client's fleet options (Codex's
-    ``[model_providers.<provider_id>]``)."""
+    ``[model_providers.<provider_id>]``). Import reads it back from the key path ``read``
+    of the same file (Codex's ``model_provider``), the text before ``sep`` when given
+    (opencode's ``model = "<provider_id>/<id>"``), and imports it as that option when
+    the option takes it (:attr:`Declared.options`)."""
 
     name: str
+    read: KeyPath = ()
+    sep: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,8 @@ class Bind:
     """One owned key path and the fleet value it holds.
 
     ``role``: ``url`` (the gateway base URL), ``slot`` (a model: ``option`` names the
-    client's fleet option, ``prefix`` is put before the id), ``key`` (the gateway key,
+    client's fleet option, ``prefix`` is put before the id; ``{name}`` in it is an
+    :class:`Opt`'s value), ``key`` (the gateway key,
     inline), ``headers`` (``gateway.headers`` as a map), ``fixed`` (``value`` as is) or
     ``computed`` (``value(fleet, the client's options)``; None: not written). A part of
     ``path`` may be an :class:`Opt`.
@@ -148,6 +155,10 @@ class KeyRule:
     empty when it reads the key only from its own files. ``why``: the sentence the
     warning gives when the fleet's reference is not one of them. ``only``: the one
     variable an ``${env:…}`` reference must name (Gemini CLI's ``GEMINI_API_KEY``).
+    ``forms``: how the key binding spells a reference it follows, by kind, ``{}`` the
+    variable or the absolute path (opencode's ``{env:NAME}``); a kind it follows with no
+    form leaves the binding unwritten (the client reads the variable by itself). Import
+    reads a form back as the variable (``env``) or the file (``cat PATH``, a helper).
     """
 
     reads: tuple[str, ...] = ()
@@ -155,6 +166,25 @@ class KeyRule:
     only: str = ""
     #: the variable the client reads when its files hold no key (aider's OPENAI_API_KEY)
     fallback: str = ""
+    forms: Mapping[str, str] = field(default_factory=dict)
+
+    def spell(self, ref: Any, env: ClientEnv) -> str | None:
+        """Reference ``ref`` in the key binding's form (None: no form, not written)."""
+        form = self.forms.get(ref.kind)
+        if form is None:
+            return None
+        from taosync.fleet.secrets import expand_path
+
+        arg = ref.arg if ref.kind != "file" else str(expand_path(ref.arg, env.home).absolute())
+        return form.format(arg)
+
+    def parse(self, text: str) -> tuple[str, str] | None:
+        """(kind, variable or path) when ``text`` is one of the forms, else None."""
+        for kind, form in self.forms.items():
+            head, _, tail = form.format("\0").partition("\0")
+            if text.startswith(head) and text.endswith(tail) and len(text) > len(head + tail):
+                return kind, text[len(head):len(text) - len(tail)].strip()
+        return None
 
 
 # -- MCP: one builder, one reader ---------------------------------------------------------
@@ -335,6 +365,14 @@ def _transport(shape: McpShape, entry: dict) -> str:
     return "http"
 
 
+def _filled(prefix: str, read: Mapping[str, str]) -> str | None:
+    """A slot's prefix with its :class:`Opt` values read (None: one is not there)."""
+    try:
+        return prefix.format_map(read)
+    except KeyError:
+        return None
+
+
 def _holds(key: Any, values: Mapping[KeyPath, Any]) -> bool:
     """Whether owned values hold the gateway key (the file is then 0600)."""
     return any(value is key for value in values.values()) or key.found_in(list(values.values()))
@@ -372,6 +410,9 @@ class Declared:
     mcp: McpShape | None = None
     mcp_file: str = ""
     places: Mapping[str, str] = field(default_factory=dict)
+    #: the client's fleet options (an :class:`Opt` read back is imported as one when it
+    #: takes the value: its pattern, not reserved)
+    options: tuple = ()
 
     @property
     def ID(self) -> str:  # noqa: N802 - what start_on_disk reads of a client module
@@ -500,8 +541,15 @@ class Declared:
         return not (chosen is None and bind.optional), chosen
 
     def slot_value(self, fleet: Any, bind: Bind) -> str | None:
-        written, chosen = self.chosen(self.cfg(fleet), bind)
-        return bind.prefix + fleet.model_for(chosen) if written else None
+        cfg = self.cfg(fleet)
+        written, chosen = self.chosen(cfg, bind)
+        prefix = bind.prefix.format_map({o.name: getattr(cfg, o.name) for o in self.opts()})
+        return prefix + fleet.model_for(chosen) if written else None
+
+    def opts(self) -> list[Opt]:
+        """The :class:`Opt` parts of the table's key paths, each once."""
+        parts = [p for b in self.bindings for p in b.path if isinstance(p, Opt)]
+        return [p for i, p in enumerate(parts) if p not in parts[:i]]
 
     def slots(self, fleet: Any) -> list[tuple[Bind, str | None]]:
         """(binding, the fleet slot it uses) for every slot that is written."""
@@ -587,10 +635,13 @@ class Declared:
     def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
         """The key bindings: the key inline, or what the client follows by reference
         (a hook: the base writes the key inline, with the central warning)."""
+        keys = [b for b in self.bindings if b.role == "key"]
+        ref = self.key_reference(fleet, env, self.file(keys[0].file, env)) if keys else None
         for bind in self.bindings:
             if bind.role == "key":
-                self.key_reference(fleet, env, self.file(bind.file, env))
-                values[bind.file][self.path_for(fleet, bind)] = key
+                value = key if ref is None else self.key_rule.spell(ref, env)
+                if value is not None:
+                    values[bind.file][self.path_for(fleet, bind)] = value
             elif bind.role == "key_var":
                 var = self.key_var_name(fleet, bind)
                 values[bind.file][self.path_for(fleet, bind)] = var
@@ -668,24 +719,51 @@ class Declared:
         for name, f in self.files.items():
             if f.json_object and docs[name] is not None and not isinstance(docs[name], dict):
                 obs.problems.append(f"{self.file(name, env)}: the top level is not a JSON object")
+        read = self.read_opts(docs)
         for bind in self.bindings:
             doc = docs[bind.file]
-            if not isinstance(doc, dict):
+            parts: Any = tuple(read.get(p.name) if isinstance(p, Opt) else p
+                               for p in bind.path)
+            if not isinstance(doc, dict) or not all(isinstance(p, str) for p in parts):
                 continue
-            found = _get(doc, bind.path) if all(isinstance(p, str) for p in bind.path) \
-                else None
-            if found is None:
+            found, prefix = _get(doc, parts), _filled(bind.prefix, read)
+            if found is None or prefix is None:
                 continue
-            seen = Seen(found, self.file(bind.file, env), keypath_str(bind.path))
-            self.read_binding(bind, seen, obs)
+            self.read_binding(bind, Seen(found, self.file(bind.file, env), keypath_str(parts)),
+                              obs, prefix)
+            if bind.role == "url":  # a gateway's entry: the options naming it are imported
+                obs.settings.update({p.name: read[p.name] for p in bind.path
+                                     if isinstance(p, Opt) and self.takes(p.name, read[p.name])})
         if self.mcp is not None:
             path = self.file(self.mcp_file, env)
             read_mcp(self.mcp, docs[self.mcp_file], path, obs)
         self.extra_observe(env, docs, obs)
         return obs
 
-    def read_binding(self, bind: Bind, seen: Seen, obs: Observation) -> None:
-        """One value read back into the observation, by its role."""
+    def read_opts(self, docs: dict) -> dict[str, str]:
+        """Each :class:`Opt`'s value as the files say (see :class:`Opt`)."""
+        out: dict[str, str] = {}
+        for bind in self.bindings:
+            for part in bind.path:
+                if not isinstance(part, Opt):
+                    continue
+                text = _get(docs[bind.file], part.read)
+                if isinstance(text, str) and part.sep in text:
+                    out.setdefault(part.name, text.partition(part.sep)[0] if part.sep else text)
+        return out
+
+    def takes(self, name: str, value: str) -> bool:
+        """Whether option ``name`` takes ``value`` (its pattern, not reserved)."""
+        import re
+
+        option = next((o for o in self.options if o.name == name), None)
+        return option is not None and value not in option.reserved and \
+            (option.pattern is None or re.fullmatch(option.pattern, value) is not None)
+
+    def read_binding(self, bind: Bind, seen: Seen, obs: Observation,
+                     prefix: str | None = None) -> None:
+        """One value read back into the observation, by its role (``prefix``: a slot's,
+        its :class:`Opt` values filled in)."""
         from taosync.fleet.secrets import Secret
 
         value = seen.value
@@ -702,13 +780,22 @@ class Declared:
         if bind.role == "url":
             obs.urls.append(Seen(value, seen.file, seen.key))
         elif bind.role == "key":
-            obs.keys.append(Seen(Secret(value, f"{seen.file} {seen.key}"), seen.file,
-                                 seen.key))
+            form = self.key_rule.parse(value)
+            if form is None:
+                obs.keys.append(Seen(Secret(value, f"{seen.file} {seen.key}"), seen.file,
+                                     seen.key))
+                return
+            obs.settings["secrets"] = "reference"
+            if form[0] == "env":
+                obs.key_envs.append(Seen(form[1], seen.file, seen.key))
+            else:
+                obs.key_helper = Seen(f"cat {shlex.quote(form[1])}", seen.file, seen.key)
         elif bind.role == "key_var":
             obs.key_envs.append(Seen(value, seen.file, seen.key))
         elif bind.role == "slot":
-            if not value.startswith(bind.prefix):
-                what = f"{bind.prefix}<id> gateway model"
+            prefix = bind.prefix if prefix is None else prefix
+            if not value.startswith(prefix):
+                what = f"{prefix}<id> gateway model"
                 if bind.option == "model":
                     obs.provider = Seen(f"model {value!r} (not an {what})", seen.file,
                                         seen.key)
@@ -717,7 +804,7 @@ class Declared:
                                      f"not imported")
                 return
             obs.slots.setdefault(bind.option, []).append(
-                Seen(value[len(bind.prefix):], seen.file, seen.key))
+                Seen(value[len(prefix):], seen.file, seen.key))
 
     def read_stored_key(self, var: str, docs: dict, env: ClientEnv, obs: Observation,
                         stores: tuple[str, ...] = ()) -> None:

@@ -101,7 +101,7 @@ class Vibe(declare.Declared):
             if window:
                 values["config"][m + ("max_context_length",)] = window
 
-    def read_binding(self, bind, seen, obs) -> None:
+    def read_binding(self, bind, seen, obs, prefix=None) -> None:
         """Nothing by the table's paths: the entries read are those active_model names."""
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
