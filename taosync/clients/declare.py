@@ -82,6 +82,9 @@ class Bind:
     (Claude Code's ``sonnet`` → ``model``); ``optional``: an unset slot is not written.
     ``join``: headers written as one text, (between name and value, between headers):
     Claude Code's ``ANTHROPIC_CUSTOM_HEADERS``, ``(": ", "\n")``.
+    ``key_env`` (the variable of an ``${env:NAME}`` key reference the client follows:
+    NAME, written only then). ``inline``: written only when the key is written inline
+    (Codex's ``requires_openai_auth``).
     ``env``: an environment variable the client reads before this key (shell-gpt's
     ``DEFAULT_MODEL``, Codex's ``CODEX_API_KEY``): render warns when it is set, verify
     probes what it says. ``key_var``: the name of the variable the client reads the key
@@ -101,6 +104,7 @@ class Bind:
     env: str = ""
     store: str = ""
     under: KeyPath = ()
+    inline: bool = False
 
 
 def url(file: str, *path: Any, env: str = "") -> Bind:
@@ -139,8 +143,12 @@ def split_headers(text: str, join: tuple[str, str]) -> dict[str, str]:
     return out
 
 
-def fixed(file: str, *path: Any, value: Any) -> Bind:
-    return Bind(file, tuple(path), "fixed", value=value)
+def fixed(file: str, *path: Any, value: Any, inline: bool = False) -> Bind:
+    return Bind(file, tuple(path), "fixed", value=value, inline=inline)
+
+
+def key_env(file: str, *path: Any) -> Bind:
+    return Bind(file, tuple(path), "key_env")
 
 
 def computed(file: str, *path: Any, value: Callable[[Any, Any], Any]) -> Bind:
@@ -590,7 +598,7 @@ class Declared:
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
         for bind in self.bindings:
-            if bind.role in ("key", "key_var"):
+            if bind.role in ("key", "key_var", "key_env"):
                 continue  # render_key's (in_table_order puts it back in its place)
             value = self.value(fleet, key, bind)
             if value is not None:
@@ -638,10 +646,13 @@ class Declared:
         keys = [b for b in self.bindings if b.role == "key"]
         ref = self.key_reference(fleet, env, self.file(keys[0].file, env)) if keys else None
         for bind in self.bindings:
-            if bind.role == "key":
-                value = key if ref is None else self.key_rule.spell(ref, env)
+            if bind.role == "key" or bind.role == "key_env" and ref is not None:
+                value = key if ref is None else ref.arg if bind.role == "key_env" else \
+                    self.key_rule.spell(ref, env)
                 if value is not None:
                     values[bind.file][self.path_for(fleet, bind)] = value
+            elif bind.inline and ref is not None:  # the key is not inline
+                values[bind.file].pop(self.path_for(fleet, bind), None)
             elif bind.role == "key_var":
                 var = self.key_var_name(fleet, bind)
                 values[bind.file][self.path_for(fleet, bind)] = var
@@ -790,8 +801,10 @@ class Declared:
                 obs.key_envs.append(Seen(form[1], seen.file, seen.key))
             else:
                 obs.key_helper = Seen(f"cat {shlex.quote(form[1])}", seen.file, seen.key)
-        elif bind.role == "key_var":
+        elif bind.role in ("key_var", "key_env"):
             obs.key_envs.append(Seen(value, seen.file, seen.key))
+            if bind.role == "key_env":
+                obs.settings["secrets"] = "reference"
         elif bind.role == "slot":
             prefix = bind.prefix if prefix is None else prefix
             if not value.startswith(prefix):
