@@ -179,17 +179,18 @@ class Family(declare.Declared):
                         f"{{file:PATH}}, so ${{cmd:…}} and ${{shell:…}} values are written"),
             mcp_file="config", flavor=f)
 
-    def constants(self) -> tuple:
-        """The module constants of a client (plugin.py): ID, TITLE, SUMMARY, BINARY,
-        LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES, KEY_REFERENCE, MCP_REFERENCE,
-        INSTALL."""
+    def exports(self) -> dict[str, Any]:
+        """What a flavour's module holds (plugin.py): FLAVOR, its constants (ID, TITLE,
+        SUMMARY, BINARY, LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES, KEY_REFERENCE,
+        MCP_REFERENCE, INSTALL) and functions (render, probes, on_disk, observe,
+        locations), all from the flavour: ``globals().update(CLIENT.exports())``."""
         f = self.flavor
-        return (f.id, f.title, f.summary, f.binary, ("XDG_CONFIG_HOME",), options(),
-                targets(f), owned_files(f), KEY_REFERENCE, MCP_REFERENCE, f.install)
-
-    def functions(self) -> tuple:
-        """render, probes, on_disk, observe, locations: what a client module exports."""
-        return self.render, self.probes, self.on_disk, self.observe, self.locations
+        return {"FLAVOR": f, "ID": f.id, "TITLE": f.title, "SUMMARY": f.summary,
+                "BINARY": f.binary, "LOCATION_VARS": ("XDG_CONFIG_HOME",),
+                "OPTIONS": options(), "TARGETS": targets(f), "OWNED_FILES": owned_files(f),
+                "KEY_REFERENCE": KEY_REFERENCE, "MCP_REFERENCE": MCP_REFERENCE,
+                "INSTALL": f.install, "render": self.render, "probes": self.probes,
+                "on_disk": self.on_disk, "observe": self.observe, "locations": self.locations}
 
     def provider(self, fleet: Any) -> KeyPath:
         return ("provider", self.cfg(fleet).provider_id)
