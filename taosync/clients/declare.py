@@ -68,6 +68,8 @@ class Opt:
     name: str
     read: KeyPath = ()
     sep: str = ""
+    #: the part written when no option has this name (Cline's provider id)
+    value: str = ""
 
 
 @dataclass(frozen=True)
@@ -553,7 +555,8 @@ class Declared:
     def slot_value(self, fleet: Any, bind: Bind) -> str | None:
         cfg = self.cfg(fleet)
         written, chosen = self.chosen(cfg, bind)
-        prefix = bind.prefix.format_map({o.name: getattr(cfg, o.name) for o in self.opts()})
+        prefix = bind.prefix.format_map({o.name: getattr(cfg, o.name, o.value)
+                                         for o in self.opts()})
         return prefix + fleet.model_for(chosen) if written else None
 
     def opts(self) -> list[Opt]:
@@ -595,7 +598,8 @@ class Declared:
     def path_for(self, fleet: Any, bind: Bind) -> KeyPath:
         """``bind.path`` with each :class:`Opt` part replaced by the option's value."""
         cfg = self.cfg(fleet)
-        return tuple(getattr(cfg, p.name) if isinstance(p, Opt) else p for p in bind.path)
+        return tuple(getattr(cfg, p.name, p.value) if isinstance(p, Opt) else p
+                     for p in bind.path)
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
@@ -733,8 +737,19 @@ class Declared:
             if f.json_object and docs[name] is not None and not isinstance(docs[name], dict):
                 obs.problems.append(f"{self.file(name, env)}: the top level is not a JSON object")
         read = self.read_opts(docs)
-        for bind in self.bindings:
-            doc = docs[bind.file]
+        for name in self.files:
+            self.read_rows(name, docs[name], read, obs, env)
+        if self.mcp is not None:
+            path = self.file(self.mcp_file, env)
+            read_mcp(self.mcp, docs[self.mcp_file], path, obs)
+        self.extra_observe(env, docs, obs)
+        return obs
+
+    def read_rows(self, name: str, doc: Any, read: Mapping[str, str], obs: Observation,
+                  env: ClientEnv, rows: tuple[Bind, ...] = ()) -> None:
+        """The table's rows of file ``name`` (and ``rows``) read back from ``doc``, each
+        :class:`Opt` part the value ``read`` gives it."""
+        for bind in (b for b in (*self.bindings, *rows) if b.file == name):
             parts: Any = tuple(read.get(p.name) if isinstance(p, Opt) else p
                                for p in bind.path)
             if not isinstance(doc, dict) or not all(isinstance(p, str) for p in parts):
@@ -742,16 +757,11 @@ class Declared:
             found, prefix = _get(doc, parts), _filled(bind.prefix, read)
             if found is None or prefix is None:
                 continue
-            self.read_binding(bind, Seen(found, self.file(bind.file, env), keypath_str(parts)),
+            self.read_binding(bind, Seen(found, self.file(name, env), keypath_str(parts)),
                               obs, prefix)
             if bind.role == "url":  # a gateway's entry: the options naming it are imported
                 obs.settings.update({p.name: read[p.name] for p in bind.path
                                      if isinstance(p, Opt) and self.takes(p.name, read[p.name])})
-        if self.mcp is not None:
-            path = self.file(self.mcp_file, env)
-            read_mcp(self.mcp, docs[self.mcp_file], path, obs)
-        self.extra_observe(env, docs, obs)
-        return obs
 
     def read_opts(self, docs: dict) -> dict[str, str]:
         """Each :class:`Opt`'s value as the files say (see :class:`Opt`)."""
