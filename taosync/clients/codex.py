@@ -23,7 +23,6 @@ from taosync.clients.base import (SLOT_LIST, ClientEnv, Finding, Observation, Op
                                   Seen, disk_key, read_plain, safe_url, same_key, shown,
                                   slot_option)
 from taosync.fleet.logic import McpSecret
-from taosync.fleet.secrets import Secret
 from taosync.formats.base import keypath_str
 from taosync.privilege import owner_rights
 
@@ -238,6 +237,9 @@ CLIENT = Codex(
         declare.headers("config", *_PROVIDER, "http_headers"),
         declare.fixed("config", *_PROVIDER, "requires_openai_auth", value=True, inline=True),
         declare.key_env("config", *_PROVIDER, "env_key"),
+        declare.key("config", *_PROVIDER, "experimental_bearer_token",
+                    note="holds the key in config.toml; taosync keeps it in auth.json (or "
+                    "the environment) instead — remove it after apply"),
         declare.fixed("auth", "auth_mode", value="apikey", inline=True),
         declare.key("auth", "OPENAI_API_KEY", env="CODEX_API_KEY"),
     ),
@@ -275,12 +277,6 @@ def _observe(env: ClientEnv, docs: dict, obs: Observation) -> None:
         where = keypath_str(("model_providers", str(provider_id)))
         if not obs.urls:
             obs.provider = Seen(f"provider {provider_id!r} without base_url", config_path, where)
-        token = table.get("experimental_bearer_token")
-        if isinstance(token, str) and token.strip():
-            k = f"{where}.experimental_bearer_token"
-            obs.keys.insert(0, Seen(Secret(token.strip(), f"{config_path} {k}"), config_path, k))
-            obs.notes.append(f"{config_path}: {k} holds the key in config.toml; taosync keeps it "
-                             f"in auth.json (or the environment) instead — remove it after apply")
         uses_auth_json = table.get("requires_openai_auth") is True
         if table.get("wire_api") not in (None, "responses"):
             obs.notes.append(f"{config_path}: wire_api = {table.get('wire_api')!r} is refused by "

@@ -109,6 +109,9 @@ class Bind:
     store: str = ""
     under: KeyPath = ()
     inline: bool = False
+    #: a key taosync reads but never writes (an older or competing spelling the client
+    #: still honours): import reads it as its role says and notes ``{file}: {key} {note}``
+    note: str = ""
 
 
 def url(file: str, *path: Any, env: str = "") -> Bind:
@@ -116,13 +119,13 @@ def url(file: str, *path: Any, env: str = "") -> Bind:
 
 
 def slot(file: str, *path: Any, option: str = "model", prefix: str = "", default: str = "",
-         optional: bool = False, env: str = "") -> Bind:
+         optional: bool = False, env: str = "", note: str = "") -> Bind:
     return Bind(file, tuple(path), "slot", option=option, prefix=prefix, default=default,
-                optional=optional, env=env)
+                optional=optional, env=env, note=note)
 
 
-def key(file: str, *path: Any, env: str = "") -> Bind:
-    return Bind(file, tuple(path), "key", env=env)
+def key(file: str, *path: Any, env: str = "", note: str = "") -> Bind:
+    return Bind(file, tuple(path), "key", env=env, note=note)
 
 
 def key_var(file: str, *path: Any, default: str, store: str, under: KeyPath = ()) -> Bind:
@@ -569,7 +572,7 @@ class Declared:
         cfg = self.cfg(fleet)
         out = []
         for bind in self.bindings:
-            if bind.role == "slot":
+            if bind.role == "slot" and not bind.note:
                 written, chosen = self.chosen(cfg, bind)
                 if written:
                     out.append((bind, chosen))
@@ -604,7 +607,7 @@ class Declared:
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
         for bind in self.bindings:
-            if bind.role in ("key", "key_var", "key_env"):
+            if bind.role in ("key", "key_var", "key_env") or bind.note:
                 continue  # render_key's (in_table_order puts it back in its place)
             value = self.value(fleet, key, bind)
             if value is not None:
@@ -649,9 +652,9 @@ class Declared:
     def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
         """The key bindings: the key inline, or what the client follows by reference
         (a hook: the base writes the key inline, with the central warning)."""
-        keys = [b for b in self.bindings if b.role == "key"]
+        keys = [b for b in self.bindings if b.role == "key" and not b.note]
         ref = self.key_reference(fleet, env, self.file(keys[0].file, env)) if keys else None
-        for bind in self.bindings:
+        for bind in (b for b in self.bindings if not b.note):
             if bind.role == "key" or bind.role == "key_env" and ref is not None:
                 value = key if ref is None else ref.arg if bind.role == "key_env" else \
                     self.key_rule.spell(ref, env)
@@ -790,6 +793,8 @@ class Declared:
         from taosync.fleet.secrets import Secret
 
         value = seen.value
+        if bind.note:
+            obs.notes.append(f"{seen.file}: {seen.key} {bind.note}")
         if bind.role == "headers":
             if bind.join and isinstance(value, str):
                 value = split_headers(value, bind.join)
