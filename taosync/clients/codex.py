@@ -16,7 +16,6 @@ The key: ``env_key = NAME`` makes Codex read ``$NAME`` itself (``secrets: refere
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from taosync.clients import declare
 from taosync.clients.base import (SLOT_LIST, ClientEnv, Finding, Observation, Option, Patch,
@@ -81,8 +80,7 @@ INSTALL = ("npm", "@openai/codex@0.171.0", "")
 PROVIDER_NAME = "taosync gateway"
 
 
-def codex_home(env: ClientEnv) -> Path:
-    return env.location("CODEX_HOME") or env.home / ".codex"
+codex_home = declare.home_dir("CODEX_HOME", ".codex")
 
 
 def profile_name(slot: str) -> str:
@@ -197,9 +195,6 @@ class Codex(declare.Declared):
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
         _observe(env, docs, obs)
 
-    def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
-        return None if obs.urls else f"{where} sets no model_providers.<id>.base_url"
-
     def read_key(self, obs: Observation, env: ClientEnv, where: str):
         """As Codex resolves it: env_key's variable; else experimental_bearer_token;
         else auth.json, which CODEX_API_KEY overrides."""
@@ -244,6 +239,7 @@ CLIENT = Codex(
         declare.key("auth", "OPENAI_API_KEY", env="CODEX_API_KEY"),
     ),
     protocol="openai-responses", path="/responses", options=OPTIONS,
+    places={"url": "model_providers.<id>.base_url"},
     key_rule=declare.KeyRule(("env",), "Codex reads the key only from an environment variable"),
     mcp=MCP_SHAPE, mcp_file="config",
 )

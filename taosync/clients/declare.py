@@ -45,6 +45,12 @@ def gateway_url(fleet: Any, root: str) -> str:
     return fleet.openai_url
 
 
+def home_dir(var: str, name: str) -> Callable[[ClientEnv], Path]:
+    """A client's directory: ``$var`` when set, else ``~/<name>``, the same home-relative
+    path on Linux, macOS and Windows (Codex, Continue, Qwen Code, Vibe)."""
+    return lambda env: env.location(var) or env.home / name
+
+
 # -- the table: which fleet value goes to which key path ----------------------------------
 
 @dataclass(frozen=True)

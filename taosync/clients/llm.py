@@ -20,7 +20,6 @@ from pathlib import Path
 from taosync.clients import declare
 from taosync.clients.base import (ClientEnv, Observation, Seen, disk_key, read_plain, shown,
                                   slot_option, stored_key)
-from taosync.fleet.secrets import Secret
 from taosync.formats.base import Match, keypath_str
 
 ID = "llm"
@@ -165,7 +164,8 @@ def _observe(env: ClientEnv) -> Observation:
     used = default if default in gateway else next(iter(gateway))
     entry = gateway[used]
     at = keypath_str((Match("model_id", used),))
-    obs.urls.append(Seen(entry["api_base"].strip(), models_path, f"{at}.api_base"))
+    CLIENT.read_binding(declare.url("models"), Seen(entry["api_base"], models_path,
+                                                    f"{at}.api_base"), obs)
     wire = entry.get("model_name") if isinstance(entry.get("model_name"), str) else used
     if wire != used:
         obs.notes.append(f"{models_path}: {used} is sent as {wire}; taosync names each "
@@ -177,13 +177,10 @@ def _observe(env: ClientEnv) -> Observation:
         obs.notes.append(f"{models_path}: also registers {', '.join(others)}; taosync "
                          f"registers every model in fleet.yaml's models:, so add them there "
                          f"to keep them")
-    name = entry.get("api_key_name")
-    keys_path = home / "keys.json"
-    value = read_plain(keys_path, "json", obs, (name,)) if isinstance(name, str) else None
-    if isinstance(name, str) and isinstance(value, str) and value.strip():
-        obs.keys.append(Seen(Secret(value.strip(), f"{keys_path} {name}"), keys_path, name))
-    headers = entry.get("headers")
-    if isinstance(headers, dict) and headers:
-        obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()}, models_path,
-                                f"{at}.headers"))
+    name, keys_path = entry.get("api_key_name"), home / "keys.json"
+    if isinstance(name, str):  # the key and headers, read as the table reads them
+        CLIENT.read_binding(declare.key("keys", name), Seen(
+            read_plain(keys_path, "json", obs, (name,)), keys_path, name), obs)
+    CLIENT.read_binding(declare.headers("models"), Seen(entry.get("headers"), models_path,
+                                                        f"{at}.headers"), obs)
     return obs

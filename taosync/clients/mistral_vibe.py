@@ -19,7 +19,6 @@ command/args/env/cwd, or ``"streamable-http"`` with url/headers).
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from taosync.clients import declare
 from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
@@ -76,8 +75,7 @@ DEFAULT_KEY_VAR = "TAOTOKEN_API_KEY"
 _PROVIDER = ("providers", Match("name", PROVIDER))
 
 
-def vibe_home(env: ClientEnv) -> Path:
-    return env.location("VIBE_HOME") or env.home / ".vibe"
+vibe_home = declare.home_dir("VIBE_HOME", ".vibe")
 
 
 def _entries(config: dict, table: str) -> list[dict]:
