@@ -30,7 +30,7 @@ from pathlib import Path
 from taosync.clients import declare
 from taosync.clients.base import (ClientEnv, Finding, Observation, Seen, disk_key, safe_url,
                                   same_key, slot_option)
-from taosync.fleet.secrets import Secret, parse_reference
+from taosync.fleet.secrets import parse_reference
 
 ID = "claude-code"
 BINARY = "claude"  # taosync doctor shows its --version
@@ -153,27 +153,12 @@ def _observe_settings(data: dict, path: Path, obs: Observation) -> None:
                 read.clear()
             obs.slots.clear()
             return
-    small = text("ANTHROPIC_SMALL_FAST_MODEL")
-    if small:
-        obs.slots.setdefault("haiku", []).append(Seen(small, path,
-                                                      "env.ANTHROPIC_SMALL_FAST_MODEL"))
-        obs.notes.append(
-            f"{path}: env.ANTHROPIC_SMALL_FAST_MODEL is deprecated and Claude reads it before "
-            f"ANTHROPIC_DEFAULT_HAIKU_MODEL, which is what taosync writes; remove it")
     model = data.get("model")
     if isinstance(model, str) and model.strip() and not _MODEL_ALIASES.match(model.strip()):
         if "model" in obs.slots:
             obs.notes.append(f"{path}: model {model!r} is overridden by env.ANTHROPIC_MODEL")
         else:
             obs.slots["model"] = [Seen(model.strip(), path, "model")]
-    api_key = text("ANTHROPIC_API_KEY")
-    if api_key:
-        obs.keys.append(Seen(Secret(api_key, f"{path} env.ANTHROPIC_API_KEY"), path,
-                             "env.ANTHROPIC_API_KEY"))
-        obs.notes.append(
-            f"{path}: env.ANTHROPIC_API_KEY (x-api-key) is not what taosync writes: it sets "
-            f"ANTHROPIC_AUTH_TOKEN (Bearer, no interactive approval); remove "
-            f"ANTHROPIC_API_KEY once `taosync apply` has run")
     helper = data.get("apiKeyHelper")
     if isinstance(helper, str) and helper.strip():
         if obs.keys:
@@ -201,12 +186,20 @@ CLIENT = ClaudeCode(
                            option="sonnet", default="model"),
               declare.slot("settings", "env", "ANTHROPIC_DEFAULT_HAIKU_MODEL", option="haiku",
                            optional=True),
+              declare.slot("settings", "env", "ANTHROPIC_SMALL_FAST_MODEL", option="haiku",
+                           note="is deprecated and Claude reads it before "
+                           "ANTHROPIC_DEFAULT_HAIKU_MODEL, which is what taosync writes; "
+                           "remove it"),
               declare.slot("settings", "env", "ANTHROPIC_DEFAULT_OPUS_MODEL", option="opus",
                            optional=True),
               declare.headers("settings", "env", "ANTHROPIC_CUSTOM_HEADERS",
                               join=(": ", "\n")),
               declare.key("settings", "env", "ANTHROPIC_AUTH_TOKEN"),
-              declare.fallbacks("settings", "fallbackModel")),
+              declare.fallbacks("settings", "fallbackModel"),
+              declare.key("settings", "env", "ANTHROPIC_API_KEY",
+                          note="(x-api-key) is not what taosync writes: it sets "
+                          "ANTHROPIC_AUTH_TOKEN (Bearer, no interactive approval); remove "
+                          "ANTHROPIC_API_KEY once `taosync apply` has run")),
     key_rule=declare.KeyRule(("env", "file", "cmd", "shell"),
                              "Claude Code runs apiKeyHelper to read it"),
     places={"key": "env.ANTHROPIC_AUTH_TOKEN, env.ANTHROPIC_API_KEY or apiKeyHelper",

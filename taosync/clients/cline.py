@@ -139,6 +139,9 @@ def now_iso() -> str:
 
 #: the provider entry taosync owns in providers.json
 P = ("providers", PROVIDER)
+#: its rows' key path (import reads them under the gateway's provider id, which may be
+#: "openai": :meth:`Cline.observe`)
+_ROW = ("providers", declare.Opt("provider", value=PROVIDER))
 #: provider ids of the current store that mean "an OpenAI-compatible base URL"
 _GATEWAY_IDS = (PROVIDER, "openai")
 
@@ -158,13 +161,6 @@ class Cline(declare.Declared):
                               ID, secret=mcp.secret)
                         for editor in editors(self.cfg(fleet), env)]
         return patches
-
-    def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
-        """The key inline into both stores (Cline reads it nowhere else); one warning."""
-        self.key_reference(fleet, env, self.file("providers", env))
-        for bind in self.bindings:
-            if bind.role == "key":
-                values[bind.file][bind.path] = key
 
     def mcp_values(self, fleet: Any, key: Any, env: ClientEnv, path: Path) -> tuple[dict, bool]:
         values, holds_key = super().mcp_values(fleet, key, env, path)
@@ -192,20 +188,6 @@ class Cline(declare.Declared):
 
     # -- reading back -------------------------------------------------------------------
 
-    def read_store(self, name: str, doc: Any, obs: Observation, env: ClientEnv,
-                   provider_id: str = PROVIDER, more: tuple[declare.Bind, ...] = ()) -> None:
-        """The bindings of file ``name`` (and ``more``) read from ``doc``; the current
-        store's provider entry is the one under ``provider_id``."""
-        path = self.file(name, env)
-        for bind in (b for b in (*self.bindings, *more) if b.file == name):
-            at = tuple(provider_id if part == PROVIDER and i == 1 else part
-                       for i, part in enumerate(bind.path))
-            found = doc
-            for part in at:
-                found = found.get(part) if isinstance(found, dict) else None
-            if found is not None:
-                self.read_binding(bind, Seen(found, path, keypath_str(at)), obs)
-
     def observe(self, env: ClientEnv) -> Observation:
         """What Cline's stores say: providers.json, the legacy store, the MCP files."""
         obs = Observation(ID, protocol="openai")
@@ -227,7 +209,7 @@ class Cline(declare.Declared):
                     obs.notes.append(f"{path}: the gateway is under provider id "
                                      f"{gateway_id!r}; taosync writes {PROVIDER!r} and makes "
                                      f"it lastUsedProvider")
-                self.read_store("providers", current, obs, env, gateway_id)
+                self.read_rows("providers", current, {"provider": gateway_id}, obs, env)
             elif last is not None:
                 obs.provider = Seen(f"provider {last!r}", path, "lastUsedProvider")
                 if gateway_id is not None:
@@ -238,10 +220,10 @@ class Cline(declare.Declared):
         if isinstance(state, dict) and obs.provider is None:
             act = state.get("actModeApiProvider") or state.get("apiProvider")
             if act == "openai":  # the legacy store (and its older openAiModelId)
-                self.read_store("state", state, obs, env,
-                                more=(declare.slot("state", "openAiModelId"),))
-                self.read_store("secrets", read_plain(self.file("secrets", env), "json", obs),
-                                obs, env)
+                self.read_rows("state", state, {}, obs, env,
+                               (declare.slot("state", "openAiModelId"),))
+                self.read_rows("secrets", read_plain(self.file("secrets", env), "json", obs),
+                               {}, obs, env)
             elif act and not active_current:
                 obs.provider = Seen(f"provider {act!r} (legacy extension store)",
                                     self.file("state", env), "actModeApiProvider")
@@ -305,12 +287,12 @@ CLIENT = Cline(
            "secrets": declare.File(lambda env: _data(env) / "secrets.json", "json")},
     bindings=(
         declare.fixed("providers", "lastUsedProvider", value=PROVIDER),
-        declare.fixed("providers", *P, "settings", "provider", value=PROVIDER),
-        declare.key("providers", *P, "settings", "apiKey"),
-        declare.slot("providers", *P, "settings", "model"),
-        declare.url("providers", *P, "settings", "baseUrl"),
-        declare.headers("providers", *P, "settings", "headers"),
-        declare.fixed("providers", *P, "tokenSource", value="manual"),
+        declare.fixed("providers", *_ROW, "settings", "provider", value=PROVIDER),
+        declare.key("providers", *_ROW, "settings", "apiKey"),
+        declare.slot("providers", *_ROW, "settings", "model"),
+        declare.url("providers", *_ROW, "settings", "baseUrl"),
+        declare.headers("providers", *_ROW, "settings", "headers"),
+        declare.fixed("providers", *_ROW, "tokenSource", value="manual"),
         # the legacy extension store (v3.89.2 keys)
         declare.fixed("state", "planModeApiProvider", value="openai"),
         declare.fixed("state", "actModeApiProvider", value="openai"),

@@ -16,14 +16,12 @@ The key: ``env_key = NAME`` makes Codex read ``$NAME`` itself (``secrets: refere
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from taosync.clients import declare
 from taosync.clients.base import (SLOT_LIST, ClientEnv, Finding, Observation, Option, Patch,
                                   Seen, disk_key, read_plain, safe_url, same_key, shown,
                                   slot_option)
 from taosync.fleet.logic import McpSecret
-from taosync.fleet.secrets import Secret
 from taosync.formats.base import keypath_str
 from taosync.privilege import owner_rights
 
@@ -82,8 +80,7 @@ INSTALL = ("npm", "@openai/codex@0.171.0", "")
 PROVIDER_NAME = "taosync gateway"
 
 
-def codex_home(env: ClientEnv) -> Path:
-    return env.location("CODEX_HOME") or env.home / ".codex"
+codex_home = declare.home_dir("CODEX_HOME", ".codex")
 
 
 def profile_name(slot: str) -> str:
@@ -169,16 +166,6 @@ class Codex(declare.Declared):
     named by env_key (reference); each profile is a file of its own; import reads
     Codex's own providers and profile files."""
 
-    def render_key(self, fleet, key, env, values) -> None:
-        provider = ("model_providers", self.cfg(fleet).provider_id)
-        ref = self.key_reference(fleet, env, self.file("auth", env))
-        if ref is not None:
-            values["config"][provider + ("env_key",)] = ref.arg
-            values["auth"].clear()  # auth.json is written for an inline key only
-        else:
-            values["config"][provider + ("requires_openai_auth",)] = True
-            values["auth"][("OPENAI_API_KEY",)] = key
-
     def render(self, fleet, key, env) -> list[Patch]:
         cfg = self.cfg(fleet)
         patches = super().render(fleet, key, env)
@@ -199,11 +186,14 @@ class Codex(declare.Declared):
         return [("model", cfg.model)] + [(f"profiles[{name}]", slot)
                                          for slot, name in _profiles(cfg)]
 
-    def observe(self, env: ClientEnv) -> Observation:
-        return _observe(env)
+    def read_opts(self, docs: dict) -> dict[str, str]:
+        """As the table says, but ``model_providers.openai`` is never followed: Codex
+        ignores a redefinition of its built-in provider."""
+        read = super().read_opts(docs)
+        return {} if read.get("provider_id") == "openai" else read
 
-    def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
-        return None if obs.urls else f"{where} sets no model_providers.<id>.base_url"
+    def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
+        _observe(env, docs, obs)
 
     def read_key(self, obs: Observation, env: ClientEnv, where: str):
         """As Codex resolves it: env_key's variable; else experimental_bearer_token;
@@ -220,10 +210,10 @@ class Codex(declare.Declared):
         return (seen, *(overriding or disk_key("literal", seen.value.reveal(), key_where, env)))
 
 
-_PROVIDER = ("model_providers", declare.Opt("provider_id"))
+_PROVIDER = ("model_providers", declare.Opt("provider_id", read=("model_provider",)))
 MCP_SHAPE = declare.McpShape(
     ("mcp_servers",), args_always=False, headers_at=("http_headers",), sse=None,
-    by_fields=_mcp_fields,
+    by_fields=_mcp_fields, disabled={"enabled": False},
     # url = streamable HTTP; no sse form in config.toml (not in clients.md; third-party
     # reports, unverified here)
     note="Codex passes an MCP server only whole ${env:NAME} values: env under the same "
@@ -240,10 +230,16 @@ CLIENT = Codex(
         declare.url("config", *_PROVIDER, "base_url"),
         declare.fixed("config", *_PROVIDER, "wire_api", value="responses"),
         declare.headers("config", *_PROVIDER, "http_headers"),
-        declare.fixed("auth", "auth_mode", value="apikey"),
+        declare.fixed("config", *_PROVIDER, "requires_openai_auth", value=True, inline=True),
+        declare.key_env("config", *_PROVIDER, "env_key"),
+        declare.key("config", *_PROVIDER, "experimental_bearer_token",
+                    note="holds the key in config.toml; taosync keeps it in auth.json (or "
+                    "the environment) instead — remove it after apply"),
+        declare.fixed("auth", "auth_mode", value="apikey", inline=True),
         declare.key("auth", "OPENAI_API_KEY", env="CODEX_API_KEY"),
     ),
-    protocol="openai-responses", path="/responses",
+    protocol="openai-responses", path="/responses", options=OPTIONS,
+    places={"url": "model_providers.<id>.base_url"},
     key_rule=declare.KeyRule(("env",), "Codex reads the key only from an environment variable"),
     mcp=MCP_SHAPE, mcp_file="config",
 )
@@ -260,41 +256,23 @@ _BUILTIN = {"openai": "OpenAI's own API", "ollama": "Ollama (local)",
             "lmstudio": "LM Studio (local)", "oss": "a local open-source model server"}
 
 
-def _observe(env: ClientEnv) -> Observation:
-    """What ``$CODEX_HOME`` says: config.toml, auth.json and profile files."""
+def _observe(env: ClientEnv, docs: dict, obs: Observation) -> None:
+    """What the table cannot read in ``$CODEX_HOME``: a provider without a base URL or
+    built into Codex, a key in config.toml, auth.json only when the provider uses it,
+    the profile files, MCP settings fleet.yaml cannot express."""
     home = codex_home(env)
-    config_path = home / "config.toml"
-    obs = Observation(ID, protocol="openai")
-    config = read_plain(config_path, "toml", obs)
+    config_path, auth_path, config = home / "config.toml", home / "auth.json", docs["config"]
     if not isinstance(config, dict):
-        return obs
-
+        obs.keys.clear()
+        return
     provider_id = config.get("model_provider")
-    providers = config.get("model_providers")
-    table = providers.get(provider_id) if isinstance(providers, dict) and \
-        isinstance(provider_id, str) else None
+    table = declare._get(config, ("model_providers", provider_id)) \
+        if isinstance(provider_id, str) else None
     uses_auth_json = False
-    if isinstance(table, dict) and isinstance(provider_id, str) and provider_id != "openai":
-        where = ("model_providers", provider_id)
-        for bind in CLIENT.bindings:  # base_url and http_headers, by the table
-            if bind.path[0] == "model_providers" and bind.path[-1] in table:
-                CLIENT.read_binding(bind, Seen(table[bind.path[-1]], config_path,
-                                               keypath_str(where + bind.path[-1:])), obs)
+    if isinstance(table, dict) and provider_id != "openai":
+        where = keypath_str(("model_providers", str(provider_id)))
         if not obs.urls:
-            obs.provider = Seen(f"provider {provider_id!r} without base_url", config_path,
-                                keypath_str(where))
-        if re.fullmatch(r"[A-Za-z0-9_-]+", provider_id):
-            obs.settings["provider_id"] = provider_id
-        env_key = table.get("env_key")
-        if isinstance(env_key, str) and env_key.strip():
-            obs.key_envs.append(Seen(env_key.strip(), config_path, keypath_str(where + ("env_key",))))
-            obs.settings["secrets"] = "reference"
-        token = table.get("experimental_bearer_token")
-        if isinstance(token, str) and token.strip():
-            k = keypath_str(where + ("experimental_bearer_token",))
-            obs.keys.append(Seen(Secret(token.strip(), f"{config_path} {k}"), config_path, k))
-            obs.notes.append(f"{config_path}: {k} holds the key in config.toml; taosync keeps it "
-                             f"in auth.json (or the environment) instead — remove it after apply")
+            obs.provider = Seen(f"provider {provider_id!r} without base_url", config_path, where)
         uses_auth_json = table.get("requires_openai_auth") is True
         if table.get("wire_api") not in (None, "responses"):
             obs.notes.append(f"{config_path}: wire_api = {table.get('wire_api')!r} is refused by "
@@ -307,27 +285,17 @@ def _observe(env: ClientEnv) -> Observation:
                              f"taosync writes its own [model_providers.<id>] and points "
                              f"model_provider at it")
             uses_auth_json = True
-        elif "model" in config or _exists(home / "auth.json"):
+        elif "model" in config or _exists(auth_path):
             obs.provider = Seen(_BUILTIN["openai"] + " (no model_provider)", config_path,
                                 "model_provider")
     else:
         label = _BUILTIN.get(provider_id, f"provider {provider_id!r} (no [model_providers] table)")
         obs.provider = Seen(label, config_path, "model_provider")
-
-    model = config.get("model")
-    if isinstance(model, str) and model.strip():
-        obs.slots["model"] = [Seen(model.strip(), config_path, "model")]
-
-    if uses_auth_json:
-        auth_path = home / "auth.json"
-        auth = read_plain(auth_path, "json", obs)
-        if isinstance(auth, dict):
-            key = auth.get("OPENAI_API_KEY")
-            if isinstance(key, str) and key.strip():
-                obs.keys.append(Seen(Secret(key.strip(), f"{auth_path} OPENAI_API_KEY"),
-                                     auth_path, "OPENAI_API_KEY"))
-            elif auth.get("tokens"):
-                obs.notes.append(f"{auth_path}: a ChatGPT login, not an API key")
+    if not uses_auth_json:  # Codex reads auth.json's key only for such a provider
+        obs.keys[:] = [k for k in obs.keys if k.file != auth_path]
+    elif declare._get(docs["auth"], ("tokens",)) and \
+            not any(k.file == auth_path for k in obs.keys):
+        obs.notes.append(f"{auth_path}: a ChatGPT login, not an API key")
 
     if isinstance(config.get("profiles"), dict) and config["profiles"]:
         obs.notes.append(f"{config_path}: [profiles.*] tables are not read by Codex since "
@@ -351,20 +319,12 @@ def _observe(env: ClientEnv) -> Observation:
             obs.slots[f"profiles[{name}]"] = [Seen(pmodel.strip(), path, "model")]
 
     servers = config.get("mcp_servers")
-    servers = servers if isinstance(servers, dict) else {}
-    disabled = [name for name, entry in servers.items()
-                if isinstance(entry, dict) and entry.get("enabled") is False]
-    obs.notes += [f"{config_path}: MCP server {name!r} is disabled; not imported"
-                  for name in disabled]
-    declare.read_mcp(MCP_SHAPE, {"mcp_servers": {name: entry for name, entry in servers.items()
-                                                  if name not in disabled}}, config_path, obs)
-    for name, entry in servers.items():
+    for name, entry in servers.items() if isinstance(servers, dict) else ():
         if name in obs.mcp_servers and "command" not in entry and \
                 entry.get("bearer_token_env_var"):
             obs.notes.append(f"{config_path}: MCP server {name!r} reads a bearer token from "
                              f"${entry['bearer_token_env_var']}, which fleet.yaml cannot "
                              f"express; that setting stays in config.toml")
-    return obs
 
 
 # -- doctor ----------------------------------------------------------------------------------

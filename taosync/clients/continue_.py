@@ -83,8 +83,7 @@ OPTIONS = (
 )
 
 
-def continue_dir(env: ClientEnv) -> Path:
-    return env.location("CONTINUE_GLOBAL_DIR") or env.home / ".continue"
+continue_dir = declare.home_dir("CONTINUE_GLOBAL_DIR", ".continue")
 
 
 def _models(fleet, cfg) -> dict[str, tuple[str | None, list[str]]]:

@@ -9,8 +9,10 @@ come ``render`` (what ``apply`` writes), ``observe`` (what ``import`` reads back
 The rules no client may forget live here, once:
 
 * **secret mode** (:meth:`Declared.key_reference`): under ``secrets: reference`` a client
-  gets the reference in the form it can follow (:class:`KeyRule`), or the key inline with
-  one warning that says why;
+  gets the reference in the form it can follow (:class:`KeyRule`, whose ``forms`` import
+  reads back too), or the key inline with one warning that says why;
+* **rows named by an option** (:class:`Opt`): import finds the entry the way the client
+  does, through the key that names it, and reads the same rows there;
 * **MCP entries** (:class:`McpShape`): one builder writes every client's entries and one
   reader reads them back; an MCP secret the client cannot expand is named in a warning;
 * **headers** (``sends_headers=False``): a client that cannot send
@@ -24,6 +26,7 @@ file precedence) a client adds by overriding a hook of :class:`Declared`: ``extr
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -43,6 +46,12 @@ def gateway_url(fleet: Any, root: str) -> str:
     return fleet.openai_url
 
 
+def home_dir(var: str, name: str) -> Callable[[ClientEnv], Path]:
+    """A client's directory: ``$var`` when set, else ``~/<name>``, the same home-relative
+    path on Linux, macOS and Windows (Codex, Continue, Qwen Code, Vibe)."""
+    return lambda env: env.location(var) or env.home / name
+
+
 # -- the table: which fleet value goes to which key path ----------------------------------
 
 @dataclass(frozen=True)
@@ -58,9 +67,16 @@ class File:
 @dataclass(frozen=True)
 class Opt:
     """A key path part that is the value of one of the client's fleet options (Codex's
-    ``[model_providers.<provider_id>]``)."""
+    ``[model_providers.<provider_id>]``). Import reads it back from the key path ``read``
+    of the same file (Codex's ``model_provider``), the text before ``sep`` when given
+    (opencode's ``model = "<provider_id>/<id>"``), and imports it as that option when
+    the option takes it (:attr:`Declared.options`)."""
 
     name: str
+    read: KeyPath = ()
+    sep: str = ""
+    #: the part written when no option has this name (Cline's provider id)
+    value: str = ""
 
 
 @dataclass(frozen=True)
@@ -68,15 +84,19 @@ class Bind:
     """One owned key path and the fleet value it holds.
 
     ``role``: ``url`` (the gateway base URL), ``slot`` (a model: ``option`` names the
-    client's fleet option, ``prefix`` is put before the id), ``key`` (the gateway key,
-    inline), ``headers`` (``gateway.headers`` as a map), ``fallbacks`` (the chain of slot
-    ``option`` for the client's own per-request failover, see :func:`fallbacks`),
-    ``fixed`` (``value`` as is) or ``computed`` (``value(fleet, the client's options)``;
-    None: not written). A part of ``path`` may be an :class:`Opt`.
+    client's fleet option, ``prefix`` is put before the id; ``{name}`` in it is an
+    :class:`Opt`'s value), ``key`` (the gateway key, inline), ``headers``
+    (``gateway.headers`` as a map), ``fallbacks`` (the chain of slot ``option`` for the
+    client's own per-request failover, see :func:`fallbacks`), ``fixed`` (``value`` as is)
+    or ``computed`` (``value(fleet, the client's options)``; None: not written). A part of
+    ``path`` may be an :class:`Opt`.
     ``default``: for a slot whose option is unset, the option it falls back to
     (Claude Code's ``sonnet`` → ``model``); ``optional``: an unset slot is not written.
     ``join``: headers written as one text, (between name and value, between headers):
     Claude Code's ``ANTHROPIC_CUSTOM_HEADERS``, ``(": ", "\n")``.
+    ``key_env`` (the variable of an ``${env:NAME}`` key reference the client follows:
+    NAME, written only then). ``inline``: written only when the key is written inline
+    (Codex's ``requires_openai_auth``).
     ``env``: an environment variable the client reads before this key (shell-gpt's
     ``DEFAULT_MODEL``, Codex's ``CODEX_API_KEY``): render warns when it is set, verify
     probes what it says. ``key_var``: the name of the variable the client reads the key
@@ -96,6 +116,10 @@ class Bind:
     env: str = ""
     store: str = ""
     under: KeyPath = ()
+    inline: bool = False
+    #: a key taosync reads but never writes (an older or competing spelling the client
+    #: still honours): import reads it as its role says and notes ``{file}: {key} {note}``
+    note: str = ""
 
 
 def url(file: str, *path: Any, env: str = "") -> Bind:
@@ -103,13 +127,13 @@ def url(file: str, *path: Any, env: str = "") -> Bind:
 
 
 def slot(file: str, *path: Any, option: str = "model", prefix: str = "", default: str = "",
-         optional: bool = False, env: str = "") -> Bind:
+         optional: bool = False, env: str = "", note: str = "") -> Bind:
     return Bind(file, tuple(path), "slot", option=option, prefix=prefix, default=default,
-                optional=optional, env=env)
+                optional=optional, env=env, note=note)
 
 
-def key(file: str, *path: Any, env: str = "") -> Bind:
-    return Bind(file, tuple(path), "key", env=env)
+def key(file: str, *path: Any, env: str = "", note: str = "") -> Bind:
+    return Bind(file, tuple(path), "key", env=env, note=note)
 
 
 def key_var(file: str, *path: Any, default: str, store: str, under: KeyPath = ()) -> Bind:
@@ -157,8 +181,12 @@ def failover_option(client: str) -> Option:
                   f"unavailable) is retried on the next candidate by the client itself.")
 
 
-def fixed(file: str, *path: Any, value: Any) -> Bind:
-    return Bind(file, tuple(path), "fixed", value=value)
+def fixed(file: str, *path: Any, value: Any, inline: bool = False) -> Bind:
+    return Bind(file, tuple(path), "fixed", value=value, inline=inline)
+
+
+def key_env(file: str, *path: Any) -> Bind:
+    return Bind(file, tuple(path), "key_env")
 
 
 def computed(file: str, *path: Any, value: Callable[[Any, Any], Any]) -> Bind:
@@ -173,6 +201,10 @@ class KeyRule:
     empty when it reads the key only from its own files. ``why``: the sentence the
     warning gives when the fleet's reference is not one of them. ``only``: the one
     variable an ``${env:…}`` reference must name (Gemini CLI's ``GEMINI_API_KEY``).
+    ``forms``: how the key binding spells a reference it follows, by kind, ``{}`` the
+    variable or the absolute path (opencode's ``{env:NAME}``); a kind it follows with no
+    form leaves the binding unwritten (the client reads the variable by itself). Import
+    reads a form back as the variable (``env``) or the file (``cat PATH``, a helper).
     """
 
     reads: tuple[str, ...] = ()
@@ -183,6 +215,25 @@ class KeyRule:
     #: a variable the client reads before the key its files hold (shell-gpt's
     #: OPENAI_API_KEY beats .sgptrc, Gemini CLI's GEMINI_API_KEY beats ~/.gemini/.env)
     first: str = ""
+    forms: Mapping[str, str] = field(default_factory=dict)
+
+    def spell(self, ref: Any, env: ClientEnv) -> str | None:
+        """Reference ``ref`` in the key binding's form (None: no form, not written)."""
+        form = self.forms.get(ref.kind)
+        if form is None:
+            return None
+        from taosync.fleet.secrets import expand_path
+
+        arg = ref.arg if ref.kind != "file" else str(expand_path(ref.arg, env.home).absolute())
+        return form.format(arg)
+
+    def parse(self, text: str) -> tuple[str, str] | None:
+        """(kind, variable or path) when ``text`` is one of the forms, else None."""
+        for kind, form in self.forms.items():
+            head, _, tail = form.format("\0").partition("\0")
+            if text.startswith(head) and text.endswith(tail) and len(text) > len(head + tail):
+                return kind, text[len(head):len(text) - len(tail)].strip()
+        return None
 
 
 # -- a key by command: what a client runs through a shell for the key --------------------
@@ -403,6 +454,14 @@ def _transport(shape: McpShape, entry: dict) -> str:
     return "http"
 
 
+def _filled(prefix: str, read: Mapping[str, str]) -> str | None:
+    """A slot's prefix with its :class:`Opt` values read (None: one is not there)."""
+    try:
+        return prefix.format_map(read)
+    except KeyError:
+        return None
+
+
 def _holds(key: Any, values: Mapping[KeyPath, Any]) -> bool:
     """Whether owned values hold the gateway key (the file is then 0600)."""
     return any(value is key for value in values.values()) or key.found_in(list(values.values()))
@@ -440,6 +499,9 @@ class Declared:
     mcp: McpShape | None = None
     mcp_file: str = ""
     places: Mapping[str, str] = field(default_factory=dict)
+    #: the client's fleet options (an :class:`Opt` read back is imported as one when it
+    #: takes the value: its pattern, not reserved)
+    options: tuple = ()
 
     @property
     def ID(self) -> str:  # noqa: N802 - what start_on_disk reads of a client module
@@ -592,15 +654,23 @@ class Declared:
         return not (chosen is None and bind.optional), chosen
 
     def slot_value(self, fleet: Any, bind: Bind) -> str | None:
-        written, chosen = self.chosen(self.cfg(fleet), bind)
-        return bind.prefix + fleet.model_for(chosen) if written else None
+        cfg = self.cfg(fleet)
+        written, chosen = self.chosen(cfg, bind)
+        prefix = bind.prefix.format_map({o.name: getattr(cfg, o.name, o.value)
+                                         for o in self.opts()})
+        return prefix + fleet.model_for(chosen) if written else None
+
+    def opts(self) -> list[Opt]:
+        """The :class:`Opt` parts of the table's key paths, each once."""
+        parts = [p for b in self.bindings for p in b.path if isinstance(p, Opt)]
+        return [p for i, p in enumerate(parts) if p not in parts[:i]]
 
     def slots(self, fleet: Any) -> list[tuple[Bind, str | None]]:
         """(binding, the fleet slot it uses) for every slot that is written."""
         cfg = self.cfg(fleet)
         out = []
         for bind in self.bindings:
-            if bind.role == "slot":
+            if bind.role == "slot" and not bind.note:
                 written, chosen = self.chosen(cfg, bind)
                 if written:
                     out.append((bind, chosen))
@@ -641,12 +711,13 @@ class Declared:
     def path_for(self, fleet: Any, bind: Bind) -> KeyPath:
         """``bind.path`` with each :class:`Opt` part replaced by the option's value."""
         cfg = self.cfg(fleet)
-        return tuple(getattr(cfg, p.name) if isinstance(p, Opt) else p for p in bind.path)
+        return tuple(getattr(cfg, p.name, p.value) if isinstance(p, Opt) else p
+                     for p in bind.path)
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
         for bind in self.bindings:
-            if bind.role in ("key", "key_var"):
+            if bind.role in ("key", "key_var", "key_env") or bind.note:
                 continue  # render_key's (in_table_order puts it back in its place)
             value = self.value(fleet, key, bind)
             if value is not None:
@@ -694,10 +765,16 @@ class Declared:
     def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
         """The key bindings: the key inline, or what the client follows by reference
         (a hook: the base writes the key inline, with the central warning)."""
-        for bind in self.bindings:
-            if bind.role == "key":
-                self.key_reference(fleet, env, self.file(bind.file, env))
-                values[bind.file][self.path_for(fleet, bind)] = key
+        keys = [b for b in self.bindings if b.role == "key" and not b.note]
+        ref = self.key_reference(fleet, env, self.file(keys[0].file, env)) if keys else None
+        for bind in (b for b in self.bindings if not b.note):
+            if bind.role == "key" or bind.role == "key_env" and ref is not None:
+                value = key if ref is None else ref.arg if bind.role == "key_env" else \
+                    self.key_rule.spell(ref, env)
+                if value is not None:
+                    values[bind.file][self.path_for(fleet, bind)] = value
+            elif bind.inline and ref is not None:  # the key is not inline
+                values[bind.file].pop(self.path_for(fleet, bind), None)
             elif bind.role == "key_var":
                 var = self.key_var_name(fleet, bind)
                 values[bind.file][self.path_for(fleet, bind)] = var
@@ -777,27 +854,62 @@ class Declared:
         for name, f in self.files.items():
             if f.json_object and docs[name] is not None and not isinstance(docs[name], dict):
                 obs.problems.append(f"{self.file(name, env)}: the top level is not a JSON object")
-        for bind in self.bindings:
-            doc = docs[bind.file]
-            if not isinstance(doc, dict):
-                continue
-            found = _get(doc, bind.path) if all(isinstance(p, str) for p in bind.path) \
-                else None
-            if found is None:
-                continue
-            seen = Seen(found, self.file(bind.file, env), keypath_str(bind.path))
-            self.read_binding(bind, seen, obs)
+        read = self.read_opts(docs)
+        for name in self.files:
+            self.read_rows(name, docs[name], read, obs, env)
         if self.mcp is not None:
             path = self.file(self.mcp_file, env)
             read_mcp(self.mcp, docs[self.mcp_file], path, obs)
         self.extra_observe(env, docs, obs)
         return obs
 
-    def read_binding(self, bind: Bind, seen: Seen, obs: Observation) -> None:
-        """One value read back into the observation, by its role."""
+    def read_rows(self, name: str, doc: Any, read: Mapping[str, str], obs: Observation,
+                  env: ClientEnv, rows: tuple[Bind, ...] = ()) -> None:
+        """The table's rows of file ``name`` (and ``rows``) read back from ``doc``, each
+        :class:`Opt` part the value ``read`` gives it."""
+        for bind in (b for b in (*self.bindings, *rows) if b.file == name):
+            parts: Any = tuple(read.get(p.name) if isinstance(p, Opt) else p
+                               for p in bind.path)
+            if not isinstance(doc, dict) or not all(isinstance(p, str) for p in parts):
+                continue
+            found, prefix = _get(doc, parts), _filled(bind.prefix, read)
+            if found is None or prefix is None:
+                continue
+            self.read_binding(bind, Seen(found, self.file(name, env), keypath_str(parts)),
+                              obs, prefix)
+            if bind.role == "url":  # a gateway's entry: the options naming it are imported
+                obs.settings.update({p.name: read[p.name] for p in bind.path
+                                     if isinstance(p, Opt) and self.takes(p.name, read[p.name])})
+
+    def read_opts(self, docs: dict) -> dict[str, str]:
+        """Each :class:`Opt`'s value as the files say (see :class:`Opt`)."""
+        out: dict[str, str] = {}
+        for bind in self.bindings:
+            for part in bind.path:
+                if not isinstance(part, Opt):
+                    continue
+                text = _get(docs[bind.file], part.read)
+                if isinstance(text, str) and part.sep in text:
+                    out.setdefault(part.name, text.partition(part.sep)[0] if part.sep else text)
+        return out
+
+    def takes(self, name: str, value: str) -> bool:
+        """Whether option ``name`` takes ``value`` (its pattern, not reserved)."""
+        import re
+
+        option = next((o for o in self.options if o.name == name), None)
+        return option is not None and value not in option.reserved and \
+            (option.pattern is None or re.fullmatch(option.pattern, value) is not None)
+
+    def read_binding(self, bind: Bind, seen: Seen, obs: Observation,
+                     prefix: str | None = None) -> None:
+        """One value read back into the observation, by its role (``prefix``: a slot's,
+        its :class:`Opt` values filled in)."""
         from taosync.fleet.secrets import Secret
 
         value = seen.value
+        if bind.note:
+            obs.notes.append(f"{seen.file}: {seen.key} {bind.note}")
         if bind.role == "headers":
             if bind.join and isinstance(value, str):
                 value = split_headers(value, bind.join)
@@ -817,13 +929,24 @@ class Declared:
         if bind.role == "url":
             obs.urls.append(Seen(value, seen.file, seen.key))
         elif bind.role == "key":
-            obs.keys.append(Seen(Secret(value, f"{seen.file} {seen.key}"), seen.file,
-                                 seen.key))
-        elif bind.role == "key_var":
+            form = self.key_rule.parse(value)
+            if form is None:
+                obs.keys.append(Seen(Secret(value, f"{seen.file} {seen.key}"), seen.file,
+                                     seen.key))
+                return
+            obs.settings["secrets"] = "reference"
+            if form[0] == "env":
+                obs.key_envs.append(Seen(form[1], seen.file, seen.key))
+            else:
+                obs.key_helper = Seen(f"cat {shlex.quote(form[1])}", seen.file, seen.key)
+        elif bind.role in ("key_var", "key_env"):
             obs.key_envs.append(Seen(value, seen.file, seen.key))
+            if bind.role == "key_env":
+                obs.settings["secrets"] = "reference"
         elif bind.role == "slot":
-            if not value.startswith(bind.prefix):
-                what = f"{bind.prefix}<id> gateway model"
+            prefix = bind.prefix if prefix is None else prefix
+            if not value.startswith(prefix):
+                what = f"{prefix}<id> gateway model"
                 if bind.option == "model":
                     obs.provider = Seen(f"model {value!r} (not an {what})", seen.file,
                                         seen.key)
@@ -832,7 +955,7 @@ class Declared:
                                      f"not imported")
                 return
             obs.slots.setdefault(bind.option, []).append(
-                Seen(value[len(bind.prefix):], seen.file, seen.key))
+                Seen(value[len(prefix):], seen.file, seen.key))
 
     def read_stored_key(self, var: str, docs: dict, env: ClientEnv, obs: Observation,
                         stores: tuple[str, ...] = ()) -> None:

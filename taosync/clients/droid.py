@@ -259,7 +259,8 @@ class Droid(declare.Declared):
 
     # -- reading back -------------------------------------------------------------------
 
-    def read_binding(self, bind: declare.Bind, seen: Seen, obs: Observation) -> None:
+    def read_binding(self, bind: declare.Bind, seen: Seen, obs: Observation,
+                     prefix: str | None = None) -> None:
         """Nothing by the table's paths: the entries read are those the defaults name."""
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:

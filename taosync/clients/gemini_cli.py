@@ -108,10 +108,6 @@ class GeminiCli(declare.Declared):
             patch.secret = patch.secret or patch.format == "dotenv"
         return patches
 
-    def render_key(self, fleet, key, env, values) -> None:
-        if self.key_reference(fleet, env, self.file("env", env)) is None:
-            values["env"][(KEY_VAR,)] = key
-
     def mcp_name(self, name: str, taken: dict[str, str], env: ClientEnv) -> str | None:
         mapped = name.replace("_", "-")
         if taken.get(mapped, name) != name:

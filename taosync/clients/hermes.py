@@ -198,7 +198,8 @@ class Hermes(declare.Declared):
 
     # -- import -------------------------------------------------------------------------
 
-    def read_binding(self, bind: declare.Bind, seen: Seen, obs: Observation) -> None:
+    def read_binding(self, bind: declare.Bind, seen: Seen, obs: Observation,
+                     prefix: str | None = None) -> None:
         """Nothing by the table's paths: the entry read is the one model.provider names."""
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:

@@ -24,7 +24,4 @@ CLIENT = Family.of(Flavor(
     overrides=("KILO_CONFIG", "KILO_CONFIG_CONTENT"), binary="kilo",
     install=("npm", "@kilocode/cli@7.7.7", ""),
     summary="Kilo CLI (opencode fork; OpenAI chat): model, small_model, provider_id."))
-FLAVOR = CLIENT.flavor
-(ID, TITLE, SUMMARY, BINARY, LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES, KEY_REFERENCE,
- MCP_REFERENCE, INSTALL) = CLIENT.constants()
-render, probes, on_disk, observe, locations = CLIENT.functions()
+globals().update(CLIENT.exports())  # FLAVOR, ID, TITLE, …, render, observe, …

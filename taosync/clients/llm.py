@@ -15,13 +15,11 @@ for every model) and the ``model`` slot picks the default. The key is always wri
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from taosync.clients import declare
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, ProbeSpec, Seen, disk_key,
-                                  probe_specs, read_plain, shown, slot_option, start_on_disk)
-from taosync.fleet.secrets import Secret
+from taosync.clients.base import (ClientEnv, Observation, Seen, disk_key, read_plain, shown,
+                                  slot_option, stored_key)
 from taosync.formats.base import Match, keypath_str
 
 ID = "llm"
@@ -87,75 +85,51 @@ class Llm(declare.Declared):
             if fleet.gateway.headers:
                 values["models"][entry + ("headers",)] = fleet.gateway_headers()
 
+    def observe(self, env: ClientEnv) -> Observation:
+        return _observe(env)
+
+    def headers_sent(self, fleet, read=None) -> dict:
+        """llm's own headers, then those of the entry (they win, as in the openai SDK)."""
+        return {**self.sends, **(dict(read) if read is not None else fleet.gateway_headers())}
+
+    def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
+        """``llm "prompt"`` uses default_model.txt's model: one with no gateway entry
+        sends nothing to the gateway."""
+        default_path = self.file("default", env)
+        if obs.slots.get("model"):
+            return None
+        model = read_plain(default_path, "text", obs, ("text",))
+        if not (isinstance(model, str) and model.strip()):
+            return f"{shown(default_path, env)} names no model"
+        return (f"{shown(default_path, env)} names {model.strip()}, which {where} does not "
+                f"send to a gateway (no api_base)")
+
+    def read_key(self, obs: Observation, env: ClientEnv, where: str):
+        """keys.json's entry the model's api_key_name names, else $OPENAI_API_KEY (as llm
+        falls back); no api_key_name: llm sends a dummy key."""
+        if obs.keys:
+            return (obs.keys[0], *stored_key(obs.keys[0], env))
+        default = read_plain(self.file("default", env), "text", obs, ("text",))
+        entry = _entries(read_plain(self.file("models", env), "yaml", obs))[default.strip()]
+        name, keys = entry.get("api_key_name"), shown(self.file("keys", env), env)
+        if not isinstance(name, str):
+            return None, None, f"{where} {obs.urls[0].key[:-len('.api_base')]} has no " \
+                f"api_key_name: llm sends Bearer DUMMY_KEY"
+        return (Seen(None, self.file("keys", env), name),
+                *disk_key("env", "OPENAI_API_KEY", f"{keys} has no {name}, so llm reads "
+                          f"OPENAI_API_KEY", env))
+
 
 CLIENT = Llm(
     ID, TITLE, primary="models",
     files={"models": declare.File(lambda env: user_dir(env) / MODELS_FILE, "yaml"),
            "keys": declare.File(lambda env: user_dir(env) / "keys.json", "json"),
            "default": declare.File(lambda env: user_dir(env) / "default_model.txt", "text")},
-    bindings=(declare.key("keys", KEY_NAME), declare.slot("default", "text")),
+    bindings=(declare.key("keys", KEY_NAME), declare.slot("default", "text")), sends=HEADERS,
     key_rule=declare.KeyRule((), "its gateway models read the key from keys.json"),
 )
-render, locations = CLIENT.render, CLIENT.locations
-
-
-def probes(fleet, key: Secret, env: ClientEnv) -> list[ProbeSpec]:
-    return probe_specs(fleet, ID, fleet.distinct_models([fleet.clients.llm.model]),
-                       protocol="openai-chat", base_url=fleet.openai_url,
-                       path="/chat/completions", headers={**HEADERS, **fleet.gateway_headers()})
-
-
-def on_disk(fleet, key: Secret, env: ClientEnv) -> OnDisk:
-    """The probe ``llm "prompt"`` sends: default_model.txt's model, its entry in
-    extra-openai-models.yaml (api_base, model_name, headers) and the key its
-    api_key_name names in keys.json (else $OPENAI_API_KEY, as llm falls back)."""
-    home = user_dir(env)
-    models_path = home / MODELS_FILE
-    out, obs = start_on_disk(sys.modules[__name__], fleet, key, env, models_path)
-    if obs is None:
-        return out
-    default_path = home / "default_model.txt"
-    model_id = read_plain(default_path, "text", obs, ("text",))
-    if not (isinstance(model_id, str) and model_id.strip()):
-        out.problems.append(f"{shown(default_path, env)} names no model")
-        return out
-    model_id = model_id.strip()
-    entries = _entries(read_plain(models_path, "yaml", obs))
-    entry = entries.get(model_id)
-    at = keypath_str((Match("model_id", model_id),))
-    where = f"{shown(models_path, env)} {at}"
-    if entry is None or not isinstance(entry.get("api_base"), str):
-        out.problems.append(f"{shown(default_path, env)} names {model_id}, which "
-                            f"{shown(models_path, env)} does not send to a gateway (no "
-                            f"api_base)")
-        return out
-    name = entry.get("api_key_name")
-    keys_path = home / "keys.json"
-    if not isinstance(name, str):
-        out.problems.append(f"{where} has no api_key_name: llm sends Bearer DUMMY_KEY")
-        return out
-    key_seen = Seen(None, keys_path, name)
-    stored = read_plain(keys_path, "json", obs, (name,))
-    if isinstance(stored, str) and stored.strip():
-        secret, problem = disk_key("literal", stored, f"{shown(keys_path, env)} {name}", env)
-    else:
-        secret, problem = disk_key("env", "OPENAI_API_KEY", f"{shown(keys_path, env)} has no "
-                                   f"{name}, so llm reads OPENAI_API_KEY", env)
-    if problem:
-        out.problems.append(problem)
-        return out
-    headers = entry.get("headers")
-    if not isinstance(headers, dict):
-        headers = {}
-    wire = entry.get("model_name") if isinstance(entry.get("model_name"), str) else model_id
-    out.probes = probe_specs(
-        fleet, ID, [(fleet.clients.llm.model, wire)], protocol="openai-chat",
-        base_url=entry["api_base"], path="/chat/completions",
-        headers={**HEADERS, **{str(k): str(v) for k, v in headers.items()}}, secret=secret,
-        origins=(out.origin("url", Seen(None, models_path, f"{at}.api_base"), env),
-                 out.origin("key", key_seen, env),
-                 out.origin("model", Seen(None, default_path, "text"), env)))
-    return out
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)
 
 
 # -- reading back (taosync import) ---------------------------------------------------
@@ -170,7 +144,7 @@ def _entries(doc) -> dict[str, dict]:
     return out
 
 
-def observe(env: ClientEnv) -> Observation:
+def _observe(env: ClientEnv) -> Observation:
     """What llm's user directory says: the gateway model it uses by default (else the
     first one), its key, and which other gateway models are registered."""
     home = user_dir(env)
@@ -190,7 +164,8 @@ def observe(env: ClientEnv) -> Observation:
     used = default if default in gateway else next(iter(gateway))
     entry = gateway[used]
     at = keypath_str((Match("model_id", used),))
-    obs.urls.append(Seen(entry["api_base"].strip(), models_path, f"{at}.api_base"))
+    CLIENT.read_binding(declare.url("models"), Seen(entry["api_base"], models_path,
+                                                    f"{at}.api_base"), obs)
     wire = entry.get("model_name") if isinstance(entry.get("model_name"), str) else used
     if wire != used:
         obs.notes.append(f"{models_path}: {used} is sent as {wire}; taosync names each "
@@ -202,13 +177,10 @@ def observe(env: ClientEnv) -> Observation:
         obs.notes.append(f"{models_path}: also registers {', '.join(others)}; taosync "
                          f"registers every model in fleet.yaml's models:, so add them there "
                          f"to keep them")
-    name = entry.get("api_key_name")
-    keys_path = home / "keys.json"
-    value = read_plain(keys_path, "json", obs, (name,)) if isinstance(name, str) else None
-    if isinstance(name, str) and isinstance(value, str) and value.strip():
-        obs.keys.append(Seen(Secret(value.strip(), f"{keys_path} {name}"), keys_path, name))
-    headers = entry.get("headers")
-    if isinstance(headers, dict) and headers:
-        obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()}, models_path,
-                                f"{at}.headers"))
+    name, keys_path = entry.get("api_key_name"), home / "keys.json"
+    if isinstance(name, str):  # the key and headers, read as the table reads them
+        CLIENT.read_binding(declare.key("keys", name), Seen(
+            read_plain(keys_path, "json", obs, (name,)), keys_path, name), obs)
+    CLIENT.read_binding(declare.headers("models"), Seen(entry.get("headers"), models_path,
+                                                        f"{at}.headers"), obs)
     return obs

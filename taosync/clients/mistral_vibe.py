@@ -19,7 +19,6 @@ command/args/env/cwd, or ``"streamable-http"`` with url/headers).
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from taosync.clients import declare
 from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
@@ -76,8 +75,7 @@ DEFAULT_KEY_VAR = "TAOTOKEN_API_KEY"
 _PROVIDER = ("providers", Match("name", PROVIDER))
 
 
-def vibe_home(env: ClientEnv) -> Path:
-    return env.location("VIBE_HOME") or env.home / ".vibe"
+vibe_home = declare.home_dir("VIBE_HOME", ".vibe")
 
 
 def _entries(config: dict, table: str) -> list[dict]:
@@ -101,7 +99,7 @@ class Vibe(declare.Declared):
             if window:
                 values["config"][m + ("max_context_length",)] = window
 
-    def read_binding(self, bind, seen, obs) -> None:
+    def read_binding(self, bind, seen, obs, prefix=None) -> None:
         """Nothing by the table's paths: the entries read are those active_model names."""
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:

@@ -15,7 +15,4 @@ CLIENT = Family.of(Flavor(
     overrides=("OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT"), binary="opencode",
     install=("npm", "opencode-ai@1.18.33", ""),
     summary="opencode (OpenAI chat, provider entry): model, small_model, provider_id."))
-FLAVOR = CLIENT.flavor
-(ID, TITLE, SUMMARY, BINARY, LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES, KEY_REFERENCE,
- MCP_REFERENCE, INSTALL) = CLIENT.constants()
-render, probes, on_disk, observe, locations = CLIENT.functions()
+globals().update(CLIENT.exports())  # FLAVOR, ID, TITLE, …, render, observe, …

@@ -24,7 +24,6 @@ One declaration serves both: :class:`Family`, instantiated once per client (``op
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass, replace
 from functools import partial
@@ -34,8 +33,8 @@ from typing import Any
 from taosync.clients import declare
 from taosync.clients.base import (ClientEnv, Observation, Option, Patch, Seen, disk_key,
                                   slot_option)
-from taosync.fleet.secrets import Secret, expand_path, parse_reference
-from taosync.formats.base import KeyPath, keypath_str
+from taosync.fleet.secrets import Secret, parse_reference
+from taosync.formats.base import KeyPath
 
 FORMAT = "jsonc"
 NPM = "@ai-sdk/openai-compatible"
@@ -128,16 +127,6 @@ def config_path(f: Flavor, env: ClientEnv) -> Path:
     return folder / f.files[-1]
 
 
-def _absolute(path: str, env: ClientEnv) -> str:
-    """A ``${file:PATH}`` as the client must read it (``~`` is the taosync home)."""
-    return str(expand_path(path, env.home).absolute())
-
-
-def _spelled(ref: Any, env: ClientEnv) -> str:
-    """A reference as the client substitutes it: ``{env:NAME}`` or ``{file:PATH}``."""
-    return f"{{{ref.kind}:{ref.arg if ref.kind == 'env' else _absolute(ref.arg, env)}}}"
-
-
 def _token_for_key(value: Any, key: Secret, token: str) -> Any:
     """``value`` (an MCP entry's field) with the gateway key's text as ``token``."""
     if isinstance(value, str) and key.found_in(value):
@@ -148,6 +137,11 @@ def _token_for_key(value: Any, key: Secret, token: str) -> Any:
         return {k: _token_for_key(v, key, token) for k, v in value.items()}
     return value
 
+
+#: the provider entry taosync owns, named by ``provider_id`` (read back: ``model``'s prefix)
+_PROVIDER = ("provider", declare.Opt("provider_id", read=("model",), sep="/"))
+#: how ``options.apiKey`` (and an MCP secret) spells a reference the client substitutes
+_FORMS = {"env": "{{env:{}}}", "file": "{{file:{}}}"}
 
 #: the ``mcp`` block: ``local`` (command and args one list, ``environment``) or
 #: ``remote`` (which tries streamable HTTP, then SSE)
@@ -171,46 +165,42 @@ class Family(declare.Declared):
     def of(cls, f: Flavor) -> "Family":
         return cls(
             f.id, f.title, files={"config": declare.File(partial(config_path, f), FORMAT)},
-            primary="config",
-            bindings=(declare.slot("config", "model"),
+            primary="config", options=options(),
+            bindings=(declare.slot("config", "model", prefix="{provider_id}/"),
                       declare.slot("config", "small_model", option="small_model",
-                                   default="model")),
+                                   default="model", prefix="{provider_id}/"),
+                      declare.fixed("config", *_PROVIDER, "npm", value=NPM),
+                      declare.url("config", *_PROVIDER, "options", "baseURL"),
+                      declare.key("config", *_PROVIDER, "options", "apiKey"),
+                      declare.headers("config", *_PROVIDER, "options", "headers")),
             key_rule=declare.KeyRule(("env", "file"), f"{f.title} reads {{env:NAME}} and "
-                                     f"{{file:PATH}}"),
+                                     f"{{file:PATH}}", forms=_FORMS),
             mcp=replace(MCP_SHAPE, note=f"{f.title} substitutes only {{env:NAME}} and "
                         f"{{file:PATH}}, so ${{cmd:…}} and ${{shell:…}} values are written"),
             mcp_file="config", flavor=f)
 
-    def constants(self) -> tuple:
-        """The module constants of a client (plugin.py): ID, TITLE, SUMMARY, BINARY,
-        LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES, KEY_REFERENCE, MCP_REFERENCE,
-        INSTALL."""
+    def exports(self) -> dict[str, Any]:
+        """What a flavour's module holds (plugin.py): FLAVOR, its constants (ID, TITLE,
+        SUMMARY, BINARY, LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES, KEY_REFERENCE,
+        MCP_REFERENCE, INSTALL) and functions (render, probes, on_disk, observe,
+        locations), all from the flavour: ``globals().update(CLIENT.exports())``."""
         f = self.flavor
-        return (f.id, f.title, f.summary, f.binary, ("XDG_CONFIG_HOME",), options(),
-                targets(f), owned_files(f), KEY_REFERENCE, MCP_REFERENCE, f.install)
-
-    def functions(self) -> tuple:
-        """render, probes, on_disk, observe, locations: what a client module exports."""
-        return self.render, self.probes, self.on_disk, self.observe, self.locations
+        return {"FLAVOR": f, "ID": f.id, "TITLE": f.title, "SUMMARY": f.summary,
+                "BINARY": f.binary, "LOCATION_VARS": ("XDG_CONFIG_HOME",),
+                "OPTIONS": options(), "TARGETS": targets(f), "OWNED_FILES": owned_files(f),
+                "KEY_REFERENCE": KEY_REFERENCE, "MCP_REFERENCE": MCP_REFERENCE,
+                "INSTALL": f.install, "render": self.render, "probes": self.probes,
+                "on_disk": self.on_disk, "observe": self.observe, "locations": self.locations}
 
     def provider(self, fleet: Any) -> KeyPath:
         return ("provider", self.cfg(fleet).provider_id)
 
     # -- render -------------------------------------------------------------------------
 
-    def slot_value(self, fleet: Any, bind: declare.Bind) -> str | None:
-        return f"{self.cfg(fleet).provider_id}/{super().slot_value(fleet, bind)}"
-
     def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
-        """The provider entry, which holds the key (or its ``{env:}``/``{file:}`` text)
-        and lists the whole catalogue."""
-        ref = self.key_reference(fleet, env, self.file("config", env))
+        """The key (or its ``{env:}``/``{file:}`` text), then the whole catalogue."""
+        super().render_key(fleet, key, env, values)
         provider, config = self.provider(fleet), values["config"]
-        config[provider + ("npm",)] = NPM
-        config[provider + ("options", "baseURL")] = fleet.openai_url
-        config[provider + ("options", "apiKey")] = _spelled(ref, env) if ref else key
-        if fleet.gateway.headers:
-            config[provider + ("options", "headers")] = fleet.gateway_headers()
         for model in fleet.models:
             entry = provider + ("models", model)
             config[entry + ("id",)] = model
@@ -220,16 +210,15 @@ class Family(declare.Declared):
                 config[entry + ("limit", "output")] = 0  # required with context; 0: default
 
     def mcp_reference(self, value: Any, env: ClientEnv) -> str | None:
-        if value.ref.kind not in ("env", "file"):
-            return None
-        return f"{value.prefix}{_spelled(value.ref, env)}{value.suffix}"
+        spelled = self.key_rule.spell(value.ref, env)
+        return None if spelled is None else f"{value.prefix}{spelled}{value.suffix}"
 
     def mcp_values(self, fleet: Any, key: Any, env: ClientEnv, path: Path) -> tuple[dict, bool]:
         """The entries; ``${gateway.key}`` in one becomes the key's reference too."""
         values, holds_key = super().mcp_values(fleet, key, env, path)
         ref = parse_reference(fleet.gateway.key)
-        if holds_key and self.reference(fleet) and ref.kind in self.key_rule.reads:
-            token = _spelled(ref, env)
+        token = self.key_rule.spell(ref, env) if self.reference(fleet) else None
+        if holds_key and token is not None:
             values = {at: _token_for_key(v, key, token) for at, v in values.items()}
             holds_key = key.found_in(list(values.values()))
         return values, holds_key
@@ -258,11 +247,9 @@ class Family(declare.Declared):
 
     # -- reading back -------------------------------------------------------------------
 
-    def read_binding(self, bind: declare.Bind, seen: Seen, obs: Observation) -> None:
-        """Nothing: the slots are read through the provider ``model`` names."""
-
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
-        """The provider ``model`` names: its base URL, key, headers; model, small_model."""
+        """What the table reads through ``model``'s provider needs said: a model with no
+        provider prefix, a provider with no base URL, the other models it lists."""
         config, path = docs["config"], self.file("config", env)
         model = config.get("model") if isinstance(config, dict) else None
         if not isinstance(model, str):
@@ -273,30 +260,12 @@ class Family(declare.Declared):
                              f"<provider>/<id>")
             return
         pid, _, model_id = model.partition("/")
-        providers = config.get("provider")
-        entry = providers.get(pid) if isinstance(providers, dict) else None
-        entry = entry if isinstance(entry, dict) else {}
-        options = entry.get("options")
-        options = options if isinstance(options, dict) else {}
-        base = options.get("baseURL")
-        if not (isinstance(base, str) and base.strip()):
+        if not obs.urls:
             obs.provider = Seen(f"provider {pid!r} (no options.baseURL: its built-in or "
                                 f"models.dev definition)", path, "model")
             return
-        where = ("provider", pid, "options")
-        obs.urls.append(Seen(base.strip(), path, keypath_str(where + ("baseURL",))))
-        if re.fullmatch(r"[A-Za-z0-9_-]+", pid) and pid not in _BUILT_IN:
-            obs.settings["provider_id"] = pid
-        _observe_key(options.get("apiKey"), path, keypath_str(where + ("apiKey",)), obs)
-        headers = options.get("headers")
-        if isinstance(headers, dict) and headers:
-            obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()}, path,
-                                    keypath_str(where + ("headers",))))
-        obs.slots["model"] = [Seen(model_id, path, "model")]
         small = config.get("small_model")
-        if isinstance(small, str) and small.startswith(pid + "/"):
-            obs.slots["small_model"] = [Seen(small[len(pid) + 1:], path, "small_model")]
-        models = entry.get("models")
+        models = declare._get(config, ("provider", pid, "models"))
         others = [m for m in (models if isinstance(models, dict) else {})
                   if m not in (model_id, small)]
         if others:
@@ -322,21 +291,3 @@ class Family(declare.Declared):
             ("literal", seen.value.reveal())
         return (seen, *disk_key(kind, arg, f"{where} {seen.key}", env))
 
-
-_ENV_TOKEN = re.compile(r"^\{env:([^}]+)\}$")
-_FILE_TOKEN = re.compile(r"^\{file:([^}]+)\}$")
-
-
-def _observe_key(value: Any, path: Path, where: str, obs: Observation) -> None:
-    if not (isinstance(value, str) and value.strip()):
-        return
-    value = value.strip()
-    env_ref, file_ref = _ENV_TOKEN.match(value), _FILE_TOKEN.match(value)
-    if env_ref:
-        obs.key_envs.append(Seen(env_ref.group(1).strip(), path, where))
-        obs.settings["secrets"] = "reference"
-    elif file_ref:
-        obs.key_helper = Seen(f"cat {shlex.quote(file_ref.group(1).strip())}", path, where)
-        obs.settings["secrets"] = "reference"
-    else:
-        obs.keys.append(Seen(Secret(value, f"{path} {where}"), path, where))

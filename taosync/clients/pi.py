@@ -143,7 +143,8 @@ class Pi(declare.Declared):
 
     # -- reading back -------------------------------------------------------------------
 
-    def read_binding(self, bind: declare.Bind, seen: Seen, obs: Observation) -> None:
+    def read_binding(self, bind: declare.Bind, seen: Seen, obs: Observation,
+                     prefix: str | None = None) -> None:
         """Nothing: :meth:`extra_observe` follows ``defaultProvider`` to its entry."""
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:

@@ -16,7 +16,6 @@ take Gemini CLI's shape (``mcpServers``; see :mod:`taosync.clients.gemini_cli`).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from taosync.clients import declare
 from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
@@ -67,8 +66,7 @@ INSTALL = ("npm", "@qwen-code/qwen-code@0.24.4", "")
 AUTH_TYPE = "openai"
 
 
-def qwen_home(env: ClientEnv) -> Path:
-    return env.location("QWEN_HOME") or env.home / ".qwen"
+qwen_home = declare.home_dir("QWEN_HOME", ".qwen")
 
 
 #: inline, the URL and headers sit beside the key and the model; by reference they move

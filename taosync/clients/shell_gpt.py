@@ -70,9 +70,9 @@ class ShellGpt(declare.Declared):
             env.warnings.append(f"{ID}: the key holds a line break, which .sgptrc cannot "
                                 f"hold; OPENAI_API_KEY is not written to {config_path(env)}")
 
-    def read_binding(self, bind, seen, obs) -> None:
+    def read_binding(self, bind, seen, obs, prefix=None) -> None:
         if not (bind.role == "url" and seen.value.strip() == "default"):
-            super().read_binding(bind, seen, obs)
+            super().read_binding(bind, seen, obs, prefix)
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
         path, config = config_path(env), docs["rc"]

@@ -60,3 +60,76 @@ def test_a_switched_off_mcp_entry_is_named_not_imported(tmp_path):
                      tmp_path / "f.json", obs)
     assert list(obs.mcp_servers) == ["on"]
     assert obs.notes == [f"{tmp_path / 'f.json'}: MCP server 'off' is disabled; not imported"]
+
+
+def _toy_with_an_opt(home) -> declare.Declared:
+    """A client whose provider entry is named by its option ``provider_id`` and, on disk,
+    by the file's ``use`` key (Codex's model_provider) or ``model``'s prefix (opencode)."""
+    from taosync.clients.base import Option
+
+    provider = ("providers", declare.Opt("provider_id", read=("use",)))
+    return declare.Declared(
+        "toy", "Toy", files={"c": declare.File(lambda env: env.home / "c.json", "json")},
+        primary="c", bindings=(declare.slot("c", "model", prefix="{provider_id}/"),
+                               declare.url("c", *provider, "base"),
+                               declare.key("c", *provider, "key")),
+        key_rule=declare.KeyRule(("env", "file"), forms={"env": "{{env:{}}}",
+                                                        "file": "{{file:{}}}"}),
+        options=(Option("provider_id", str, "gw", "", pattern=r"^[a-z]+$",
+                        reserved={"builtin": "the client's own"}),))
+
+
+@pytest.mark.parametrize("use, imported", [("mine", "mine"), ("builtin", None),
+                                           ("Not-A-Name", None)])
+def test_an_opt_is_read_back_from_the_key_naming_it(tmp_path, use, imported):
+    """Import follows the key that names the entry, reads the table's rows there, strips
+    the slot prefix the option spells, and imports the option only when it takes the
+    value (its pattern, not reserved)."""
+    import json
+
+    from taosync.clients.base import ClientEnv
+
+    (tmp_path / "c.json").write_text(json.dumps({
+        "use": use, "model": f"{use}/gpt-x",
+        "providers": {use: {"base": "http://127.0.0.1:9/v1", "key": "{env:GW_KEY}"}}}))
+    obs = _toy_with_an_opt(tmp_path).observe(ClientEnv(home=tmp_path, environ={}))
+    assert [(s.value, s.key) for s in obs.urls] == [("http://127.0.0.1:9/v1",
+                                                     f"providers.{use}.base")]
+    assert obs.slots["model"][0].value == "gpt-x"
+    assert [s.value for s in obs.key_envs] == ["GW_KEY"] and obs.keys == []
+    assert obs.settings.get("provider_id") == imported
+    assert obs.settings["secrets"] == "reference"
+
+
+def test_a_key_form_spells_and_reads_back_each_reference(tmp_path):
+    """KeyRule.forms: the same form writes a reference and reads it back; a file is
+    written as an absolute path (the client does not run in the taosync home)."""
+    from taosync.clients.base import ClientEnv
+    from taosync.fleet.secrets import parse_reference
+
+    rule = _toy_with_an_opt(tmp_path).key_rule
+    env = ClientEnv(home=tmp_path, environ={})
+    assert rule.spell(parse_reference("${env:GW_KEY}"), env) == "{env:GW_KEY}"
+    spelled = rule.spell(parse_reference("${file:~/gw.key}"), env)
+    assert spelled == f"{{file:{tmp_path / 'gw.key'}}}"
+    assert rule.parse(spelled) == ("file", str(tmp_path / "gw.key"))
+    assert rule.parse("{env:GW_KEY}") == ("env", "GW_KEY")
+    assert rule.spell(parse_reference("${cmd:pass gw}"), env) is None
+    assert rule.parse("sk-literal") is None and rule.parse("{env:}") is None
+
+
+def test_inline_only_rows_and_the_key_variable(clients_env):
+    """Codex: requires_openai_auth and auth.json are written for an inline key only;
+    under secrets: reference with ${env:NAME}, env_key = NAME instead."""
+    from taosync.clients import codex
+
+    provider = ("model_providers", "taotoken")
+    inline = {p.path.name: p.values for p in codex.CLIENT.render(fleet(), KEY, clients_env)}
+    assert inline["config.toml"][provider + ("requires_openai_auth",)] is True
+    assert provider + ("env_key",) not in inline["config.toml"]
+    assert inline["auth.json"] == {("auth_mode",): "apikey", ("OPENAI_API_KEY",): KEY}
+    f = fleet(secrets="reference", gateway__key="${env:GW_KEY}")
+    ref = {p.path.name: p.values for p in codex.CLIENT.render(f, KEY, clients_env)}
+    assert ref["config.toml"][provider + ("env_key",)] == "GW_KEY"
+    assert provider + ("requires_openai_auth",) not in ref["config.toml"]
+    assert "auth.json" not in ref
