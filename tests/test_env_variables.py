@@ -33,6 +33,7 @@ REFERENCES = [
     rf"\$\{{\{{ secrets\.{NAME} \}}\}}",  # Continue
     rf"(?<![$\w])\{{env:{NAME}\}}",  # opencode, Kilo
     rf"(?<!\$)\$\{{{NAME}\}}",  # Gemini CLI, Qwen Code MCP (settings.json)
+    rf"(?m)^\s*key_env: {NAME}$",  # Hermes Agent (config.yaml)
 ]
 #: variables a client reads before the file that also holds the key under that name
 READ_FIRST = {".gemini/.env": "GEMINI_API_KEY", ".config/shell_gpt/.sgptrc": "OPENAI_API_KEY"}

@@ -86,5 +86,9 @@ RUNS = [
             prepare=_private(".gemini"), protocol_path="/v1beta/models/"),
     OneShot("opencode", "opencode", ("run", "Reply with OK."), {"model": "main"}, NODE_OFFLINE),
     OneShot("kilo", "kilo", ("run", "Reply with OK."), {"model": "main"}, NODE_OFFLINE),
+    OneShot("hermes", "hermes", ("-z", "Reply with OK."), {"model": "main"}, isolate=True),
+    OneShot("droid", "droid", ("exec", "Reply with OK."), {"model": "main"}, isolate=True),
+    OneShot("pi", "pi", ("-p", "Reply with OK."), {"model": "main"},
+            {"PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}),
 ]
 BY_CLIENT = {run.client: run for run in RUNS}
