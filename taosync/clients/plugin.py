@@ -38,7 +38,9 @@ class ClientPlugin(Protocol):
     #: writes MCP secrets ("" for a client with no MCP)
     KEY_REFERENCE: str
     MCP_REFERENCE: str
-    #: the real client the module was proven with: (npm | pypi, package spec, note)
+    #: the real client the module was proven with: (npm | pypi, what npm or pip is given
+    #: (requirements separated by spaces), note); `python -m taosync.dev install-clients`
+    #: installs it for the real-client tests
     INSTALL: tuple[str, str, str]
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]: ...
