@@ -142,15 +142,23 @@ def executable(place: Path, pin: Pin) -> Path:
 
 
 def runs(binary: Path) -> bool:
-    """Whether ``binary --version`` exits 0: an install that is there and works."""
+    """Whether ``binary --version`` exits 0: an install that is there and works. It runs
+    in an empty throwaway home (a client may write its config on any start: shell-gpt
+    does, after asking for a key unless ``OPENAI_API_KEY`` is set, which it is here)."""
+    import tempfile
+
     if not os.access(binary, os.X_OK):
         return False
-    try:
-        done = subprocess.run([str(binary), "--version"], capture_output=True,
-                              stdin=subprocess.DEVNULL, timeout=VERSION_TIMEOUT,
-                              env={**os.environ, "NO_COLOR": "1"})
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+    with tempfile.TemporaryDirectory(prefix="taosync-version-") as home:
+        env = {name: value for name, value in os.environ.items()
+               if not name.startswith("XDG_")}
+        env.update(HOME=home, NO_COLOR="1",
+                   OPENAI_API_KEY=os.environ.get("OPENAI_API_KEY", "version-check"))
+        try:
+            done = subprocess.run([str(binary), "--version"], capture_output=True, env=env,
+                                  stdin=subprocess.DEVNULL, timeout=VERSION_TIMEOUT)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
     return done.returncode == 0
 
 
@@ -168,8 +176,12 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
 
 
 def needed_python(pin: Pin, pip_output: str) -> str | None:
-    """The Requires-Python pip refused (``>=3.12``), when that is why it found no
-    version: of the pinned version if pip lists it, else the last it lists."""
+    """The Requires-Python pip refused (``>=3.12``), when that is why it installed
+    nothing: of the pinned version if pip lists the versions it ignored (an index), else
+    the last it lists, or the one it names (a package it found only one way to get)."""
+    named = re.search(r"requires a different Python: \S+ not in '([^']+)'", pip_output)
+    if named:
+        return named.group(1)
     if "require a different python version" not in pip_output.lower():
         return None
     pinned = re.search(r"==\s*([^\s;,]+)", pin.requirements[0])
@@ -204,14 +216,28 @@ def install_npm(pin: Pin, place: Path) -> str:
     return "" if runs(executable(place, pin)) else f"{pin.binary} --version fails after install"
 
 
+def _own_pip() -> bool:
+    """Whether the running interpreter has a pip that can install into another one
+    (``pip --python``, pip 22.3+)."""
+    try:
+        from pip import __version__
+    except ImportError:
+        return False
+    return tuple(int(part) for part in __version__.split(".")[:2]) >= (22, 3)
+
+
 def install_pypi(pin: Pin, place: Path, python: str) -> tuple[str, str | None]:
-    """A venv at ``place`` made by ``python`` and pip install into it. Returns (what went
-    wrong or "", the Requires-Python pip refused when that is why)."""
-    done = _run([python, "-m", "venv", str(place)])
+    """A venv at ``place`` made by ``python`` and pip install into it — by this
+    interpreter's pip when it can (``pip --python``: the venv then needs no pip of its own,
+    which is most of the time a venv takes to make), else by the venv's. Returns (what
+    went wrong or "", the Requires-Python pip refused when that is why)."""
+    own = _own_pip()
+    done = _run([python, "-m", "venv", *(["--without-pip"] if own else []), str(place)])
     if done.returncode != 0:
         return f"venv: {_tail(done.stderr + done.stdout)}", None
-    done = _run([str(place / "bin" / "python"), "-m", "pip", "install", "-q",
-                 "--disable-pip-version-check", *pin.requirements])
+    target = str(place / "bin" / "python")
+    pip = [sys.executable, "-m", "pip", "--python", target] if own else [target, "-m", "pip"]
+    done = _run([*pip, "install", "-q", "--disable-pip-version-check", *pin.requirements])
     if done.returncode != 0:
         output = done.stderr + done.stdout
         return f"pip install: {_tail(output)}", needed_python(pin, output)
@@ -248,8 +274,10 @@ def install_one(pin: Pin, root: Path, pythons: list[str]) -> Outcome:
             break
     if refused is not None:
         tried = ", ".join(f"{p} ({v})" for p, v in candidates)
-        return Outcome(pin, "not installable", f"needs Python {refused}; tried {tried}",
-                       seconds=time.monotonic() - start)
+        absent = [p for p in pythons if p not in {c for c, _ in candidates}]
+        absent_text = f"; {', '.join(absent)} not found or not running" if absent else ""
+        return Outcome(pin, "not installable", f"needs Python {refused}; tried {tried}"
+                       f"{absent_text}", seconds=time.monotonic() - start)
     return Outcome(pin, "FAILED", why, seconds=time.monotonic() - start)
 
 
@@ -281,13 +309,18 @@ def env_text(bin_dir: Path, outcomes: list[Outcome]) -> str:
 def install_all(pinned: list[Pin], root: Path, pythons: list[str], jobs: int,
                 say=print) -> list[Outcome]:
     """Every pin installed (``jobs`` at a time: installs wait on the network more than on
-    the CPU), each reported by ``say`` as it finishes; outcomes in registry order."""
+    the CPU), each reported by ``say`` as it finishes; outcomes in registry order. One run
+    at a time per ``root``: a second waits for the first, then finds its installs."""
     def one(pin: Pin) -> Outcome:
         outcome = install_one(pin, root, pythons)
         say(outcome.line())
         return outcome
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    import fcntl
+
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".lock").open("w") as lock, ThreadPoolExecutor(max(1, jobs)) as pool:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another run on this machine waits, not collides
         return list(pool.map(one, pinned))
 
 
