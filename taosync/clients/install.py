@@ -246,21 +246,23 @@ def install_pypi(pin: Pin, place: Path, python: str) -> tuple[str, str | None]:
 
 
 def install_one(pin: Pin, root: Path, pythons: list[str]) -> Outcome:
-    """One client: cached when its directory's binary runs, else installed afresh (a
-    broken leftover removed first). A PyPI client that needs a newer Python tries each of
-    ``pythons`` in turn; none that fits makes it "not installable"."""
+    """One client: cached when its directory's binary runs (for a PyPI client, the
+    directory of any of ``pythons``), else installed afresh (a broken leftover removed
+    first). A PyPI client that needs a newer Python tries each of ``pythons`` in turn;
+    none that fits makes it "not installable"."""
     start = time.monotonic()
     if pin.registry == "npm":
         candidates = [("", "")]
     else:
         candidates = [(p, v) for p in pythons if (v := python_version(p))]
+    places = [(python, slot(root, pin, version)) for python, version in candidates]
+    for _, place in places:  # an install made by any of them is good
+        if runs(executable(place, pin)):
+            return Outcome(pin, "cached", binary=executable(place, pin))
     refused: str | None = None
     why = "no Python interpreter runs" if not candidates else ""
-    for python, version in candidates:
-        place = slot(root, pin, version)
+    for python, place in places:
         binary = executable(place, pin)
-        if runs(binary):
-            return Outcome(pin, "cached", binary=binary)
         shutil.rmtree(place, ignore_errors=True)
         place.parent.mkdir(parents=True, exist_ok=True)
         if pin.registry == "npm":

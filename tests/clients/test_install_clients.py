@@ -107,6 +107,18 @@ def test_a_venv_install_is_reused_for_the_same_python_only(tmp_path):
     assert install.install_one(pin, tmp_path, [sys.executable]).status == "cached"
 
 
+def test_a_venv_made_by_a_later_interpreter_is_found_before_installing(tmp_path):
+    """Vibe, say, installed by python3.12 after this Python was refused: the next run
+    reuses it without asking pip again (nothing is installed here: no network needed)."""
+    newer = tmp_path / "python3.99"
+    newer.write_text("#!/bin/sh\necho 3.99.0\n")
+    newer.chmod(0o755)
+    pin = install.Pin("toy", "pypi", "toy==1.0", "", "toy")
+    exe = fake_binary(install.executable(install.slot(tmp_path, pin, "3.99.0"), pin))
+    outcome = install.install_one(pin, tmp_path, [sys.executable, str(newer)])
+    assert (outcome.status, outcome.binary) == ("cached", exe)
+
+
 def test_a_broken_leftover_is_removed_and_installed_afresh(tmp_path, monkeypatch):
     """A leftover whose binary fails ``--version`` is no cache hit: it is removed and npm
     is run (absent here: the install FAILS, saying so, and leaves nothing behind)."""
