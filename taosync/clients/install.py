@@ -40,7 +40,9 @@ NEWER_PYTHONS = ("python3.14", "python3.13", "python3.12")
 REQUIRED_VAR = "TAOSYNC_REAL_CLIENTS"
 #: binaries the installer found not installable here (comma-separated)
 UNAVAILABLE_VAR = "TAOSYNC_REAL_CLIENTS_UNAVAILABLE"
-VERSION_TIMEOUT = 60.0
+#: a node client's first start on a loaded 2-core machine took minutes: a slow answer
+#: is waited for, not taken for a broken install (that would reinstall it)
+VERSION_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True)
@@ -141,14 +143,15 @@ def executable(place: Path, pin: Pin) -> Path:
     return place / "bin" / pin.binary
 
 
-def runs(binary: Path) -> bool:
-    """Whether ``binary --version`` exits 0: an install that is there and works. It runs
-    in an empty throwaway home (a client may write its config on any start: shell-gpt
-    does, after asking for a key unless ``OPENAI_API_KEY`` is set, which it is here)."""
+def version_problem(binary: Path) -> str:
+    """What keeps ``binary --version`` from exiting 0 ("" when it does: an install that is
+    there and works). It runs in an empty throwaway home (a client may write its config on
+    any start: shell-gpt does, after asking for a key unless ``OPENAI_API_KEY`` is set,
+    which it is here)."""
     import tempfile
 
     if not os.access(binary, os.X_OK):
-        return False
+        return "not there"
     with tempfile.TemporaryDirectory(prefix="taosync-version-") as home:
         env = {name: value for name, value in os.environ.items()
                if not name.startswith("XDG_")}
@@ -157,9 +160,15 @@ def runs(binary: Path) -> bool:
         try:
             done = subprocess.run([str(binary), "--version"], capture_output=True, env=env,
                                   stdin=subprocess.DEVNULL, timeout=VERSION_TIMEOUT)
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-    return done.returncode == 0
+        except subprocess.TimeoutExpired:
+            return f"--version did not answer in {VERSION_TIMEOUT:.0f} s"
+        except OSError as exc:
+            return f"--version: {exc.strerror}"
+    return "" if done.returncode == 0 else f"--version exited {done.returncode}"
+
+
+def runs(binary: Path) -> bool:
+    return not version_problem(binary)
 
 
 def _tail(text: str, lines: int = 3) -> str:
@@ -256,9 +265,13 @@ def install_one(pin: Pin, root: Path, pythons: list[str]) -> Outcome:
     else:
         candidates = [(p, v) for p in pythons if (v := python_version(p))]
     places = [(python, slot(root, pin, version)) for python, version in candidates]
+    problems = {}
     for _, place in places:  # an install made by any of them is good
-        if runs(executable(place, pin)):
+        problem = version_problem(executable(place, pin))
+        if not problem:
             return Outcome(pin, "cached", binary=executable(place, pin))
+        if place.exists():
+            problems[place] = problem
     refused: str | None = None
     why = "no Python interpreter runs" if not candidates else ""
     for python, place in places:
@@ -269,8 +282,10 @@ def install_one(pin: Pin, root: Path, pythons: list[str]) -> Outcome:
             why = install_npm(pin, place)
         else:
             why, refused = install_pypi(pin, place, python)
-        if not why:
-            return Outcome(pin, "installed", binary=binary, seconds=time.monotonic() - start)
+        if not why:  # saying why a leftover was replaced: a cache that never hits shows
+            replaced = f"replaced {place.name} ({problems[place]})" if place in problems else ""
+            return Outcome(pin, "installed", replaced, binary=binary,
+                           seconds=time.monotonic() - start)
         shutil.rmtree(place, ignore_errors=True)
         if refused is None:  # a failure another interpreter would not cure
             break

@@ -119,6 +119,35 @@ def test_a_venv_made_by_a_later_interpreter_is_found_before_installing(tmp_path)
     assert (outcome.status, outcome.binary) == ("cached", exe)
 
 
+def test_why_an_install_is_no_cache_hit_is_said(tmp_path, monkeypatch):
+    assert install.version_problem(tmp_path / "absent") == "not there"
+    assert install.version_problem(fake_binary(tmp_path / "bad", rc=3)) == \
+        "--version exited 3"
+    slow = tmp_path / "slow"
+    slow.write_text("#!/bin/sh\nsleep 5\n")
+    slow.chmod(0o755)
+    monkeypatch.setattr(install, "VERSION_TIMEOUT", 0.2)
+    assert install.version_problem(slow) == "--version did not answer in 0 s"
+    pin = install.Pin("toy", "npm", "toy@1.0.0", "", "toy")
+    line = install.Outcome(pin, "installed", "replaced toy-0123 (--version exited 3)",
+                           binary=slow, seconds=12).line()
+    assert line.endswith("installed: replaced toy-0123 (--version exited 3) (12 s)")
+
+
+def test_the_version_check_writes_nothing_into_the_users_home(tmp_path, monkeypatch):
+    """shell-gpt writes its config (and asks for a key) on any start, --version too."""
+    writer = tmp_path / "writer"
+    writer.write_text('#!/bin/sh\n[ -n "$OPENAI_API_KEY" ] || exit 9\n'
+                      'mkdir -p "$HOME/.config/toy" && echo k > "$HOME/.config/toy/rc"\n')
+    writer.chmod(0o755)
+    user_home = tmp_path / "home"
+    user_home.mkdir()
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert install.version_problem(writer) == ""
+    assert list(user_home.iterdir()) == []
+
+
 def test_a_broken_leftover_is_removed_and_installed_afresh(tmp_path, monkeypatch):
     """A leftover whose binary fails ``--version`` is no cache hit: it is removed and npm
     is run (absent here: the install FAILS, saying so, and leaves nothing behind)."""
