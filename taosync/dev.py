@@ -6,7 +6,9 @@ client modules' ``OPTIONS``) and README's generated parts (client lists, secrets
 install line, owned-files table, from the client modules) and the location variables the
 engine knows without importing a client (``taosync/engine/location_vars.py``) — after
 adding or changing a client, a protocol or a format. ``python -m taosync.dev check`` writes nothing and exits 1
-naming what is stale (the tests check the same).
+naming what is stale (the tests check the same). ``python -m taosync.dev install-clients``
+installs the real clients the modules pin, for the real-client tests
+(``taosync/clients/install.py``; ``--help`` for its options).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-USAGE = "usage: python -m taosync.dev regenerate|check"
+USAGE = "usage: python -m taosync.dev regenerate|check|install-clients [--help]"
 
 
 #: the location variables' module (engine/owner.py reads it without importing a client)
@@ -60,6 +62,10 @@ def stale() -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["install-clients"]:
+        from taosync.clients import install
+
+        return install.main(argv[1:])
     if argv == ["check"]:
         paths = stale()
         for path in paths:

@@ -41,6 +41,47 @@ def pytest_configure(config):
         tempfile.tempdir = None
 
 
+#: ``required`` (CI's real-client step): a real client's missing binary fails its test
+REAL_CLIENTS_VAR = "TAOSYNC_REAL_CLIENTS"
+#: binaries the installer found not installable here (comma-separated): skipped even then
+UNAVAILABLE_VAR = "TAOSYNC_REAL_CLIENTS_UNAVAILABLE"
+
+
+def real_clients_required() -> bool:
+    return os.environ.get(REAL_CLIENTS_VAR) == "required"
+
+
+def not_installable(name: str) -> bool:
+    """Whether ``python -m taosync.dev install-clients`` reported ``name`` not installable
+    here (its env file names it)."""
+    return name in os.environ.get(UNAVAILABLE_VAR, "").split(",")
+
+
+def binary(var: str, name: str) -> str | None:
+    """A real client's executable: ``$var`` (e.g. TAOSYNC_TEST_GEMINI_BIN), else ``name`` on
+    ``PATH``; None when neither (for ``pytest.mark.skipif``). With
+    ``TAOSYNC_REAL_CLIENTS=required`` a missing one fails instead — the test, or the
+    collection of a module that asks at import — unless the installer reported it not
+    installable here: a real-client run cannot pass by proving nothing."""
+    path = os.environ.get(var) or shutil.which(name)
+    if path and os.access(path, os.X_OK):
+        return path
+    if real_clients_required() and not not_installable(name):
+        pytest.fail(f"{name} is not installed and {REAL_CLIENTS_VAR}=required: run "
+                    f"`python -m taosync.dev install-clients` and source its env file, or set "
+                    f"{var}", pytrace=False)
+    return None
+
+
+def binary_or_skip(var: str, name: str) -> str:
+    """:func:`binary`, or skip the running test (naming why)."""
+    path = binary(var, name)
+    if path is None:
+        why = "is not installable here" if not_installable(name) else "is not installed"
+        pytest.skip(f"{name} {why} (set {var})")
+    return path
+
+
 def wait_until(pred, timeout: float = 10.0, what: str = "condition"):
     """Poll ``pred`` until it returns something true (returned), or fail after ``timeout``
     seconds naming ``what``: tests wait only as long as their proof needs."""

@@ -1,5 +1,5 @@
 """README's client facts are generated from the client modules (taosync/clients/readme.py):
-the lists of clients, the two secrets tables, the install line and the owned-files table.
+the lists of clients, the two secrets tables, the install lines and the owned-files table.
 A client added to the registry shows up in each by regenerating, never by hand; a fact
 the modules do not declare yet sits in readme.py's mappings, one entry per client."""
 
@@ -57,7 +57,8 @@ def test_install_pins_the_version_the_owned_files_table_names():
         if module.INSTALL is None:
             continue  # proven from its docs: nothing to install
         where, spec, _note = module.INSTALL
-        version = spec.rsplit("==" if where == "pypi" else "@", 1)[1]
+        client = spec.split()[0]  # the client first; then what it needs beside (shell-gpt)
+        version = client.rsplit("==" if where == "pypi" else "@", 1)[1]
         assert version in module.OWNED_FILES[0][0], (module.ID, spec)
 
 

@@ -5,16 +5,15 @@ the binary is found (``TAOSYNC_TEST_CN_BIN``, else ``cn`` on PATH)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
 import pytest
 
-from conftest import TEST_KEY, client_location_vars
+from conftest import TEST_KEY, binary, client_location_vars
 from test_routing_failover import BACKUP, MODELS, PREFERRED, choosing_fleet
 
-CN = os.environ.get("TAOSYNC_TEST_CN_BIN") or shutil.which("cn")
-pytestmark = pytest.mark.skipif(not CN or not os.path.exists(CN), reason="cn not installed")
+CN = binary("TAOSYNC_TEST_CN_BIN", "cn")
+pytestmark = pytest.mark.skipif(CN is None, reason="cn is not installed (TAOSYNC_TEST_CN_BIN)")
 
 
 def ask_cn(home, stub) -> tuple[str, list]:

@@ -38,8 +38,10 @@ class ClientPlugin(Protocol):
     #: writes MCP secrets ("" for a client with no MCP)
     KEY_REFERENCE: str
     MCP_REFERENCE: str
-    #: the real client the module was proven with: (npm | pypi, package spec, note);
-    #: None for an app proven from its docs (``SOURCES`` then names them)
+    #: the real client the module was proven with: (npm | pypi, what npm or pip is given
+    #: (requirements separated by spaces), note); `python -m taosync.dev install-clients`
+    #: installs it for the real-client tests. None for an app proven from its docs
+    #: (``SOURCES`` then names them)
     INSTALL: tuple[str, str, str] | None
     #: False for an app that takes no custom gateway, only MCP servers (Cursor): its
     #: fleet entry has no slot and verify has nothing to probe for it

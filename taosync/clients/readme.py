@@ -1,7 +1,7 @@
 """README's client facts, generated from the client modules (a test fails when README
 drifts, as one does for the schema): the "Files taosync owns" table (each module's
 ``OWNED_FILES``), the client lists (``TITLE``, ``ID``, ``MCP``), the two secrets tables
-and the install line of the real clients.
+and the install lines of the real clients.
 
 ``python -m taosync.clients.readme`` prints every section; ``--write`` puts them into
 README.md between their markers (``<!-- NAME -->…<!-- /NAME -->``).
@@ -121,17 +121,18 @@ def no_headers() -> str:
 
 
 def install() -> str:
-    """The real clients' install line: npm ones in one command, PyPI ones each alone."""
-    npm: list[str] = []
-    pypi: list[str] = []
+    """One install line per real client, as ``python -m taosync.dev install-clients`` runs
+    it (each in a directory of its own: PyPI pins clash); apps with no binary are left out."""
+    from taosync.clients import install as installer
+
+    rows = []
     for module in _clients().values():
-        if not module.INSTALL and module.SOURCES:
-            continue  # an app proven from its docs: nothing to install here
-        where, spec, note = fact(module, "INSTALL")
-        (npm if where == "npm" else pypi).append(f"`{spec}`" + (f" ({note})" if note else ""))
-    return (f"The npm clients install in one line (Node 20): `npm install --prefix DIR "
-            f"{' '.join(s.strip('`') for s in npm)}`; the PyPI ones each in a venv of "
-            f"their own, as their pins clash: {', '.join(pypi)}.")
+        pin = installer.pin_of(module)
+        if pin is not None:
+            line, exe = installer.by_hand(pin)
+            rows.append(f"| {module.TITLE} | `{line}` | `{exe}` | {pin.note} |")
+    return "\n".join(["| client | install by hand (`DIR`: a directory of its own) | binary "
+                      "| note |", "|---|---|---|---|", *rows]) + "\n"
 
 
 #: marker name → generator; a block section starts and ends on a line of its own
@@ -145,7 +146,7 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "install": install,
     "no-headers": no_headers,
 }
-BLOCKS = {"key-reference", "mcp-reference"}
+BLOCKS = {"key-reference", "mcp-reference", "install"}
 
 
 def _span(text: str, name: str) -> tuple[int, int]:

@@ -44,7 +44,7 @@ OWNED_FILES = (
 #: README "Secrets": how `secrets: reference` keeps the key off disk
 KEY_REFERENCE = "inline (`.sgptrc`, 0600), with a warning."
 #: the real client this module was proven with: (registry, package spec, note)
-INSTALL = ("pypi", "shell-gpt==1.5.1", "with `click`, which it imports without declaring")
+INSTALL = ("pypi", "shell-gpt==1.5.1 click", "`click`: it imports it without declaring it")
 
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (

@@ -1,7 +1,8 @@
 """Running a real client against the stand-in gateway, with only taosync's files in its home.
 
 A test names the binary through ``TAOSYNC_TEST_<CLIENT>_BIN`` (else the client's command
-on ``PATH``) and skips when it is absent. :func:`stand_in` starts a loopback
+on ``PATH``: :func:`binary`, :func:`binary_or_skip`, from conftest) and skips when it is
+absent — fails, with ``TAOSYNC_REAL_CLIENTS=required`` (CI's real-client step). :func:`stand_in` starts a loopback
 :class:`~taosync.stub.Stub`; :meth:`StandIn.apply` writes the example fleet with the
 gateway at the stub and one client, and applies it into the sandbox home;
 :meth:`StandIn.run` runs the binary with ``HOME`` = that home and an environment holding
@@ -15,31 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from ruamel.yaml import YAML
 
-from conftest import EXAMPLE_FLEET, TEST_KEY
-
-
-def binary(var: str, name: str) -> str | None:
-    """The client's executable: ``$var`` (e.g. TAOSYNC_TEST_GEMINI_BIN), else ``name`` on
-    ``PATH``; None when neither (for ``pytest.mark.skipif``)."""
-    path = os.environ.get(var) or shutil.which(name)
-    return path if path and os.access(path, os.X_OK) else None
-
-
-def binary_or_skip(var: str, name: str) -> str:
-    """:func:`binary`, or skip the running test."""
-    path = binary(var, name)
-    if path is None:
-        pytest.skip(f"{name} is not installed (set {var})")
-    return path
+from conftest import EXAMPLE_FLEET, TEST_KEY, binary, binary_or_skip  # noqa: F401
 
 
 @dataclass

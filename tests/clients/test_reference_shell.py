@@ -32,7 +32,7 @@ START_UP = ('out="$(cd "$TAOSYNC_ROOT" && "$TAOSYNC_PYTHON" -m taosync --home "$
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[r.client for r in RUNS])
-def test_a_shell_that_evals_taosync_env_runs_the_client(run: OneShot, tmp_path):
+def test_real_client_in_a_shell_that_only_evals_taosync_env(run: OneShot, tmp_path):
     from taosync.stub import Stub
 
     exe = run.exe()
