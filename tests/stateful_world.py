@@ -70,6 +70,9 @@ class Chain:
 CHAINS = {
     "claude-code": Chain("model", ".claude/settings.json", "json", ("env", "ANTHROPIC_MODEL"),
                          ("fallbackModel",)),
+    "hermes": Chain("model", ".hermes/config.yaml", "yaml", ("model", "default"),
+                    ("fallback_providers",),
+                    lambda entries: [e.get("model") for e in entries or []]),
 }
 
 
