@@ -15,18 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from opencode_checks import OFFLINE
 from real import binary
 
 #: opencode and Kilo: no model catalogue, update or plugin lookups; any other request goes
-#: to a dead loopback proxy (tests/clients/opencode_checks.py OFFLINE)
-NODE_OFFLINE = {
-    "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-    "NO_PROXY": "127.0.0.1,localhost",
-    "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
-    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-    "KILO_DISABLE_MODELS_FETCH": "1", "KILO_TELEMETRY_LEVEL": "off",
-    "KILO_DISABLE_CODEBASE_INDEXING": "1", "KILO_DISABLE_AUTOUPDATE": "1",
-}
+#: to a dead loopback proxy
+NODE_OFFLINE = OFFLINE
 AIDER_QUIET = ["--no-check-update", "--no-show-model-warnings", "--analytics-disable",
                "--no-git", "--yes-always", "--no-pretty", "--no-stream"]
 
