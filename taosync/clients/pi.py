@@ -10,7 +10,8 @@ a provider that is not built in), ``headers`` and ``models: [{id, name, contextW
 ``openai-completions`` POSTs ``{baseUrl}/chat/completions`` and ``openai-responses``
 ``{baseUrl}/responses`` (Bearer; baseUrl = root + ``/v1``), ``anthropic-messages``
 ``{baseUrl}/v1/messages`` with ``x-api-key`` (baseUrl = the root). Catalogue models carry
-no protocol, so one ``api`` (the client's option) serves the whole provider.
+no protocol, so one ``api`` (from the client's ``protocol`` option, named as for Droid and
+Hermes) serves the whole provider.
 
 The provider is ``taotoken``, the name gptme, Codex and opencode use too. It is none of
 pi's built-in providers (``getProviders()``: ``openai``, ``anthropic``, …): under a
@@ -45,7 +46,7 @@ from taosync.formats.base import Match, keypath_str
 ID = "pi"
 BINARY = "pi"  # taosync doctor shows its --version (pi prints it on stderr)
 TITLE = "Pi"
-SUMMARY = "Pi (models.json provider + settings.json default): model, api."
+SUMMARY = "Pi (models.json provider + settings.json default): model, protocol."
 LOCATION_VARS = ("PI_CODING_AGENT_DIR",)
 #: Pi has no MCP client: the fleet's mcp_servers are not written for it
 MCP = False
@@ -74,22 +75,24 @@ INSTALL = ("npm", "@mariozechner/pi-coding-agent@0.73.1", "")
 
 #: the ``providers.<name>`` entry taosync owns
 PROVIDER = "taotoken"
-#: Pi's ``api`` → (taosync's protocol, the base URL's kind, the path Pi appends, auth)
-APIS = {
-    "openai-completions": ("openai-chat", "openai", "/chat/completions", "bearer"),
+#: taosync's protocol → (Pi's ``api``, the base URL's kind, the path Pi appends, auth)
+PROTOCOLS = {
+    "openai-chat": ("openai-completions", "openai", "/chat/completions", "bearer"),
     "openai-responses": ("openai-responses", "openai", "/responses", "bearer"),
     "anthropic-messages": ("anthropic-messages", "anthropic", "/v1/messages", "x-api-key"),
 }
-Api = Literal["openai-completions", "openai-responses", "anthropic-messages"]
+#: Pi's ``api`` → taosync's protocol, for reading a file back
+APIS = {api: protocol for protocol, (api, *_rest) in PROTOCOLS.items()}
+Protocol = Literal["openai-chat", "openai-responses", "anthropic-messages"]
 
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("model", "Route or model id for `defaultModel` (default: default_route); "
                 "any catalogue model works as `pi --model taotoken/<id>`."),
-    Option("api", Api, "openai-completions",
-           "The protocol Pi speaks to the gateway (`api` of the provider): "
-           "openai-completions (Chat Completions), openai-responses, or anthropic-messages "
-           "(base URL: the gateway root)."),
+    Option("protocol", Protocol, "openai-chat",
+           "The protocol Pi speaks to the gateway (the provider's `api`): openai-chat "
+           "(`openai-completions`), openai-responses, or anthropic-messages (base URL: the "
+           "gateway root)."),
 )
 
 _ENTRY = ("providers", PROVIDER)
@@ -102,20 +105,20 @@ def agent_dir(env: ClientEnv) -> Path:
 
 
 class Pi(declare.Declared):
-    """The table, and what it cannot say: the request follows the ``api`` option (on disk:
-    the file's ``api``), so render and probes speak through :meth:`speaking`; the key is
+    """The table, and what it cannot say: the request follows the ``protocol`` option (on
+    disk: the file's ``api``), so render and probes speak through :meth:`speaking`; the key is
     written as the ``!command`` Pi runs; import and verify follow ``defaultProvider`` to its
     entry and let an ``auth.json`` key win, as Pi does."""
 
-    def speaking(self, api: str) -> "Pi":
-        """This declaration as it sends requests for ``api``."""
-        protocol, root, path, auth = APIS[api]
+    def speaking(self, protocol: str) -> "Pi":
+        """This declaration as it sends requests for ``protocol``."""
+        _api, root, path, auth = PROTOCOLS[protocol]
         return replace(self, protocol=protocol, root=root, path=path, auth=auth)
 
     # -- render ---------------------------------------------------------------------------
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
-        return declare.Declared.render(self.speaking(self.cfg(fleet).api), fleet, key, env)
+        return declare.Declared.render(self.speaking(self.cfg(fleet).protocol), fleet, key, env)
 
     def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
         ref = self.key_reference(fleet, env, self.file("models", env))
@@ -139,7 +142,7 @@ class Pi(declare.Declared):
                 values["models"][at + ("contextWindow",)] = window
 
     def probes(self, fleet: Any, key: Any, env: ClientEnv) -> list[ProbeSpec]:
-        return declare.Declared.probes(self.speaking(self.cfg(fleet).api), fleet, key, env)
+        return declare.Declared.probes(self.speaking(self.cfg(fleet).protocol), fleet, key, env)
 
     # -- reading back -------------------------------------------------------------------
 
@@ -173,8 +176,8 @@ class Pi(declare.Declared):
         chosen = next((m for m in listed if m.get("id") == model), {})
         api = chosen.get("api") or entry.get("api")
         if api in APIS:
-            obs.settings["api"] = api
-            obs.protocol = APIS[api][1]
+            obs.settings["protocol"] = APIS[api]
+            obs.protocol = PROTOCOLS[APIS[api]][1]
         elif isinstance(api, str):
             obs.notes.append(f"{models_path}: provider {name!r} speaks {api!r}, which taosync "
                              f"does not write (api: {', '.join(APIS)})")
@@ -227,8 +230,8 @@ class Pi(declare.Declared):
         """The probes the files make Pi send, shaped by the files' own ``api``; a key in
         ``auth.json`` that overrides models.json's is named (its value never is)."""
         obs = self.observe(env)
-        out = declare.Declared.on_disk(self.speaking(obs.settings.get("api") or
-                                                     self.cfg(fleet).api), fleet, key, env)
+        out = declare.Declared.on_disk(self.speaking(obs.settings.get("protocol") or
+                                                     self.cfg(fleet).protocol), fleet, key, env)
         held = [*obs.key_envs, *obs.keys, *([obs.key_helper] if obs.key_helper else [])]
         for seen in (s for s in held if s.file == agent_dir(env) / "auth.json"):
             out.drift.append(f"{shown(seen.file, env)} {seen.key} overrides models.json's "
@@ -239,7 +242,7 @@ class Pi(declare.Declared):
     def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
         if not obs.urls:
             return self.no_url(where, env)
-        if "api" not in obs.settings:
+        if "protocol" not in obs.settings:
             return (f"{shown(self.file('models', env), env)}: the default provider's api is "
                     f"none of {', '.join(APIS)}")
         return None
@@ -274,7 +277,8 @@ CLIENT = Pi(
            "settings": declare.File(lambda env: agent_dir(env) / "settings.json", "json",
                                     json_object=True)},
     bindings=(declare.url("models", *_ENTRY, "baseUrl"),
-              declare.computed("models", *_ENTRY, "api", value=lambda fleet, cfg: cfg.api),
+              declare.computed("models", *_ENTRY, "api",
+                               value=lambda fleet, cfg: PROTOCOLS[cfg.protocol][0]),
               declare.key("models", *_ENTRY, "apiKey"),
               declare.headers("models", *_ENTRY, "headers"),
               declare.fixed("settings", "defaultProvider", value=PROVIDER),

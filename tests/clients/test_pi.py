@@ -53,8 +53,9 @@ def test_pi_writes_a_provider_and_the_default(clients_env, tmp_path):
     ("openai-responses", V1, "openai-responses", "/responses", "bearer"),
     ("anthropic-messages", ROOT, "anthropic-messages", "/v1/messages", "x-api-key"),
 ])
-def test_pi_api_sets_the_base_url_and_the_probe(clients_env, api, base, protocol, path, auth):
-    f = fleet(clients__pi={"model": "balanced", "api": api})
+def test_pi_protocol_sets_api_the_base_url_and_the_probe(clients_env, api, base, protocol,
+                                                        path, auth):
+    f = fleet(clients__pi={"model": "balanced", "protocol": protocol})
     models, _ = pi.render(f, KEY, clients_env)
     assert models.values[P + ("baseUrl",)] == base and models.values[P + ("api",)] == api
     assert pi.probes(f, KEY, clients_env) == [
@@ -265,7 +266,7 @@ def test_pi_import_of_a_hand_written_provider(run, home):
     assert proposal["gateway"]["base_url"] == "https://gw.example.com/api"
     assert proposal["gateway"]["key"] == "${env:GW_KEY}"
     entry = proposal["clients"]["pi"]
-    assert entry["api"] == "anthropic-messages" and entry["secrets"] == "reference"
+    assert entry["protocol"] == "anthropic-messages" and entry["secrets"] == "reference"
     assert proposal["routes"][entry["model"]] == SONNET
 
 
@@ -316,7 +317,8 @@ def test_real_pi_inline_and_by_reference(taosync, home, fleet_file):
 
         # by reference: ${env:} as !printenv, Anthropic's protocol at the root
         s.stub.requests.clear()
-        s.apply("pi", {"model": "balanced", "api": "anthropic-messages"}, secrets="reference")
+        s.apply("pi", {"model": "balanced", "protocol": "anthropic-messages"},
+                secrets="reference")
         assert TEST_KEY not in (home / ".pi" / "agent" / "models.json").read_text()
         proc = _run_pi(s, exe, {"TAOTOKEN_API_KEY": TEST_KEY})
         _answered(proc, s.stub, "/v1/messages", SONNET)
@@ -329,7 +331,7 @@ def test_real_pi_inline_and_by_reference(taosync, home, fleet_file):
         # by reference to a file: !cat '<path>', the Responses API
         key_file = home / "keys" / "gw key"
         write(key_file, TEST_KEY + "\n")
-        s.apply("pi", {"model": "fast", "api": "openai-responses"}, secrets="reference",
+        s.apply("pi", {"model": "fast", "protocol": "openai-responses"}, secrets="reference",
                 gateway={"key": "${file:~/keys/gw key}"})
         proc = _run_pi(s, exe)
         _answered(proc, s.stub, "/v1/responses", MINI)
