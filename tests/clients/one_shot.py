@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Callable
 
 from opencode_checks import OFFLINE
-from real import binary
 
 #: opencode and Kilo: no model catalogue, update or plugin lookups; any other request goes
 #: to a dead loopback proxy
@@ -54,9 +53,6 @@ class OneShot:
     prepare: Callable[[Path, list[str]], None] | None = None
     protocol_path: str = "/v1/chat/completions"
     isolate: bool = False  # looks beyond loopback by itself: run in a namespace
-
-    def exe(self) -> str | None:
-        return binary(f"TAOSYNC_TEST_{self.binary.upper()}_BIN", self.binary)
 
 
 RUNS = [

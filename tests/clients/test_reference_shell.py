@@ -14,12 +14,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
 
-from conftest import EXAMPLE_FLEET, ROOT, TEST_KEY
+from conftest import EXAMPLE_FLEET, ROOT, TEST_KEY, binary_or_skip
 from one_shot import RUNS, OneShot
 
 MODELS = ["gw-main", "gw-fast"]
@@ -35,10 +34,7 @@ START_UP = ('out="$(cd "$TAOSYNC_ROOT" && "$TAOSYNC_PYTHON" -m taosync --home "$
 def test_real_client_in_a_shell_that_only_evals_taosync_env(run: OneShot, tmp_path):
     from taosync.stub import Stub
 
-    exe = run.exe()
-    if exe is None:
-        pytest.skip(f"{run.binary} is not installed (set TAOSYNC_TEST_"
-                    f"{run.binary.upper()}_BIN)")
+    exe = binary_or_skip(f"TAOSYNC_TEST_{run.binary.upper()}_BIN", run.binary)
     home = tmp_path / "home"
     (home / "work").mkdir(parents=True)
     fleet_file = tmp_path / "fleet.yaml"
