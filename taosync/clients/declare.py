@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -1178,3 +1178,70 @@ class McpOnly(Declared):
             return OnDisk(self.id)
         out, _ = start_on_disk(self, fleet, key, env, self.file(self.primary, env))
         return out
+
+
+# -- a client whose wire protocol is its ``protocol`` option (Droid, Pi, Hermes) ----------
+
+@dataclass(frozen=True)
+class Wire:
+    """One protocol as a client speaks it: the client's own word for it (Droid's
+    ``provider``, Pi's ``api``, Hermes' ``api_mode``), the gateway URL it takes (``openai``:
+    the ``/v1`` URL; ``anthropic``: the root), the path it appends, how it sends the key,
+    and any other :class:`Declared` field that changes with it (Hermes' ``sends``)."""
+
+    word: str
+    root: str
+    path: str
+    auth: str
+    also: Mapping[str, Any] = field(default_factory=dict)
+
+
+def protocol_option(title: str, wires: Mapping[str, Wire], where: str) -> Option:
+    """The ``protocol`` option of a :class:`Wired` client: one name, and taosync's protocol
+    names, for every client that lets the fleet choose (the first is the default)."""
+    from typing import Literal
+
+    names = tuple(wires)
+    spelled = ", ".join(f"{name} (`{wire.word}`)" for name, wire in wires.items())
+    return Option("protocol", Literal.__getitem__(names), names[0],
+                  f"The protocol {title} speaks to the gateway ({where}): {spelled}; "
+                  f"anthropic-messages takes the gateway root.")
+
+
+@dataclass(frozen=True)
+class Wired(Declared):
+    """A client that speaks the protocol its ``protocol`` option names (``wires``:
+    taosync's protocol → :class:`Wire`, the default first): render and probes speak the
+    option's; verify speaks the one the files name, which import reads back as the
+    option (:meth:`protocol_of` the client's word)."""
+
+    wires: Mapping[str, Wire] = field(default_factory=dict)
+
+    def speaking(self, protocol: str | None) -> Any:
+        """This declaration as it sends requests for ``protocol`` (unknown: the default)."""
+        name = protocol if protocol is not None and protocol in self.wires \
+            else next(iter(self.wires))
+        wire = self.wires[name]
+        return replace(self, protocol=name, root=wire.root, path=wire.path, auth=wire.auth,
+                       **wire.also)
+
+    def wire(self, fleet: Any) -> Wire:
+        """The wire the fleet's ``protocol`` option picks."""
+        return self.wires[self.cfg(fleet).protocol]
+
+    def protocol_of(self, word: Any) -> str | None:
+        """taosync's protocol for the client's ``word`` read from a file (None: another)."""
+        return next((name for name, wire in self.wires.items() if wire.word == word), None)
+
+    def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
+        return Declared.render(self.speaking(self.cfg(fleet).protocol), fleet, key, env)
+
+    def probes(self, fleet: Any, key: Any, env: ClientEnv) -> list[ProbeSpec]:
+        return Declared.probes(self.speaking(self.cfg(fleet).protocol), fleet, key, env)
+
+    def on_disk_as_filed(self, obs: Observation, fleet: Any, key: Any,
+                         env: ClientEnv) -> OnDisk:
+        """:meth:`Declared.on_disk` speaking the protocol the files name (else the
+        option's)."""
+        return Declared.on_disk(self.speaking(obs.settings.get("protocol")
+                                              or self.cfg(fleet).protocol), fleet, key, env)

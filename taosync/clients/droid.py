@@ -27,12 +27,11 @@ values; no ``cwd``; ``disabled: true`` switches one off).
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from taosync.clients import declare
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Seen, disk_key,
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Seen, disk_key,
                                   shown, slot_option)
 from taosync.formats.base import Match, keypath_str
 
@@ -78,17 +77,12 @@ MCP_REFERENCE = (
 #: what droid 0.215.0 sends besides auth (seen by the stand-in gateway)
 PREFIX, CLIENT_HEADERS = "taotoken/", {"User-Agent": "factory-cli/0.215.0"}
 #: the wire protocol of the entries → droid's ``provider`` and how it is reached
-WIRES: dict[str, dict[str, str]] = {
-    "openai-chat": {"provider": "generic-chat-completion-api", "root": "openai",
-                    "path": "/chat/completions", "auth": "bearer"},
-    "openai-responses": {"provider": "openai", "root": "openai", "path": "/responses",
-                         "auth": "bearer"},
-    "anthropic-messages": {"provider": "anthropic", "root": "anthropic",
-                           "path": "/v1/messages", "auth": "x-api-key"},
+WIRES = {
+    "openai-chat": declare.Wire("generic-chat-completion-api", "openai", "/chat/completions",
+                                "bearer"),
+    "openai-responses": declare.Wire("openai", "openai", "/responses", "bearer"),
+    "anthropic-messages": declare.Wire("anthropic", "anthropic", "/v1/messages", "x-api-key"),
 }
-PROTOCOL: Any = Literal.__getitem__(tuple(WIRES))
-#: ``provider`` → protocol, for reading a file back
-_BY_PROVIDER = {wire["provider"]: name for name, wire in WIRES.items()}
 #: droid's ``${NAME}`` (no default form in apiKey)
 _VAR = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 #: apiKey placeholders droid drops an entry for (function ``Vf$``)
@@ -101,10 +95,7 @@ OPTIONS = (
                 "default_route); every catalogue model is a custom model."),
     slot_option("spec_model", "Route or model id for spec mode "
                 "(`sessionDefaultSettings.specModeModel`; unset: not written)."),
-    Option("protocol", PROTOCOL, "openai-chat",
-           "The wire protocol of the custom models: openai-chat (provider "
-           "generic-chat-completion-api), openai-responses (openai) or anthropic-messages "
-           "(anthropic, given the gateway root)."),
+    declare.protocol_option(TITLE, WIRES, "the custom models' `provider`"),
 )
 
 
@@ -165,16 +156,10 @@ def resolve(models: list, wanted: str) -> tuple[int, dict] | None:
     return next(((i, e) for i, e in valid if "custom:" + e["model"] == wanted), None)
 
 
-class Droid(declare.Declared):
+class Droid(declare.Wired):
     """The table (the two session defaults), and what it cannot say: a customModels entry
     per catalogue model with the wire the ``protocol`` option picks; the key as
     ``${NAME}``; and ``settings.local.json`` over ``settings.json`` when read back."""
-
-    def wire(self, protocol: str) -> "Droid":
-        """This declaration as it probes entries of ``protocol``."""
-        w = WIRES.get(protocol, WIRES["openai-chat"])
-        name = protocol if protocol in WIRES else "openai-chat"
-        return replace(self, protocol=name, root=w["root"], path=w["path"], auth=w["auth"])
 
     # -- render -------------------------------------------------------------------------
 
@@ -188,13 +173,13 @@ class Droid(declare.Declared):
         settings = values["settings"]
         ref = self.key_reference(fleet, env, self.file("settings", env))
         api_key = f"${{{ref.arg}}}" if ref is not None else key
-        wire = WIRES[self.cfg(fleet).protocol]
-        url = declare.gateway_url(fleet, wire["root"])
+        wire = self.wire(fleet)
+        url = declare.gateway_url(fleet, wire.root)
         slot_models = [fleet.model_for(chosen) for _, chosen in self.slots(fleet)]
         for model in dict.fromkeys([*fleet.models, *slot_models]):
             e = _entry(model)
             settings.update({e + ("model",): model, e + ("baseUrl",): url,
-                             e + ("apiKey",): api_key, e + ("provider",): wire["provider"]})
+                             e + ("apiKey",): api_key, e + ("provider",): wire.word})
             if fleet.gateway.headers:
                 settings[e + ("extraHeaders",)] = fleet.gateway_headers()
             window = fleet.context_window(model)
@@ -222,16 +207,11 @@ class Droid(declare.Declared):
                     f"{', '.join(dict.fromkeys(names))} where droid runs")
         return patches
 
-    # -- probes -------------------------------------------------------------------------
-
-    def probes(self, fleet: Any, key: Any, env: ClientEnv) -> list:
-        return declare.Declared.probes(self.wire(self.cfg(fleet).protocol), fleet, key, env)
-
     def on_disk(self, fleet: Any, key: Any, env: ClientEnv) -> OnDisk:
         """What the files make droid send, with the wire of the entry the model names;
         a settings.local.json key that beats an owned one is drift."""
         obs = self.observe(env)
-        out = declare.Declared.on_disk(self.wire(obs.settings.get("protocol", "openai-chat")),
+        out = declare.Declared.on_disk(self.speaking(obs.settings.get("protocol", "openai-chat")),
                                        fleet, key, env)
         files = [self.file(name, env) for name in ("local", "settings")]
         for note in obs.notes:
@@ -300,11 +280,11 @@ class Droid(declare.Declared):
 
     def read_entry(self, entry: dict, path: Path, at: str, obs: Observation) -> None:
         """The URL, key, headers and wire of the entry the model names."""
-        protocol = _BY_PROVIDER.get(str(entry.get("provider")))
+        protocol = self.protocol_of(entry.get("provider"))
         if protocol is None:
             obs.provider = Seen(f"provider {entry.get('provider')!r}", path, f"{at}.provider")
             return
-        obs.protocol = WIRES[protocol]["root"]
+        obs.protocol = WIRES[protocol].root
         if protocol != "openai-chat":
             obs.settings["protocol"] = protocol
         obs.urls.append(Seen(entry["baseUrl"].strip(), path, f"{at}.baseUrl"))
@@ -342,6 +322,7 @@ CLIENT = Droid(
                               "passed by reference"),
     mcp_file="mcp",
     places={"slot": "sessionDefaultSettings.model"},
+    wires=WIRES,
 )
 render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
                                                CLIENT.observe, CLIENT.locations)

@@ -30,9 +30,8 @@ or ``{url, headers}`` (``transport: sse``), ``${VAR}`` expanded from that enviro
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from taosync.clients import declare
 from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Seen, read_plain,
@@ -45,15 +44,25 @@ TITLE = "Hermes Agent"
 SUMMARY = "Hermes Agent (config.yaml providers + .env key): model, protocol, failover."
 LOCATION_VARS = ("HERMES_HOME",)
 
-#: taosync's protocol name → Hermes' ``api_mode``
-API_MODES = {"openai-chat": "chat_completions", "openai-responses": "codex_responses",
-             "anthropic-messages": "anthropic_messages"}
+#: what Hermes 0.19.0 sends besides the gateway's headers (seen by the stand-in gateway)
+OPENAI_HEADERS = {"User-Agent": "OpenAI/Python 2.24.0", "X-Stainless-Lang": "python"}
+ANTHROPIC_HEADERS = {"User-Agent": "Anthropic/Python 0.87.0",
+                     "anthropic-beta": "interleaved-thinking-2025-05-14,"
+                                       "fine-grained-tool-streaming-2025-05-14"}
+#: taosync's protocol → Hermes' ``api_mode`` and the request Hermes sends
+WIRES = {
+    "openai-chat": declare.Wire("chat_completions", "openai", "/chat/completions", "bearer",
+                                {"sends": OPENAI_HEADERS}),
+    "openai-responses": declare.Wire("codex_responses", "openai", "/responses", "bearer",
+                                     {"sends": OPENAI_HEADERS}),
+    "anthropic-messages": declare.Wire("anthropic_messages", "anthropic", "/v1/messages",
+                                       "x-api-key", {"sends": ANTHROPIC_HEADERS,
+                                                     "sends_headers": False}),
+}
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("model", "Route or model id for `model.default` (default: default_route)."),
-    Option("protocol", Literal["openai-chat", "openai-responses", "anthropic-messages"],
-           "openai-chat", "The wire API Hermes speaks to the gateway (`api_mode`: "
-           "chat_completions, codex_responses or anthropic_messages)."),
+    declare.protocol_option(TITLE, WIRES, "the provider's `api_mode`"),
     Option("failover", bool, True, "Write the route's other candidates into Hermes' own "
            "`fallback_providers`, so a failing model is replaced inside the request."),
 )
@@ -91,21 +100,6 @@ PROVIDER = "taotoken"
 #: the variable the key is stored under in ``.env`` when the fleet's key is no ${env:NAME}
 DEFAULT_KEY_VAR = "TAOTOKEN_API_KEY"
 _PROVIDER = ("providers", PROVIDER)
-#: what Hermes 0.19.0 sends besides the gateway's headers (seen by the stand-in gateway)
-OPENAI_HEADERS = {"User-Agent": "OpenAI/Python 2.24.0", "X-Stainless-Lang": "python"}
-ANTHROPIC_HEADERS = {"User-Agent": "Anthropic/Python 0.87.0",
-                     "anthropic-beta": "interleaved-thinking-2025-05-14,"
-                                       "fine-grained-tool-streaming-2025-05-14"}
-#: per protocol option: the request Hermes sends (fields of :class:`declare.Declared`)
-FLAVOURS: dict[str, dict[str, Any]] = {
-    "openai-chat": dict(protocol="openai-chat", root="openai", path="/chat/completions",
-                        auth="bearer", sends=OPENAI_HEADERS),
-    "openai-responses": dict(protocol="openai-responses", root="openai", path="/responses",
-                             auth="bearer", sends=OPENAI_HEADERS),
-    "anthropic-messages": dict(protocol="anthropic-messages", root="anthropic",
-                               path="/v1/messages", auth="x-api-key", sends=ANTHROPIC_HEADERS,
-                               sends_headers=False),
-}
 
 
 def hermes_home(env: ClientEnv) -> Path:
@@ -143,24 +137,11 @@ def _by_reference(secret: Any) -> str | None:
     return f"{secret.prefix}${{{secret.ref.arg}}}{secret.suffix}"
 
 
-def _api_mode(fleet: Any, cfg: Any) -> str:
-    return API_MODES[cfg.protocol]
-
-
-class Hermes(declare.Declared):
+class Hermes(declare.Wired):
     """The table, and what it cannot say: the request depends on the ``protocol`` option
-    (a flavour of the table per protocol), the route's other candidates become
+    (its wire), the route's other candidates become
     ``fallback_providers``, import follows ``model.provider`` to its entry, and the key
     Hermes sends is ``.env``'s before the environment's."""
-
-    def flavour(self, protocol: str) -> "Hermes":
-        return replace(self, **FLAVOURS[protocol])
-
-    def render(self, fleet: Any, key: Any, env: ClientEnv) -> list:
-        return declare.Declared.render(self.flavour(self.cfg(fleet).protocol), fleet, key, env)
-
-    def probes(self, fleet: Any, key: Any, env: ClientEnv) -> list:
-        return declare.Declared.probes(self.flavour(self.cfg(fleet).protocol), fleet, key, env)
 
     def warn_headers(self, fleet: Any, env: ClientEnv) -> None:
         """Headers go nowhere in anthropic_messages mode, nor to a fallback."""
@@ -225,13 +206,13 @@ class Hermes(declare.Declared):
             return
         p = ("providers", str(name))
         mode = entry.get("api_mode") or entry.get("transport") or "chat_completions"
-        protocol = next((k for k, v in API_MODES.items() if v == mode), None)
+        protocol = self.protocol_of(mode)
         if protocol is None:
             obs.provider = Seen(f"provider {name!r} with api_mode {mode!r}", path,
                                 keypath_str(p + ("api_mode",)))
             return
         obs.settings["protocol"] = protocol
-        obs.protocol = FLAVOURS[protocol]["root"]
+        obs.protocol = WIRES[protocol].root
         for bind in self.bindings:
             value = entry.get(bind.path[-1])
             if bind.role in ("url", "headers", "key_var") and value is not None:
@@ -250,8 +231,7 @@ class Hermes(declare.Declared):
         """The request the files make Hermes send (by the file's api_mode), and a
         ``.env`` line that sends another key than the environment's reference."""
         obs = self.observe(env)
-        me = self.flavour(obs.settings.get("protocol", self.cfg(fleet).protocol))
-        out = declare.Declared.on_disk(me, fleet, key, env)
+        out = self.on_disk_as_filed(obs, fleet, key, env)
         profile = active_profile(env, obs)
         if profile:
             out.problems.append(_profile_problem(env, profile))
@@ -281,11 +261,13 @@ CLIENT = Hermes(
     bindings=(declare.fixed("config", "model", "provider", value=PROVIDER),
               declare.slot("config", "model", "default"),
               declare.url("config", *_PROVIDER, "base_url"),
-              declare.computed("config", *_PROVIDER, "api_mode", value=_api_mode),
+              declare.computed("config", *_PROVIDER, "api_mode",
+                               value=lambda fleet, cfg: WIRES[cfg.protocol].word),
               declare.key_var("config", *_PROVIDER, "key_env", default=DEFAULT_KEY_VAR,
                               store="env"),
               declare.headers("config", *_PROVIDER, "extra_headers")),
-    **FLAVOURS["openai-chat"],
+    sends=OPENAI_HEADERS,
+    wires=WIRES,
     key_rule=declare.KeyRule(("env",), "Hermes reads the key only from config.yaml or the "
                              "variable key_env names"),
     mcp=declare.McpShape(("mcp_servers",), whole=False, sse={"transport": "sse"}, cwd=False,

@@ -34,13 +34,12 @@ names the file. Pi has no MCP client (extensions and skills instead).
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from taosync.clients import declare
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, ProbeSpec,
-                                  Seen, disk_key, read_plain, shown, slot_option, stored_key)
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Seen, disk_key, read_plain,
+                                  shown, slot_option, stored_key)
 from taosync.formats.base import Match, keypath_str
 
 ID = "pi"
@@ -75,24 +74,19 @@ INSTALL = ("npm", "@mariozechner/pi-coding-agent@0.73.1", "")
 
 #: the ``providers.<name>`` entry taosync owns
 PROVIDER = "taotoken"
-#: taosync's protocol → (Pi's ``api``, the base URL's kind, the path Pi appends, auth)
-PROTOCOLS = {
-    "openai-chat": ("openai-completions", "openai", "/chat/completions", "bearer"),
-    "openai-responses": ("openai-responses", "openai", "/responses", "bearer"),
-    "anthropic-messages": ("anthropic-messages", "anthropic", "/v1/messages", "x-api-key"),
+#: taosync's protocol → Pi's ``api`` and how the request goes
+WIRES = {
+    "openai-chat": declare.Wire("openai-completions", "openai", "/chat/completions", "bearer"),
+    "openai-responses": declare.Wire("openai-responses", "openai", "/responses", "bearer"),
+    "anthropic-messages": declare.Wire("anthropic-messages", "anthropic", "/v1/messages",
+                                       "x-api-key"),
 }
-#: Pi's ``api`` → taosync's protocol, for reading a file back
-APIS = {api: protocol for protocol, (api, *_rest) in PROTOCOLS.items()}
-Protocol = Literal["openai-chat", "openai-responses", "anthropic-messages"]
 
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("model", "Route or model id for `defaultModel` (default: default_route); "
                 "any catalogue model works as `pi --model taotoken/<id>`."),
-    Option("protocol", Protocol, "openai-chat",
-           "The protocol Pi speaks to the gateway (the provider's `api`): openai-chat "
-           "(`openai-completions`), openai-responses, or anthropic-messages (base URL: the "
-           "gateway root)."),
+    declare.protocol_option(TITLE, WIRES, "the provider's `api`"),
 )
 
 _ENTRY = ("providers", PROVIDER)
@@ -104,21 +98,13 @@ def agent_dir(env: ClientEnv) -> Path:
     return env.location("PI_CODING_AGENT_DIR") or env.home / ".pi" / "agent"
 
 
-class Pi(declare.Declared):
+class Pi(declare.Wired):
     """The table, and what it cannot say: the request follows the ``protocol`` option (on
-    disk: the file's ``api``), so render and probes speak through :meth:`speaking`; the key is
+    disk: the file's ``api``); the key is
     written as the ``!command`` Pi runs; import and verify follow ``defaultProvider`` to its
     entry and let an ``auth.json`` key win, as Pi does."""
 
-    def speaking(self, protocol: str) -> "Pi":
-        """This declaration as it sends requests for ``protocol``."""
-        _api, root, path, auth = PROTOCOLS[protocol]
-        return replace(self, protocol=protocol, root=root, path=path, auth=auth)
-
     # -- render ---------------------------------------------------------------------------
-
-    def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
-        return declare.Declared.render(self.speaking(self.cfg(fleet).protocol), fleet, key, env)
 
     def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
         ref = self.key_reference(fleet, env, self.file("models", env))
@@ -140,9 +126,6 @@ class Pi(declare.Declared):
             window = fleet.context_window(model)
             if window:
                 values["models"][at + ("contextWindow",)] = window
-
-    def probes(self, fleet: Any, key: Any, env: ClientEnv) -> list[ProbeSpec]:
-        return declare.Declared.probes(self.speaking(self.cfg(fleet).protocol), fleet, key, env)
 
     # -- reading back -------------------------------------------------------------------
 
@@ -175,12 +158,13 @@ class Pi(declare.Declared):
             if isinstance(entry.get("models"), list) else []
         chosen = next((m for m in listed if m.get("id") == model), {})
         api = chosen.get("api") or entry.get("api")
-        if api in APIS:
-            obs.settings["protocol"] = APIS[api]
-            obs.protocol = PROTOCOLS[APIS[api]][1]
+        protocol = self.protocol_of(api)
+        if protocol is not None:
+            obs.settings["protocol"] = protocol
+            obs.protocol = WIRES[protocol].root
         elif isinstance(api, str):
             obs.notes.append(f"{models_path}: provider {name!r} speaks {api!r}, which taosync "
-                             f"does not write (api: {', '.join(APIS)})")
+                             f"does not write (api: {', '.join(w.word for w in WIRES.values())})")
         headers = entry.get("headers")
         if isinstance(headers, dict) and headers:
             obs.headers.append(Seen({str(k): str(v) for k, v in headers.items()}, models_path,
@@ -230,8 +214,7 @@ class Pi(declare.Declared):
         """The probes the files make Pi send, shaped by the files' own ``api``; a key in
         ``auth.json`` that overrides models.json's is named (its value never is)."""
         obs = self.observe(env)
-        out = declare.Declared.on_disk(self.speaking(obs.settings.get("protocol") or
-                                                     self.cfg(fleet).protocol), fleet, key, env)
+        out = self.on_disk_as_filed(obs, fleet, key, env)
         held = [*obs.key_envs, *obs.keys, *([obs.key_helper] if obs.key_helper else [])]
         for seen in (s for s in held if s.file == agent_dir(env) / "auth.json"):
             out.drift.append(f"{shown(seen.file, env)} {seen.key} overrides models.json's "
@@ -244,7 +227,7 @@ class Pi(declare.Declared):
             return self.no_url(where, env)
         if "protocol" not in obs.settings:
             return (f"{shown(self.file('models', env), env)}: the default provider's api is "
-                    f"none of {', '.join(APIS)}")
+                    f"none of {', '.join(w.word for w in WIRES.values())}")
         return None
 
     def no_url(self, where: str, env: ClientEnv) -> str:
@@ -278,13 +261,14 @@ CLIENT = Pi(
                                     json_object=True)},
     bindings=(declare.url("models", *_ENTRY, "baseUrl"),
               declare.computed("models", *_ENTRY, "api",
-                               value=lambda fleet, cfg: PROTOCOLS[cfg.protocol][0]),
+                               value=lambda fleet, cfg: WIRES[cfg.protocol].word),
               declare.key("models", *_ENTRY, "apiKey"),
               declare.headers("models", *_ENTRY, "headers"),
               declare.fixed("settings", "defaultProvider", value=PROVIDER),
               declare.slot("settings", "defaultModel")),
     key_rule=declare.KeyRule(("env", "file", "cmd", "shell"),
                              "Pi runs a !command for its key"),
+    wires=WIRES,
 )
 render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
                                                CLIENT.observe, CLIENT.locations)
