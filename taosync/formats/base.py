@@ -229,6 +229,14 @@ def _parse(text: str) -> KeyPath:
     return tuple(out)
 
 
+def escaped(text: str, table: dict[str, str], control: str) -> str:
+    """``text`` with each character of ``table`` replaced by its escape and any other
+    control character (C0, DEL) spelled by ``control``, a format taking its code point
+    (TOML's ``\\u{:04x}``, YAML's ``\\x{:02X}``): one loop for every writer's strings."""
+    return "".join(table[c] if c in table else
+                   control.format(ord(c)) if c < " " or c == "\x7f" else c for c in text)
+
+
 def same_value(a: Any, b: Any) -> bool:
     """Equal as JSON values, telling bool from int and int from float."""
     if isinstance(a, bool) or isinstance(b, bool):

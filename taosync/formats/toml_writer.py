@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from taosync.formats.base import FormatError, KeyPath, NamedList, keypath_str
+from taosync.formats.base import FormatError, KeyPath, NamedList, escaped, keypath_str
 
 _BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 _ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r",
@@ -103,15 +103,7 @@ def _value(value: Any) -> str:
 
 def _string(text: str) -> str:
     """A basic string: quotes, backslashes and control characters escaped."""
-    out = []
-    for c in text:
-        if c in _ESCAPES:
-            out.append(_ESCAPES[c])
-        elif c < " " or c == "\x7f":
-            out.append(f"\\u{ord(c):04x}")
-        else:
-            out.append(c)
-    return '"' + "".join(out) + '"'
+    return '"' + escaped(text, _ESCAPES, "\\u{:04x}") + '"'
 
 
 def spellings(value: str) -> set[str]:

@@ -26,7 +26,7 @@ import re
 from functools import cache
 from typing import Any
 
-from taosync.formats.base import KeyPath
+from taosync.formats.base import KeyPath, escaped
 
 #: plain words a YAML 1.1 reader takes for booleans: written quoted, to be safe
 YAML11_BOOL = re.compile(r"(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)\Z")
@@ -215,12 +215,4 @@ _EMITTED = {"\0": "\\0", "\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v
 def spellings(value: str) -> set[str]:
     """How ``value`` appears in a YAML file besides raw (for the redactor): double quoted
     as ruamel escapes it, and single quoted (``''`` for ``'``)."""
-    out = []
-    for c in value:
-        if c in _EMITTED:
-            out.append(_EMITTED[c])
-        elif c < " " or c == "\x7f":
-            out.append(f"\\x{ord(c):02X}")
-        else:
-            out.append(c)
-    return {"".join(out), value.replace("'", "''")}
+    return {escaped(value, _EMITTED, "\\x{:02X}"), value.replace("'", "''")}
