@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from taosync.clients import declare
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Seen, read_plain,
+from taosync.clients.base import (ClientEnv, Observation, OnDisk, Seen, read_plain,
                                   shown, slot_option, stored_key)
 from taosync.formats.base import keypath_str
 
@@ -63,8 +63,7 @@ WIRES = {
 OPTIONS = (
     slot_option("model", "Route or model id for `model.default` (default: default_route)."),
     declare.protocol_option(TITLE, WIRES, "the provider's `api_mode`"),
-    Option("failover", bool, True, "Write the route's other candidates into Hermes' own "
-           "`fallback_providers`, so a failing model is replaced inside the request."),
+    declare.failover_option(TITLE),
 )
 TARGETS = [
     "~/.hermes/config.yaml ($HERMES_HOME): model.{provider,default}, providers.taotoken, "
