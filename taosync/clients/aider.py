@@ -33,11 +33,7 @@ from taosync.formats.base import Match, keypath_str
 
 ID = "aider"
 BINARY = "aider"  # taosync doctor shows its --version
-TITLE = "aider"
 SUMMARY = "aider (.aider.conf.yml, openai/<id>): model, weak_model, editor_model."
-LOCATION_VARS: tuple[str, ...] = ()
-#: aider has no MCP client: the fleet's mcp_servers are not written for it
-MCP = False
 TARGETS = [
     "~/.aider.conf.yml: model, weak-model, editor-model (openai/<id>), openai-api-base, "
     "openai-api-key (inline only)",
@@ -129,7 +125,7 @@ class Aider(declare.Declared):
 
 
 CLIENT = Aider(
-    ID, TITLE, primary="conf",
+    ID, "aider", primary="conf",
     files={"conf": declare.File(config_path, "yaml"),
            "settings": declare.File(settings_path, "yaml")},
     bindings=(

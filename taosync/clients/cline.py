@@ -35,7 +35,6 @@ from taosync.formats.base import keypath_str
 
 ID = "cline"
 BINARY = "cline"  # taosync doctor shows its --version
-TITLE = "Cline"
 SUMMARY = "Cline (OpenAI-compatible provider): model, editors, legacy."
 #: environment variables naming a directory (LOCATION_VARS) or one file it reads
 LOCATION_VARS = ("CLINE_DIR", "CLINE_DATA_DIR")
@@ -279,7 +278,7 @@ def _data(env: ClientEnv) -> Path:
 
 
 CLIENT = Cline(
-    ID, TITLE, primary="providers",
+    ID, "Cline", primary="providers",
     files={"providers": declare.File(lambda env: _data(env) / "settings" / "providers.json",
                                      "json"),
            "mcp": declare.File(mcp_path, "json"),

@@ -27,7 +27,6 @@ from taosync.clients.base import (ClientEnv, Observation, Seen, disk_key, shown,
 
 ID = "gemini-cli"
 BINARY = "gemini"  # taosync doctor shows its --version
-TITLE = "Gemini CLI"
 SUMMARY = "Gemini CLI (Gemini generateContent; needs gateway.gemini_base_url): model."
 LOCATION_VARS = ("GEMINI_CLI_HOME",)
 #: fleet keys it cannot work without (checked, located, wherever it is enabled)
@@ -152,7 +151,7 @@ class GeminiCli(declare.Declared):
 
 
 CLIENT = GeminiCli(
-    ID, TITLE, primary="settings", protocol=PROTOCOL, root="gemini", auth="x-goog-api-key",
+    ID, "Gemini CLI", primary="settings", protocol=PROTOCOL, root="gemini", auth="x-goog-api-key",
     files={"settings": declare.File(lambda env: gemini_dir(env) / "settings.json",
                                     SETTINGS_FORMAT, json_object=True),
            "env": declare.File(lambda env: gemini_dir(env) / ".env", "dotenv")},

@@ -29,10 +29,7 @@ from taosync.formats.base import Match, keypath_str
 
 ID = "gptme"
 BINARY = "gptme"  # taosync doctor shows its --version
-TITLE = "gptme"
 SUMMARY = "gptme ([[providers]] + [env] MODEL = <provider>/<id>): model."
-#: its directory moves with XDG_CONFIG_HOME, which app_data() honours (not gptme's own variable)
-LOCATION_VARS = ()
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("model", "Route or model id for `MODEL` (default: default_route); any "
@@ -116,7 +113,7 @@ MCP_SHAPE = declare.McpShape(
     switch={("mcp", "enabled"): True, ("mcp", "auto_start"): True},
     note="gptme does not expand variables in MCP env or headers")
 CLIENT = Gptme(
-    ID, TITLE, primary="config",
+    ID, "gptme", primary="config",
     files={"config": declare.File(lambda env: gptme_dir(env) / "config.toml", "toml"),
            "local": declare.File(lambda env: gptme_dir(env) / "config.local.toml", "toml")},
     bindings=(declare.slot("config", "env", "MODEL", prefix=PROVIDER + "/"),

@@ -24,11 +24,8 @@ from taosync.formats.base import Match, keypath_str
 
 ID = "llm"
 BINARY = "llm"  # taosync doctor shows its --version
-TITLE = "llm"
 SUMMARY = "llm (extra-openai-models.yaml, the whole catalogue): model (the default)."
 LOCATION_VARS = ("LLM_USER_PATH",)
-#: llm has no MCP client: the fleet's mcp_servers are not written for it
-MCP = False
 TARGETS = [
     "~/.config/io.datasette.llm/extra-openai-models.yaml ($LLM_USER_PATH): one entry per "
     "catalogue model ([model_id=<id>])",
@@ -121,7 +118,7 @@ class Llm(declare.Declared):
 
 
 CLIENT = Llm(
-    ID, TITLE, primary="models",
+    ID, "llm", primary="models",
     files={"models": declare.File(lambda env: user_dir(env) / MODELS_FILE, "yaml"),
            "keys": declare.File(lambda env: user_dir(env) / "keys.json", "json"),
            "default": declare.File(lambda env: user_dir(env) / "default_model.txt", "text")},

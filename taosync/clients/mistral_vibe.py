@@ -26,7 +26,6 @@ from taosync.formats.base import Match, keypath_str
 
 ID = "mistral-vibe"
 BINARY = "vibe"  # taosync doctor shows its --version
-TITLE = "Mistral Vibe"
 SUMMARY = "Mistral Vibe (config.toml [[models]] + .env key): model."
 LOCATION_VARS = ("VIBE_HOME",)
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
@@ -149,7 +148,7 @@ class Vibe(declare.Declared):
 
 
 CLIENT = Vibe(
-    ID, TITLE, primary="config",
+    ID, "Mistral Vibe", primary="config",
     files={"config": declare.File(lambda env: vibe_home(env) / "config.toml", "toml"),
            "env": declare.File(lambda env: vibe_home(env) / ".env", "dotenv")},
     bindings=(declare.slot("config", "active_model"),

@@ -24,7 +24,6 @@ from taosync.formats.base import Match, keypath_str
 
 ID = "qwen-code"
 BINARY = "qwen"  # taosync doctor shows its --version
-TITLE = "Qwen Code"
 SUMMARY = "Qwen Code (OpenAI Chat Completions): model."
 LOCATION_VARS = ("QWEN_HOME",)
 OPTIONS = (
@@ -129,7 +128,7 @@ class QwenCode(declare.Declared):
 
 
 CLIENT = QwenCode(
-    ID, TITLE, primary="settings",
+    ID, "Qwen Code", primary="settings",
     files={"settings": declare.File(lambda env: qwen_home(env) / "settings.json",
                                     SETTINGS_FORMAT, json_object=True)},
     bindings=(declare.fixed("settings", "security", "auth", "selectedType", value=AUTH_TYPE),
