@@ -79,6 +79,12 @@ class Opt:
     value: str = ""
 
 
+def named(field: str, opt: Opt) -> Match:
+    """The list element whose ``field`` holds an option's value (gptme's
+    ``[[providers]] name = <provider>``): a :class:`Match` on an :class:`Opt`."""
+    return Match(field, opt)  # type: ignore[arg-type]  # filled in before any edit
+
+
 @dataclass(frozen=True)
 class Bind:
     """One owned key path and the fleet value it holds.
@@ -382,11 +388,41 @@ def _put(entry: dict, path: KeyPath, value: Any) -> None:
 
 
 def _get(entry: Any, path: KeyPath) -> Any:
+    """The value at ``path`` in plain data (a :class:`Match` finds a list's first
+    element whose field holds its value), or None."""
     for part in path:
-        if not isinstance(entry, dict):
+        if isinstance(part, Match):
+            entry = next((e for e in entry if isinstance(e, dict) and
+                          e.get(part.field) == part.value), None) \
+                if isinstance(entry, list) else None
+        elif isinstance(entry, dict):
+            entry = entry.get(part)
+        else:
             return None
-        entry = entry.get(part)
     return entry
+
+
+def _opt(part: Any) -> Opt | None:
+    """The :class:`Opt` a key path part is, or holds as a :class:`Match`'s value."""
+    if isinstance(part, Match) and isinstance(part.value, Opt):
+        return part.value
+    return part if isinstance(part, Opt) else None
+
+
+def _filled_path(path: KeyPath, values: Mapping[str, Any]) -> tuple:
+    """``path`` with each :class:`Opt` (also one inside a :class:`Match`) its value in
+    ``values`` (None where there is none)."""
+    out: list[Any] = []
+    for part in path:
+        opt = _opt(part)
+        value: Any = values.get(opt.name) if opt is not None else None
+        if opt is None:
+            out.append(part)
+        elif isinstance(part, Match):
+            out.append(None if value is None else Match(part.field, value))
+        else:
+            out.append(value)
+    return tuple(out)
 
 
 def read_mcp(shape: McpShape, doc: Any, path: Path, obs: Observation,
@@ -662,7 +698,7 @@ class Declared:
 
     def opts(self) -> list[Opt]:
         """The :class:`Opt` parts of the table's key paths, each once."""
-        parts = [p for b in self.bindings for p in b.path if isinstance(p, Opt)]
+        parts = [o for b in self.bindings for o in map(_opt, b.path) if o is not None]
         return [p for i, p in enumerate(parts) if p not in parts[:i]]
 
     def slots(self, fleet: Any) -> list[tuple[Bind, str | None]]:
@@ -711,8 +747,8 @@ class Declared:
     def path_for(self, fleet: Any, bind: Bind) -> KeyPath:
         """``bind.path`` with each :class:`Opt` part replaced by the option's value."""
         cfg = self.cfg(fleet)
-        return tuple(getattr(cfg, p.name, p.value) if isinstance(p, Opt) else p
-                     for p in bind.path)
+        return _filled_path(bind.path, {o.name: getattr(cfg, o.name, o.value)
+                                        for o in self.opts()})
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
@@ -868,9 +904,8 @@ class Declared:
         """The table's rows of file ``name`` (and ``rows``) read back from ``doc``, each
         :class:`Opt` part the value ``read`` gives it."""
         for bind in (b for b in (*self.bindings, *rows) if b.file == name):
-            parts: Any = tuple(read.get(p.name) if isinstance(p, Opt) else p
-                               for p in bind.path)
-            if not isinstance(doc, dict) or not all(isinstance(p, str) for p in parts):
+            parts: Any = _filled_path(bind.path, read)
+            if not isinstance(doc, dict) or None in parts:
                 continue
             found, prefix = _get(doc, parts), _filled(bind.prefix, read)
             if found is None or prefix is None:
@@ -878,19 +913,28 @@ class Declared:
             self.read_binding(bind, Seen(found, self.file(name, env), keypath_str(parts)),
                               obs, prefix)
             if bind.role == "url":  # a gateway's entry: the options naming it are imported
-                obs.settings.update({p.name: read[p.name] for p in bind.path
-                                     if isinstance(p, Opt) and self.takes(p.name, read[p.name])})
+                obs.settings.update({o.name: read[o.name] for o in map(_opt, bind.path)
+                                     if o is not None and self.takes(o.name, read[o.name])})
 
     def read_opts(self, docs: dict) -> dict[str, str]:
-        """Each :class:`Opt`'s value as the files say (see :class:`Opt`)."""
+        """Each :class:`Opt`'s value as the files say (see :class:`Opt`); an Opt read
+        through another (Vibe's provider, named by the ``[[models]]`` entry that
+        ``active_model`` names) once that one is read."""
         out: dict[str, str] = {}
-        for bind in self.bindings:
-            for part in bind.path:
-                if not isinstance(part, Opt):
+        pending = list(dict.fromkeys((b.file, o) for b in self.bindings
+                                     for o in map(_opt, b.path) if o))
+        while pending:
+            for file, opt in pending:
+                path = _filled_path(opt.read, out)
+                if None in path:
                     continue
-                text = _get(docs[bind.file], part.read)
-                if isinstance(text, str) and part.sep in text:
-                    out.setdefault(part.name, text.partition(part.sep)[0] if part.sep else text)
+                pending.remove((file, opt))
+                text = _get(docs[file], path)
+                if isinstance(text, str) and opt.sep in text:
+                    out.setdefault(opt.name, text.partition(opt.sep)[0] if opt.sep else text)
+                break
+            else:
+                break  # each one left is read through one the files do not name
         return out
 
     def takes(self, name: str, value: str) -> bool:
