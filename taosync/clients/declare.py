@@ -126,6 +126,14 @@ class Bind:
     #: a key taosync reads but never writes (an older or competing spelling the client
     #: still honours): import reads it as its role says and notes ``{file}: {key} {note}``
     note: str = ""
+    #: read back by import and verify, but written by a hook, not the table (Vibe's
+    #: active ``[[models]]`` entry, written with every catalogue model's)
+    unwritten: bool = False
+
+    @property
+    def rendered(self) -> bool:
+        """Whether render writes this row from the table."""
+        return not (self.note or self.unwritten)
 
 
 def url(file: str, *path: Any, env: str = "") -> Bind:
@@ -133,9 +141,9 @@ def url(file: str, *path: Any, env: str = "") -> Bind:
 
 
 def slot(file: str, *path: Any, option: str = "model", prefix: str = "", default: str = "",
-         optional: bool = False, env: str = "", note: str = "") -> Bind:
+         optional: bool = False, env: str = "", note: str = "", unwritten: bool = False) -> Bind:
     return Bind(file, tuple(path), "slot", option=option, prefix=prefix, default=default,
-                optional=optional, env=env, note=note)
+                optional=optional, env=env, note=note, unwritten=unwritten)
 
 
 def key(file: str, *path: Any, env: str = "", note: str = "") -> Bind:
@@ -753,7 +761,7 @@ class Declared:
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
         for bind in self.bindings:
-            if bind.role in ("key", "key_var", "key_env") or bind.note:
+            if bind.role in ("key", "key_var", "key_env") or not bind.rendered:
                 continue  # render_key's (in_table_order puts it back in its place)
             value = self.value(fleet, key, bind)
             if value is not None:
