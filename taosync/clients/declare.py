@@ -11,8 +11,9 @@ The rules no client may forget live here, once:
 * **secret mode** (:meth:`Declared.key_reference`): under ``secrets: reference`` a client
   gets the reference in the form it can follow (:class:`KeyRule`, whose ``forms`` import
   reads back too), or the key inline with one warning that says why;
-* **rows named by an option** (:class:`Opt`): import finds the entry the way the client
-  does, through the key that names it, and reads the same rows there;
+* **rows named by an option** (:class:`Opt`, also as a list entry's name: :func:`named`):
+  import finds the entry the way the client does, through the key that names it (or
+  another entry found so), and reads the same rows there;
 * **MCP entries** (:class:`McpShape`): one builder writes every client's entries and one
   reader reads them back; an MCP secret the client cannot expand is named in a warning;
 * **headers** (``sends_headers=False``): a client that cannot send
