@@ -127,6 +127,10 @@ class Bind:
     #: a key taosync reads but never writes (an older or competing spelling the client
     #: still honours): import reads it as its role says and notes ``{file}: {key} {note}``
     note: str = ""
+    #: a ``fixed`` row whose value picks the client's provider (Gemini CLI's and Qwen
+    #: Code's ``security.auth.selectedType``): another value read back means the client
+    #: uses another provider, named by this text with the value in ``{}``
+    selects: str = ""
     #: read back by import and verify, but written by a hook, not the table (Vibe's
     #: active ``[[models]]`` entry, written with every catalogue model's)
     unwritten: bool = False
@@ -196,8 +200,8 @@ def failover_option(client: str) -> Option:
                   f"unavailable) is retried on the next candidate by the client itself.")
 
 
-def fixed(file: str, *path: Any, value: Any, inline: bool = False) -> Bind:
-    return Bind(file, tuple(path), "fixed", value=value, inline=inline)
+def fixed(file: str, *path: Any, value: Any, inline: bool = False, selects: str = "") -> Bind:
+    return Bind(file, tuple(path), "fixed", value=value, inline=inline, selects=selects)
 
 
 def key_env(file: str, *path: Any) -> Bind:
@@ -963,6 +967,8 @@ class Declared:
         value = seen.value
         if bind.note:
             obs.notes.append(f"{seen.file}: {seen.key} {bind.note}")
+        if bind.selects and value != bind.value:  # another provider than the gateway
+            obs.provider = Seen(bind.selects.format(repr(value)), seen.file, seen.key)
         if bind.role == "headers":
             if bind.join and isinstance(value, str):
                 value = split_headers(value, bind.join)

@@ -99,9 +99,6 @@ class QwenCode(declare.Declared):
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
         data, path = docs["settings"], self.file("settings", env)
-        selected = declare._get(data, ("security", "auth", "selectedType"))
-        if selected not in (None, AUTH_TYPE):
-            obs.provider = Seen(f"auth type {selected!r}", path, "security.auth.selectedType")
         model = obs.slots["model"][0].value if obs.slots.get("model") else None
         providers = declare._get(data, ("modelProviders", AUTH_TYPE))
         entry = next((e for e in providers if isinstance(e, dict) and e.get("id") == model),
@@ -131,7 +128,8 @@ CLIENT = QwenCode(
     ID, "Qwen Code", primary="settings",
     files={"settings": declare.File(lambda env: qwen_home(env) / "settings.json",
                                     SETTINGS_FORMAT, json_object=True)},
-    bindings=(declare.fixed("settings", "security", "auth", "selectedType", value=AUTH_TYPE),
+    bindings=(declare.fixed("settings", "security", "auth", "selectedType", value=AUTH_TYPE,
+                            selects="auth type {}"),
               declare.slot("settings", "model", "name"),
               declare.url("settings", *_URL),
               declare.key("settings", "security", "auth", "apiKey"),
