@@ -141,8 +141,8 @@ class Bind:
         return not (self.note or self.unwritten)
 
 
-def url(file: str, *path: Any, env: str = "") -> Bind:
-    return Bind(file, tuple(path), "url", env=env)
+def url(file: str, *path: Any, env: str = "", unwritten: bool = False) -> Bind:
+    return Bind(file, tuple(path), "url", env=env, unwritten=unwritten)
 
 
 def slot(file: str, *path: Any, option: str = "model", prefix: str = "", default: str = "",
@@ -163,8 +163,9 @@ def key_var(file: str, *path: Any, default: str, store: str, under: KeyPath = ()
     return Bind(file, tuple(path), "key_var", value=default, store=store, under=under)
 
 
-def headers(file: str, *path: Any, join: tuple[str, str] | None = None) -> Bind:
-    return Bind(file, tuple(path), "headers", join=join)
+def headers(file: str, *path: Any, join: tuple[str, str] | None = None,
+            unwritten: bool = False) -> Bind:
+    return Bind(file, tuple(path), "headers", join=join, unwritten=unwritten)
 
 
 def split_headers(text: str, join: tuple[str, str]) -> dict[str, str]:
