@@ -78,6 +78,9 @@ class Opt:
     sep: str = ""
     #: the part written when no option has this name (Cline's provider id)
     value: str = ""
+    #: the file ``read`` is in, when not the row's (aider's model settings entry, named
+    #: by .aider.conf.yml's ``model``)
+    file: str = ""
 
 
 def named(field: str, opt: Opt) -> Match:
@@ -919,7 +922,7 @@ class Declared:
         :class:`Opt` part the value ``read`` gives it."""
         for bind in (b for b in (*self.bindings, *rows) if b.file == name):
             parts: Any = _filled_path(bind.path, read)
-            if not isinstance(doc, dict) or None in parts:
+            if not isinstance(doc, (dict, list)) or None in parts:
                 continue
             found, prefix = _get(doc, parts), _filled(bind.prefix, read)
             if found is None or prefix is None:
@@ -943,7 +946,7 @@ class Declared:
                 if None in path:
                     continue
                 pending.remove((file, opt))
-                text = _get(docs[file], path)
+                text = _get(docs[opt.file or file], path)
                 if isinstance(text, str) and opt.sep in text:
                     out.setdefault(opt.name, text.partition(opt.sep)[0] if opt.sep else text)
                 break
