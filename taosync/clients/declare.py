@@ -555,6 +555,10 @@ class Declared:
     #: the client's fleet options (an :class:`Opt` read back is imported as one when it
     #: takes the value: its pattern, not reserved)
     options: tuple = ()
+    #: what verify needs read back before it probes, in order: (an observation field,
+    #: ``slots``, ``urls`` or ``key_envs``; the problem when it holds nothing) — the links
+    #: of a chain the client follows (gptme's MODEL → its provider's base_url)
+    needs: tuple[tuple[str, str], ...] = ()
 
     @property
     def ID(self) -> str:  # noqa: N802 - what start_on_disk reads of a client module
@@ -1094,7 +1098,11 @@ class Declared:
 
     def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
         """Why the files send no request at all, looked at before the key (a hook: the
-        base wants the URL, :meth:`no_url`)."""
+        base wants what :attr:`needs` names, then the URL, :meth:`no_url`)."""
+        for field, why in self.needs:
+            found = getattr(obs, field)
+            if not (any(found.values()) if isinstance(found, dict) else found):
+                return f"{where}: {why}"
         return None if obs.urls else self.no_url(where, env)
 
     def at_run_time(self, obs: Observation, env: ClientEnv) -> None:

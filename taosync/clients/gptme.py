@@ -137,13 +137,6 @@ class Gptme(declare.Declared):
             obs.notes.append(f"{file}: [models] default = {model!r} overrides MODEL; "
                              f"taosync writes [env] MODEL — remove [models] default after apply")
 
-    def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
-        if not obs.slots.get("model"):
-            return f"{where}: MODEL names no <provider>/<id> of a [[providers]] entry"
-        if not obs.urls:
-            return f"{where}: the model's provider has no base_url"
-        return None
-
 
 CLIENT = Gptme(
     ID, "gptme", primary="config",
@@ -156,6 +149,8 @@ CLIENT = Gptme(
               declare.key("config", *_PROVIDER, "api_key", note="holds the key in "
                           "config.toml; taosync keeps it in config.local.toml (or the "
                           "environment) instead — remove it after apply")),
+    needs=(("slots", "MODEL names no <provider>/<id> of a [[providers]] entry"),
+           ("urls", "the model's provider has no base_url")),
     sends=CLIENT_HEADERS, sends_headers=False,
     key_rule=declare.KeyRule(("env",), "gptme reads the key only from an environment "
                              "variable or [env]"),

@@ -132,15 +132,6 @@ class Vibe(declare.Declared):
         elif obs.key_envs:
             self.read_stored_key(obs.key_envs[0].value, docs, env, obs)
 
-    def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
-        if not obs.slots.get("model"):
-            return f"{where}: active_model names no [[models]] alias"
-        if not obs.urls:
-            return f"{where}: the active model's provider has no api_base"
-        if not obs.key_envs:
-            return f"{where}: the active model's provider has no api_key_env_var"
-        return None
-
 
 CLIENT = Vibe(
     ID, "Mistral Vibe", primary="config",
@@ -154,6 +145,9 @@ CLIENT = Vibe(
               declare.key_var("config", *_PROVIDER, "api_key_env_var", default=DEFAULT_KEY_VAR,
                               store="env"),
               declare.headers("config", *_PROVIDER, "extra_headers")),
+    needs=(("slots", "active_model names no [[models]] alias"),
+           ("urls", "the active model's provider has no api_base"),
+           ("key_envs", "the active model's provider has no api_key_env_var")),
     sends=CLIENT_HEADERS,
     key_rule=declare.KeyRule(("env",), "Vibe reads the key only from an environment "
                              "variable"),
