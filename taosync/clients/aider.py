@@ -29,15 +29,11 @@ from pathlib import Path
 
 from taosync.clients import declare
 from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
-from taosync.formats.base import Match, keypath_str
+from taosync.formats.base import Match
 
 ID = "aider"
 BINARY = "aider"  # taosync doctor shows its --version
-TITLE = "aider"
 SUMMARY = "aider (.aider.conf.yml, openai/<id>): model, weak_model, editor_model."
-LOCATION_VARS: tuple[str, ...] = ()
-#: aider has no MCP client: the fleet's mcp_servers are not written for it
-MCP = False
 TARGETS = [
     "~/.aider.conf.yml: model, weak-model, editor-model (openai/<id>), openai-api-base, "
     "openai-api-key (inline only)",
@@ -110,16 +106,6 @@ class Aider(declare.Declared):
                 values["settings"][_entry(model_id)] = fleet.gateway_headers()
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
-        settings = docs["settings"]
-        if obs.slots.get("model") and isinstance(settings, list):
-            name = PREFIX + obs.slots["model"][0].value
-            entry = next((e for e in settings if isinstance(e, dict) and e.get("name") == name),
-                         None)
-            found = declare._get(entry, _entry("")[1:]) if entry else None
-            if isinstance(found, dict) and found:
-                obs.headers.append(Seen({str(k): str(v) for k, v in found.items()},
-                                        settings_path(env),
-                                        keypath_str(_entry(obs.slots["model"][0].value))))
         path = config_path(env)
         if obs.urls and not obs.keys:
             obs.key_envs.append(Seen(KEY_ENV, path, "openai-api-key"))
@@ -129,7 +115,7 @@ class Aider(declare.Declared):
 
 
 CLIENT = Aider(
-    ID, TITLE, primary="conf",
+    ID, "aider", primary="conf",
     files={"conf": declare.File(config_path, "yaml"),
            "settings": declare.File(settings_path, "yaml")},
     bindings=(
@@ -139,6 +125,10 @@ CLIENT = Aider(
                      optional=True),
         declare.url("conf", "openai-api-base"),
         declare.key("conf", "openai-api-key"),
+        # the main model's settings entry (extra_render writes every catalogue model's)
+        declare.headers("settings", declare.named("name", declare.Opt("entry", read=("model",),
+                                                                      file="conf")),
+                        "extra_params", "extra_headers", unwritten=True),
     ),
     # what aider 0.86.2 sends besides auth (its pinned openai SDK, through LiteLLM)
     sends={"User-Agent": "OpenAI/Python 2.20.0"},

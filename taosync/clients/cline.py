@@ -28,14 +28,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from taosync.clients import declare
-from taosync.clients.base import (ClientEnv, Observation, OnDisk, Option, Patch, Seen,
-                                  fleet_mcp, probe_specs, read_plain, shown, slot_option,
-                                  start_on_disk, stored_key)
+from taosync.clients.base import (ClientEnv, Observation, Option, Patch, Seen, fleet_mcp,
+                                  read_plain, shown, slot_option, stored_key)
 from taosync.formats.base import keypath_str
 
 ID = "cline"
 BINARY = "cline"  # taosync doctor shows its --version
-TITLE = "Cline"
 SUMMARY = "Cline (OpenAI-compatible provider): model, editors, legacy."
 #: environment variables naming a directory (LOCATION_VARS) or one file it reads
 LOCATION_VARS = ("CLINE_DIR", "CLINE_DATA_DIR")
@@ -236,42 +234,23 @@ class Cline(declare.Declared):
 
     # -- verify -------------------------------------------------------------------------
 
-    def on_disk(self, fleet: Any, key: Any, env: ClientEnv) -> OnDisk:
-        """The probe Cline's active store makes it send: providers.json's openai-compatible
-        provider (baseUrl, apiKey, model, headers), or the legacy store when that is the
-        one in use. Cline reads its key only from these files."""
-        providers_path = self.file("providers", env)
-        out, obs = start_on_disk(self, fleet, key, env, providers_path)
-        if obs is None:
-            return out
+    def at_run_time(self, obs: Observation, env: ClientEnv) -> None:
+        """Cline reads one store, the one in use (the current one first): verify probes
+        that store's key, model and headers alone."""
         if not obs.urls:
-            out.problems.append(f"{shown(providers_path, env)} sets no "
-                                f"providers.{PROVIDER}.settings.baseUrl")
-            return out
-        url = obs.urls[0]  # the store in use: the current one first
-        stores = {url.file, self.file("secrets", env)} \
-            if url.file == self.file("state", env) else {url.file}
+            return
+        stores = {obs.urls[0].file, self.file("secrets", env)} \
+            if obs.urls[0].file == self.file("state", env) else {obs.urls[0].file}
+        obs.keys[:] = [s for s in obs.keys if s.file in stores]
+        obs.headers[:] = [s for s in obs.headers if s.file in stores]
+        obs.slots = {k: [s for s in v if s.file in stores] for k, v in obs.slots.items()}
 
-        def same_store(found: list[Seen]) -> Seen | None:
-            return next((s for s in found if s.file in stores), None)
-
-        key_seen, model = same_store(obs.keys), same_store(obs.slots.get("model", []))
-        if key_seen is None or model is None:
-            out.problems.append(f"{shown(url.file, env)}: Cline has no "
-                                f"{'key' if key_seen is None else 'model'} next to {url.key}")
-            return out
-        secret, problem = stored_key(key_seen, env)
-        if problem:
-            out.problems.append(problem)
-            return out
-        headers = same_store(obs.headers)
-        out.probes = probe_specs(
-            fleet, ID, [(self.cfg(fleet).model, model.value)], protocol="openai-chat",
-            base_url=url.value, path="/chat/completions",
-            headers=headers.value if headers else {}, secret=secret,
-            origins=(out.origin("url", url, env), out.origin("key", key_seen, env),
-                     out.origin("model", model, env)))
-        return out
+    def read_key(self, obs: Observation, env: ClientEnv, where: str):
+        """The store's own key: Cline reads its key only from these files."""
+        if obs.keys:
+            return (obs.keys[0], *stored_key(obs.keys[0], env))
+        return None, None, f"{shown(obs.urls[0].file, env)}: Cline has no key next to " \
+            f"{obs.urls[0].key}"
 
 
 def _data(env: ClientEnv) -> Path:
@@ -279,7 +258,7 @@ def _data(env: ClientEnv) -> Path:
 
 
 CLIENT = Cline(
-    ID, TITLE, primary="providers",
+    ID, "Cline", primary="providers",
     files={"providers": declare.File(lambda env: _data(env) / "settings" / "providers.json",
                                      "json"),
            "mcp": declare.File(mcp_path, "json"),
@@ -303,6 +282,9 @@ CLIENT = Cline(
         declare.key("secrets", "openAiApiKey"),
     ),
     key_rule=declare.KeyRule((), "it reads the key from no environment variable or helper"),
+    places={"url": f"providers.{PROVIDER}.settings.baseUrl",
+            "slot": f"providers.{PROVIDER}.settings.model, or the legacy store's "
+                    f"actModeOpenAiModelId"},
     mcp=declare.McpShape(("mcpServers",), stdio={"type": "stdio"},
                          http={"type": "streamableHttp"}, sse={"type": "sse"},
                          note="Cline is not known to expand variables in its MCP settings"),

@@ -27,7 +27,6 @@ from taosync.privilege import owner_rights
 
 ID = "codex"
 BINARY = "codex"  # taosync doctor shows its --version
-TITLE = "Codex"
 SUMMARY = "Codex CLI (OpenAI Responses): model, profiles, provider_id."
 LOCATION_VARS = ("CODEX_HOME",)
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
@@ -219,7 +218,7 @@ MCP_SHAPE = declare.McpShape(
     note="Codex passes an MCP server only whole ${env:NAME} values: env under the same "
          "name, headers, and Authorization: Bearer ${env:NAME}")
 CLIENT = Codex(
-    ID, TITLE, primary="config",
+    ID, "Codex", primary="config",
     files={"config": declare.File(lambda env: codex_home(env) / "config.toml", "toml"),
            "auth": declare.File(lambda env: codex_home(env) / "auth.json", "json")},
     bindings=(

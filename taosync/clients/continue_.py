@@ -33,7 +33,6 @@ from taosync.fleet.secrets import Secret
 
 ID = "continue"
 BINARY = "cn"  # taosync doctor shows its --version
-TITLE = "Continue"
 SUMMARY = "Continue (config.yaml models): roles → route or model id."
 LOCATION_VARS = ("CONTINUE_GLOBAL_DIR",)
 TARGETS = [
@@ -283,7 +282,7 @@ class Continue(declare.Declared):
 
 
 CLIENT = Continue(
-    ID, TITLE, primary="config", bindings=(),
+    ID, "Continue", primary="config", bindings=(),
     files={"config": declare.File(lambda env: continue_dir(env) / "config.yaml", "yaml"),
            "env": declare.File(lambda env: continue_dir(env) / ".env", "dotenv")},
     # in reference mode config.yaml holds the template whatever the fleet's reference

@@ -11,8 +11,9 @@ The rules no client may forget live here, once:
 * **secret mode** (:meth:`Declared.key_reference`): under ``secrets: reference`` a client
   gets the reference in the form it can follow (:class:`KeyRule`, whose ``forms`` import
   reads back too), or the key inline with one warning that says why;
-* **rows named by an option** (:class:`Opt`): import finds the entry the way the client
-  does, through the key that names it, and reads the same rows there;
+* **rows named by an option** (:class:`Opt`, also as a list entry's name: :func:`named`):
+  import finds the entry the way the client does, through the key that names it (or
+  another entry found so), and reads the same rows there;
 * **MCP entries** (:class:`McpShape`): one builder writes every client's entries and one
   reader reads them back; an MCP secret the client cannot expand is named in a warning;
 * **headers** (``sends_headers=False``): a client that cannot send
@@ -77,6 +78,15 @@ class Opt:
     sep: str = ""
     #: the part written when no option has this name (Cline's provider id)
     value: str = ""
+    #: the file ``read`` is in, when not the row's (aider's model settings entry, named
+    #: by .aider.conf.yml's ``model``)
+    file: str = ""
+
+
+def named(field: str, opt: Opt) -> Match:
+    """The list element whose ``field`` holds an option's value (gptme's
+    ``[[providers]] name = <provider>``): a :class:`Match` on an :class:`Opt`."""
+    return Match(field, opt)  # type: ignore[arg-type]  # filled in before any edit
 
 
 @dataclass(frozen=True)
@@ -120,16 +130,28 @@ class Bind:
     #: a key taosync reads but never writes (an older or competing spelling the client
     #: still honours): import reads it as its role says and notes ``{file}: {key} {note}``
     note: str = ""
+    #: a ``fixed`` row whose value picks the client's provider (Gemini CLI's and Qwen
+    #: Code's ``security.auth.selectedType``): another value read back means the client
+    #: uses another provider, named by this text with the value in ``{}``
+    selects: str = ""
+    #: read back by import and verify, but written by a hook, not the table (Vibe's
+    #: active ``[[models]]`` entry, written with every catalogue model's)
+    unwritten: bool = False
+
+    @property
+    def rendered(self) -> bool:
+        """Whether render writes this row from the table."""
+        return not (self.note or self.unwritten)
 
 
-def url(file: str, *path: Any, env: str = "") -> Bind:
-    return Bind(file, tuple(path), "url", env=env)
+def url(file: str, *path: Any, env: str = "", unwritten: bool = False) -> Bind:
+    return Bind(file, tuple(path), "url", env=env, unwritten=unwritten)
 
 
 def slot(file: str, *path: Any, option: str = "model", prefix: str = "", default: str = "",
-         optional: bool = False, env: str = "", note: str = "") -> Bind:
+         optional: bool = False, env: str = "", note: str = "", unwritten: bool = False) -> Bind:
     return Bind(file, tuple(path), "slot", option=option, prefix=prefix, default=default,
-                optional=optional, env=env, note=note)
+                optional=optional, env=env, note=note, unwritten=unwritten)
 
 
 def key(file: str, *path: Any, env: str = "", note: str = "") -> Bind:
@@ -144,8 +166,9 @@ def key_var(file: str, *path: Any, default: str, store: str, under: KeyPath = ()
     return Bind(file, tuple(path), "key_var", value=default, store=store, under=under)
 
 
-def headers(file: str, *path: Any, join: tuple[str, str] | None = None) -> Bind:
-    return Bind(file, tuple(path), "headers", join=join)
+def headers(file: str, *path: Any, join: tuple[str, str] | None = None,
+            unwritten: bool = False) -> Bind:
+    return Bind(file, tuple(path), "headers", join=join, unwritten=unwritten)
 
 
 def split_headers(text: str, join: tuple[str, str]) -> dict[str, str]:
@@ -181,8 +204,8 @@ def failover_option(client: str) -> Option:
                   f"unavailable) is retried on the next candidate by the client itself.")
 
 
-def fixed(file: str, *path: Any, value: Any, inline: bool = False) -> Bind:
-    return Bind(file, tuple(path), "fixed", value=value, inline=inline)
+def fixed(file: str, *path: Any, value: Any, inline: bool = False, selects: str = "") -> Bind:
+    return Bind(file, tuple(path), "fixed", value=value, inline=inline, selects=selects)
 
 
 def key_env(file: str, *path: Any) -> Bind:
@@ -382,11 +405,41 @@ def _put(entry: dict, path: KeyPath, value: Any) -> None:
 
 
 def _get(entry: Any, path: KeyPath) -> Any:
+    """The value at ``path`` in plain data (a :class:`Match` finds a list's first
+    element whose field holds its value), or None."""
     for part in path:
-        if not isinstance(entry, dict):
+        if isinstance(part, Match):
+            entry = next((e for e in entry if isinstance(e, dict) and
+                          e.get(part.field) == part.value), None) \
+                if isinstance(entry, list) else None
+        elif isinstance(entry, dict):
+            entry = entry.get(part)
+        else:
             return None
-        entry = entry.get(part)
     return entry
+
+
+def _opt(part: Any) -> Opt | None:
+    """The :class:`Opt` a key path part is, or holds as a :class:`Match`'s value."""
+    if isinstance(part, Match) and isinstance(part.value, Opt):
+        return part.value
+    return part if isinstance(part, Opt) else None
+
+
+def _filled_path(path: KeyPath, values: Mapping[str, Any]) -> tuple:
+    """``path`` with each :class:`Opt` (also one inside a :class:`Match`) its value in
+    ``values`` (None where there is none)."""
+    out: list[Any] = []
+    for part in path:
+        opt = _opt(part)
+        value: Any = values.get(opt.name) if opt is not None else None
+        if opt is None:
+            out.append(part)
+        elif isinstance(part, Match):
+            out.append(None if value is None else Match(part.field, value))
+        else:
+            out.append(value)
+    return tuple(out)
 
 
 def read_mcp(shape: McpShape, doc: Any, path: Path, obs: Observation,
@@ -502,6 +555,10 @@ class Declared:
     #: the client's fleet options (an :class:`Opt` read back is imported as one when it
     #: takes the value: its pattern, not reserved)
     options: tuple = ()
+    #: what verify needs read back before it probes, in order: (an observation field,
+    #: ``slots``, ``urls`` or ``key_envs``; the problem when it holds nothing) — the links
+    #: of a chain the client follows (gptme's MODEL → its provider's base_url)
+    needs: tuple[tuple[str, str], ...] = ()
 
     @property
     def ID(self) -> str:  # noqa: N802 - what start_on_disk reads of a client module
@@ -662,7 +719,7 @@ class Declared:
 
     def opts(self) -> list[Opt]:
         """The :class:`Opt` parts of the table's key paths, each once."""
-        parts = [p for b in self.bindings for p in b.path if isinstance(p, Opt)]
+        parts = [o for b in self.bindings for o in map(_opt, b.path) if o is not None]
         return [p for i, p in enumerate(parts) if p not in parts[:i]]
 
     def slots(self, fleet: Any) -> list[tuple[Bind, str | None]]:
@@ -711,13 +768,13 @@ class Declared:
     def path_for(self, fleet: Any, bind: Bind) -> KeyPath:
         """``bind.path`` with each :class:`Opt` part replaced by the option's value."""
         cfg = self.cfg(fleet)
-        return tuple(getattr(cfg, p.name, p.value) if isinstance(p, Opt) else p
-                     for p in bind.path)
+        return _filled_path(bind.path, {o.name: getattr(cfg, o.name, o.value)
+                                        for o in self.opts()})
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
         for bind in self.bindings:
-            if bind.role in ("key", "key_var", "key_env") or bind.note:
+            if bind.role in ("key", "key_var", "key_env") or not bind.rendered:
                 continue  # render_key's (in_table_order puts it back in its place)
             value = self.value(fleet, key, bind)
             if value is not None:
@@ -868,9 +925,8 @@ class Declared:
         """The table's rows of file ``name`` (and ``rows``) read back from ``doc``, each
         :class:`Opt` part the value ``read`` gives it."""
         for bind in (b for b in (*self.bindings, *rows) if b.file == name):
-            parts: Any = tuple(read.get(p.name) if isinstance(p, Opt) else p
-                               for p in bind.path)
-            if not isinstance(doc, dict) or not all(isinstance(p, str) for p in parts):
+            parts: Any = _filled_path(bind.path, read)
+            if not isinstance(doc, (dict, list)) or None in parts:
                 continue
             found, prefix = _get(doc, parts), _filled(bind.prefix, read)
             if found is None or prefix is None:
@@ -878,19 +934,28 @@ class Declared:
             self.read_binding(bind, Seen(found, self.file(name, env), keypath_str(parts)),
                               obs, prefix)
             if bind.role == "url":  # a gateway's entry: the options naming it are imported
-                obs.settings.update({p.name: read[p.name] for p in bind.path
-                                     if isinstance(p, Opt) and self.takes(p.name, read[p.name])})
+                obs.settings.update({o.name: read[o.name] for o in map(_opt, bind.path)
+                                     if o is not None and self.takes(o.name, read[o.name])})
 
     def read_opts(self, docs: dict) -> dict[str, str]:
-        """Each :class:`Opt`'s value as the files say (see :class:`Opt`)."""
+        """Each :class:`Opt`'s value as the files say (see :class:`Opt`); an Opt read
+        through another (Vibe's provider, named by the ``[[models]]`` entry that
+        ``active_model`` names) once that one is read."""
         out: dict[str, str] = {}
-        for bind in self.bindings:
-            for part in bind.path:
-                if not isinstance(part, Opt):
+        pending = list(dict.fromkeys((b.file, o) for b in self.bindings
+                                     for o in map(_opt, b.path) if o))
+        while pending:
+            for file, opt in pending:
+                path = _filled_path(opt.read, out)
+                if None in path:
                     continue
-                text = _get(docs[bind.file], part.read)
-                if isinstance(text, str) and part.sep in text:
-                    out.setdefault(part.name, text.partition(part.sep)[0] if part.sep else text)
+                pending.remove((file, opt))
+                text = _get(docs[opt.file or file], path)
+                if isinstance(text, str) and opt.sep in text:
+                    out.setdefault(opt.name, text.partition(opt.sep)[0] if opt.sep else text)
+                break
+            else:
+                break  # each one left is read through one the files do not name
         return out
 
     def takes(self, name: str, value: str) -> bool:
@@ -910,6 +975,8 @@ class Declared:
         value = seen.value
         if bind.note:
             obs.notes.append(f"{seen.file}: {seen.key} {bind.note}")
+        if bind.selects and value != bind.value:  # another provider than the gateway
+            obs.provider = Seen(bind.selects.format(repr(value)), seen.file, seen.key)
         if bind.role == "headers":
             if bind.join and isinstance(value, str):
                 value = split_headers(value, bind.join)
@@ -1031,7 +1098,11 @@ class Declared:
 
     def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
         """Why the files send no request at all, looked at before the key (a hook: the
-        base wants the URL, :meth:`no_url`)."""
+        base wants what :attr:`needs` names, then the URL, :meth:`no_url`)."""
+        for field, why in self.needs:
+            found = getattr(obs, field)
+            if not (any(found.values()) if isinstance(found, dict) else found):
+                return f"{where}: {why}"
         return None if obs.urls else self.no_url(where, env)
 
     def at_run_time(self, obs: Observation, env: ClientEnv) -> None:

@@ -27,7 +27,6 @@ from taosync.clients.base import (ClientEnv, Observation, Seen, disk_key, shown,
 
 ID = "gemini-cli"
 BINARY = "gemini"  # taosync doctor shows its --version
-TITLE = "Gemini CLI"
 SUMMARY = "Gemini CLI (Gemini generateContent; needs gateway.gemini_base_url): model."
 LOCATION_VARS = ("GEMINI_CLI_HOME",)
 #: fleet keys it cannot work without (checked, located, wherever it is enabled)
@@ -127,11 +126,7 @@ class GeminiCli(declare.Declared):
         return SUFFIX.format(model=model) + QUERY
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
-        settings, dotenv_path = docs["settings"], self.file("env", env)
-        selected = declare._get(settings, ("security", "auth", "selectedType"))
-        if selected not in (None, AUTH_TYPE):
-            obs.provider = Seen(f"auth type {selected!r} (Google login or Vertex AI)",
-                                self.file("settings", env), "security.auth.selectedType")
+        dotenv_path = self.file("env", env)
         url = (env.getenv(URL_VAR) or "").strip()
         if url:  # the real environment beats .env, as in Gemini
             obs.urls[:] = [Seen(url, dotenv_path, URL_VAR)]
@@ -152,11 +147,12 @@ class GeminiCli(declare.Declared):
 
 
 CLIENT = GeminiCli(
-    ID, TITLE, primary="settings", protocol=PROTOCOL, root="gemini", auth="x-goog-api-key",
+    ID, "Gemini CLI", primary="settings", protocol=PROTOCOL, root="gemini", auth="x-goog-api-key",
     files={"settings": declare.File(lambda env: gemini_dir(env) / "settings.json",
                                     SETTINGS_FORMAT, json_object=True),
            "env": declare.File(lambda env: gemini_dir(env) / ".env", "dotenv")},
-    bindings=(declare.fixed("settings", "security", "auth", "selectedType", value=AUTH_TYPE),
+    bindings=(declare.fixed("settings", "security", "auth", "selectedType", value=AUTH_TYPE,
+                            selects="auth type {} (Google login or Vertex AI)"),
               declare.slot("settings", "model", "name"),
               declare.url("env", URL_VAR),
               declare.key("env", KEY_VAR),

@@ -23,16 +23,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from taosync.clients import declare
-from taosync.clients.base import ClientEnv, Observation, Seen, read_plain, slot_option
-from taosync.fleet.secrets import Secret
-from taosync.formats.base import Match, keypath_str
+from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
 
 ID = "gptme"
 BINARY = "gptme"  # taosync doctor shows its --version
-TITLE = "gptme"
 SUMMARY = "gptme ([[providers]] + [env] MODEL = <provider>/<id>): model."
-#: its directory moves with XDG_CONFIG_HOME, which app_data() honours (not gptme's own variable)
-LOCATION_VARS = ()
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("model", "Route or model id for `MODEL` (default: default_route); any "
@@ -86,57 +81,10 @@ def gptme_dir(env: ClientEnv) -> Path:
     return env.app_data() / "gptme"
 
 
-#: the ``[[providers]]`` entry's key path
-_PROVIDER = ("providers", Match("name", PROVIDER))
-
-
-#: ``[[mcp.servers]]`` entries, field by field; ``[mcp]`` switched on with them
-MCP_SHAPE = declare.McpShape(("mcp", "servers"), listed=True, whole=False, cwd=False,
-                             switch={("mcp", "enabled"): True, ("mcp", "auto_start"): True},
-                             note="gptme does not expand variables in MCP env or headers")
-
-
-class Gptme(declare.Declared):
-    """The table, and what it cannot say: import follows MODEL to its provider entry and
-    reads ``[env]`` of config.local.toml over config.toml."""
-
-    def observe(self, env: ClientEnv) -> Observation:
-        return _observe(env)
-
-    def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
-        if not obs.slots.get("model"):
-            return f"{where}: MODEL names no <provider>/<id> of a [[providers]] entry"
-        if not obs.urls:
-            return f"{where}: the model's provider has no base_url"
-        return None
-
-
-MCP_SHAPE = declare.McpShape(
-    ("mcp", "servers"), listed=True, whole=False, cwd=False,
-    switch={("mcp", "enabled"): True, ("mcp", "auto_start"): True},
-    note="gptme does not expand variables in MCP env or headers")
-CLIENT = Gptme(
-    ID, TITLE, primary="config",
-    files={"config": declare.File(lambda env: gptme_dir(env) / "config.toml", "toml"),
-           "local": declare.File(lambda env: gptme_dir(env) / "config.local.toml", "toml")},
-    bindings=(declare.slot("config", "env", "MODEL", prefix=PROVIDER + "/"),
-              declare.url("config", *_PROVIDER, "base_url"),
-              declare.key_var("config", *_PROVIDER, "api_key_env", default=DEFAULT_KEY_VAR,
-                              store="local", under=("env",))),
-    sends=CLIENT_HEADERS, sends_headers=False,
-    key_rule=declare.KeyRule(("env",), "gptme reads the key only from an environment "
-                             "variable or [env]"),
-    mcp=MCP_SHAPE, mcp_file="config",
-)
-render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
-                                               CLIENT.observe, CLIENT.locations)
-
-
-# -- reading back (taosync import) ---------------------------------------------------
-
-
-def _entries(value) -> list[dict]:
-    return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
+#: the ``[[providers]]`` entry the model names (``MODEL = "<provider>/<id>"``): taosync's
+#: when it writes, the one MODEL names when it reads back
+_PROVIDER = ("providers", declare.named("name", declare.Opt("provider", read=("env", "MODEL"),
+                                                          sep="/", value=PROVIDER)))
 
 
 def _section(config: dict | None, name: str) -> dict:
@@ -144,59 +92,72 @@ def _section(config: dict | None, name: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _observe(env: ClientEnv) -> Observation:
-    """What config.toml (and config.local.toml over it) say: MODEL and its provider, the
-    key variable and its value in ``[env]``, and the MCP servers."""
-    home = gptme_dir(env)
-    config_path, local_path = home / "config.toml", home / "config.local.toml"
-    obs = Observation(ID, protocol="openai")
-    config = read_plain(config_path, "toml", obs)
-    local = read_plain(local_path, "toml", obs)
-    if not isinstance(config, dict):
-        return obs
+class Gptme(declare.Declared):
+    """The table, and what it cannot say: import reads MODEL as gptme does —
+    config.local.toml's ``[env]`` and ``[models]`` over config.toml's, ``[models] default``
+    over MODEL — and the key variable's value from ``[env]`` of either file."""
 
-    def layered(section: str, name: str) -> tuple[object, Path]:
-        """A value of ``[section]``, config.local.toml first (it overrides)."""
-        if name in _section(local, section):
-            return _section(local, section)[name], local_path
-        return _section(config, section).get(name), config_path
+    def read_opts(self, docs: dict) -> dict[str, str]:
+        """The table reads config.toml's MODEL: it is first set to the model gptme uses."""
+        model = self.used_model(docs, Path())[0]
+        if isinstance(docs["config"], dict) and model is not None:
+            docs["config"]["env"] = {**_section(docs["config"], "env"), "MODEL": model}
+        return super().read_opts(docs)
 
-    default, default_file = layered("models", "default")
-    model, model_file = layered("env", "MODEL")
-    model_key = "env.MODEL"
-    if isinstance(default, str) and default.strip():
-        model, model_file, model_key = default, default_file, "models.default"
-        obs.notes.append(f"{default_file}: [models] default = {default!r} overrides MODEL; "
-                         f"taosync writes [env] MODEL — remove [models] default after apply")
-    if not isinstance(model, str) or "/" not in model:
-        if model is not None:
-            obs.provider = Seen(f"model {model!r} (gptme needs <provider>/<id>)", model_file,
-                                model_key)
-        return obs
-    provider_name, _, model_id = model.strip().partition("/")
-    providers = {e.get("name"): e for e in _entries(config.get("providers"))}
-    provider = providers.get(provider_name)
-    p = ("providers", Match("name", provider_name))
-    base = provider.get("base_url") if provider else None
-    if provider is None or not (isinstance(base, str) and base.strip()):
-        obs.provider = Seen(f"gptme's built-in provider {provider_name!r}", model_file,
-                            model_key)
-        return obs
-    obs.urls.append(Seen(base.strip(), config_path, keypath_str(p + ("base_url",))))
-    obs.slots["model"] = [Seen(model_id, model_file, model_key)]
-    inline = provider.get("api_key")
-    var = provider.get("api_key_env")
-    if isinstance(inline, str) and inline.strip():
-        k = keypath_str(p + ("api_key",))
-        obs.keys.append(Seen(Secret(inline.strip(), f"{config_path} {k}"), config_path, k))
-        obs.notes.append(f"{config_path}: {k} holds the key in config.toml; taosync keeps it "
-                         f"in config.local.toml (or the environment) instead — remove it after "
-                         f"apply")
-    elif isinstance(var, str) and var.strip():
-        var = var.strip()
-        obs.key_envs.append(Seen(var, config_path, keypath_str(p + ("api_key_env",))))
-        CLIENT.read_stored_key(var, {"local": local, "config": config}, env, obs,
-                               ("local", "config"))
+    @staticmethod
+    def used_model(docs: dict, home: Path) -> tuple[object, Path, str]:
+        """(the model gptme uses, the file and key that set it)."""
+        def layered(section: str, name: str) -> tuple[object, Path]:
+            for doc, file in ((docs["local"], "config.local.toml"), (docs["config"], "config.toml")):
+                if name in _section(doc, section):
+                    return _section(doc, section)[name], home / file
+            return None, home / "config.toml"
 
-    declare.read_mcp(MCP_SHAPE, config, config_path, obs)
-    return obs
+        default, file = layered("models", "default")
+        if isinstance(default, str) and default.strip():
+            return default, file, "models.default"
+        return (*layered("env", "MODEL"), "env.MODEL")
+
+    def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
+        model, file, key = self.used_model(docs, gptme_dir(env))
+        if obs.urls:  # the provider MODEL names is a gateway: the model as gptme reads it
+            obs.slots["model"] = [Seen(obs.slots["model"][0].value, file, key)]
+            if obs.keys:  # an api_key in config.toml is what gptme sends
+                obs.key_envs.clear()
+            elif obs.key_envs:
+                self.read_stored_key(obs.key_envs[0].value, docs, env, obs, ("local", "config"))
+        else:  # gptme's own provider: nothing else is imported
+            for found in (obs.slots, obs.keys, obs.key_envs, obs.notes, obs.mcp_servers):
+                found.clear()
+            if isinstance(docs["config"], dict) and model is not None:
+                obs.provider = Seen(f"gptme's built-in provider {str(model).partition('/')[0]!r}"
+                                    if "/" in str(model) else
+                                    f"model {model!r} (gptme needs <provider>/<id>)", file, key)
+        if key == "models.default":
+            obs.notes.append(f"{file}: [models] default = {model!r} overrides MODEL; "
+                             f"taosync writes [env] MODEL — remove [models] default after apply")
+
+
+CLIENT = Gptme(
+    ID, "gptme", primary="config",
+    files={"config": declare.File(lambda env: gptme_dir(env) / "config.toml", "toml"),
+           "local": declare.File(lambda env: gptme_dir(env) / "config.local.toml", "toml")},
+    bindings=(declare.slot("config", "env", "MODEL", prefix="{provider}/"),
+              declare.url("config", *_PROVIDER, "base_url"),
+              declare.key_var("config", *_PROVIDER, "api_key_env", default=DEFAULT_KEY_VAR,
+                              store="local", under=("env",)),
+              declare.key("config", *_PROVIDER, "api_key", note="holds the key in "
+                          "config.toml; taosync keeps it in config.local.toml (or the "
+                          "environment) instead — remove it after apply")),
+    needs=(("slots", "MODEL names no <provider>/<id> of a [[providers]] entry"),
+           ("urls", "the model's provider has no base_url")),
+    sends=CLIENT_HEADERS, sends_headers=False,
+    key_rule=declare.KeyRule(("env",), "gptme reads the key only from an environment "
+                             "variable or [env]"),
+    mcp=declare.McpShape(("mcp", "servers"), listed=True, whole=False, cwd=False,
+                         switch={("mcp", "enabled"): True, ("mcp", "auto_start"): True},
+                         note="gptme does not expand variables in MCP env or headers"),
+    mcp_file="config",
+)
+render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
+                                               CLIENT.observe, CLIENT.locations)

@@ -20,15 +20,12 @@ from pathlib import Path
 from taosync.clients import declare
 from taosync.clients.base import (ClientEnv, Observation, Seen, disk_key, read_plain, shown,
                                   slot_option, stored_key)
-from taosync.formats.base import Match, keypath_str
+from taosync.formats.base import Match
 
 ID = "llm"
 BINARY = "llm"  # taosync doctor shows its --version
-TITLE = "llm"
 SUMMARY = "llm (extra-openai-models.yaml, the whole catalogue): model (the default)."
 LOCATION_VARS = ("LLM_USER_PATH",)
-#: llm has no MCP client: the fleet's mcp_servers are not written for it
-MCP = False
 TARGETS = [
     "~/.config/io.datasette.llm/extra-openai-models.yaml ($LLM_USER_PATH): one entry per "
     "catalogue model ([model_id=<id>])",
@@ -72,6 +69,11 @@ def user_dir(env: ClientEnv) -> Path:
     return env.location("LLM_USER_PATH") or env.app_data() / "io.datasette.llm"
 
 
+#: the extra-openai-models.yaml entry llm uses (:meth:`Llm.read_opts`), and the keys.json
+#: name it gives (taosync's own when it writes)
+_ENTRY = (declare.named("model_id", declare.Opt("used")),)
+
+
 class Llm(declare.Declared):
     """The table, and what it cannot say: one extra-openai-models.yaml entry per
     catalogue model (so ``llm -m <id>`` works for each)."""
@@ -85,8 +87,37 @@ class Llm(declare.Declared):
             if fleet.gateway.headers:
                 values["models"][entry + ("headers",)] = fleet.gateway_headers()
 
-    def observe(self, env: ClientEnv) -> Observation:
-        return _observe(env)
+    def read_opts(self, docs: dict) -> dict[str, str]:
+        """The entry llm uses: default_model.txt's model when it is a gateway entry (its
+        ``api_base`` set), else the first gateway entry; and the key name it gives."""
+        gateway, default = _gateway(docs), _default(docs)
+        used = default if default in gateway else next(iter(gateway), None)
+        name = gateway[used].get("api_key_name") if used is not None else None
+        return {k: v for k, v in (("used", used), ("key_name", name)) if isinstance(v, str)}
+
+    def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
+        """The default model as llm sends it (an entry's model_name), and what import
+        leaves out: a default that is no gateway model, the other gateway entries."""
+        gateway, default, path = _gateway(docs), _default(docs), self.file("models", env)
+        used = self.read_opts(docs).get("used")
+        obs.slots.pop("model", None)
+        if used is None:
+            return
+        if default is not None and default != used:
+            obs.notes.append(f"{self.file('default', env)}: the default model {default} is "
+                             f"not a gateway model; not imported")
+        wire = gateway[used].get("model_name")
+        wire = wire if isinstance(wire, str) else used
+        if wire != used:
+            obs.notes.append(f"{path}: {used} is sent as {wire}; taosync names each "
+                             f"entry by the gateway's model id")
+        if used == default:
+            obs.slots["model"] = [Seen(wire, self.file("default", env), "text")]
+        others = [m for m in gateway if m != used]
+        if others:
+            obs.notes.append(f"{path}: also registers {', '.join(others)}; taosync "
+                             f"registers every model in fleet.yaml's models:, so add them there "
+                             f"to keep them")
 
     def headers_sent(self, fleet, read=None) -> dict:
         """llm's own headers, then those of the entry (they win, as in the openai SDK)."""
@@ -121,11 +152,14 @@ class Llm(declare.Declared):
 
 
 CLIENT = Llm(
-    ID, TITLE, primary="models",
+    ID, "llm", primary="models",
     files={"models": declare.File(lambda env: user_dir(env) / MODELS_FILE, "yaml"),
            "keys": declare.File(lambda env: user_dir(env) / "keys.json", "json"),
            "default": declare.File(lambda env: user_dir(env) / "default_model.txt", "text")},
-    bindings=(declare.key("keys", KEY_NAME), declare.slot("default", "text")), sends=HEADERS,
+    bindings=(declare.url("models", *_ENTRY, "api_base", unwritten=True),
+              declare.key("keys", declare.Opt("key_name", value=KEY_NAME)),
+              declare.headers("models", *_ENTRY, "headers", unwritten=True),
+              declare.slot("default", "text")), sends=HEADERS,
     key_rule=declare.KeyRule((), "its gateway models read the key from keys.json"),
 )
 render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
@@ -144,43 +178,13 @@ def _entries(doc) -> dict[str, dict]:
     return out
 
 
-def _observe(env: ClientEnv) -> Observation:
-    """What llm's user directory says: the gateway model it uses by default (else the
-    first one), its key, and which other gateway models are registered."""
-    home = user_dir(env)
-    models_path = home / MODELS_FILE
-    obs = Observation(ID, protocol="openai")
-    gateway = {model_id: entry
-               for model_id, entry in _entries(read_plain(models_path, "yaml", obs)).items()
-               if isinstance(entry.get("api_base"), str) and entry["api_base"].strip()}
-    if not gateway:
-        return obs
-    default_path = home / "default_model.txt"
-    default = read_plain(default_path, "text", obs, ("text",))
-    default = default.strip() if isinstance(default, str) else None
-    if default is not None and default not in gateway:
-        obs.notes.append(f"{default_path}: the default model {default} is not a gateway "
-                         f"model; not imported")
-    used = default if default in gateway else next(iter(gateway))
-    entry = gateway[used]
-    at = keypath_str((Match("model_id", used),))
-    CLIENT.read_binding(declare.url("models"), Seen(entry["api_base"], models_path,
-                                                    f"{at}.api_base"), obs)
-    wire = entry.get("model_name") if isinstance(entry.get("model_name"), str) else used
-    if wire != used:
-        obs.notes.append(f"{models_path}: {used} is sent as {wire}; taosync names each "
-                         f"entry by the gateway's model id")
-    if used == default:
-        obs.slots["model"] = [Seen(wire, default_path, "text")]
-    others = [m for m in gateway if m != used]
-    if others:
-        obs.notes.append(f"{models_path}: also registers {', '.join(others)}; taosync "
-                         f"registers every model in fleet.yaml's models:, so add them there "
-                         f"to keep them")
-    name, keys_path = entry.get("api_key_name"), home / "keys.json"
-    if isinstance(name, str):  # the key and headers, read as the table reads them
-        CLIENT.read_binding(declare.key("keys", name), Seen(
-            read_plain(keys_path, "json", obs, (name,)), keys_path, name), obs)
-    CLIENT.read_binding(declare.headers("models"), Seen(entry.get("headers"), models_path,
-                                                        f"{at}.headers"), obs)
-    return obs
+def _gateway(docs: dict) -> dict[str, dict]:
+    """The entries of extra-openai-models.yaml that send to a gateway (api_base set)."""
+    return {model_id: entry for model_id, entry in _entries(docs["models"]).items()
+            if isinstance(entry.get("api_base"), str) and entry["api_base"].strip()}
+
+
+def _default(docs: dict) -> str | None:
+    """default_model.txt's model id."""
+    text = docs["default"].get("text") if isinstance(docs["default"], dict) else None
+    return text.strip() if isinstance(text, str) else None

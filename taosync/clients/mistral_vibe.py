@@ -19,6 +19,7 @@ command/args/env/cwd, or ``"streamable-http"`` with url/headers).
 
 from __future__ import annotations
 
+from typing import Any
 
 from taosync.clients import declare
 from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
@@ -26,7 +27,6 @@ from taosync.formats.base import Match, keypath_str
 
 ID = "mistral-vibe"
 BINARY = "vibe"  # taosync doctor shows its --version
-TITLE = "Mistral Vibe"
 SUMMARY = "Mistral Vibe (config.toml [[models]] + .env key): model."
 LOCATION_VARS = ("VIBE_HOME",)
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
@@ -71,21 +71,25 @@ PROVIDER = "taotoken"
 CLIENT_HEADERS = {"User-Agent": "python-httpx/0.28.1"}
 #: the variable the key is stored under in ``.env`` when the fleet's key is no ${env:NAME}
 DEFAULT_KEY_VAR = "TAOTOKEN_API_KEY"
-#: the ``[[providers]]`` entry's key path
-_PROVIDER = ("providers", Match("name", PROVIDER))
+#: the ``[[models]]`` entry ``active_model`` names, and the ``[[providers]]`` entry that one
+#: names (taosync's own when it writes)
+_MODEL = ("models", declare.named("alias", declare.Opt("alias", read=("active_model",))))
+_PROVIDER = ("providers", declare.named("name", declare.Opt("provider", read=(*_MODEL, "provider"),
+                                                            value=PROVIDER)))
 
 
 vibe_home = declare.home_dir("VIBE_HOME", ".vibe")
 
 
-def _entries(config: dict, table: str) -> list[dict]:
-    value = config.get(table)
+def _entries(config: Any, table: str) -> list[dict]:
+    value = config.get(table) if isinstance(config, dict) else None
     return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
 
 
 class Vibe(declare.Declared):
     """The table, and what it cannot say: every catalogue model is a ``[[models]]``
-    entry; import and verify follow ``active_model`` → its alias → its provider."""
+    entry (the active one among them); import and verify follow ``active_model`` → its
+    alias → its provider, as Vibe does, and name a provider that is not the gateway."""
 
     def extra_render(self, fleet, key, env, values) -> None:
         """A ``[[models]]`` entry per catalogue model (and the active one outside it),
@@ -99,65 +103,51 @@ class Vibe(declare.Declared):
             if window:
                 values["config"][m + ("max_context_length",)] = window
 
-    def read_binding(self, bind, seen, obs, prefix=None) -> None:
-        """Nothing by the table's paths: the entries read are those active_model names."""
+    def read_opts(self, docs: dict) -> dict[str, str]:
+        """As Vibe finds a ``[[models]]`` entry: by its alias, else its name."""
+        for entry in _entries(docs["config"], "models"):
+            entry["alias"] = entry.get("alias") or entry.get("name")
+        return super().read_opts(docs)
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
         config, path = docs["config"], self.file("config", env)
         active = config.get("active_model") if isinstance(config, dict) else None
         if not isinstance(active, str):
             return
-        models = {(e.get("alias") or e.get("name")): e for e in _entries(config, "models")}
-        entry = models.get(active)
-        if entry is None:
+        m = ("models", Match("alias", active))
+        name = (declare._get(config, m) or {}).get("provider")
+        p = ("providers", Match("name", str(name)))
+        style = (declare._get(config, p) or {}).get("api_style", "openai")
+        if declare._get(config, m) is None:
             obs.provider = Seen(f"no [[models]] entry with alias {active!r} (Vibe then falls "
                                 f"back to Mistral's own API)", path, "active_model")
-            return
-        m = ("models", Match("alias", active))
-        name = entry.get("name")
-        if isinstance(name, str) and name.strip():
-            obs.slots["model"] = [Seen(name.strip(), path, keypath_str(m + ("name",)))]
-        provider_name = entry.get("provider")
-        provider = {e.get("name"): e for e in _entries(config, "providers")}.get(provider_name)
-        p = ("providers", Match("name", str(provider_name)))
-        base = provider.get("api_base") if provider else None
-        if provider is None or not (isinstance(base, str) and base.strip()):
-            obs.provider = Seen(f"provider {provider_name!r}", path,
-                                keypath_str(m + ("provider",)))
-        elif provider.get("api_style", "openai") != "openai":
-            obs.provider = Seen(f"provider {provider_name!r} with api_style "
-                                f"{provider.get('api_style')!r}", path,
+        elif not obs.urls:
+            obs.provider = Seen(f"provider {name!r}", path, keypath_str(m + ("provider",)))
+        elif style != "openai":
+            obs.provider = Seen(f"provider {name!r} with api_style {style!r}", path,
                                 keypath_str(p + ("api_style",)))
-        else:
-            # the gateway's provider entry: its URL, headers, key variable and its value
-            for bind in self.bindings:
-                value = provider.get(bind.path[-1])
-                if bind.role in ("url", "headers", "key_var") and value is not None:
-                    super().read_binding(bind, Seen(value, path, keypath_str(
-                        p + bind.path[-1:])), obs)
-            if obs.key_envs:
-                self.read_stored_key(obs.key_envs[0].value, docs, env, obs)
-
-    def unprobed(self, obs: Observation, env: ClientEnv, where: str) -> str | None:
-        if not obs.slots.get("model"):
-            return f"{where}: active_model names no [[models]] alias"
-        if not obs.urls:
-            return f"{where}: the active model's provider has no api_base"
-        if not obs.key_envs:
-            return f"{where}: the active model's provider has no api_key_env_var"
-        return None
+        if obs.provider is not None:  # not the gateway: none of its provider is imported
+            for found in (obs.urls, obs.key_envs, obs.headers):
+                found.clear()
+        elif obs.key_envs:
+            self.read_stored_key(obs.key_envs[0].value, docs, env, obs)
 
 
 CLIENT = Vibe(
-    ID, TITLE, primary="config",
+    ID, "Mistral Vibe", primary="config",
     files={"config": declare.File(lambda env: vibe_home(env) / "config.toml", "toml"),
            "env": declare.File(lambda env: vibe_home(env) / ".env", "dotenv")},
-    bindings=(declare.slot("config", "active_model"),
+    bindings=(declare.computed("config", "active_model",
+                               value=lambda fleet, cfg: fleet.model_for(cfg.model)),
+              declare.slot("config", *_MODEL, "name", unwritten=True),
               declare.url("config", *_PROVIDER, "api_base"),
               declare.fixed("config", *_PROVIDER, "api_style", value="openai"),
               declare.key_var("config", *_PROVIDER, "api_key_env_var", default=DEFAULT_KEY_VAR,
                               store="env"),
               declare.headers("config", *_PROVIDER, "extra_headers")),
+    needs=(("slots", "active_model names no [[models]] alias"),
+           ("urls", "the active model's provider has no api_base"),
+           ("key_envs", "the active model's provider has no api_key_env_var")),
     sends=CLIENT_HEADERS,
     key_rule=declare.KeyRule(("env",), "Vibe reads the key only from an environment "
                              "variable"),

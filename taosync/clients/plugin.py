@@ -81,9 +81,12 @@ def no_key_variables(fleet: Any, env: ClientEnv) -> dict[str, bool]:
 
 #: what a client module may leave out, and what it then means
 DEFAULTS: dict[str, Any] = {
+    "LOCATION_VARS": (),  # no variable moves its files (they sit under the home)
     "LOCATION_FILES": (),  # no variable names a single file of it
     "REQUIRES": {},  # no fleet key beyond the gateway's is needed
-    "MCP": True,  # it reads MCP servers (False: the fleet's are not written for it)
+    # it reads MCP servers (False: the fleet's are not written for it); a declaration
+    # says so itself (no McpShape: no MCP)
+    "MCP": True,
     "MCP_REFERENCE": "",  # nothing to say of MCP secrets (a client with no MCP)
     "GATEWAY": True,  # it talks to the gateway (False: an app that takes only MCP servers)
     "SOURCES": (),  # proven by its binary (INSTALL), not from documents
@@ -95,11 +98,17 @@ DEFAULTS: dict[str, Any] = {
 
 
 def completed(module: Any) -> ClientPlugin:
-    """``module`` with :data:`DEFAULTS` filled in where it declares nothing; a module
-    missing anything else is refused by name (TypeError)."""
+    """``module`` with :data:`DEFAULTS` filled in where it declares nothing, and what its
+    declaration (``CLIENT``, a :class:`~taosync.clients.declare.Declared`) already says
+    taken from there: ``TITLE``, ``MCP`` (an McpShape or none), ``key_variables``; a
+    module missing anything else is refused by name (TypeError)."""
     declared: Any = getattr(module, "CLIENT", None)
     if not hasattr(module, "key_variables") and hasattr(declared, "key_variables"):
         module.key_variables = declared.key_variables
+    if not hasattr(module, "MCP") and hasattr(declared, "mcp"):
+        module.MCP = declared.mcp is not None
+    if not hasattr(module, "TITLE") and hasattr(declared, "title"):
+        module.TITLE = declared.title  # the declaration names the client once
     for name, value in DEFAULTS.items():
         if not hasattr(module, name):
             setattr(module, name, value)

@@ -24,7 +24,6 @@ from taosync.formats.base import Match, keypath_str
 
 ID = "qwen-code"
 BINARY = "qwen"  # taosync doctor shows its --version
-TITLE = "Qwen Code"
 SUMMARY = "Qwen Code (OpenAI Chat Completions): model."
 LOCATION_VARS = ("QWEN_HOME",)
 OPTIONS = (
@@ -81,6 +80,11 @@ def _provider(model: str) -> tuple:
     return ("modelProviders", AUTH_TYPE, Match("id", model))
 
 
+#: the provider entry the model picks: ``modelProviders.openai[id=<model.name>]``
+_ENTRY = ("modelProviders", AUTH_TYPE,
+          declare.named("id", declare.Opt("entry", read=("model", "name"))))
+
+
 class QwenCode(declare.Declared):
     """The table (the inline layout), and what it cannot say: by reference a
     ``modelProviders.openai[]`` entry for the model names the key's variable and takes
@@ -99,41 +103,32 @@ class QwenCode(declare.Declared):
             settings[entry + ("generationConfig", "customHeaders")] = settings.pop(_HEADERS)
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
-        data, path = docs["settings"], self.file("settings", env)
-        selected = declare._get(data, ("security", "auth", "selectedType"))
-        if selected not in (None, AUTH_TYPE):
-            obs.provider = Seen(f"auth type {selected!r}", path, "security.auth.selectedType")
         model = obs.slots["model"][0].value if obs.slots.get("model") else None
-        providers = declare._get(data, ("modelProviders", AUTH_TYPE))
-        entry = next((e for e in providers if isinstance(e, dict) and e.get("id") == model),
-                     None) if isinstance(providers, list) and model else None
-        if entry is None:  # security.auth's key may be $VAR, read from the environment
-            found = _ENV_REF.match(obs.keys[0].value.reveal()) if obs.keys else None
-            if found:
-                obs.key_envs.append(Seen(found.group(1), path, obs.keys.pop().key))
-                obs.settings["secrets"] = "reference"
+        entry = declare._get(docs["settings"], _provider(model)) if model else None
+        at = keypath_str(_provider(str(model)))
+        if isinstance(entry, dict):  # the entry wins, as in Qwen
+            obs.urls[:] = [s for s in obs.urls if s.key.startswith(at)]
+            obs.headers[:] = [s for s in obs.headers if s.key.startswith(at)]
+            obs.keys.clear()
             return
-        at = _provider(entry["id"])
-        for read in (obs.urls, obs.keys, obs.headers):  # the entry wins
-            read.clear()
-        for bind in self.bindings:
-            if bind.role in ("url", "headers"):
-                field = ("baseUrl",) if bind.role == "url" else _HEADERS[1:]
-                seen = Seen(declare._get(entry, field), path, keypath_str(at + field))
-                if seen.value is not None:
-                    self.read_binding(bind, seen, obs)
-        var = entry.get("envKey")
-        if isinstance(var, str) and var.strip():
-            obs.key_envs.append(Seen(var.strip(), path, keypath_str(at + ("envKey",))))
+        found = _ENV_REF.match(obs.keys[0].value.reveal()) if obs.keys else None
+        if found:  # security.auth's key may be $VAR, read from the environment
+            obs.key_envs.append(Seen(found.group(1), self.file("settings", env),
+                                     obs.keys.pop().key))
             obs.settings["secrets"] = "reference"
 
 
 CLIENT = QwenCode(
-    ID, TITLE, primary="settings",
+    ID, "Qwen Code", primary="settings",
     files={"settings": declare.File(lambda env: qwen_home(env) / "settings.json",
                                     SETTINGS_FORMAT, json_object=True)},
-    bindings=(declare.fixed("settings", "security", "auth", "selectedType", value=AUTH_TYPE),
+    bindings=(declare.fixed("settings", "security", "auth", "selectedType", value=AUTH_TYPE,
+                            selects="auth type {}"),
               declare.slot("settings", "model", "name"),
+              # the entry the model picks (by reference): read first, it wins
+              declare.url("settings", *_ENTRY, "baseUrl", unwritten=True),
+              declare.headers("settings", *_ENTRY, *_HEADERS[1:], unwritten=True),
+              declare.key_env("settings", *_ENTRY, "envKey"),
               declare.url("settings", *_URL),
               declare.key("settings", "security", "auth", "apiKey"),
               declare.headers("settings", *_HEADERS)),

@@ -24,11 +24,7 @@ from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
 
 ID = "shell-gpt"
 BINARY = "sgpt"  # taosync doctor shows its --version
-TITLE = "shell-gpt"
 SUMMARY = "shell-gpt (sgpt, .sgptrc): model."
-LOCATION_VARS: tuple[str, ...] = ()
-#: shell-gpt has no MCP client: the fleet's mcp_servers are not written for it
-MCP = False
 TARGETS = [
     "~/.config/shell_gpt/.sgptrc: API_BASE_URL, OPENAI_API_KEY, DEFAULT_MODEL",
 ]
@@ -89,7 +85,7 @@ class ShellGpt(declare.Declared):
 
 
 CLIENT = ShellGpt(
-    ID, TITLE, files={"rc": declare.File(config_path, "keyvalue")}, primary="rc",
+    ID, "shell-gpt", files={"rc": declare.File(config_path, "keyvalue")}, primary="rc",
     # an environment variable of the same name wins over each
     bindings=(declare.url("rc", "API_BASE_URL", env="API_BASE_URL"),
               declare.key("rc", "OPENAI_API_KEY", env="OPENAI_API_KEY"),

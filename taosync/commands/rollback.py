@@ -38,10 +38,7 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets):
     from taosync import pipeline, ui
     from taosync.errors import BadInput
     from taosync.commands.report import plan_json, print_plan, protect, warn_held
-    from taosync.engine.apply import RealWriter, execute
-    from taosync.engine.state import locked
-    from taosync.engine.recovery import recover
-    from taosync.engine.rollback import keep_current_secrets, old_secrets, plan_step
+    from taosync.engine.rollback import commit_step, keep_current_secrets, old_secrets, plan_step
 
     if redo and to is not None:
         raise BadInput("rollback: --redo and --to do not go together")
@@ -70,19 +67,12 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets):
         from taosync.commands import watch_note
 
         pids = watch_note.watches(store)
-        with locked(store):
-            state = store.load()
-            recover(store, state, RealWriter(), pipeline.client_locations(env))
-            step = plan_step(store, state, to, redo, unmanaged, pipeline.bounds(env))
-            protect(ctx, state, step.plan, rollback=True)
-            if keep:
-                keep_current_secrets(old_secrets(step, state, store.hmac_key(), ctx.key))
-            state.forgotten = sorted(unmanaged)
-            result = execute(step.plan, state, store, RealWriter(), kind=step.kind,
-                             undoes=step.undoes)
-            result_files, record_id = result.written, result.apply_id
-            if record_id:  # under the lock: a watch reads it with the record
-                watch_note.tell(store, step.kind, pids, record=record_id)
+        step, state, result = commit_step(
+            store, to, redo, unmanaged, pipeline.bounds(env), pipeline.client_locations(env),
+            keep=keep, key=ctx.key,
+            on_plan=lambda state, plan: protect(ctx, state, plan, rollback=True),
+            on_record=lambda kind, record: watch_note.tell(store, kind, pids, record=record))
+        result_files, record_id = result.written, result.apply_id
         if record_id:
             watch_note.note(step.kind, pids)
     home = s.home_dir

@@ -36,13 +36,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AbstractSet, Any
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable
 
 from taosync.engine.plan import FilePlan, Plan, read_target, released_file
 from taosync.engine.state import ApplyRecord, FileState, OwnedKey, State, StateStore
 from taosync.errors import BadInput
 from taosync.fleet.secrets import value_hash
 from taosync.formats.base import keypath_parse
+
+if TYPE_CHECKING:
+    from taosync.engine.apply import Result
+    from taosync.engine.recovery import Locations
 
 
 #: the record kinds rollback steps back over
@@ -137,6 +141,37 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
         # redo itself, so the files return as they were just before it (hand edits too)
         return _restore(store, state, at.last_redo[0], "rollback", undoes, unmanaged, bounds)
     return _restore(store, state, to, "rollback", undoes, unmanaged, bounds)
+
+
+def commit_step(store: StateStore, to: int | None, redo: bool, unmanaged: AbstractSet[str],
+                bounds: Any, locations: "Locations", *, keep: bool = False, key: Any = None,
+                on_plan: Callable[[State, Plan], object] | None = None,
+                on_record: Callable[[str, int], object] | None = None
+                ) -> tuple[Step, State, "Result"]:
+    """A rollback or redo as one transaction: under the lock, put back an apply cut
+    short, plan the step again against the state as it is there (``on_plan(state,
+    plan)`` sees it before anything is written: the command's redactor), keep the
+    secrets in use now when ``keep`` (``key``: the fleet's, to tell them apart), leave the files of ``unmanaged`` clients alone, write the step and record it
+    (``on_record(kind, record id)`` still under the lock: a watch reads it with the
+    record). Returns (the step, the state after it, what was written)."""
+    from taosync.engine.apply import RealWriter, execute
+    from taosync.engine.recovery import recover
+    from taosync.engine.state import locked
+
+    with locked(store):
+        state = store.load()
+        recover(store, state, RealWriter(), locations)
+        step = plan_step(store, state, to, redo, unmanaged, bounds)
+        if on_plan is not None:
+            on_plan(state, step.plan)
+        if keep:
+            keep_current_secrets(old_secrets(step, state, store.hmac_key(), key))
+        state.forgotten = sorted(unmanaged)
+        result = execute(step.plan, state, store, RealWriter(), kind=step.kind,
+                         undoes=step.undoes)
+        if result.apply_id and on_record is not None:
+            on_record(step.kind, result.apply_id)
+    return step, state, result
 
 
 def _restore(store: StateStore, state: State, since: int, kind: str,
