@@ -96,9 +96,8 @@ def adopt(client, dry_run, yes):
         ui.out("dry run: nothing was written")
         return 0
     shown = pipeline.display_path(edit.path, home)
-    n = len(taken)
-    confirm("adopt", f"write {n} value{'s' if n != 1 else ''} you edited in client files "
-            f"into {shown} (the diff above)", f"Write this to {shown}?", [], yes=yes)
+    confirm("adopt", f"write the values you edited in client files into {shown} (the "
+            "diff above)", f"Write this to {shown}?", [], yes=yes)
     from taosync.commands import watch_note
 
     pids = watch_note.watches(ctx.store)
