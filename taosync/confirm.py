@@ -63,19 +63,27 @@ def confirm(command: str, what: str, question: str, lines: list[str], *,
     be replaced, secrets already hidden) are shown above the question."""
     if yes:
         return
-    if can_ask():
-        from taosync import ui
+    if not can_ask():
+        raise NotConfirmed(f"{command} would {what}; {NOTHING_WRITTEN}: answer on a "
+                           "terminal, or pass --yes")
+    _ask_or_stop(question, lines)
 
-        for line in lines:
-            ui.problem(line)
-        if ask(question):
-            return
-        ui.problem(NOTHING_WRITTEN)
-        import click
 
-        raise click.exceptions.Exit(1)
-    raise NotConfirmed(f"{command} would {what}; {NOTHING_WRITTEN}: answer on a terminal, "
-                       f"or pass --yes")
+def _ask_or_stop(question: str, lines: list[str]) -> None:
+    """On the terminal: ``lines``, then ``question``; anything but yes ends the run
+    (nothing was written, exit 1)."""
+    from taosync import ui
+
+    if lines:
+        ui.home_header()  # under --home: which directory ~/ means
+    for line in lines:
+        ui.problem(line)
+    if ask(question):
+        return
+    ui.problem(NOTHING_WRITTEN)
+    import click
+
+    raise click.exceptions.Exit(1)
 
 
 def again(*words: str) -> str:
@@ -98,14 +106,15 @@ def replaced_values(ctx, state, plan) -> list[dict]:
     """The values an apply would replace that the user had before taosync owned their
     key (engine/drift.py replaced_existing), each as shown — secrets as
     ``(sensitive value)``, paths as ``~/…`` under the home: ``path``, ``display``,
-    ``key``, ``old``, ``new`` (README: JSON output, ``replaced``)."""
+    ``key``, ``old``, ``new``, ``secret`` (README: JSON output, ``replaced``)."""
     from taosync.engine.drift import replaced_existing
     from taosync.fleet.secrets import shown
     from taosync.paths import display_path
 
     home = ctx.settings.home_dir
     return [{"path": str(fp.path), "display": display_path(fp.path, home), "key": c.path,
-             "old": shown(c.old, c.secret, ctx.key), "new": shown(c.new, c.secret, ctx.key)}
+             "old": shown(c.old, c.secret, ctx.key), "new": shown(c.new, c.secret, ctx.key),
+             "secret": c.secret}
             for fp, c in replaced_existing(state, plan)]
 
 
@@ -122,16 +131,17 @@ def confirm_replacing(replaced: list[dict], *, yes: bool) -> bool:
     lines = ["values you have now that apply would replace (taosync did not write them):"]
     for file in _files(replaced):
         lines.append(f"  {file}")
-        lines += [f"    {r['key']}: {_value(r['old'])} → {_value(r['new'])}"
-                  for r in replaced if r["display"] == file]
+        lines += [f"    {r['key']}: {_value(r['old'], r['secret'])} → "
+                  f"{_value(r['new'], r['secret'])}" for r in replaced if r["display"] == file]
     n = len(replaced)
-    confirm("apply", "", f"Replace {'this value' if n == 1 else f'these {n} values'}?",
-            lines, yes=False)
+    _ask_or_stop(f"Replace {'this value' if n == 1 else f'these {n} values'}?", lines)
     return True
 
 
-def _value(v) -> str:
-    return repr(v) if isinstance(v, str) else str(v)
+def _value(v, secret: bool) -> str:
+    """A value as the question shows it: quoted, but a hidden secret as its stand-in
+    (``(sensitive value)``, ``sk-…ab12``)."""
+    return repr(v) if isinstance(v, str) and not secret else str(v)
 
 
 def replaced_line(result, replaced: list[dict], *, verify_failed: bool) -> str | None:

@@ -44,7 +44,8 @@ def test_first_apply_on_a_terminal_shows_the_values_it_replaces_and_no_writes_no
     assert "~/.claude/settings.json" in out and "~/.codex/config.toml" in out
     assert ("env.ANTHROPIC_BASE_URL: 'https://mine.example/api' → "
             "'https://taotoken.net/api'") in out
-    assert "env.ANTHROPIC_AUTH_TOKEN: '(sensitive value)' → 'sk-…cdef'" in out
+    assert "env.ANTHROPIC_AUTH_TOKEN: (sensitive value) → sk-…cdef" in out
+    assert out.index(f"home: {home}") < out.index("~/.claude/settings.json")
     assert "model: 'o3' → 'gpt-4o-mini'" in out
     assert MINE_TOKEN not in out and TEST_KEY not in out and str(home) + "/." not in out
     assert "nothing was written" in out
@@ -120,6 +121,7 @@ def test_json_lists_the_replaced_values_redacted_and_never_asks(taosync, home, f
         ("~/.codex/config.toml", "model")}
     token = next(r for r in dry["replaced"] if r["key"] == "env.ANTHROPIC_AUTH_TOKEN")
     assert token["old"] == "(sensitive value)" and token["path"] == str(home / SETTINGS)
+    assert token["secret"] and token["new"] == "sk-…cdef"
     rc, out = run_on_a_terminal(args(home, fleet_file, "apply", "--no-verify", "--json"),
                                 None)
     assert rc == 0, out
