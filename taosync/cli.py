@@ -77,18 +77,21 @@ HELP = {
 OK, BAD, WRITE = "done", "bad input (an invalid fleet.yaml, a wrong option)", \
     "could not write; nothing was left half-written"
 INTERNAL = "internal error (a bug in taosync): please report it"
+#: the confirm rule's exit (taosync/confirm.py): nothing was written
+NOT_CONFIRMED = "not confirmed: you answered no, or no terminal and no --yes"
 EXIT_CODES = {
     "validate": {0: "the fleet is usable (warnings on stderr)", 2: "fleet.yaml is invalid"},
     "schema": {0: OK, 2: BAD, 3: WRITE},
     "plan": {0: "the plan was printed", 1: "with --check: apply would change something",
              2: BAD},
-    "apply": {0: "written (and verified)", 1: "a verify probe failed, or you quit at a prompt",
+    "apply": {0: "written (and verified)", 1: "a verify probe failed, or nothing was "
+              "confirmed (you answered no, or no terminal and a hand edit without --yes)",
               2: BAD, 3: WRITE},
     "status": {0: "in sync", 1: "drift or pending changes", 2: BAD},
-    "rollback": {0: OK, 2: BAD + " or nothing to step back", 3: WRITE},
+    "rollback": {0: OK, 1: NOT_CONFIRMED, 2: BAD + " or nothing to step back", 3: WRITE},
     "log": {0: OK, 2: BAD},
     "prune": {0: OK, 2: BAD, 3: WRITE},
-    "destroy": {0: OK, 1: "you answered no", 2: BAD, 3: WRITE},
+    "destroy": {0: OK, 1: NOT_CONFIRMED, 2: BAD, 3: WRITE},
     "managed": {0: OK, 2: BAD},
     "verify": {0: "every model a client is on answered (a failing standby is a warning)",
                1: "a probe of such a model failed, a route has no healthy candidate, a "
@@ -103,7 +106,7 @@ EXIT_CODES = {
               1: "no route TASK (without --default)", 2: BAD},
     "env": {0: OK, 2: BAD},
     "forget": {0: OK, 2: BAD, 3: WRITE},
-    "adopt": {0: OK, 1: "you answered no", 2: BAD, 3: WRITE},
+    "adopt": {0: OK, 1: NOT_CONFIRMED, 2: BAD, 3: WRITE},
     "completion": {0: OK, 2: BAD},
     "cat": {0: "the file was printed", 2: BAD + " or PATH is no file taosync manages"},
     "where": {0: "printed (also when no fleet.yaml is found: where it looked)", 2: BAD},

@@ -15,7 +15,7 @@ prints the answer filed for the command line it was given. It decides nothing it
 no render, route, include, client, key or redaction logic lives here, so a feature
 added to the full path is covered as soon as it reads through the System. What it
 parses is where the certificate is: the command line (the forms above and the global
-``-c``/``--home``/``-q``; anything else, ``--json``, ``-v``, ``--only``, ``--dry-run``,
+``-c``/``--home``/``-q``, and apply's ``--yes``, which a no-op never needs; anything else, ``--json``, ``-v``, ``--only``, ``--dry-run``,
 ``--no-key``, goes to the full path) and the state directory (``$XDG_STATE_HOME`` or
 ``~/.local/state``, as settings.py finds it; a directory found the wrong way holds no
 certificate for this context, and the full path answers).
@@ -41,6 +41,9 @@ for _alias, _name in ALIASES.items():
     COMMANDS[_alias] = COMMANDS[_name]
 _VALUED = {"-c": "config", "--config": "config", "--home": "home"}
 _QUIET = {"-q", "--quiet"}
+#: flags that change nothing in a no-op answer: ``apply --yes`` only says not to ask,
+#: and a no-op asks nothing (taosync/confirm.py), so it replays ``apply``'s answer
+_NO_OP_ALIKE = {"apply": {"--yes", "-y"}}
 
 
 class _Unsure(Exception):
@@ -103,6 +106,8 @@ def _parse(argv: list[str]) -> tuple[tuple[str, ...], dict[str, str], bool]:
             options[name] = value
         elif arg in _QUIET:
             quiet = True
+        elif command is not None and arg in _NO_OP_ALIKE.get(ALIASES.get(command, command), ()):
+            continue
         elif arg.startswith("-"):
             if command is None or arg not in COMMANDS[command] or arg in flags:
                 raise _Unsure

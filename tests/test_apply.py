@@ -355,7 +355,10 @@ def test_status_reports_drift_and_apply_reasserts(taosync, home):
     assert "sk-other-0000000000000000" not in r.out and TEST_KEY not in r.out
     js = json.loads(taosync("status", "--json").out)
     assert {d["key"] for d in js["drift"]} == {"env.ANTHROPIC_MODEL", "env.ANTHROPIC_AUTH_TOKEN"}
-    assert taosync("apply", "--no-verify").rc == 0
+    # a script without --yes does not overwrite hand edits (taosync/confirm.py)
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 1 and "--yes" in r.err and "hand-edited" in settings.read_text(), r.both
+    assert taosync("apply", "--no-verify", "--yes").rc == 0
     assert json.loads(settings.read_text())["env"]["ANTHROPIC_MODEL"] == "claude-sonnet-4-20250514"
     assert taosync("status").rc == 0
 
@@ -638,7 +641,9 @@ def test_rollback_warns_about_edits_made_after_the_apply_and_can_be_undone(taosy
     cfg = home / ".codex/config.toml"
     edited = cfg.read_text() + "\n[tui]\nnotifications = true\n"
     cfg.write_text(edited)
-    r = taosync("rollback")
+    r = taosync("rollback")  # the confirm rule: a script needs --yes to replace edits
+    assert r.rc == 1 and "--yes" in r.err and cfg.read_text() == edited, r.both
+    r = taosync("rollback", "--yes")
     assert r.rc == 0, r.both
     assert "~/.codex/config.toml was edited after taosync wrote it" in r.err
     assert not cfg.exists()  # apply #1 created it
@@ -686,14 +691,14 @@ def test_drift_then_rollback_twice_is_not_called_in_sync(taosync, home):
     data = json.loads(settings.read_text())
     data["env"]["ANTHROPIC_BASE_URL"] = V1_URL + "/v1"  # a hand-broken owned key
     settings.write_text(json.dumps(data, indent=2))
-    assert taosync("rollback").rc == 0
+    assert taosync("rollback", "--yes").rc == 0
     assert taosync("rollback").rc == 0
     assert json.loads(settings.read_text())["env"]["ANTHROPIC_BASE_URL"] == V1_URL + "/v1"
     r = taosync("status")
     assert r.rc == 1, r.both
     assert "env.ANTHROPIC_BASE_URL" in r.out
     assert taosync("plan", "--check").rc == 1
-    r = taosync("apply", "--no-verify")
+    r = taosync("apply", "--no-verify", "--yes")
     assert r.rc == 0, r.both
     assert json.loads(settings.read_text())["env"]["ANTHROPIC_BASE_URL"] == ROOT_URL
     assert taosync("status").rc == 0

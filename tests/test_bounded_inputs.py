@@ -256,7 +256,7 @@ def test_a_bom_in_a_dotenv_file_is_read_past_and_kept(home, fleet_file):
     assert cli(home, fleet_file, "plan", "--check").returncode == 0  # nothing to change
     text = dotenv.read_bytes().replace(b"GOOGLE_GEMINI_BASE_URL=", b"GOOGLE_GEMINI_BASE_URL=x")
     dotenv.write_bytes(text)
-    proc = cli(home, fleet_file, "apply", "--no-verify")
+    proc = cli(home, fleet_file, "apply", "--no-verify", "--yes")
     assert proc.returncode == 0, proc.stderr
     after = dotenv.read_bytes()
     assert after.startswith(b"\xef\xbb\xbf") and after.count(b"\xef\xbb\xbf") == 1

@@ -229,7 +229,7 @@ def test_read_only_commands_report_an_interrupted_apply_and_write_nothing(applie
         assert "recovered" not in r.stderr, (args, r.stderr)
         assert snapshot(applied) == before, f"{args} wrote something"
 
-    r = cli(applied, fleet_file, "apply", "--no-verify")  # the command that recovers
+    r = cli(applied, fleet_file, "apply", "--no-verify", "--yes")  # the command that recovers
     assert r.returncode == 0 and "recovered from an interrupted apply" in r.stderr, r.stderr
     assert not journal.exists()
 

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import stat
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from conftest import ROOT
+from on_a_terminal import run_on_a_terminal
 from test_apply import CLAUDE_JSON, CLAUDE_SETTINGS, CODEX_CONFIG, CONTINUE_CONFIG, write
 
 STATE = ".local/state/taosync"
@@ -123,10 +119,12 @@ def test_destroy_dry_run_and_json_write_nothing(taosync, home, fleet_file):
 
 
 def test_destroy_without_a_terminal_needs_yes(taosync, home, fleet_file):
+    """The confirm rule (taosync/confirm.py): nobody to ask and no --yes writes nothing,
+    exit 1 as answering no does (it was 2, "bad input", before the rule was one)."""
     two_applies(taosync, fleet_file)
     applied = tree(home)
     r = taosync("destroy")
-    assert r.rc == 2 and "--yes" in r.err and "Traceback" not in r.both
+    assert r.rc == 1 and "--yes" in r.err and "Traceback" not in r.both
     assert tree(home) == applied
 
 
@@ -136,39 +134,6 @@ def test_destroy_with_nothing_owned_says_so(taosync, home):
     assert tree(home) == {}
 
 
-def run_on_a_terminal(args: list[str], answer: bytes) -> tuple[int, str]:
-    """Run taosync with a pseudo-terminal as stdin/stdout/stderr; answer its question."""
-    master, slave = os.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "taosync", *args], stdin=slave,
-                            stdout=slave, stderr=slave, cwd=ROOT, close_fds=True)
-    os.close(slave)
-    seen, answered = b"", False
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-                if not answered and b"[y/N]" in seen:
-                    os.write(master, answer)
-                    answered = True
-            elif proc.poll() is not None:
-                break
-        rc = proc.wait(timeout=30)
-    finally:
-        os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-    assert answered, seen.decode("utf-8", "replace")[-2000:]
-    return rc, seen.decode("utf-8", "replace")
-
-
 def test_destroy_asks_on_a_terminal(taosync, home, fleet_file):
     user_home(home)
     before = tree(home, skip=".local")
@@ -176,7 +141,7 @@ def test_destroy_asks_on_a_terminal(taosync, home, fleet_file):
     applied = tree(home)
     args = ["--home", str(home), "-c", str(fleet_file), "destroy"]
     rc, out = run_on_a_terminal(args, b"n\n")
-    assert rc == 1 and "nothing was changed" in out, out[-2000:]
+    assert rc == 1 and "nothing was written" in out, out[-2000:]
     assert tree(home) == applied
     n = owned_files(home)
     rc, out = run_on_a_terminal(args, b"y\n")

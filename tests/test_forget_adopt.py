@@ -150,7 +150,7 @@ def test_forget_and_adopt_json(taosync, home, fleet_file):
     settings = home / ".claude/settings.json"
     settings.write_text(settings.read_text().replace(
         CLAUDE_MODEL, '"ANTHROPIC_MODEL": "gpt-4o-mini"'))
-    r = taosync("adopt", "--json")
+    r = taosync("adopt", "--json", "--yes")
     assert r.rc == 0, r.both
     data = json.loads(r.out)
     assert {"fleet_key": "clients.claude-code.model", "value": "fast",

@@ -128,7 +128,7 @@ def test_rollback_warns_of_replaced_edits_only_in_files_it_writes(taosync, home,
     config.write_bytes(first)  # put back by hand (git checkout of the dotfiles)
     sgptrc = home / ".config/shell_gpt/.sgptrc"
     sgptrc.write_text(sgptrc.read_text() + "CODE_THEME=dracula\n")  # edited, and rolled back
-    r = taosync("rollback")
+    r = taosync("rollback", "--yes")
     assert r.rc == 0, r.both
     assert config.read_bytes() == first
     assert "config.toml was edited" not in r.err, r.err

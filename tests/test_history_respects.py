@@ -33,7 +33,9 @@ def test_redo_warns_about_hand_edits_and_a_rollback_gives_them_back(taosync, hom
     assert cfg.read_text() == mine  # a dry run
     js = json.loads(taosync("rollback", "--redo", "--dry-run", "--json").out)
     assert js["edited_since_apply"] == [str(cfg)]
-    r = taosync("rollback", "--redo")
+    r = taosync("rollback", "--redo")  # a script needs --yes to replace the edit
+    assert r.rc == 1 and "--yes" in r.err and cfg.read_text() == mine, r.both
+    r = taosync("rollback", "--redo", "--yes")
     assert r.rc == 0, r.both
     assert "~/.codex/config.toml was edited after taosync wrote it" in r.err
     assert "took back rollback #2" in r.out and cfg.read_text() != mine

@@ -168,9 +168,10 @@ def test_failures(taosync, args, rc):
     failed(taosync(*args, "--json"), rc)
 
 
-def test_destroy_without_a_terminal_or_yes_is_bad_input(taosync):
+def test_destroy_without_a_terminal_or_yes_is_not_confirmed(taosync):
+    """--json never asks: without --yes nothing is confirmed, exit 1 (taosync/confirm.py)."""
     taosync("apply", "--no-verify")
-    data = failed(taosync("destroy", "--json"), 2)
+    data = failed(taosync("destroy", "--json"), 1)
     assert "--yes" in data["error"]
 
 

@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("commands", ("taosync.commands",)),
     ("pipeline", ("taosync.pipeline", "taosync.watch", "taosync.importer", "taosync.doctor")),
     ("stub", ("taosync.stub",)),
-    ("ui", ("taosync.ui", "taosync.settings")),
+    ("ui", ("taosync.ui", "taosync.settings", "taosync.confirm")),
     ("verify", ("taosync.verify",)),
     # the fleet of the registered clients and the schema built from it: it hands the
     # registry's option declarations down to fleet/model.py; the run path reads only the

@@ -105,7 +105,15 @@ def test_tty_apply_overwrite_and_quit(drifted, home, fleet_file):
 
 
 def test_non_tty_apply_names_each_overwritten_key(drifted, taosync):
+    """Without a terminal a hand edit is named and kept unless --yes (taosync/confirm.py)."""
+    before = drifted.read_bytes()
     r = taosync("apply", "--no-verify")
+    assert r.rc == 1 and "pass --yes" in r.err, r.both
+    assert ("warning: apply would overwrite your edit of ~/.claude/settings.json "
+            "env.ANTHROPIC_MODEL: you set 'my-own-model'; fleet.yaml has "
+            "'claude-sonnet-4-20250514'") in r.err
+    assert drifted.read_bytes() == before
+    r = taosync("apply", "--no-verify", "--yes")
     assert r.rc == 0, r.both
     assert ("warning: overwriting your edit of ~/.claude/settings.json env.ANTHROPIC_MODEL: "
             "you set 'my-own-model'; fleet.yaml has 'claude-sonnet-4-20250514'") in r.err
@@ -123,7 +131,10 @@ def test_overwritten_secret_is_redacted(taosync, home):
     assert taosync("apply", "--no-verify").rc == 0
     settings = home / CLAUDE
     settings.write_text(settings.read_text().replace(TEST_KEY, "sk-mine-PRIVATE-9999999999"))
-    r = taosync("apply", "--no-verify")
+    r = taosync("apply", "--no-verify")  # refused without --yes: named, hidden
+    assert r.rc == 1 and "env.ANTHROPIC_AUTH_TOKEN" in r.err, r.both
+    assert "PRIVATE" not in r.both and TEST_KEY not in r.both
+    r = taosync("apply", "--no-verify", "--yes")
     assert r.rc == 0 and "env.ANTHROPIC_AUTH_TOKEN" in r.err, r.both
     assert "PRIVATE" not in r.both and TEST_KEY not in r.both
 

@@ -178,10 +178,11 @@ def test_no_op_fast_path_does_not_say_nothing_to_do_over_a_journal(tmp_path):
     # a second apply that dies after its first write leaves a journal over a warm cache
     (home / ".codex/config.toml").write_text(ORIGINALS[".codex/config.toml"].replace("o3", "o4"))
     proc = subprocess.run([sys.executable, "-c", KILL_AFTER_FIRST_WRITE,
-                           *apply_cmd(home)[3:]], env=env(), capture_output=True, timeout=60)
+                           *apply_cmd(home)[3:], "--yes"], env=env(), capture_output=True,
+                          timeout=60)  # --yes: over the hand edit (taosync/confirm.py)
     assert proc.returncode == -signal.SIGKILL
     assert (home / STATE / "journal.json").exists()
-    r = run_cli(home, "apply", "--no-verify")
+    r = run_cli(home, "apply", "--no-verify", "--yes")
     assert r.returncode == 0, r.stderr
     assert "recovered from an interrupted apply" in r.stderr
     assert {rel: (home / rel).read_text() for rel in ORIGINALS} == applied

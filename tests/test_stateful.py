@@ -21,6 +21,11 @@ every step it checks the invariants (:meth:`TaosyncMachine.check_after_every_ste
 (e) a forgotten client's files are never written (byte for byte, until it is managed
     again);
 (f) no traceback, and every exit code is one README documents;
+(h) a command nobody confirmed — apply over a hand edit, rollback or redo over one,
+    run without a terminal and without ``--yes`` (README: Confirming) — exits 1 naming
+    ``--yes`` and writes nothing; the first apply over the user's planted values, with
+    ``--yes``, ends with one line naming the files whose values it replaced and the
+    exact rollback command;
 (g) the fallback chain a client with in-client failover holds (Claude Code's
     ``fallbackModel``) is its slot's route's candidates but the model its file chose,
     in order — read from fleet.yaml and the file, not from a render — and no chain for
@@ -146,6 +151,8 @@ class TaosyncMachine(RuleBasedStateMachine):
     the user had and did, which clients are forgotten. The files themselves are the
     world's (real files; taosync changes them)."""
 
+    #: a ``taosync watch`` runs alongside (WatchMachine): files change on their own
+    watched = False
     #: the rules this machine draws from
     rules_here = frozenset(RULES)
 
@@ -209,7 +216,14 @@ class TaosyncMachine(RuleBasedStateMachine):
             path.write_text(text)
             self.originals[rel] = text
         self.ready = True
-        self.sh("apply", "--no-verify")  # every sequence starts from an applied home
+        # every sequence starts from an applied home: the first apply onto the user's
+        # own values, confirmed with --yes as a script does (README: Confirming)
+        r = self.sh("apply", "--no-verify", "--yes")
+        if checking("h"):
+            last = r.err.strip().splitlines()[-1] if r.err.strip() else ""
+            undo = f"to undo it: taosync --home {w.home} -c {w.fleet_path} rollback"
+            assert r.rc == 0 and "~/.claude/settings.json" in last and last.endswith(undo), (
+                f"(h) the first apply does not end naming what it replaced:\n{r}")
 
     def new_secret(self, kind: str) -> str:
         self.n += 1
@@ -299,10 +313,24 @@ class TaosyncMachine(RuleBasedStateMachine):
 
     # -- rules: taosync commands -------------------------------------------------------
 
-    @action("apply", verify=st.booleans())
-    def apply(self, verify):
-        self.same_answer("apply", *([] if verify else ["--no-verify"]))
+    @action("apply", verify=st.booleans(), yes=st.booleans())
+    def apply(self, verify, yes):
+        before = self.w.snapshot()
+        first, _ = self.same_answer("apply", *([] if verify else ["--no-verify"]),
+                                    *(["--yes"] if yes else []))
+        if self.unconfirmed(first, before):
+            return
         self.after_apply()
+
+    def unconfirmed(self, ran, before: dict[str, str]) -> bool:
+        """(h): whether ``ran`` stopped for want of a --yes; then it wrote nothing."""
+        if "answer on a terminal, or pass --yes" not in ran.err:
+            return False
+        if checking("h"):
+            assert ran.rc == 1 and "--yes" not in ran.args, f"(h) refused with --yes:\n{ran}"
+            if not self.watched:  # a watch alongside writes on its own
+                assert self.w.snapshot() == before, f"(h) not confirmed, yet it wrote:\n{ran}"
+        return True
 
     def after_apply(self):
         """What a one-shot apply wrote is the user's doing (the watch machine's hook)."""
@@ -390,19 +418,23 @@ class TaosyncMachine(RuleBasedStateMachine):
             return None
         return not self.w.differences(wanted, unmanaged)
 
-    @action("rollback")
-    def rollback(self):
-        r = self.sh("rollback")
+    @action("rollback", yes=st.booleans())
+    def rollback(self, yes):
+        before = self.w.snapshot()
+        r = self.sh("rollback", *(["--yes"] if yes else []))
         self.after_history(r)
         if r.rc == 0:
             self.forget_replaced_user_keys()
+        self.unconfirmed(r, before)
 
-    @action("redo")
-    def redo(self):
-        r = self.sh("rollback", "--redo")
+    @action("redo", yes=st.booleans())
+    def redo(self, yes):
+        before = self.w.snapshot()
+        r = self.sh("rollback", "--redo", *(["--yes"] if yes else []))
         self.after_history(r)
         if r.rc == 0:
             self.forget_replaced_user_keys()
+        self.unconfirmed(r, before)
 
     def forget_replaced_user_keys(self):
         """A rollback or redo puts back whole files, replacing later edits (README says
@@ -478,7 +510,7 @@ class TaosyncMachine(RuleBasedStateMachine):
         if cfg.pop("failover", True):
             cfg["failover"] = False
         self.write_fleet()
-        self.same_answer("apply", "--no-verify")
+        self.same_answer("apply", "--no-verify", "--yes")
         self.after_apply()
 
     @action("context_window", model=st.sampled_from(MODELS),
@@ -686,7 +718,7 @@ class TaosyncMachine(RuleBasedStateMachine):
             chosen = target["candidates"][0]
         self.w.stub.add_fault(f"server_error@{chosen}")
         self.sh("verify")
-        self.same_answer("apply", "--no-verify")
+        self.same_answer("apply", "--no-verify", "--yes")
         self.after_apply()
 
     @action("clear_faults")
@@ -861,6 +893,8 @@ class WatchMachine(TaosyncMachine):
     environment (key rotation, $ST_TEAM) are left out: a running watch keeps the
     environment it started with."""
 
+    watched = True
+
     rules_here = frozenset(RULES) - {"rotate_key", "rotate_mcp_secret", "switch_team",
                                      "unset_mcp_secret", "damaged_state"}
 
@@ -972,7 +1006,8 @@ def test_the_fallback_chains_follow_every_route_move():
     """The same machine and invariants through one fixed sequence, so every run drives the
     fallback chains whatever the sequences above draw: the chosen model fails (the route
     moves, the chain with it), three candidates, failover off and on again, the user
-    reordering a chain by hand."""
+    reordering a chain by hand — where apply and rollback without --yes stop and write
+    nothing (h), and apply --yes puts the chain back."""
     m = TaosyncMachine()
     settings_json = m.w.home / ".claude/settings.json"
 
@@ -991,7 +1026,7 @@ def test_the_fallback_chains_follow_every_route_move():
         assert claude() == ("gpt-4.1", ["claude-sonnet-4-20250514"])
         step(m.clear_faults)
         step(m.route_candidates, ["nvidia/deepseek-r1", "gpt-4.1", "intel/llama-7b"])
-        step(m.apply, False)  # gpt-4.1 is healthy and stays chosen (dwell)
+        step(m.apply, False, True)  # gpt-4.1 is healthy and stays chosen (dwell)
         assert claude() == ("gpt-4.1", ["nvidia/deepseek-r1", "intel/llama-7b"])
         step(m.fail_choice)
         assert claude() == ("nvidia/deepseek-r1", ["gpt-4.1", "intel/llama-7b"])
@@ -1004,10 +1039,15 @@ def test_the_fallback_chains_follow_every_route_move():
         m.touched.add((".claude/settings.json", ("fallbackModel",)))
         m.after_hand_edit()
         m.check_after_every_step()  # (b): plan and status see the reordered chain
-        step(m.apply, False)
+        for f, *args in ((m.apply, False, False), (m.rollback, False)):
+            n = len(m.w.ran)  # (h): a script without --yes keeps the hand edit
+            step(f, *args)
+            assert m.w.ran[n].rc == 1 and "pass --yes" in m.w.ran[n].err, m.w.ran[n]
+            assert claude()[1] == ["intel/llama-7b", "gpt-4.1"]
+        step(m.apply, False, True)
         assert claude()[1] == ["gpt-4.1", "intel/llama-7b"]
         step(m.route_pin, "balanced", "gpt-4o-mini")
-        step(m.apply, False)
+        step(m.apply, False, True)
         assert claude() == ("gpt-4o-mini", None)
     finally:
         m.teardown()

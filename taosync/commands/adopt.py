@@ -43,15 +43,16 @@ After adopt, taosync plan has nothing to change for the adopted keys.""")
 @common_options
 @click.argument("client", required=False, shell_complete=complete)
 @click.option("--dry-run", is_flag=True, help="Show the fleet.yaml diff; write nothing.")
-@click.option("-y", "--yes", is_flag=True, help="Write without asking (on a terminal adopt asks).")
+@click.option("-y", "--yes", is_flag=True,
+              help="Write without asking (a terminal asks; without one adopt needs it, else "
+                   "it writes nothing and exits 1; README: Confirming).")
 def adopt(client, dry_run, yes):
     """Write values you changed in a client's files back into fleet.yaml.
 
     A model you picked in a client becomes its slot's (or a Codex profile's route's)
     value; fleet.yaml keeps its comments. Drift that is not a model choice is listed."""
-    import sys
-
     from taosync import pipeline, ui
+    from taosync.confirm import confirm
     from taosync.commands.fleet_edit import FleetEdit, print_diff
     from taosync.commands.report import protect
     from taosync.engine.drift import find_drift
@@ -94,11 +95,9 @@ def adopt(client, dry_run, yes):
     if dry_run:
         ui.out("dry run: nothing was written")
         return 0
-    if not yes and sys.stdin.isatty() and sys.stdout.isatty() and not s.json:
-        if not click.confirm(f"Write this to {pipeline.display_path(edit.path, home)}?",
-                             default=True):
-            ui.out("nothing was written")
-            return 1
+    shown = pipeline.display_path(edit.path, home)
+    confirm("adopt", f"write the values you edited in client files into {shown} (the "
+            "diff above)", f"Write this to {shown}?", [], yes=yes)
     from taosync.commands import watch_note
 
     pids = watch_note.watches(ctx.store)

@@ -10,7 +10,8 @@ from taosync.commands.plan import no_key_option, only_option
 
 @click.command("apply", epilog="""\b
 Examples:
-  taosync apply                 # asks before overwriting keys you edited by hand
+  taosync apply                 # asks before replacing values you had or edited by hand
+  taosync apply --yes           # scripts: no question (README: Confirming)
   taosync apply --dry-run       # show the diff, write nothing
   taosync apply --force --only codex --no-verify
 taosync adopt takes values you edited by hand into fleet.yaml instead.""")
@@ -18,11 +19,13 @@ taosync adopt takes values you edited by hand into fleet.yaml instead.""")
 @only_option
 @click.option("--dry-run", is_flag=True, help="Plan and show; write nothing.")
 @click.option("--no-verify", is_flag=True, help="Do not send the verification requests.")
+@click.option("--yes", "-y", is_flag=True,
+              help="Do not ask: replace values you had before taosync and owned keys you "
+                   "edited since the last apply (each one is named). Without it a terminal "
+                   "asks, and a script stops at a hand edit (exit 1; README: Confirming).")
 @click.option("--force", is_flag=True,
-              help="Write without asking: overwrite owned keys you edited since the last "
-                   "apply (each one is named in a warning; without --force a terminal asks "
-                   "first), and write target files you made read-only (no owner write bit; "
-                   "they stay read-only; without --force such a file stops the apply).")
+              help="--yes, and also write target files you made read-only (no owner write "
+                   "bit; they stay read-only; without --force such a file stops the apply).")
 @click.option("--stub", is_flag=True,
               help="Verify against a stand-in gateway on loopback instead of the real one "
                    "(the files still name the fleet's gateway).")
@@ -31,11 +34,11 @@ taosync adopt takes values you edited by hand into fleet.yaml instead.""")
                    "a location variable (CLAUDE_CONFIG_DIR, CODEX_HOME, …) moved them; "
                    "without it they are left alone, kept and named.")
 @no_key_option
-def apply(only, dry_run, no_verify, stub, force, no_key, release_moved):
+def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved):
     """Write the fleet into every client's files, changing only owned keys."""
     import contextlib
 
-    from taosync import pipeline, ui
+    from taosync import confirm, pipeline, ui
     from taosync.commands.report import (plan_json, print_plan, print_warnings, protect,
                                          read_only, warn_dotfiles, warn_held)
     from taosync.errors import BadInput
@@ -57,8 +60,13 @@ def apply(only, dry_run, no_verify, stub, force, no_key, release_moved):
     protect(ctx, state, the_plan)
     warn_dotfiles(the_plan, ctx)
     skip: set[str] = set()
+    yes = yes or force
+    replaced = confirm.replaced_values(ctx, state, the_plan)
+    shown_replaced = False
     if the_plan.changed:
-        chosen = _confirm_drift(ctx, s, state, the_plan, only_set, force, dry_run)
+        if not dry_run:  # asks on a terminal (README: Confirming)
+            shown_replaced = confirm.confirm_replacing(replaced, yes=yes)
+        chosen = _confirm_drift(ctx, s, state, the_plan, only_set, yes, dry_run)
         if chosen is None:
             ui.out("quit: nothing was written")
             return 1
@@ -78,7 +86,7 @@ def apply(only, dry_run, no_verify, stub, force, no_key, release_moved):
     warn_held(the_plan.held, ctx, the_plan.moved_vars)
     if dry_run:
         if s.json:
-            ui.emit_json({"dry_run": True, **plan_json(the_plan, ctx)})
+            ui.emit_json({"dry_run": True, **plan_json(the_plan, ctx), "replaced": replaced})
         else:
             print_plan(the_plan, ctx, diffs=True)
             ui.out("dry run: nothing was written")
@@ -91,9 +99,11 @@ def apply(only, dry_run, no_verify, stub, force, no_key, release_moved):
         else:
             ui.out(f"nothing to do: {len(the_plan.files)} file(s) up to date")
 
+    done = {str(fp.path) for fp in result.written}  # not the files skipped at a prompt
+    written_over = [r for r in replaced if r["path"] in done]
     report = {"apply_id": result.apply_id,
               **({"record_kind": result.kind} if result.apply_id else {}),
-              **plan_json(the_plan, ctx)}
+              **plan_json(the_plan, ctx), "replaced": written_over}
     rc = 0
     if no_verify:
         pass  # asked not to: no "verify" entry in the report
@@ -109,6 +119,11 @@ def apply(only, dry_run, no_verify, stub, force, no_key, release_moved):
                 report["rerouted"] = rerouted
     if s.json:
         ui.emit_json(report, exit_code=rc)
+        return rc
+    last = confirm.replaced_line(result, [] if shown_replaced else written_over,
+                                 verify_failed=rc != 0)
+    if last is not None:  # the last line: what was written, replaced, and the undo
+        ui.warn(last)
     return rc
 
 
@@ -142,14 +157,12 @@ def applied_line(result) -> str:
     return f"applied #{result.apply_id}: {n} file(s) written (taosync rollback undoes it)"
 
 
-def _confirm_drift(ctx, s, state, the_plan, only, force, dry_run=False) -> set[str] | None:
-    """Never overwrite a hand edit silently: on a terminal ask per file (overwrite / skip
-    file / diff / all / quit); with --force, --json or no terminal, overwrite and name
-    each key in a warning (a dry run only names them). Returns the files to skip, or
-    None to quit."""
-    import sys
-
-    from taosync import ui
+def _confirm_drift(ctx, s, state, the_plan, only, yes, dry_run=False) -> set[str] | None:
+    """Never overwrite a hand edit silently (taosync/confirm.py): on a terminal ask per
+    file (overwrite / skip file / diff / all / quit); with --yes (--force) overwrite and
+    name each key in a warning (a dry run only names them); with nobody to ask, name
+    them and write nothing (exit 1). Returns the files to skip, or None to quit."""
+    from taosync import confirm, ui
     from taosync.commands.report import _diff_style
     from taosync.fleet.secrets import shown
     from taosync.pipeline import display_path
@@ -169,13 +182,17 @@ def _confirm_drift(ctx, s, state, the_plan, only, force, dry_run=False) -> set[s
                else f"set {shown(d.new, d.secret, ctx.key)!r}")
         return f"{d.key}: you {now}; fleet.yaml has {shown(change.new, change.secret, ctx.key)!r}"
 
-    def overwriting(items) -> None:
+    def overwriting(items, now: bool = True) -> None:
         for d, change in items:
-            ui.warn(f"{'apply would overwrite' if dry_run else 'overwriting'} your edit of "
+            ui.warn(f"{'overwriting' if now else 'apply would overwrite'} your edit of "
                     f"{display_path(d.path, home)} {describe(d, change)}")
 
-    if dry_run or force or s.json or not (sys.stdin.isatty() and sys.stdout.isatty()):
-        overwriting(item for items in by_file.values() for item in items)
+    if dry_run or yes or not confirm.can_ask():
+        overwriting((item for items in by_file.values() for item in items), yes and not dry_run)
+        if not (dry_run or yes):
+            n = len(drift)
+            confirm.confirm("apply", f"overwrite {n} owned key{'s' if n != 1 else ''} you "
+                            "edited by hand (named above)", "", [], yes=False)
         return set()
     import click
 
@@ -187,17 +204,18 @@ def _confirm_drift(ctx, s, state, the_plan, only, force, dry_run=False) -> set[s
         if overwrite_all:  # [a]ll: the files not shown yet are still named
             overwriting(items)
             continue
-        ui.echo(ui.style(f"{display_path(path, home)}: edited since the last apply", "warn"))
+        ui.problem(ui.style(f"{display_path(path, home)}: edited since the last apply", "warn"))
         for d, change in items:
-            ui.echo(f"  {describe(d, change)}")
+            ui.problem(f"  {describe(d, change)}")
         answer = "d"
         while answer == "d":
             answer = click.prompt("  [o]verwrite, [s]kip this file, show [d]iff, overwrite "
                                   "[a]ll, [q]uit", type=click.Choice(list("osdaq")),
-                                  show_choices=False, default="s", show_default=True)
+                                  show_choices=False, default="s", show_default=True,
+                                  err=True)
             if answer == "d":
                 for line in plans[path].diff(ui.redactor() or ctx.key).splitlines():
-                    ui.echo(ui.style(line, _diff_style(line)))
+                    ui.problem(ui.style(line, _diff_style(line)))
         if answer == "q":
             return None
         if answer == "s":

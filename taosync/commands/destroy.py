@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from taosync.settings import common_options, current
@@ -16,7 +14,9 @@ Examples:
   taosync destroy --yes --purge   # scripts: no question; state and backups go too
 """)
 @common_options
-@click.option("--yes", "-y", is_flag=True, help="Do not ask (scripts; needed without a terminal).")
+@click.option("--yes", "-y", is_flag=True,
+              help="Do not ask (scripts: without a terminal destroy needs it, else it "
+                   "writes nothing and exits 1; README: Confirming).")
 @click.option("--purge", is_flag=True,
               help="Also remove taosync's state directory (history, backups, hash key): "
                    "nothing can be rolled back afterwards.")
@@ -71,8 +71,7 @@ def destroy(yes, purge, dry_run):
                                          if teardown.skipped else
                                          "taosync owns nothing in this home"))
         return 0
-    if not yes:
-        _confirm(len(teardown.plan.changed), purge)
+    _confirm(len(teardown.plan.changed), purge, yes)
 
     from taosync.commands import watch_note
 
@@ -113,18 +112,11 @@ def destroy(yes, purge, dry_run):
     return 0
 
 
-def _confirm(files: int, purge: bool) -> None:
-    """Ask on a terminal (default no); without one, --yes is the only way on."""
-    from taosync.errors import BadInput
+def _confirm(files: int, purge: bool, yes: bool) -> None:
+    """The confirm rule (taosync/confirm.py): a terminal asks (default no); without
+    one, --yes is the only way on."""
+    from taosync.confirm import confirm
 
     what = (f"give back everything taosync owns in {files} file{'s' if files != 1 else ''}"
             + (" and delete its state (no rollback afterwards)" if purge else ""))
-    if not sys.stdin.isatty():
-        raise BadInput(f"destroy would {what}; run it on a terminal to confirm, or pass "
-                       "--yes (nothing was changed)")
-    sys.stderr.write(f"{what[0].upper()}{what[1:]}? [y/N] ")
-    sys.stderr.flush()
-    answer = sys.stdin.readline().strip().lower()
-    if answer not in ("y", "yes"):
-        sys.stderr.write("nothing was changed\n")
-        raise click.exceptions.Exit(1)
+    confirm("destroy", what, f"{what[0].upper()}{what[1:]}?", [], yes=yes)

@@ -25,7 +25,11 @@ Examples:
                    "rotated key), keep the one in use (the default without a terminal).")
 @click.option("--restore-secrets", is_flag=True,
               help="Put the backup's older secrets back too (a key rotated away since).")
-def rollback(to, redo, dry_run, keep_secrets, restore_secrets):
+@click.option("--yes", "-y", is_flag=True,
+              help="Do not ask before replacing files you edited after taosync wrote them "
+                   "(a terminal asks; without one the step needs it, else it writes nothing "
+                   "and exits 1; README: Confirming).")
+def rollback(to, redo, dry_run, keep_secrets, restore_secrets, yes):
     """Step back one apply (again: one more; --to N, --redo) from the backups.
 
     Each rollback goes one apply further back; --redo goes forward again. Files are put back from the backups taosync took before each apply. With no apply
@@ -61,6 +65,8 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets):
                                            restore_secrets, ctx.key)
     if keep:
         keep_current_secrets(secrets)
+    if step.edited and not dry_run:
+        _confirm_edited(step, s.home_dir, yes)
     if dry_run:
         result_files, record_id = step.plan.changed, None
     else:
@@ -118,6 +124,23 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets):
     return 0
 
 
+def _confirm_edited(step, home, yes: bool) -> None:
+    """A step over files edited since taosync wrote them replaces those edits: the
+    confirm rule (taosync/confirm.py) — a terminal asks, a script needs --yes."""
+    from taosync.confirm import confirm
+    from taosync.pipeline import display_path
+
+    n = len(step.edited)
+    files = f"{n} file{'s' if n != 1 else ''}"
+    back = "taosync rollback" if step.kind == "redo" else "taosync rollback --redo"
+    lines = [f"  {display_path(p, home)}: edited after taosync wrote it" for p in step.edited]
+    confirm(step.kind,
+            f"replace your edits of {files} ({back} would bring them back)",
+            f"Replace your edits in {'this file' if n == 1 else f'these {files}'}?",
+            [f"the {step.kind} replaces edits made after taosync wrote these files "
+             f"({back} brings them back):", *lines], yes=yes)
+
+
 def _keep_secrets(s, secrets, kind: str, dry_run: bool, keep: bool, restore: bool,
                   key) -> bool:
     """Warn about each older secret the step would put back (the one in use shown as
@@ -127,6 +150,7 @@ def _keep_secrets(s, secrets, kind: str, dry_run: bool, keep: bool, restore: boo
     import sys
 
     from taosync import ui
+    from taosync.confirm import can_ask
     from taosync.pipeline import display_path
 
     for o in secrets:
@@ -137,7 +161,7 @@ def _keep_secrets(s, secrets, kind: str, dry_run: bool, keep: bool, restore: boo
                 f"use now ({now})")
     if keep or restore:
         decided = keep
-    elif not dry_run and not s.json and sys.stdin.isatty() and sys.stderr.isatty():
+    elif not dry_run and can_ask():
         sys.stderr.write(f"Keep the secret{'s' if len(secrets) != 1 else ''} in use now "
                          "and roll back everything else? [Y/n] ")
         sys.stderr.flush()

@@ -67,6 +67,27 @@ def overwritten(store: StateStore, state: State, plan: Any, only: set[str] | Non
             if d.kind in ("changed", "removed", "moved") and (d.path, d.key) in planned]
 
 
+def replaced_existing(state: State, plan: Any) -> list[tuple[Any, Any]]:
+    """(FilePlan, KeyChange) for each value ``plan`` replaces that the user had before
+    taosync owned its key: a key set where the file holds another value and the state
+    owns nothing yet (a first apply on a real home, a key the fleet starts to own). A
+    client's own stamp (a volatile key) is no value of the user's; a hand edit of an
+    owned key is drift (:func:`overwritten`)."""
+    out = []
+    for fp in plan.changed:
+        before = state.files.get(str(fp.path))
+        owned_now = fp.new_state.owned if fp.new_state is not None else {}
+        for c in fp.changes:
+            if c.kind != "set" or c.old is MISSING:
+                continue
+            if before is not None and c.path in before.owned:
+                continue
+            if c.path not in owned_now or owned_now[c.path].volatile:
+                continue  # a skeleton key, a client's stamp
+            out.append((fp, c))
+    return out
+
+
 def _out_of_lead(editor, doc, lead: list[str]) -> list[tuple[str, list, list]]:
     """The lists that no longer start with the elements taosync keeps first there
     (``FileState.lead``): (list path, those elements' names, the names in the list now)."""

@@ -398,7 +398,7 @@ def test_claude_fallback_model_edited_by_hand_is_drift(taosync, home, fleet_file
         assert status.rc == 1 and "fallbackModel" in status.both, status.both
         verify = taosync("verify")
         assert "differs from fleet.yaml in fallbackModel" in verify.both, verify.both
-        assert taosync("apply", "--no-verify").rc == 0
+        assert taosync("apply", "--no-verify", "--yes").rc == 0
         assert json.loads(path.read_text())["fallbackModel"] == ["gw-b", "gw-c"]
 
 

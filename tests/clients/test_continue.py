@@ -201,9 +201,9 @@ def test_a_users_entry_moved_first_is_pending_and_verify_says_continue_uses_it(
                 f"[\"My Local\", \"{SONNET}\", \"My Embedder\"]") in r.out
         r = taosync("doctor", "--local")
         assert "drift ~/.continue/config.yaml" in r.out and "models" in r.out, r.out
-        r = taosync("apply", "--no-verify")
+        r = taosync("apply", "--no-verify", "--yes")
         assert r.rc == 0, r.both
-        assert "models" in r.err  # the hand edit it undoes is named (no terminal: a warning)
+        assert "models" in r.err  # the hand edit it undoes is named (--yes: a warning)
         assert model_names(config) == [SONNET, "My Local", "My Embedder"]
         assert taosync("verify").rc == 0
 
