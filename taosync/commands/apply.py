@@ -35,7 +35,8 @@ taosync adopt takes values you edited by hand into fleet.yaml instead.""")
               help="A note on why, kept with this apply's record: taosync log shows it "
                    "(beside the fleet keys the apply changed).")
 @no_key_option
-def apply(only, dry_run, no_verify, stub, force, no_key, release_moved, message):
+def apply(only, dry_run, no_verify, stub, force, no_key, release_moved, message,
+          pulled=None):
     """Write the fleet into every client's files, changing only owned keys."""
     import contextlib
 
@@ -96,7 +97,8 @@ def apply(only, dry_run, no_verify, stub, force, no_key, release_moved, message)
         else:
             ui.out(f"nothing to do: {len(the_plan.files)} file(s) up to date")
 
-    report = {"apply_id": result.apply_id,
+    report = {**({"pulled": pulled} if pulled is not None else {}),
+              "apply_id": result.apply_id,
               **({"record_kind": result.kind} if result.apply_id else {}),
               **plan_json(the_plan, ctx)}
     rc = 0
