@@ -73,8 +73,8 @@ HELP = {
     "completion": "Print the shell completion script (bash, zsh, fish, powershell).",
     "cat": "Print one client file as taosync would leave it (secrets hidden; --reveal).",
     "where": "Show which fleet.yaml and state directory are in effect, and why (alias: source-path).",
-    "edit": "Open fleet.yaml in your editor, validate it on save (--apply: then apply).",
-    "update": "git pull the fleet's repositories (fast-forward only), show what came in, apply.",
+    "edit": "Open fleet.yaml in your editor; validate it on save (--apply: then apply).",
+    "update": "Pull the fleet's git repositories (fast-forward only), then apply.",
     "help": "Show the help of CMD (= taosync CMD --help); no CMD: every command.",
 }
 

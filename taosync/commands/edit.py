@@ -62,6 +62,8 @@ def edit(then_apply, no_verify):
         _run_editor(command, path)
         if path.read_bytes() == before:
             ui.out(f"{path}: not changed" + ("; nothing applied" if then_apply else ""))
+            if s.json:
+                ui.emit_json({"file": str(path), "changed": False, "valid": None})
             return 0
         try:
             _check(s, path)
@@ -77,6 +79,8 @@ def edit(then_apply, no_verify):
     ui.out(f"{path}: saved and valid")
     if not then_apply:
         ui.out("taosync apply writes it into the clients' files")
+        if s.json:
+            ui.emit_json({"file": str(path), "changed": True, "valid": True})
         return 0
     ctx = click.get_current_context()
     return ctx.invoke(apply, only=(), dry_run=False, no_verify=no_verify, stub=False,
