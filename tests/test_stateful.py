@@ -3,7 +3,9 @@
 A Hypothesis state machine drives real ``python -m taosync`` processes (the no-op fast
 path runs only there) in a temp home through random sequences of fleet edits, hand
 edits and client-style rewrites of client files, rollback, redo, forget, adopt,
-destroy, and verify against a stand-in gateway whose per-model faults change. After
+destroy, ``update`` (a teammate's commit pulled from a local bare git remote, or a
+refusal over the user's uncommitted fleet edit), ``apply -m``, and verify against a
+stand-in gateway whose per-model faults change. After
 every step it checks the invariants (:meth:`TaosyncMachine.check_after_every_step`):
 
 (a) the fast answer equals the full one: ``plan --check`` and ``status`` (and ``apply``
@@ -25,6 +27,9 @@ every step it checks the invariants (:meth:`TaosyncMachine.check_after_every_ste
     ``fallbackModel``) is its slot's route's candidates but the model its file chose,
     in order — read from fleet.yaml and the file, not from a render — and no chain for
     a plain route or with ``failover: false`` (checked where the files are in sync);
+(h) each new apply record of ``log --json`` names exactly the fleet keys the model
+    changed since the apply record before it (``routes.fast``, ``mcp_servers.extra
+    (added)``, ``key rotated``), computed from the model's own data, and its ``-m`` note;
 and, where a step makes them: a command documented as writing nothing (``--dry-run``,
 ``--no-key``, ``doctor``, ``log``, ``managed``) writes nothing; keys the user (or a
 client) added to a client file are never lost, but to a rollback or redo, which README
@@ -56,9 +61,10 @@ from hypothesis import HealthCheck, Phase, settings, strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition,
                                  rule, run_state_machine_as_test)
 
+from git_fleet import git
 from stateful_world import (CHAINS, CLIENTS, DOCUMENTED_EXIT_CODES, KEY_VAR, MCP_VAR, MISSING,
                             MODELS, TEAM_VAR, Watch, World, dump_yaml, find_secrets, get_path,
-                            leaves, read_doc, safe_yaml, secret)
+                            changed_keys, fleet_keys, leaves, read_doc, safe_yaml, secret)
 
 #: every rule, by name (TAOSYNC_STATEFUL_RULES / _SKIP take these)
 RULES = ["apply", "route_pin", "route_candidates", "context_window", "rotate_key",
@@ -66,8 +72,8 @@ RULES = ["apply", "route_pin", "route_candidates", "context_window", "rotate_key
          "hand_add_user_key", "client_rewrite", "rollback", "redo", "destroy", "forget",
          "manage_again", "adopt", "set_fault", "clear_faults", "verify", "read_only",
          "unset_mcp_secret", "shell_style_key", "damaged_state", "cat", "toggle_failover",
-         "fail_choice"]
-CHECKS = "abcdefg"
+         "fail_choice", "update"]
+CHECKS = "abcdefgh"
 
 
 def _names(var: str) -> set[str] | None:
@@ -210,6 +216,10 @@ class TaosyncMachine(RuleBasedStateMachine):
             self.originals[rel] = text
         self.ready = True
         self.sh("apply", "--no-verify")  # every sequence starts from an applied home
+        self.log_base = (self.fleet_keys(), self.key)  # (h): the fleet at the last record
+        self.log_seen = max((r["id"] for r in self.w.state().get("applies", [])), default=0)
+        self.log_unknown = False  # taosync itself edited fleet.yaml (forget, adopt)
+        self.notes: dict[int, str] = {}  # apply -m: record id → the note given
 
     def new_secret(self, kind: str) -> str:
         self.n += 1
@@ -223,7 +233,7 @@ class TaosyncMachine(RuleBasedStateMachine):
             self.secrets[name] = secret("tok", 100 + n)
         return self.secrets[name]
 
-    def write_fleet(self):
+    def fleet_text(self) -> str:
         """fleet.yaml from the model: the team's MCP servers included from
         ``$ST_TEAM/team.yaml``, or written inline."""
         self.main.pop("include", None)
@@ -233,7 +243,17 @@ class TaosyncMachine(RuleBasedStateMachine):
             main = {"include": [f"${TEAM_VAR}/team.yaml"], **main}
         else:
             main["mcp_servers"] = copy.deepcopy(self.teams[self.team]["mcp_servers"])
-        self.w.fleet_path.write_text(dump_yaml(main))
+        return dump_yaml(main)
+
+    def fleet_keys(self) -> dict[str, str]:
+        """(h): the fleet the model describes, as ``log`` names its keys."""
+        data = {k: v for k, v in self.main.items() if k not in ("include", "mcp_servers")}
+        inline = not self.use_include and "mcp_servers" in self.main
+        data["mcp_servers"] = (self.main if inline else self.teams[self.team])["mcp_servers"]
+        return fleet_keys(data)
+
+    def write_fleet(self):
+        self.w.fleet_path.write_text(self.fleet_text())
         for name, data in self.teams.items():
             path = self.w.root / name / "team.yaml"
             path.parent.mkdir(exist_ok=True)
@@ -299,10 +319,48 @@ class TaosyncMachine(RuleBasedStateMachine):
 
     # -- rules: taosync commands -------------------------------------------------------
 
-    @action("apply", verify=st.booleans())
-    def apply(self, verify):
-        self.same_answer("apply", *([] if verify else ["--no-verify"]))
+    @action("apply", verify=st.booleans(), note=st.sampled_from([None, "why: a note"]))
+    def apply(self, verify, note=None):
+        before = self.last_record_id()
+        r, _ = self.same_answer("apply", *([] if verify else ["--no-verify"]),
+                                *(["-m", f"{note} #{self.n}"] if note else []))
+        if note and r.rc in (0, 1) and self.last_record_id() > before:
+            self.notes[before + 1] = f"{note} #{self.n}"
         self.after_apply()
+
+    def last_record_id(self) -> int:
+        return max((r["id"] for r in self.w.state().get("applies", [])), default=0)
+
+    @action("update", commit=st.booleans(), model=st.sampled_from(MODELS))
+    def update(self, commit, model):
+        """``taosync update`` of the dotfiles clone. With the user's fleet edits not
+        committed (and ``commit`` false) it refuses, exit 2, nothing pulled or written;
+        else the user commits and pushes them, a teammate pins the fast route to
+        ``model`` and pushes, and update pulls that commit and applies it."""
+        repo = self.w.dotfiles
+        dirty = bool(git(repo.mine, "status", "--porcelain", "--untracked-files=no"))
+        if dirty and not commit:
+            before, head = self.w.snapshot(), repo.head()
+            r = self.sh("update", "--no-verify")
+            assert r.rc == 2 and "has local changes (fleet.yaml)" in r.err, (
+                f"update over an uncommitted fleet edit:\n{r}")
+            assert self.w.snapshot() == before and repo.head() == head, (
+                f"update refused, yet something changed:\n{r}")
+            return
+        if dirty:
+            git(repo.mine, "commit", "-qam", "my fleet edits")
+            git(repo.mine, "push", "-q")
+        self.main["routes"]["fast"] = model
+        text = self.fleet_text()
+        if text != repo.text("fleet.yaml"):
+            repo.publish("fleet.yaml", text, f"fast route on {model}")
+        r = self.sh("update", "--no-verify")
+        self.after_fleet_edit()
+        self.after_apply()
+        assert repo.head() == git(repo.remote, "rev-parse", "HEAD"), f"not pulled:\n{r}"
+        assert self.w.fleet_path.read_text() == text, f"the pull left another fleet:\n{r}"
+        if r.rc == 0:
+            assert "applied #" in r.out or "nothing to do" in r.out, r
 
     def after_apply(self):
         """What a one-shot apply wrote is the user's doing (the watch machine's hook)."""
@@ -436,6 +494,7 @@ class TaosyncMachine(RuleBasedStateMachine):
         if checking("e"):
             assert after == before, f"(e) forget {client} changed its files:\n{r}"
         self.reload_fleet()
+        self.log_unknown = True  # taosync wrote fleet.yaml: (h) starts afresh
         if r.rc == 0 and paths:
             self.frozen[client] = after
             self.ever_forgotten.add(client)
@@ -453,6 +512,7 @@ class TaosyncMachine(RuleBasedStateMachine):
     def adopt(self, client):
         self.after_history(self.sh("adopt", client, "--yes"))
         self.reload_fleet()
+        self.log_unknown = True  # taosync wrote fleet.yaml: (h) starts afresh
 
     # -- rules: fleet edits ------------------------------------------------------------
 
@@ -742,6 +802,37 @@ class TaosyncMachine(RuleBasedStateMachine):
             doc = read_doc(self.w.home / rel, fmt_of(Path(rel)))
             assert doc is not MISSING and get_path(doc, kp) == value, (
                 f"the user's {rel} {'.'.join(kp)} was lost")
+        if checking("h") and self.checks_log:
+            self.check_log_changes()
+
+    #: (h) runs here; a watch alongside applies at moments the model does not see
+    checks_log = True
+
+    def check_log_changes(self):
+        """(h): every apply record since the last look names exactly the keys the
+        model changed since the apply record before it — the first of them, the changes
+        of this step; any later one in the same step, none — and keeps its note."""
+        if self.last_record_id() <= self.log_seen:
+            return  # nothing new (read from state.json: no process per step)
+        r = self.sh("log", "--json")
+        records = sorted(json.loads(r.out)["records"], key=lambda rec: rec["id"])
+        now = (self.fleet_keys(), self.key)
+        fresh = [rec for rec in records if rec["id"] > self.log_seen]
+        self.log_seen = max([self.log_seen, *(rec["id"] for rec in records)])
+        for rec in fresh:
+            if rec["id"] in self.notes:
+                assert rec["message"] == self.notes.pop(rec["id"]), f"(h) the note:\n{rec}"
+            if rec["kind"] != "apply":
+                continue
+            if rec["changes"] is None or self.log_unknown:
+                self.log_base, self.log_unknown = now, False
+                continue
+            base_keys, base_key = self.log_base
+            expected = changed_keys(base_keys, now[0], key_rotated=base_key != now[1])
+            assert set(rec["changes"]) == expected, (
+                f"(h) log names {rec['changes']} for #{rec['id']}; the model changed "
+                f"{sorted(expected)}")
+            self.log_base = now
 
     def check_sync_claims(self, plan, status):
         """(b): the claims of plan --check and status against the oracle."""
@@ -849,7 +940,8 @@ class TaosyncMachine(RuleBasedStateMachine):
         them from the state): its files are not held to (d)."""
         prefixes = {"claude-code": (".claude",), "codex": (".codex/",), "cline": (".cline/",),
                     "continue": (".continue/",), "shell-gpt": (".config/shell_gpt/",),
-                    "qwen-code": (".qwen/",), "gemini-cli": (".gemini/",)}
+                    "qwen-code": (".qwen/",), "gemini-cli": (".gemini/",),
+                    "hermes": (".hermes/",), "droid": (".factory/",), "pi": (".pi/",)}
         return any(rel.startswith(prefixes[c]) for c in self.ever_forgotten)
 
 
@@ -862,7 +954,8 @@ class WatchMachine(TaosyncMachine):
     environment it started with."""
 
     rules_here = frozenset(RULES) - {"rotate_key", "rotate_mcp_secret", "switch_team",
-                                     "unset_mcp_secret", "damaged_state"}
+                                     "unset_mcp_secret", "damaged_state", "update"}
+    checks_log = False
 
     @initialize()
     def start(self):

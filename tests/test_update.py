@@ -102,6 +102,23 @@ def test_each_repository_is_pulled_once(tmp_path, home):
     assert report["pulled"][0]["changed"] is True and report["apply_id"] == 2
 
 
+def test_an_include_in_no_repository_is_named_and_left_alone(tmp_path, home):
+    """Found by the stateful test: a fleet whose only include is in no repository was
+    refused after the pull as if fleet.yaml itself were in none."""
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "loose" / "base.yaml").write_text(TEAM)
+    repo = GitRepo(tmp_path, "dotfiles", {"fleet.yaml": MINE.replace("team/", "loose/")})
+    w = World.__new__(World)
+    w.home, w.fleet = home, repo.mine / "fleet.yaml"
+    assert w.run("apply", "--no-verify").returncode == 0
+    repo.publish("fleet.yaml", MINE.replace("team/", "loose/").replace("model: balanced",
+                                                                        "model: fast"), "fast")
+    r = w.run("update", "--no-verify")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("loose/base.yaml is in no git repository: left as it is") == 1
+    assert "applied #2" in r.stdout
+
+
 def test_local_changes_stop_the_update_before_anything_is_pulled(world):
     world.team.publish("base.yaml", TEAM.replace("fast: gpt-4o-mini",
                                                  "fast: claude-sonnet-4-20250514"), "upstream")

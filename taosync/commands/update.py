@@ -65,7 +65,8 @@ def update(no_verify, stub, message):
         more = _includes(s, fleet, strict=True)
     except TaosyncError as exc:
         return _invalid_after_pull(exc, repos)
-    added = [r for r in _repos(git, more) if r.root not in {x.root for x in repos}]
+    added = [r for r in _repos(git, [f for f in more if f not in files], required=False)
+             if r.root not in {x.root for x in repos}]
     _check_clean(added)
     for repo in added:
         _pull(git, repo)
@@ -154,9 +155,10 @@ def _includes(s, fleet: Path, *, strict: bool) -> list[Path]:
     return [Path(p) for p, _sha in loaded.sources[1:]]
 
 
-def _repos(git: str, files: list[Path]) -> list[Repo]:
+def _repos(git: str, files: list[Path], *, required: bool = True) -> list[Repo]:
     """The git repositories holding ``files``, each once, in the files' order; a file in
-    no repository is named and left alone; none at all is bad input."""
+    no repository is named and left alone; none at all is bad input when ``required``
+    (the first look; an include the pull added may well be outside any)."""
     from taosync import ui
     from taosync.errors import BadInput
 
@@ -169,7 +171,7 @@ def _repos(git: str, files: list[Path]) -> list[Repo]:
             continue
         root = Path(out.splitlines()[-1]).resolve()
         repos.setdefault(root, Repo(root)).files.append(f)
-    if not repos and files:
+    if required and not repos and files:
         raise BadInput(f"{shown(files[0])} is in no git repository"
                        + (" (nor is any file it includes)" if len(files) > 1 else "")
                        + ": taosync update pulls the fleet's repositories; run taosync "
