@@ -102,3 +102,10 @@ def test_a_bad_message_is_bad_input_and_nothing_is_written(taosync, home, messag
 def test_a_dry_run_keeps_no_record_of_its_message(taosync, home):
     assert taosync("apply", "--dry-run", "-m", "just looking").rc == 0
     assert records(taosync) == []
+
+
+def test_a_note_on_an_apply_with_nothing_to_do_is_said_to_be_dropped(taosync, home):
+    assert taosync("apply", "--no-verify").rc == 0
+    r = taosync("apply", "--no-verify", "-m", "again")
+    assert r.rc == 0 and "-m's note is not kept" in r.out
+    assert [rec["message"] for rec in records(taosync)] == [None]

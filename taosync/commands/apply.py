@@ -95,7 +95,8 @@ def apply(only, dry_run, no_verify, stub, force, no_key, release_moved, message,
             print_plan(the_plan, ctx, diffs=s.verbosity > 0)
             ui.out(applied_line(result))
         else:
-            ui.out(f"nothing to do: {len(the_plan.files)} file(s) up to date")
+            ui.out(f"nothing to do: {len(the_plan.files)} file(s) up to date"
+                   + ("; -m's note is not kept (no record without a write)" if message else ""))
 
     report = {**({"pulled": pulled} if pulled is not None else {}),
               "apply_id": result.apply_id,
