@@ -1104,3 +1104,32 @@ def test_the_fallback_chains_follow_every_route_move():
         assert claude() == ("gpt-4o-mini", None)
     finally:
         m.teardown()
+
+
+def test_update_and_what_log_says_changed_follow_the_model():
+    """The same machine and invariants through one fixed sequence, so every run drives
+    ``update`` (a refusal over an uncommitted fleet edit, then a teammate's commit
+    pulled) and ``apply -m``, with (h) checking what ``log`` names after each step."""
+    m = TaosyncMachine()
+
+    def step(f, *args):
+        f(*args)
+        m.check_after_every_step()
+
+    try:
+        m.start()
+        step(m.route_pin, "fast", "intel/llama-7b")  # the user's edit, not committed
+        step(m.update, False, "gpt-4.1")  # refused: nothing pulled
+        step(m.apply, False, "why: a note")
+        step(m.update, True, "gpt-4.1")  # committed, pushed; the teammate's pin pulled
+        assert m.main["routes"]["fast"] == "gpt-4.1"
+        step(m.team_server)
+        step(m.rotate_key)
+        step(m.apply, False, None)
+        changes = json.loads(m.w.run("log", "--json").out)["records"][0]["changes"]
+        assert set(changes) == {"mcp_servers.extra (added)", "key rotated"}, changes
+        notes = [r["message"] for r in json.loads(m.w.run("log", "--json").out)["records"]]
+        assert any(n and n.startswith("why: a note") for n in notes), notes
+        assert any(n and n.startswith("update: ") for n in notes), notes
+    finally:
+        m.teardown()
