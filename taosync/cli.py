@@ -41,8 +41,13 @@ COMMANDS = {
     "completion": "taosync.commands.completion:completion",
     "cat": "taosync.commands.cat:cat",
     "where": "taosync.commands.where:where",
+    "source-path": "taosync.commands.where:where",
+    "edit": "taosync.commands.edit:edit",
+    "update": "taosync.commands.update:update",
     "help": "taosync.commands.help_:help_",
 }
+#: the second names of commands, left out of the command list (their command says them)
+ALIASES = ("diff", "source-path")
 HELP = {
     "validate": "Check fleet.yaml; print every problem with its line and column.",
     "schema": "Print the JSON schema of fleet.yaml.",
@@ -67,7 +72,9 @@ HELP = {
     "adopt": "Write values you changed in a client's files back into fleet.yaml.",
     "completion": "Print the shell completion script (bash, zsh, fish, powershell).",
     "cat": "Print one client file as taosync would leave it (secrets hidden; --reveal).",
-    "where": "Show which fleet.yaml and state directory are in effect, and why.",
+    "where": "Show which fleet.yaml and state directory are in effect, and why (alias: source-path).",
+    "edit": "Open fleet.yaml in your editor; validate it on save (--apply: then apply).",
+    "update": "Pull the fleet's git repositories (fast-forward only), then apply.",
     "help": "Show the help of CMD (= taosync CMD --help); no CMD: every command.",
 }
 
@@ -110,6 +117,11 @@ EXIT_CODES = {
     "completion": {0: OK, 2: BAD},
     "cat": {0: "the file was printed", 2: BAD + " or PATH is no file taosync manages"},
     "where": {0: "printed (also when no fleet.yaml is found: where it looked)", 2: BAD},
+    "edit": {0: "saved (and, with --apply, applied)", 1: "with --apply: as apply's 1",
+             2: BAD + ", or the edit does not validate (it is kept in the file)", 3: WRITE},
+    "update": {0: "pulled and applied", 1: "a pull failed (nothing applied), or as apply's 1",
+               2: BAD + ", local changes in a repository (nothing pulled), or the fleet "
+                  "does not validate after the pull (nothing applied)", 3: WRITE},
     "help": {0: OK, 2: BAD + " or no such command (did you mean …)"},
 }
 EXAMPLES = {
@@ -137,13 +149,15 @@ EXAMPLES = {
     "completion": "eval \"$(taosync completion bash)\"",
     "cat": "taosync cat ~/.codex/config.toml",
     "where": "taosync where --json",
+    "edit": "taosync edit --apply",
+    "update": "taosync update",
     "help": "taosync help apply",
 }
 
 
 def help_epilog(name: str) -> str:
     """The "Exit codes" and "Example" sections of ``taosync NAME --help``."""
-    name = "plan" if name == "diff" else name
+    name = {"diff": "plan", "source-path": "where"}.get(name, name)
     codes = "\n".join(f"  {code}  {meaning}" for code, meaning in
                       {**EXIT_CODES[name], INTERNAL_ERROR: INTERNAL}.items())
     return f"\b\nExit codes:\n{codes}\n\n\b\nExample:\n  {EXAMPLES[name]}"
@@ -186,7 +200,7 @@ class LazyGroup(click.Group):
         return super()._main_shell_completion(ctx_args, prog_name, complete_var)
 
     def format_commands(self, ctx, formatter):
-        rows = [(name, HELP.get(name, "")) for name in COMMANDS if name != "diff"]
+        rows = [(name, HELP.get(name, "")) for name in COMMANDS if name not in ALIASES]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

@@ -342,7 +342,8 @@ MOVED_RETRIES = 3
 
 def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
            lock_timeout: float | None = None, on_recover=None, force: bool = False,
-           kind: str = "apply", skip: AbstractSet[str] = frozenset(), check=None):
+           kind: str = "apply", skip: AbstractSet[str] = frozenset(), check=None,
+           message: str | None = None):
     """Write an apply's plan as one transaction: when anything must change, take the lock,
     put back an earlier apply that was interrupted (``on_recover(path)`` for each file),
     re-plan if another apply ran or a file moved since the plan was made, and execute.
@@ -351,8 +352,9 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
     writes targets the user made read-only; ``kind`` is what the record says (watch:
     "reassert"); files in ``skip`` (paths the user chose to keep as they are) are left
     out. ``check(state)`` runs under the lock on the state as it is there, and may raise
-    to write nothing (watch: another process rolled back meanwhile). Returns (the plan
-    written, the Result)."""
+    to write nothing (watch: another process rolled back meanwhile). An apply's record
+    names the fleet keys changed since the last one (:func:`fleet_note`) and keeps
+    ``message`` (``apply -m``). Returns (the plan written, the Result)."""
     from taosync.engine import cache
     from taosync.engine.apply import Result, TargetMoved, execute
     from taosync.engine.state import LOCK_TIMEOUT, locked
@@ -387,10 +389,11 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                 kind = "route"  # not the user's step: outside their rollback window
             if ctx.routes or state.routes:
                 state.routes = recorded_routes(ctx.routes, state.routes)
+            noted = fleet_note(ctx, state) if kind == "apply" and the_plan.changed else {}
             for attempt in range(MOVED_RETRIES + 1):
                 try:
                     result = execute(the_plan, state, store, inputs=inputs,
-                                     force=force, kind=kind)
+                                     force=force, kind=kind, message=message, **noted)
                     break
                 except TargetMoved as exc:
                     if attempt == MOVED_RETRIES:
@@ -400,6 +403,30 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                                           "is quiet") from None
                     the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
     return the_plan, result
+
+
+def fleet_note(ctx: Context, state) -> dict:
+    """``changes`` (the fleet keys changed since the last apply record) and ``fleet`` (the
+    snapshot to keep) for an apply's record (engine/fleet_changes.py); {} when the fleet
+    cannot be read again (a cached render: it is read without the key, for its keys)."""
+    from taosync.engine import fleet_changes
+    from taosync.errors import TaosyncError
+
+    if ctx.no_key or ctx.key is None:
+        return {}
+    loaded = ctx.loaded
+    if loaded is None:
+        from taosync.fleet.load import load_fleet
+
+        try:
+            loaded = load_fleet(ctx.settings.config_path(), home=ctx.settings.home_dir,
+                                environ=ctx.env.environ, resolve_key=False, model=False)
+        except TaosyncError:
+            return {}
+    now = fleet_changes.snapshot(loaded.data, key_value=ctx.key.reveal(),
+                                 key_literal=loaded.key_ref.kind == "literal",
+                                 hmac_key=ctx.store.hmac_key())
+    return {"changes": fleet_changes.changes(state.fleet, now), "fleet": now}
 
 
 def route_rerender(the_plan, state, inputs: dict) -> bool:

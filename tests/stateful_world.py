@@ -229,8 +229,10 @@ class Wanted:
 
 
 class World:
-    """A temp directory with ``home/``, ``fleet.yaml``, ``team-a/`` and ``team-b/``, the
-    environment every process gets, and a stand-in gateway."""
+    """A temp directory with ``home/``, ``dotfiles/fleet.yaml`` (the user's clone of a
+    git repository whose bare remote is ``remotes/dotfiles.git``: ``taosync update``
+    pulls it), ``team-a/`` and ``team-b/``, the environment every process gets, and a
+    stand-in gateway."""
 
     def __init__(self):
         from taosync.stub import Stub
@@ -238,7 +240,10 @@ class World:
         self.root = Path(tempfile.mkdtemp(prefix="taosync-stateful-"))
         self.home = self.root / "home"
         self.home.mkdir()
-        self.fleet_path = self.root / "fleet.yaml"
+        from git_fleet import GitRepo
+
+        self.dotfiles = GitRepo(self.root, "dotfiles", {"fleet.yaml": "# the model's\n"})
+        self.fleet_path = self.dotfiles.mine / "fleet.yaml"
         self.state_dir = self.home / ".local/state/taosync"
         self.env = {k: v for k, v in os.environ.items()
                     if k not in {*client_location_vars(), "XDG_CONFIG_HOME", "XDG_STATE_HOME",
@@ -247,6 +252,9 @@ class World:
                                  "ANTHROPIC_API_KEY", "TAOTOKEN_API_KEY"}}
         self.env["HOME"] = str(self.home)  # nothing may reach the real home either
         self.env["PYTHONPATH"] = str(ROOT)  # this worktree's taosync
+        from git_fleet import GIT_ENV
+
+        self.env.update(GIT_ENV)  # git as taosync update runs it: no machine config
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.stub = Stub(key=None, models=MODELS).start()
         self.ran: list[Ran] = []
@@ -365,6 +373,35 @@ class World:
                 if want is None or keypath_parse(text) not in {*want.values, *want.volatile}:
                     diffs.append(f"{path}: {text}: owned in the state, not in the render")
         return diffs
+
+
+#: fleet sections whose entries are one unit each for ``log``'s "what changed"
+UNITS = ("models", "routes", "mcp_servers")
+
+
+def fleet_keys(data: dict) -> dict[str, str]:
+    """The oracle of ``log``'s "what changed": fleet key → its value as canonical JSON
+    (leaves of mappings; a whole entry under models, routes, mcp_servers), from the
+    model's own data (not taosync's loader)."""
+    out: dict[str, str] = {}
+
+    def walk(node, path):
+        if isinstance(node, dict) and node and not (len(path) == 2 and path[0] in UNITS):
+            for k, v in node.items():
+                walk(v, (*path, str(k)))
+        else:
+            out[".".join(path)] = json.dumps(node, sort_keys=True)
+
+    walk(data, ())
+    return out
+
+
+def changed_keys(before: dict[str, str], after: dict[str, str], key_rotated: bool) -> set[str]:
+    """What ``log`` should name between two fleets (as :func:`fleet_keys` gives them)."""
+    out = {name for name in after if name in before and before[name] != after[name]}
+    out |= {f"{name} (added)" for name in after if name not in before}
+    out |= {f"{name} (removed)" for name in before if name not in after}
+    return out | ({"key rotated"} if key_rotated else set())
 
 
 def find_secrets(text: str, secrets: dict[str, str]) -> list[str]:

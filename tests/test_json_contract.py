@@ -14,6 +14,9 @@ import pytest
 
 from taosync.cli import COMMANDS
 
+#: a second name → the command whose example its --help shows
+ALIASES = {"diff": "plan", "source-path": "where"}
+
 PROBLEM = {
     "type": "object",
     "required": ["file", "line", "column", "path", "message", "severity"],
@@ -102,7 +105,7 @@ def test_validate_failure_matches_its_own_problems(taosync, broken):
     (("route", "fast"), 0), (("route",), 0), (("env",), 0), (("managed",), 0),
     (("log",), 0), (("prune",), 0), (("stats",), 0), (("schema",), 0), (("import",), (0, 1)),
     (("completion", "bash"), 0), (("doctor",), (0, 1)), (("cat", "~/.aider.conf.yml"), 0),
-    (("where",), 0), (("help", "cat"), 0),
+    (("where",), 0), (("source-path",), 0), (("help", "cat"), 0),
     (("destroy", "--dry-run"), 0), (("verify", "--stub", "--desired"), 0),
 ], ids=case_id)
 def test_before_any_apply(taosync, args, rc):
@@ -163,9 +166,24 @@ def test_status_items_carry_the_display_path(taosync, home):
     (("cat", "~/not-a-client-file"), 2),
     (("where", "--bogus"), 2),
     (("help", "aply"), 2),
+    (("update",), 2),  # the suite's fleet.yaml is in no git repository
+    (("edit", "--bogus"), 2),
 ], ids=case_id)
 def test_failures(taosync, args, rc):
     failed(taosync(*args, "--json"), rc)
+
+
+def test_edit_succeeds_and_fails_in_the_contract(taosync, fleet_file, tmp_path,
+                                                 monkeypatch):
+    monkeypatch.setenv("EDITOR", "true")  # saves nothing
+    data = contract(taosync("edit", "--json"), 0)
+    assert data["changed"] is False and data["valid"] is None
+    script = tmp_path / "ed.sh"
+    script.write_text("#!/bin/sh\nsed -i 's/fast: gpt-4o-mini/fast: nope/' \"$1\"\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(script))
+    data = failed(taosync("edit", "--json"), 2)
+    assert any(p["line"] == 18 and "nope" in p["message"] for p in data["problems"])
 
 
 def test_destroy_without_a_terminal_or_yes_is_not_confirmed(taosync):
@@ -229,7 +247,7 @@ def test_every_help_lists_exit_codes_and_an_example(taosync, name):
     codes = r.out.split("Exit codes:")[1].split("Example:")[0]
     assert "  0  " in codes and "  2  " in codes
     example = r.out.split("Example:")[1].strip().splitlines()[0]
-    assert f"taosync {'plan' if name == 'diff' else name}" in example
+    assert f"taosync {ALIASES.get(name, name)}" in example
     options = r.out.split("Exit codes:")[0]
     for word in example.split():  # the example uses only options the command has
         if word.startswith("--"):

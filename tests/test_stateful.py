@@ -3,7 +3,9 @@
 A Hypothesis state machine drives real ``python -m taosync`` processes (the no-op fast
 path runs only there) in a temp home through random sequences of fleet edits, hand
 edits and client-style rewrites of client files, rollback, redo, forget, adopt,
-destroy, and verify against a stand-in gateway whose per-model faults change. After
+destroy, ``update`` (a teammate's commit pulled from a local bare git remote, or a
+refusal over the user's uncommitted fleet edit), ``apply -m``, and verify against a
+stand-in gateway whose per-model faults change. After
 every step it checks the invariants (:meth:`TaosyncMachine.check_after_every_step`):
 
 (a) the fast answer equals the full one: ``plan --check`` and ``status`` (and ``apply``
@@ -30,6 +32,9 @@ every step it checks the invariants (:meth:`TaosyncMachine.check_after_every_ste
     ``fallbackModel``) is its slot's route's candidates but the model its file chose,
     in order — read from fleet.yaml and the file, not from a render — and no chain for
     a plain route or with ``failover: false`` (checked where the files are in sync);
+(i) each new apply record of ``log --json`` names exactly the fleet keys the model
+    changed since the apply record before it (``routes.fast``, ``mcp_servers.extra
+    (added)``, ``key rotated``), computed from the model's own data, and its ``-m`` note;
 and, where a step makes them: a command documented as writing nothing (``--dry-run``,
 ``--no-key``, ``doctor``, ``log``, ``managed``) writes nothing; keys the user (or a
 client) added to a client file are never lost, but to a rollback or redo, which README
@@ -61,9 +66,10 @@ from hypothesis import HealthCheck, Phase, settings, strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition,
                                  rule, run_state_machine_as_test)
 
+from git_fleet import git
 from stateful_world import (CHAINS, CLIENTS, DOCUMENTED_EXIT_CODES, KEY_VAR, MCP_VAR, MISSING,
                             MODELS, TEAM_VAR, Watch, World, dump_yaml, find_secrets, get_path,
-                            leaves, read_doc, safe_yaml, secret)
+                            changed_keys, fleet_keys, leaves, read_doc, safe_yaml, secret)
 
 #: every rule, by name (TAOSYNC_STATEFUL_RULES / _SKIP take these)
 RULES = ["apply", "route_pin", "route_candidates", "context_window", "rotate_key",
@@ -71,8 +77,8 @@ RULES = ["apply", "route_pin", "route_candidates", "context_window", "rotate_key
          "hand_add_user_key", "client_rewrite", "rollback", "redo", "destroy", "forget",
          "manage_again", "adopt", "set_fault", "clear_faults", "verify", "read_only",
          "unset_mcp_secret", "shell_style_key", "damaged_state", "cat", "toggle_failover",
-         "fail_choice"]
-CHECKS = "abcdefg"
+         "fail_choice", "update"]
+CHECKS = "abcdefghi"
 
 
 def _names(var: str) -> set[str] | None:
@@ -224,6 +230,10 @@ class TaosyncMachine(RuleBasedStateMachine):
             undo = f"to undo it: taosync --home {w.home} -c {w.fleet_path} rollback"
             assert r.rc == 0 and "~/.claude/settings.json" in last and last.endswith(undo), (
                 f"(h) the first apply does not end naming what it replaced:\n{r}")
+        self.log_base = (self.fleet_keys(), self.key)  # (i): the fleet at the last record
+        self.log_seen = max((r["id"] for r in self.w.state().get("applies", [])), default=0)
+        self.log_unknown = False  # taosync itself edited fleet.yaml (forget, adopt)
+        self.notes: dict[int, str] = {}  # apply -m: record id → the note given
 
     def new_secret(self, kind: str) -> str:
         self.n += 1
@@ -237,7 +247,7 @@ class TaosyncMachine(RuleBasedStateMachine):
             self.secrets[name] = secret("tok", 100 + n)
         return self.secrets[name]
 
-    def write_fleet(self):
+    def fleet_text(self) -> str:
         """fleet.yaml from the model: the team's MCP servers included from
         ``$ST_TEAM/team.yaml``, or written inline."""
         self.main.pop("include", None)
@@ -247,7 +257,17 @@ class TaosyncMachine(RuleBasedStateMachine):
             main = {"include": [f"${TEAM_VAR}/team.yaml"], **main}
         else:
             main["mcp_servers"] = copy.deepcopy(self.teams[self.team]["mcp_servers"])
-        self.w.fleet_path.write_text(dump_yaml(main))
+        return dump_yaml(main)
+
+    def fleet_keys(self) -> dict[str, str]:
+        """(i): the fleet the model describes, as ``log`` names its keys."""
+        data = {k: v for k, v in self.main.items() if k not in ("include", "mcp_servers")}
+        inline = not self.use_include and "mcp_servers" in self.main
+        data["mcp_servers"] = (self.main if inline else self.teams[self.team])["mcp_servers"]
+        return fleet_keys(data)
+
+    def write_fleet(self):
+        self.w.fleet_path.write_text(self.fleet_text())
         for name, data in self.teams.items():
             path = self.w.root / name / "team.yaml"
             path.parent.mkdir(exist_ok=True)
@@ -313,13 +333,18 @@ class TaosyncMachine(RuleBasedStateMachine):
 
     # -- rules: taosync commands -------------------------------------------------------
 
-    @action("apply", verify=st.booleans(), yes=st.booleans())
-    def apply(self, verify, yes):
+    @action("apply", verify=st.booleans(), yes=st.booleans(),
+            note=st.sampled_from([None, "why: a note"]))
+    def apply(self, verify, yes, note=None):
         before = self.w.snapshot()
+        last = self.last_record_id()
         first, _ = self.same_answer("apply", *([] if verify else ["--no-verify"]),
-                                    *(["--yes"] if yes else []))
+                                    *(["--yes"] if yes else []),
+                                    *(["-m", f"{note} #{self.n}"] if note else []))
         if self.unconfirmed(first, before):
             return
+        if note and first.rc in (0, 1) and self.last_record_id() > last:
+            self.notes[last + 1] = f"{note} #{self.n}"
         self.after_apply()
 
     def unconfirmed(self, ran, before: dict[str, str]) -> bool:
@@ -331,6 +356,44 @@ class TaosyncMachine(RuleBasedStateMachine):
             if not self.watched:  # a watch alongside writes on its own
                 assert self.w.snapshot() == before, f"(h) not confirmed, yet it wrote:\n{ran}"
         return True
+
+    def last_record_id(self) -> int:
+        return max((r["id"] for r in self.w.state().get("applies", [])), default=0)
+
+    @action("update", commit=st.booleans(), model=st.sampled_from(MODELS), yes=st.booleans())
+    def update(self, commit, model, yes=True):
+        """``taosync update`` of the dotfiles clone. With the user's fleet edits not
+        committed (and ``commit`` false) it refuses, exit 2, nothing pulled or written;
+        else the user commits and pushes them, a teammate pins the fast route to
+        ``model`` and pushes, and update pulls that commit and applies it."""
+        repo = self.w.dotfiles
+        dirty = bool(git(repo.mine, "status", "--porcelain", "--untracked-files=no"))
+        if dirty and not commit:
+            before, head = self.w.snapshot(), repo.head()
+            r = self.sh("update", "--no-verify")
+            assert r.rc == 2 and "has local changes (fleet.yaml)" in r.err, (
+                f"update over an uncommitted fleet edit:\n{r}")
+            assert self.w.snapshot() == before and repo.head() == head, (
+                f"update refused, yet something changed:\n{r}")
+            return
+        if dirty:
+            git(repo.mine, "commit", "-qam", "my fleet edits")
+            git(repo.mine, "push", "-q")
+        self.main["routes"]["fast"] = model
+        text = self.fleet_text()
+        if text != repo.text("fleet.yaml"):
+            repo.publish("fleet.yaml", text, f"fast route on {model}")
+        r = self.sh("update", "--no-verify", *(["--yes"] if yes else []))
+        self.after_fleet_edit()
+        if "answer on a terminal, or pass --yes" in r.err:  # (h): pulled, not applied
+            if checking("h"):
+                assert r.rc == 1 and not yes, f"(h) update refused with --yes:\n{r}"
+        else:
+            self.after_apply()
+        assert repo.head() == git(repo.remote, "rev-parse", "HEAD"), f"not pulled:\n{r}"
+        assert self.w.fleet_path.read_text() == text, f"the pull left another fleet:\n{r}"
+        if r.rc == 0:
+            assert "applied #" in r.out or "nothing to do" in r.out, r
 
     def after_apply(self):
         """What a one-shot apply wrote is the user's doing (the watch machine's hook)."""
@@ -468,6 +531,7 @@ class TaosyncMachine(RuleBasedStateMachine):
         if checking("e"):
             assert after == before, f"(e) forget {client} changed its files:\n{r}"
         self.reload_fleet()
+        self.log_unknown = True  # taosync wrote fleet.yaml: (i) starts afresh
         if r.rc == 0 and paths:
             self.frozen[client] = after
             self.ever_forgotten.add(client)
@@ -485,6 +549,7 @@ class TaosyncMachine(RuleBasedStateMachine):
     def adopt(self, client):
         self.after_history(self.sh("adopt", client, "--yes"))
         self.reload_fleet()
+        self.log_unknown = True  # taosync wrote fleet.yaml: (i) starts afresh
 
     # -- rules: fleet edits ------------------------------------------------------------
 
@@ -774,6 +839,37 @@ class TaosyncMachine(RuleBasedStateMachine):
             doc = read_doc(self.w.home / rel, fmt_of(Path(rel)))
             assert doc is not MISSING and get_path(doc, kp) == value, (
                 f"the user's {rel} {'.'.join(kp)} was lost")
+        if checking("i") and self.checks_log:
+            self.check_log_changes()
+
+    #: (i) runs here; a watch alongside applies at moments the model does not see
+    checks_log = True
+
+    def check_log_changes(self):
+        """(i): every apply record since the last look names exactly the keys the
+        model changed since the apply record before it — the first of them, the changes
+        of this step; any later one in the same step, none — and keeps its note."""
+        if self.last_record_id() <= self.log_seen:
+            return  # nothing new (read from state.json: no process per step)
+        r = self.sh("log", "--json")
+        records = sorted(json.loads(r.out)["records"], key=lambda rec: rec["id"])
+        now = (self.fleet_keys(), self.key)
+        fresh = [rec for rec in records if rec["id"] > self.log_seen]
+        self.log_seen = max([self.log_seen, *(rec["id"] for rec in records)])
+        for rec in fresh:
+            if rec["id"] in self.notes:
+                assert rec["message"] == self.notes.pop(rec["id"]), f"(i) the note:\n{rec}"
+            if rec["kind"] != "apply":
+                continue
+            if rec["changes"] is None or self.log_unknown:
+                self.log_base, self.log_unknown = now, False
+                continue
+            base_keys, base_key = self.log_base
+            expected = changed_keys(base_keys, now[0], key_rotated=base_key != now[1])
+            assert set(rec["changes"]) == expected, (
+                f"(i) log names {rec['changes']} for #{rec['id']}; the model changed "
+                f"{sorted(expected)}")
+            self.log_base = now
 
     def check_sync_claims(self, plan, status):
         """(b): the claims of plan --check and status against the oracle."""
@@ -881,7 +977,8 @@ class TaosyncMachine(RuleBasedStateMachine):
         them from the state): its files are not held to (d)."""
         prefixes = {"claude-code": (".claude",), "codex": (".codex/",), "cline": (".cline/",),
                     "continue": (".continue/",), "shell-gpt": (".config/shell_gpt/",),
-                    "qwen-code": (".qwen/",), "gemini-cli": (".gemini/",)}
+                    "qwen-code": (".qwen/",), "gemini-cli": (".gemini/",),
+                    "hermes": (".hermes/",), "droid": (".factory/",), "pi": (".pi/",)}
         return any(rel.startswith(prefixes[c]) for c in self.ever_forgotten)
 
 
@@ -896,7 +993,8 @@ class WatchMachine(TaosyncMachine):
     watched = True
 
     rules_here = frozenset(RULES) - {"rotate_key", "rotate_mcp_secret", "switch_team",
-                                     "unset_mcp_secret", "damaged_state"}
+                                     "unset_mcp_secret", "damaged_state", "update"}
+    checks_log = False
 
     @initialize()
     def start(self):
@@ -1049,5 +1147,34 @@ def test_the_fallback_chains_follow_every_route_move():
         step(m.route_pin, "balanced", "gpt-4o-mini")
         step(m.apply, False, True)
         assert claude() == ("gpt-4o-mini", None)
+    finally:
+        m.teardown()
+
+
+def test_update_and_what_log_says_changed_follow_the_model():
+    """The same machine and invariants through one fixed sequence, so every run drives
+    ``update`` (a refusal over an uncommitted fleet edit, then a teammate's commit
+    pulled) and ``apply -m``, with (i) checking what ``log`` names after each step."""
+    m = TaosyncMachine()
+
+    def step(f, *args):
+        f(*args)
+        m.check_after_every_step()
+
+    try:
+        m.start()
+        step(m.route_pin, "fast", "intel/llama-7b")  # the user's edit, not committed
+        step(m.update, False, "gpt-4.1")  # refused: nothing pulled
+        step(m.apply, False, "why: a note")
+        step(m.update, True, "gpt-4.1")  # committed, pushed; the teammate's pin pulled
+        assert m.main["routes"]["fast"] == "gpt-4.1"
+        step(m.team_server)
+        step(m.rotate_key)
+        step(m.apply, False, None)
+        changes = json.loads(m.w.run("log", "--json").out)["records"][0]["changes"]
+        assert set(changes) == {"mcp_servers.extra (added)", "key rotated"}, changes
+        notes = [r["message"] for r in json.loads(m.w.run("log", "--json").out)["records"]]
+        assert any(n and n.startswith("why: a note") for n in notes), notes
+        assert any(n and n.startswith("update: ") for n in notes), notes
     finally:
         m.teardown()

@@ -148,7 +148,8 @@ class Home:
                      ("adopt", "--dry-run"), ("forget", "codex", "--dry-run"),
                      ("prune", "--dry-run"), ("completion", "bash"),
                      ("cat", "~/.claude/settings.json"), ("cat", "~/.gemini/.env"),
-                     ("cat", "~/.claude.json"), ("where",), ("help", "apply"), ("help",)]:
+                     ("cat", "~/.claude.json"), ("where",), ("source-path",),
+                     ("help", "apply"), ("help",)]:
             self.run(*args)
 
     def watch_one_cycle(self) -> None:
@@ -189,7 +190,8 @@ def test_every_command_is_run():
     assert not missing, f"commands this test does not run yet: {missing}"
 
 
-def test_no_command_prints_the_users_own_tokens(tmp_path, home, fleet_file):
+def test_no_command_prints_the_users_own_tokens(tmp_path, home, fleet_file, monkeypatch):
+    monkeypatch.setenv("EDITOR", "true")  # edit: an editor that saves nothing
     seed(home)
     h = Home(home, fleet_file, tmp_path)
     log = tmp_path / "stub.log"
@@ -217,6 +219,8 @@ def test_no_command_prints_the_users_own_tokens(tmp_path, home, fleet_file):
         hand_edit(home)
         h.run("rollback", "--dry-run")
         h.run("adopt", "--yes", every_variant=False)
+        h.run("edit")
+        h.run("update")  # this fleet.yaml is in no git repository: refused, said so
         h.run("forget", "codex", "-v", every_variant=False)
         h.watch_one_cycle()
         h.run("prune", "--secrets", "-v", every_variant=False)

@@ -14,6 +14,7 @@ Examples:
   taosync apply --yes           # scripts: no question (README: Confirming)
   taosync apply --dry-run       # show the diff, write nothing
   taosync apply --force --only codex --no-verify
+  taosync apply -m "deep route on r1"   # a note taosync log shows
 taosync adopt takes values you edited by hand into fleet.yaml instead.""")
 @common_options
 @only_option
@@ -33,8 +34,12 @@ taosync adopt takes values you edited by hand into fleet.yaml instead.""")
               help="Give back the files taosync owns where a client kept its files before "
                    "a location variable (CLAUDE_CONFIG_DIR, CODEX_HOME, …) moved them; "
                    "without it they are left alone, kept and named.")
+@click.option("-m", "--message", metavar="TEXT",
+              help="A note on why, kept with this apply's record: taosync log shows it "
+                   "(beside the fleet keys the apply changed).")
 @no_key_option
-def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved):
+def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, message,
+          pulled=None):
     """Write the fleet into every client's files, changing only owned keys."""
     import contextlib
 
@@ -46,6 +51,7 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved):
     if no_key and not dry_run:
         raise BadInput("apply --no-key needs --dry-run: without the key there is nothing "
                        "to write (use taosync plan --no-key in CI)")
+    message = checked_message(message)
     s = current()
     s.certify = not dry_run  # afterwards, certify the no-op answers (engine/certificate.py)
     with read_only() if dry_run else contextlib.nullcontext():
@@ -79,7 +85,7 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved):
     with (using(DryRunSystem()) if dry_run else contextlib.nullcontext()), \
             (read_only() if dry_run else contextlib.nullcontext()):
         the_plan, result = pipeline.commit(
-            ctx, the_plan, state, only_set, force=force, skip=skip,
+            ctx, the_plan, state, only_set, force=force, skip=skip, message=message,
             on_recover=lambda path: ui.warn(f"an earlier apply was interrupted; "
                                             f"{'apply would put' if dry_run else 'put'} back {path}"))
     protect(ctx, state, the_plan)  # the plan written may be a fresh one
@@ -97,11 +103,13 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved):
             print_plan(the_plan, ctx, diffs=s.verbosity > 0)
             ui.out(applied_line(result))
         else:
-            ui.out(f"nothing to do: {len(the_plan.files)} file(s) up to date")
+            ui.out(f"nothing to do: {len(the_plan.files)} file(s) up to date"
+                   + ("; -m's note is not kept (no record without a write)" if message else ""))
 
     done = {str(fp.path) for fp in result.written}  # not the files skipped at a prompt
     written_over = [r for r in replaced if r["path"] in done]
-    report = {"apply_id": result.apply_id,
+    report = {**({"pulled": pulled} if pulled is not None else {}),
+              "apply_id": result.apply_id,
               **({"record_kind": result.kind} if result.apply_id else {}),
               **plan_json(the_plan, ctx), "replaced": written_over}
     rc = 0
@@ -125,6 +133,25 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved):
     if last is not None:  # the last line: what was written, replaced, and the undo
         ui.warn(last)
     return rc
+
+
+#: the longest ``apply -m`` note kept (it is a note, not a file)
+MESSAGE_LIMIT = 1000
+
+
+def checked_message(message: str | None) -> str | None:
+    """``-m TEXT`` as the record keeps it: trimmed; empty or over MESSAGE_LIMIT is bad input."""
+    from taosync.errors import BadInput
+
+    if message is None:
+        return None
+    message = message.strip()
+    if not message:
+        raise BadInput("-m/--message is empty: say why, or leave -m out")
+    if len(message) > MESSAGE_LIMIT:
+        raise BadInput(f"-m/--message is {len(message)} characters long; keep it under "
+                       f"{MESSAGE_LIMIT} (it is a note for taosync log)")
+    return message
 
 
 def _reroute(ctx, s, only_set, force) -> dict | None:

@@ -13,6 +13,7 @@ Examples:
   taosync log            # newest first; "*" marks what the files are now
   taosync log -n 5       # the last five
   taosync log --json     # for scripts
+  taosync apply -m "deep route on r1"   # the note log shows under that apply
   taosync rollback --to 3
 """)
 @common_options
@@ -22,7 +23,9 @@ def log(count):
     """List applies, rollbacks and watch re-asserts: id, time, files, summary.
 
     Every record taosync keeps (apply, rollback, redo, destroy, reassert), newest first,
-    with its kind, files and a one-line summary.
+    with its kind, files and a one-line summary. An apply also names the fleet keys it
+    changed since the apply before it ("fleet: gateway.base_url, routes.deep, key
+    rotated": names only, never a value) and the note given with apply -m.
 
     Applies are kept for rollback in a window of the last 20 of your own steps; watch's
     drift re-asserts and route re-renders (a route's choice moving) are kept beside it
@@ -46,6 +49,7 @@ def log(count):
             "undoes": record.undoes, "summary": summary(record, state),
             "status": _status(record, at),
             "restorable": not not_restorable(record),
+            "changes": record.changes, "message": record.message,
             "files": [{"path": e["path"], "display": display_path(e["path"], home),
                        "action": e.get("action"), "clients": _clients(e),
                        "backup": None if e.get("pruned") else e.get("backup"),
@@ -68,6 +72,11 @@ def log(count):
         note = f"  ({'; '.join(notes)})" if notes else ""
         ui.out(f"{mark} #{row['id']:<4} {row['time']:<25}  {row['kind']:<8}  "
                f"{row['summary']}{note}")
+        if row["changes"] is not None:
+            ui.out(f"{'':8}fleet: {', '.join(row['changes']) or 'no key changed'}")
+        if row["message"]:
+            for n, line in enumerate(row["message"].splitlines()):
+                ui.out(f"{'':8}{'note: ' if n == 0 else '      '}{line}")
         if s.verbosity > 0 or len(row["files"]) <= 3:
             for f in row["files"]:
                 clients = ", ".join(f["clients"])

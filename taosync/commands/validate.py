@@ -30,20 +30,7 @@ def validate(no_key: bool, explain: bool = False) -> int:
     try:
         loaded = load_fleet(path, home=s.home_dir, resolve_key=not no_key, model=False)
     except FleetInvalid as exc:
-        if s.json:
-            ui.emit_json({"ok": False, "file": exc.file,
-                          "problems": [p.to_json() for p in exc.all()],
-                          "errors": len(exc.problems), "warnings": len(exc.warnings),
-                          "error": exc.message}, exit_code=exc.exit_code)
-            return exc.exit_code
-        for p in exc.all():
-            ui.problem(p.format())
-        n, w = len(exc.problems), len(exc.warnings)
-        summary = f"{exc.file}: {_count(n, 'problem')}"
-        if w:
-            summary += f", {_count(w, 'warning')}"
-        ui.problem(ui.style("error: ", "fail") + summary)
-        return exc.exit_code
+        return report_invalid(exc)
 
     data = loaded.data
     clients = [name for name, cfg in (data.get("clients") or {}).items()
@@ -77,6 +64,26 @@ def validate(no_key: bool, explain: bool = False) -> int:
     else:
         ui.detail(f"key: {key['reference']} (not resolved: --no-key)")
     return 0
+
+
+def report_invalid(exc) -> int:
+    """Every problem of an invalid fleet, located (or validate's JSON of them); its exit code."""
+    from taosync import ui
+
+    if current().json:
+        ui.emit_json({"ok": False, "file": exc.file,
+                      "problems": [p.to_json() for p in exc.all()],
+                      "errors": len(exc.problems), "warnings": len(exc.warnings),
+                      "error": exc.message}, exit_code=exc.exit_code)
+        return exc.exit_code
+    for p in exc.all():
+        ui.problem(p.format())
+    n, w = len(exc.problems), len(exc.warnings)
+    summary = f"{exc.file}: {_count(n, 'problem')}"
+    if w:
+        summary += f", {_count(w, 'warning')}"
+    ui.problem(ui.style("error: ", "fail") + summary)
+    return exc.exit_code
 
 
 def _count(n: int, noun: str) -> str:

@@ -23,7 +23,7 @@ Examples:
 """)
 @common_options
 def where():
-    """Show which fleet.yaml and state directory are in effect, and why.
+    """Show which fleet.yaml and state directory are in effect, and why (alias: source-path).
 
     fleet.yaml is the first of: -c, $TAOSYNC_CONFIG, ./fleet.yaml (when it exists),
     $XDG_CONFIG_HOME/taosync/fleet.yaml (~/.config when unset). The state lives in

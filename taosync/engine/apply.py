@@ -83,7 +83,8 @@ class Result:
 
 def execute(plan: Plan, state: State, store: StateStore, writer: System | None = None,
             kind: str = "apply", inputs: dict | None = None, *, force: bool = False,
-            undoes: list[int] | None = None) -> Result:
+            undoes: list[int] | None = None, changes: list[str] | None = None,
+            message: str | None = None, fleet: dict[str, str] | None = None) -> Result:
     """Write every changed file of ``plan`` (already computed under the lock).
 
     All or nothing: backups and journal first (failing there, no client file is
@@ -91,7 +92,10 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
     written and drops the journal, and ``state`` is left as it was. ``force`` writes
     targets the user made read-only (an apply refuses them otherwise; a rollback puts
     back what was there, read-only or not). ``kind`` and ``undoes`` are recorded for
-    ``taosync log`` and rollback's cursor (engine/state.py KINDS). Targets go through ``writer`` (default: the
+    ``taosync log`` and rollback's cursor (engine/state.py KINDS), with an apply's
+    ``changes`` (the fleet keys it changed) and ``message`` (``apply -m``); ``fleet`` is
+    the fleet snapshot the state keeps from this record on (engine/fleet_changes.py; None:
+    the one it has). Targets go through ``writer`` (default: the
     store's System), everything else through the store's System.
     """
     writer = store.system if writer is None else writer
@@ -118,7 +122,7 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
     apply_id = state.next_apply_id()
     backup_dir = store.backup_dir(apply_id)
     record = ApplyRecord(apply_id, datetime.now(timezone.utc).isoformat(timespec="seconds"), kind,
-                         undoes=list(undoes or []))
+                         undoes=list(undoes or []), changes=changes, message=message)
     journal_files = []
     try:
         store.system.make_private_dir(backup_dir)  # and backups/ itself: 0700 whatever the umask
@@ -149,7 +153,8 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
 
     kept, dropped = prune_history(state.applies + [record])
     new_state = replace(state, files=new_files, applies=kept,
-                        inputs=inputs or state.inputs, made_dirs=list(state.made_dirs))
+                        inputs=inputs or state.inputs, made_dirs=list(state.made_dirs),
+                        fleet=state.fleet if fleet is None else fleet)
     for fp in changed:  # the directories the writes below create: destroy takes them back
         if fp.new_text is not None:
             new_state.remember_dirs(missing_dirs(fp.real_path.parent))
@@ -175,7 +180,7 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
         raise WriteFailed(f"{what} ({exc.strerror or exc}); {outcome}") from None
 
     state.files, state.applies, state.inputs = new_state.files, new_state.applies, new_state.inputs
-    state.made_dirs = new_state.made_dirs
+    state.made_dirs, state.fleet = new_state.made_dirs, new_state.fleet
     state.home, state.locations = new_state.home, new_state.locations
     try:
         store.system.remove(store.journal_path)

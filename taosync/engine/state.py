@@ -123,6 +123,11 @@ class ApplyRecord:
     files: list[dict] = field(default_factory=list)
     #: a rollback: the apply ids it stepped back over; a redo: the rollback it took back
     undoes: list[int] = field(default_factory=list)
+    #: an apply: the fleet keys it changed since the apply before it (names only:
+    #: engine/fleet_changes.py); None when there was no earlier snapshot to compare with
+    changes: list[str] | None = None
+    #: ``apply -m``: the user's note on why
+    message: str | None = None
 
 
 def prune_history(records: list[ApplyRecord]) -> tuple[list[ApplyRecord], list[ApplyRecord]]:
@@ -224,6 +229,9 @@ class State:
     #: state written before taosync recorded it (adopted by the next write)
     home: str | None = None
     locations: dict[str, str] = field(default_factory=dict)
+    #: the fleet as the last apply record saw it: fleet key → keyed hash of its value
+    #: (engine/fleet_changes.py), so the next one can name the keys that changed
+    fleet: dict[str, str] = field(default_factory=dict)
     #: the user's earlier secret values (priors.json, not part of state.json)
     priors: Priors = field(default_factory=Priors, compare=False, repr=False)
 
@@ -267,13 +275,15 @@ class State:
             **({"home": self.home, "locations": self.locations}
                if self.home is not None else {}),
             "files": {p: f.to_json() for p, f in sorted(self.files.items())},
-            "applies": [{name: getattr(a, name) for name in _RECORD_FIELD_ORDER}
+            "applies": [{name: getattr(a, name) for name in _RECORD_FIELD_ORDER
+                         if name not in _RECORD_OPTIONAL or getattr(a, name) is not None}
                         for a in self.applies],
             "inputs": self.inputs,
             "secrets": self.remembered_secrets(),
             "made_dirs": self.made_dirs,
             **({"routes": self.routes} if self.routes else {}),
             **({"forgotten": sorted(self.forgotten)} if self.forgotten else {}),
+            **({"fleet": self.fleet} if self.fleet else {}),
         }
 
     @classmethod
@@ -300,6 +310,8 @@ class State:
             locations={_expect(k, str, "locations key"): _expect(v, str, f"locations[{k!r}]")
                        for k, v in _expect(data.get("locations", {}), dict,
                                            "locations").items()},
+            fleet={_expect(k, str, "fleet key"): _expect(v, str, f"fleet[{k!r}]")
+                   for k, v in _expect(data.get("fleet", {}), dict, "fleet").items()},
         )
         if not _render_cache_ok(state.inputs):
             state.inputs = {}  # only a cache: a damaged one is a miss, rendered afresh
@@ -317,6 +329,8 @@ _FILE_FIELDS = {"path": str, "format": str, "clients": list, "sha256": str, "own
 _FILE_FIELD_ORDER = tuple(f.name for f in fields(FileState))
 _OWNED_FIELD_ORDER = tuple(f.name for f in fields(OwnedKey))
 _RECORD_FIELD_ORDER = tuple(f.name for f in fields(ApplyRecord))
+#: record fields written only when set (a record of a kind without them stays as it was)
+_RECORD_OPTIONAL = ("changes", "message")
 
 
 def _expect(value, kind: type, where: str):
@@ -378,6 +392,11 @@ def _apply_record(data, where: str) -> ApplyRecord:
     _expect(record.kind, str, f"{where}.kind")
     for n, undone in enumerate(_expect(record.undoes, list, f"{where}.undoes")):
         _expect(undone, int, f"{where}.undoes[{n}]")
+    if record.changes is not None:
+        for change in _expect(record.changes, list, f"{where}.changes"):
+            _expect(change, str, f"{where}.changes[]")
+    if record.message is not None:
+        _expect(record.message, str, f"{where}.message")
     for n, entry in enumerate(_expect(record.files, list, f"{where}.files")):
         at = f"{where}.files[{n}]"
         _expect(entry, dict, at)
