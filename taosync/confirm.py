@@ -23,10 +23,10 @@ changes, and accepts ``--yes`` as the no-op it is there).
 
 from __future__ import annotations
 
-import shlex
 import sys
 
 from taosync.errors import TaosyncError
+from taosync.settings import again
 
 #: what a declined or unconfirmed command says (it wrote nothing)
 NOTHING_WRITTEN = "nothing was written"
@@ -84,20 +84,6 @@ def _ask_or_stop(question: str, lines: list[str]) -> None:
     import click
 
     raise click.exceptions.Exit(1)
-
-
-def again(*words: str) -> str:
-    """``taosync [--home H] [-c F] WORDS``: a command to run next, repeating the global
-    options this run was given (so it acts on the same home and fleet)."""
-    from taosync.settings import current
-
-    s = current()
-    parts = ["taosync"]
-    if s.home is not None:
-        parts += ["--home", shlex.quote(str(s.home))]
-    if s.config is not None:
-        parts += ["-c", shlex.quote(str(s.config))]
-    return " ".join([*parts, *words])
 
 
 # -- apply onto values the user already had ----------------------------------------------

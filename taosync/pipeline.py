@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Any
 
 from taosync.errors import BadInput
+from taosync.settings import again
 from taosync.paths import display_path  # noqa: F401 (commands print paths through the pipeline)
 
 if TYPE_CHECKING:
@@ -167,8 +168,8 @@ def report_interrupted(store, env) -> bool:
     from taosync import ui
 
     ui.warn(f"an apply was interrupted (its journal {display_path(store.journal_path, env.home)} "
-            "is left); client files may be half written: `taosync apply` puts them back "
-            "and applies again, `taosync rollback` only puts them back")
+            f"is left); client files may be half written: `{again('apply')}` puts them back "
+            f"and applies again, `{again('rollback')}` only puts them back")
     return True
 
 
@@ -202,6 +203,7 @@ def bounds(env, release_moved: bool = False):
 
 def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     from taosync.clients import variables
+    from taosync.clients.base import grouped_warnings
     from taosync.clients.registry import all as all_clients
     from taosync.engine import cache
     from taosync.fleet.load import load_fleet
@@ -222,7 +224,8 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
         patches.extend(registry[name].render(fleet, key, env))
     hide_userinfo(patches, fleet.gateway_userinfos())
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
-    warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in env.warnings]
+    warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in
+                                                         grouped_warnings(env.warnings)]
     unmanaged = fleet.unmanaged_clients()
     warnings += no_mcp_note(fleet, registry)
     warnings += variables.notes(fleet, key, env)
@@ -399,7 +402,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                     if attempt == MOVED_RETRIES:
                         raise WriteFailed(f"{exc.path} kept being changed by another program "
                                           f"while taosync wrote it ({attempt + 1} tries); "
-                                          f"{exc.outcome}; run taosync apply again when it "
+                                          f"{exc.outcome}; run {again('apply')} again when it "
                                           "is quiet") from None
                     the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
     return the_plan, result

@@ -109,6 +109,24 @@ class Settings:
         return base / "taosync"
 
 
+def again(words: str) -> str:
+    """``taosync WORDS`` as the user types it in this run's context: with the global
+    options in effect that change what a command acts on (``--home``, ``-c``), so a hint
+    copied from the output acts on the same home and fleet. Every next-step hint a
+    command prints is spelled by this function."""
+    import shlex
+
+    s = current()
+    opts = []
+    if s.home is not None:
+        from taosync.paths import display_home
+
+        opts += ["--home", shlex.quote(display_home(s.home, system().cwd()))]
+    if s.config is not None:
+        opts += ["-c", shlex.quote(str(s.config))]
+    return " ".join(["taosync", *opts, *([words] if words else [])])
+
+
 def color_wanted(mode: str) -> bool:
     """--color always/never; auto: FORCE_COLOR (non-empty, not 0) forces it, NO_COLOR
     (only when non-empty, as no-color.org says) turns it off, else a terminal gets it."""

@@ -105,6 +105,17 @@ def problem(text: str) -> None:
     _echo(clean(text), err=True)
 
 
+def nothing_to_do(why: str) -> str:
+    """The one way every command says it has nothing to do (apply, plan, status, watch,
+    destroy, rollback, verify), so a script or a person looks for one phrase."""
+    return f"nothing to do: {why}"
+
+
+def files_match(n: int) -> str:
+    """``25 files match fleet.yaml``: the reason a plan has nothing to do."""
+    return f"{n} file{'s' if n != 1 else ''} match{'es' if n == 1 else ''} fleet.yaml"
+
+
 def home_header() -> None:
     """Under --home, once per run before the first path: which directory ``~/`` means,
     so a sandboxed run never looks as if it wrote into the real home."""

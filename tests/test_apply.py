@@ -654,7 +654,7 @@ def test_rollback_warns_about_edits_made_after_the_apply_and_can_be_undone(taosy
 
 def test_nothing_to_roll_back_writes_nothing(taosync, home):
     r = taosync("rollback")
-    assert r.rc == 2 and "nothing to roll back" in r.err
+    assert r.rc == 2 and "nothing to do: taosync has not applied anything" in r.err
     assert snapshot(home) == {}
 
 

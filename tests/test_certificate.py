@@ -55,7 +55,7 @@ def test_a_route_verify_moved_is_seen_by_apply_status_and_plan_from_a_shell(home
         assert check.returncode == 1, check.stdout + check.stderr
         assert f"route balanced → {BACKUP}" in check.stdout
         status = cli(home, fleet_file, "status")
-        assert status.returncode == 1 and "in sync" not in status.stdout, status.stdout
+        assert status.returncode == 1 and "nothing to do" not in status.stdout, status.stdout
         applied = cli(home, fleet_file, "apply", "--no-verify")
         assert applied.returncode == 0, applied.stderr
         assert "nothing to do" not in applied.stdout
@@ -128,7 +128,7 @@ def test_an_include_path_variable_is_an_input(tmp_path, home):
     assert "claude-sonnet-4-20250514" in settings.read_text()
 
     check = cli(home, fleet, "plan", "--check", env=red)
-    assert check.returncode == 1 and "No changes" not in check.stdout, check.stdout
+    assert check.returncode == 1 and "nothing to do" not in check.stdout, check.stdout
     assert cli(home, fleet, "status", env=red).returncode == 1
     assert cli(home, fleet, "apply", "--no-verify", env=red).returncode == 0
     assert "gpt-4.1" in json.loads(settings.read_text())["env"]["ANTHROPIC_MODEL"]
@@ -151,7 +151,7 @@ def test_the_full_path_renders_again_when_an_include_variable_moves(tmp_path, ho
         os.environ["TEAM"] = str(tmp_path / "red")
         capsys.readouterr()
         assert run([*argv, "plan", "--check"]) == 1
-        assert "No changes" not in capsys.readouterr().out
+        assert "nothing to do" not in capsys.readouterr().out
     finally:
         del os.environ["TEAM"]
 
@@ -182,7 +182,7 @@ def test_a_damaged_state_json_is_reported_not_a_traceback(applied, fleet_file, t
 def test_a_damaged_certificate_is_only_a_miss(applied, fleet_file, text):
     (applied / STATE / "certificate.json").write_text(text)
     r = cli(applied, fleet_file, "status")
-    assert r.returncode == 0 and r.stdout.startswith("in sync"), r.stdout + r.stderr
+    assert r.returncode == 0 and r.stdout.startswith("nothing to do"), r.stdout + r.stderr
     assert "Traceback" not in r.stderr
 
 
@@ -225,7 +225,7 @@ def test_read_only_commands_report_an_interrupted_apply_and_write_nothing(applie
                                                   else TEST_KEY})
         assert "Traceback" not in r.stderr, (args, r.stderr)
         assert "an apply was interrupted" in r.stderr and "journal.json" in r.stderr, args
-        assert "`taosync apply`" in r.stderr, (args, r.stderr)
+        assert f"`taosync --home {applied} -c {fleet_file} apply`" in r.stderr, (args, r.stderr)
         assert "recovered" not in r.stderr, (args, r.stderr)
         assert snapshot(applied) == before, f"{args} wrote something"
 
@@ -271,7 +271,7 @@ def test_a_client_file_edited_after_the_apply_is_not_in_sync(applied, fleet_file
 def test_an_environment_variable_a_client_looks_at_is_an_input(applied, fleet_file):
     r = cli(applied, fleet_file, "plan", "--check",
             env={"CODEX_HOME": str(applied / "codex-elsewhere")})
-    assert r.returncode == 1 and "No changes" not in r.stdout, r.stdout
+    assert r.returncode == 1 and "nothing to do" not in r.stdout, r.stdout
 
 
 def test_every_form_is_certified_after_an_apply(applied, fleet_file):
@@ -312,7 +312,7 @@ def test_a_key_command_is_run_again_and_its_output_is_an_input(home, fleet_file,
     assert TEST_KEY not in json.dumps(cert)
     capsys.readouterr()
     assert answer([*argv, "status"]) == 0
-    assert capsys.readouterr().out.startswith("in sync")
+    assert capsys.readouterr().out.startswith("nothing to do")
     monkeypatch.setenv("MY_KEY_SOURCE", "sk-rotated-0000000000000000")
     assert answer([*argv, "status"]) is None  # the key moved: the full path answers
     assert run([*argv, "status"]) == 1

@@ -130,7 +130,7 @@ def test_destroy_without_a_terminal_needs_yes(taosync, home, fleet_file):
 
 def test_destroy_with_nothing_owned_says_so(taosync, home):
     r = taosync("destroy", "--yes")
-    assert r.rc == 0 and "nothing to destroy" in r.out
+    assert r.rc == 0 and "nothing to do: taosync owns nothing" in r.out
     assert tree(home) == {}
 
 

@@ -96,7 +96,7 @@ def test_adopt_then_plan_has_nothing_to_change(taosync, home, fleet_file):
     assert client_files(home) == files_before  # adopt never writes a client file
     # the adopted clients are in step with fleet.yaml again
     r = taosync("plan", "--check", "--only", "claude-code", "--only", "codex")
-    assert r.rc == 0 and "\nNo changes: " in r.out, r.both
+    assert r.rc == 0 and "\nnothing to do: " in r.out, r.both
     assert len(r.out.splitlines()) == 2  # the home: header and the one line
     assert taosync("status", "--only", "claude-code", "--only", "codex").rc == 0
     # what is left is the new catalogue entry, for the clients that register every model

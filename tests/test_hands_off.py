@@ -155,7 +155,7 @@ def test_redo_of_a_rollback_made_before_forget_leaves_the_client_alone(taosync, 
 def test_destroy_with_only_a_forgotten_client_left_says_so(taosync, home, fleet_file):
     assert taosync("apply", "--no-verify", "--only", "codex").rc == 0
     r = destroy_with_codex_set_unmanaged_by_hand(taosync, home, fleet_file)
-    assert "nothing to destroy: taosync owns nothing here but the files of clients set " \
+    assert "nothing to do: taosync owns nothing here but the files of clients set " \
            "managed: false, left as they are" in r.out
     assert "owns nothing in this home" not in r.out
 
@@ -172,6 +172,6 @@ def test_a_rollback_with_only_a_forgotten_clients_files_restores_nothing_and_say
     assert r.rc == 0, r.both
     assert codex_files(home) == kept
     assert "skipped codex (managed: false): ~/.codex/config.toml left as it is" in r.out
-    assert "apply #2: nothing to restore (its files are those of clients set " \
-           "managed: false)" in r.out, r.out
+    assert "nothing to do: its files are those of clients set managed: false (apply #2)" \
+        in r.out, r.out
     assert "already as they were" not in r.out

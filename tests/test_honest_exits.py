@@ -101,7 +101,9 @@ def test_no_key_judges_mcp_secrets_by_the_state_without_resolving_them(home, fle
     r = taosync(home, fleet, *args, env=ci)
     no_crash(r)
     assert r.returncode == 0, r.stderr
-    assert "(sensitive, unchanged)" in r.stdout and "mcpServers.github" in r.stdout
+    assert "(sensitive, unchanged): 6 key-bearing values in 4 files" in r.stdout, r.stdout
+    listed = taosync(home, fleet, *args, "-v", env=ci).stdout  # -v names each value
+    assert "mcpServers.github: (sensitive, unchanged)" in listed, listed
     assert snapshot(home) == before
 
 

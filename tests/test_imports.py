@@ -52,8 +52,8 @@ def run_wrapper(home, fleet_file, *args):
 
 
 @pytest.mark.parametrize("args, said", [(("apply",), "nothing to do: "),
-                                        (("plan", "--check"), "home: "),  # --home: the header, then "No changes: …"
-                                        (("status",), "in sync: ")])
+                                        (("plan", "--check"), "home: "),  # --home: the header, then "nothing to do: …"
+                                        (("status",), "nothing to do: ")])
 def test_a_no_op_loads_only_the_allowed_modules(taosync, home, fleet_file, args, said):
     assert taosync("apply", "--no-verify").rc == 0
     proc, report = run_wrapper(home, fleet_file, *args)

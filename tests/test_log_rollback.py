@@ -46,7 +46,7 @@ def test_rollback_twice_steps_back_two_applies_and_redo_comes_forward(taosync, h
     assert taosync("rollback", "--redo").rc == 0
     assert codex_model(home) == third
     r = taosync("rollback", "--redo")
-    assert r.rc == 2 and "nothing to redo" in r.err
+    assert r.rc == 2 and "nothing to do: no rollback to redo" in r.err
     assert taosync("status").rc == 0  # back where apply #3 left everything
 
 
@@ -55,7 +55,7 @@ def test_a_new_apply_drops_the_redo_chain(taosync, home, three_applies):
     fleet = taosync("apply", "--no-verify")
     assert fleet.rc == 0 and "applied #" in fleet.out
     r = taosync("rollback", "--redo")
-    assert r.rc == 2 and "nothing to redo" in r.err
+    assert r.rc == 2 and "nothing to do: no rollback to redo" in r.err
     r = taosync("rollback")  # steps back over the new apply: as after #2
     assert r.rc == 0 and codex_model(home) == three_applies[1]
 
@@ -76,11 +76,14 @@ def test_rollback_to_jumps_and_refuses_an_apply_already_rolled_back(taosync, hom
 
 def test_rollback_names_the_backup_and_the_client_and_shows_the_diff(taosync, home,
                                                                      three_applies):
+    v = taosync("rollback", "--dry-run", "-v")  # -v (and --dry-run) add the diffs
+    assert '-model = "nvidia/deepseek-r1"' in v.out and '+model = "intel/llama-7b"' in v.out
     r = taosync("rollback")
     assert r.rc == 0, r.both
     line = next(l for l in r.out.splitlines() if "~/.codex/config.toml" in l)
-    assert line.startswith("restore ~/.codex/config.toml (backup of #3)") and "codex" in line
-    assert '-model = "nvidia/deepseek-r1"' in r.out and '+model = "intel/llama-7b"' in r.out
+    assert line.split() == ["restore", "~/.codex/config.toml", "codex", "6", "keys", "restored",
+                            "(backup", "of", "#3)"], line
+    assert r.out.count("~/.codex/config.toml") == 1  # one line per file, no diff without -v
     assert "sk-test-SECRETKEY" not in r.both
     js = json.loads(taosync("rollback", "--dry-run", "--json").out)
     assert js["kind"] == "rollback" and js["undone"] == [2]
@@ -91,8 +94,8 @@ def test_a_file_created_by_the_apply_is_named_as_removed(taosync, home):
     assert taosync("apply", "--no-verify").rc == 0
     r = taosync("rollback", "--dry-run")
     assert r.rc == 0
-    assert any(l.startswith("remove  ~/.codex/auth.json (created by #1)") and "codex" in l
-               for l in r.out.splitlines()), r.out
+    assert any(l.split() == ["remove", "~/.codex/auth.json", "codex", "2", "keys", "removed",
+                             "(created", "by", "#1)"] for l in r.out.splitlines()), r.out
 
 
 def test_log_lists_every_record_newest_first(taosync, home, three_applies):

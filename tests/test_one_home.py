@@ -172,7 +172,7 @@ def test_an_old_state_adopts_the_current_home_at_the_next_write(homes, fleet, ca
     _unrecorded(a)
     files = snapshot(a)
     r = run(a, fleet, capsys, "plan", "--check")
-    assert r.rc == 0 and "No changes" in r.out  # no refusal; plan writes nothing
+    assert r.rc == 0 and "nothing to do" in r.out  # no refusal; plan writes nothing
     assert snapshot(a) == files
     r = run(a, fleet, capsys, "apply", "--no-verify")
     assert r.rc == 0 and "nothing to do" in r.out
@@ -241,8 +241,8 @@ def test_claude_config_dir_set_for_one_run_keeps_the_default_locations_files(
     assert ("warning: left ~/.claude.json, ~/.claude/settings.json as they are (still "
             "owned): not where claude-code keeps its files now — a location variable moved "
             "them; CLAUDE_CONFIG_DIR was unset, now ~/.claude-work: run with the earlier "
-            "location to manage them, or taosync apply --release-moved to give them back"
-            ) in r.err
+            f"location to manage them, or taosync --home {a} -c {fleet} apply --release-moved "
+            "to give them back") in r.err
     owned = json.loads(state_file(a).read_text())["files"]
     assert {str(a / p) for p in default} <= set(owned)  # still owned: still given back later
 

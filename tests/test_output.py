@@ -143,9 +143,9 @@ def test_noop_plan_is_one_line(taosync, home):
     assert taosync("apply", "--no-verify").rc == 0
     r = taosync("plan")
     header = f"home: {home}  (--home; ~/ below means this directory)\n"
-    assert r.rc == 0 and r.out == header + "No changes: 25 files match fleet.yaml\n", r.out
+    assert r.rc == 0 and r.out == header + "nothing to do: 25 files match fleet.yaml\n", r.out
     r = taosync("plan", "-v")
-    assert "~/.codex/config.toml" in r.out and r.out.endswith("No changes: 25 files match fleet.yaml\n")
+    assert "~/.codex/config.toml" in r.out and r.out.endswith("nothing to do: 25 files match fleet.yaml\n")
 
 
 def test_home_header_relative_to_the_current_directory(taosync, home, monkeypatch):
@@ -272,7 +272,8 @@ def test_verify_prints_each_row_as_its_probe_finishes_on_a_terminal(taosync, hom
     assert out.endswith("\r\x1b[K15/15 backends pass\n")  # … erased before the summary
     # every column lines up under the header fixed before the first probe was sent
     col = lines[header].index("LATENCY")
-    assert all(row[col - 3] == "✓" for row in rows), rows
+    assert lines[header][col - 4:col - 2] == "OK"  # every column has a label
+    assert all(row[col - 4] == "✓" for row in rows), rows
 
     # without a terminal: the table at the end, in probe order, nothing live (the slow
     # probe still answers last; a shorter delay proves that as well)

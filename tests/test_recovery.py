@@ -101,7 +101,7 @@ def test_a_read_only_command_reports_an_apply_killed_mid_way_and_touches_nothing
     r = run_cli(home, *args)
     assert "Traceback" not in r.stderr
     assert "an apply was interrupted" in r.stderr and "journal.json" in r.stderr
-    assert "`taosync apply` puts them back" in r.stderr
+    assert f"`taosync --home {home} -c {EXAMPLE_FLEET} apply` puts them back" in r.stderr
     assert "recovered" not in r.stderr
     assert snapshot(home) == before  # the journal too: the next apply recovers it
     assert (home / STATE / "journal.json").exists()
@@ -165,7 +165,8 @@ def test_a_read_only_command_never_waits_for_the_lock_over_a_journal(tmp_path, m
         os.close(fd)
     err = capsys.readouterr().err
     assert rc == 1  # never applied here: everything pending
-    assert "interrupted" in err and "taosync apply" in err and "taosync rollback" in err
+    again = f"taosync --home {home} -c {EXAMPLE_FLEET}"  # the hints keep --home and -c
+    assert "interrupted" in err and f"{again} apply" in err and f"{again} rollback" in err
     assert "Traceback" not in err
     assert snapshot(home) == before  # nothing recovered, nothing reported as in sync
 

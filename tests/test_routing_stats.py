@@ -173,4 +173,4 @@ def test_recommend_says_why_candidates_lack_data(taosync, home, fleet_file):
     human = taosync("stats", "--recommend")
     assert human.rc == 0, human.err
     assert "claude-sonnet-4-20250514  no data: HTTP 500 at " in human.out
-    assert "no passing probe on record: run `taosync verify`" in human.out
+    assert "no passing probe on record: run `taosync --home" in human.out

@@ -12,7 +12,7 @@ every step it checks the invariants (:meth:`TaosyncMachine.check_after_every_ste
     in its rule) run once as a user runs them — the fast path may answer — and once with
     the config option spelt ``--config=PATH``, which click reads alike but the fast path
     refuses; same exit code, stdout and stderr, and neither writes a byte;
-(b) ``plan --check`` says "No changes", and ``status`` "in sync", exactly when every
+(b) ``plan --check`` says "nothing to do", and ``status`` "in sync", exactly when every
     owned key on disk equals a fresh full render made in this process (files read back
     with json/tomllib/ruamel-safe, not taosync's editors) and the state owns no key the
     render dropped;
@@ -883,7 +883,7 @@ class TaosyncMachine(RuleBasedStateMachine):
         in_sync = not diffs
         why = "\n".join(diffs[:12]) or "(every owned key equals the render)"
         assert (plan.rc == 0) == in_sync, f"(b) plan --check vs the files:\n{why}\n{plan}"
-        assert "No changes" in plan.out if in_sync else "No changes" not in plan.out, (
+        assert "nothing to do" in plan.out if in_sync else "nothing to do" not in plan.out, (
             f"(b) plan's words vs the files:\n{why}\n{plan}")
         assert (status.rc == 0) == in_sync, f"(b) status vs the files:\n{why}\n{status}"
 

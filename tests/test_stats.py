@@ -32,7 +32,7 @@ def test_stats_per_model_from_two_real_runs(taosync, fleet_file):
     assert mini["median_latency_ms"] is not None and mini["tokens_out"] > 0
     human = taosync("stats")
     assert "intel/llama-7b" in human.out and "2 (100%)" in human.out
-    assert "✗ server_error" in human.out
+    assert "failed (server_error)" in human.out and "LAST PROBE" in human.out
     assert TEST_KEY not in human.both + r.both
 
 

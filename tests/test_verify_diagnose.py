@@ -212,7 +212,9 @@ def test_local_proxy_not_running():
     port = free_port()
     r = probe(spec(f"http://127.0.0.1:{port}"))
     assert r.diagnosis.code == "proxy"
-    assert r.diagnosis.cause == f"local proxy failed — nothing listens on 127.0.0.1:{port}"
+    assert r.diagnosis.cause == f"nothing listens on 127.0.0.1:{port}"
+    assert "taotoken.net" not in r.diagnosis.fix  # the fleet's own address, not a vendor's
+    assert f"stub --port {port}" in r.diagnosis.fix
     assert r.attempts == 2  # connect errors are retried, boundedly
 
 

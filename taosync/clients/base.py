@@ -125,6 +125,35 @@ def probe_specs(fleet, client: str, models, *, protocol: str, base_url: str, pat
             for slot, model in models]
 
 
+class Shared(str):
+    """A render warning of one client that others may share word for word: reads
+    ``client: cause`` alone, and :func:`grouped_warnings` prints one line for all."""
+
+    client: str
+    cause: str
+
+    def __new__(cls, client: str, cause: str) -> "Shared":
+        self = super().__new__(cls, f"{client}: {cause}")
+        self.client, self.cause = client, cause
+        return self
+
+
+def grouped_warnings(warnings: list[str]) -> list[str]:
+    """``warnings`` with each :class:`Shared` cause once, at its first place, naming
+    every client that has it (``claude-code, codex: an MCP server uses …``)."""
+    clients: dict[str, list[str]] = {}
+    for w in warnings:
+        if isinstance(w, Shared):
+            clients.setdefault(w.cause, []).append(w.client)
+    out: list[str] = []
+    for w in warnings:
+        if not isinstance(w, Shared):
+            out.append(w)
+        elif w.cause in clients:
+            out.append(f"{', '.join(dict.fromkeys(clients.pop(w.cause)))}: {w.cause}")
+    return out
+
+
 @dataclass
 class ClientEnv:
     """Where client files live on this machine: the home, the environment, the OS.
@@ -142,6 +171,18 @@ class ClientEnv:
     #: render is reused only while all of it is unchanged (see engine/cache.py)
     consulted: dict[str, str | None] = field(default_factory=dict)
     probed: dict[str, str | None] = field(default_factory=dict)
+
+    def shown(self, path: Path | str) -> str:
+        """``path`` as output names it: ``~/…`` under the home (the ``home:`` header says
+        which directory that is under --home)."""
+        from taosync.paths import display_path
+
+        return display_path(path, self.home)
+
+    def warn_for(self, client: str, cause: str) -> None:
+        """A warning several clients may share word for word (``cause`` names no client
+        and no client's file): printed once, naming each (:func:`grouped_warnings`)."""
+        self.warnings.append(Shared(client, cause))
 
     def getenv(self, var: str) -> str | None:
         value = self.environ.get(var)

@@ -590,19 +590,19 @@ class Declared:
         ref = parse_reference(fleet.gateway.key)
         if self.follows(ref):
             return ref
-        if not self.key_rule.reads:
-            env.warnings.append(
-                f"{self.id}: secrets: reference cannot keep the key off disk for "
-                f"{self.title} ({self.key_rule.why}); wrote the key from {ref.describe()} "
-                f"inline into {inline_into} (mode 0600)")
+        if not self.key_rule.reads:  # why, per client: README's key-reference table
+            env.warn_for(self.id,
+                         "secrets: reference cannot keep the key off disk (the client reads "
+                         f"it from no variable or helper); the key from {ref.describe()} "
+                         "will be written inline (mode 0600)")
         else:
             needs = " or ".join(f"${{{kind}:…}}" for kind in self.key_rule.reads)
             if self.key_rule.reads == ("env",):
                 needs = f"${{env:{self.key_rule.only or 'NAME'}}}"
-            env.warnings.append(
-                f"{self.id}: secrets: reference needs gateway.key = {needs} "
-                f"({self.key_rule.why}), but it is {ref.describe()}; wrote the key inline "
-                f"into {inline_into} (mode 0600)")
+            env.warn_for(self.id,
+                         f"secrets: reference needs gateway.key = {needs} "
+                         f"({self.key_rule.why}), but it is {ref.describe()}; the key will "
+                         f"be written inline into {env.shown(inline_into)} (mode 0600)")
         return None
 
     def key_variables(self, fleet: Any, env: ClientEnv) -> dict[str, bool]:
@@ -632,10 +632,8 @@ class Declared:
     def warn_headers(self, fleet: Any, env: ClientEnv) -> None:
         """A client that cannot send ``gateway.headers`` says so, once."""
         if not self.sends_headers and fleet.gateway.headers:
-            env.warnings.append(
-                f"{self.id}: {self.title} has no setting for extra request headers; "
-                f"gateway.headers ({', '.join(fleet.gateway.headers)}) are not sent by "
-                f"{self.title}")
+            env.warn_for(self.id, "no setting for extra request headers: gateway.headers "
+                         f"({', '.join(fleet.gateway.headers)}) will not be sent")
 
     def mcp_values(self, fleet: Any, key: Any, env: ClientEnv, path: Path) -> tuple[dict, bool]:
         """The owned values of every MCP server, and whether they hold the gateway key."""
@@ -810,9 +808,9 @@ class Declared:
         keyless = not any(b.role in ("key", "key_var") for b in self.bindings)
         if self.reference(fleet) and (keyless or
                                       self.follows(parse_reference(fleet.gateway.key))):
-            env.warnings.append(
-                f"{self.id}: an MCP server uses ${{gateway.key}}, so the key is written into "
-                f"{path} (mode 0600) even with secrets: reference")
+            env.warn_for(self.id, "an MCP server uses ${gateway.key}, so the key will be "
+                         "written into the MCP settings (mode 0600) even with secrets: "
+                         "reference")
 
     def patch_fields(self, name: str, fleet: Any, env: ClientEnv) -> dict:
         """Hook: more fields of file ``name``'s :class:`Patch` — ``skeleton`` (set only
@@ -864,7 +862,7 @@ class Declared:
                 what = "key" if bind.role == "key" else "value"
                 env.warnings.append(
                     f"{self.id}: {bind.env} is set in this environment and overrides the "
-                    f"{what} taosync writes to {self.file(bind.file, env)}"
+                    f"{what} taosync writes to {env.shown(self.file(bind.file, env))}"
                     + ("; unset it to use the gateway key" if bind.role == "key" else ""))
 
     def extra_render(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:

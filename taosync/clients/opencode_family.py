@@ -229,7 +229,7 @@ class Family(declare.Declared):
             if env.getenv(var):
                 env.warnings.append(
                     f"{self.id}: {var} is set in this environment; {self.title} merges that "
-                    f"config over {self.file('config', env)}, so it may override what "
+                    f"config over {env.shown(self.file('config', env))}, so it may override what "
                     f"taosync writes")
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:

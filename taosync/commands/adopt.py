@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from taosync.clients.registry import complete
-from taosync.settings import common_options, current
+from taosync.settings import again, common_options, current
 
 _LIST_SLOT = re.compile(r"^(?P<option>[\w-]+)\[(?P<route>[^\]]+)\]$")
 
@@ -80,7 +80,7 @@ def adopt(client, dry_run, yes):
         where = f"{pipeline.display_path(d.path, home)} {d.key}"
         if where not in taken:
             ui.warn(f"not adopted: {where} is not a model choice fleet.yaml can express "
-                    "(taosync apply puts fleet.yaml's value back)")
+                    f"({again('apply')} puts fleet.yaml's value back)")
     for a in adoptions:
         edit.set(a.fleet_path, a.value)
     if not edit.changed:
@@ -110,7 +110,7 @@ def adopt(client, dry_run, yes):
     pending = {str(fp.path) for fp in the_plan.changed}
     if pending:  # the adopted fleet renders more than the files hold (a new catalogue entry)
         ui.warn("fleet.yaml now differs from the client files elsewhere too; "
-                "run taosync plan to see what apply would change")
+                f"run {again('plan')} to see what apply would change")
     try:  # the state takes every file that matches the adopted fleet as it is; none is written
         pipeline.commit(ctx, the_plan, state, only, skip=pending)
     except WriteFailed as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.settings import common_options, current
+from taosync.settings import again, common_options, current
 from taosync.commands.plan import no_key_option, only_option
 
 
@@ -50,7 +50,7 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
 
     if no_key and not dry_run:
         raise BadInput("apply --no-key needs --dry-run: without the key there is nothing "
-                       "to write (use taosync plan --no-key in CI)")
+                       f"to write (use {again('plan --no-key')} in CI)")
     message = checked_message(message)
     s = current()
     s.certify = not dry_run  # afterwards, certify the no-op answers (engine/certificate.py)
@@ -86,8 +86,9 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
             (read_only() if dry_run else contextlib.nullcontext()):
         the_plan, result = pipeline.commit(
             ctx, the_plan, state, only_set, force=force, skip=skip, message=message,
-            on_recover=lambda path: ui.warn(f"an earlier apply was interrupted; "
-                                            f"{'apply would put' if dry_run else 'put'} back {path}"))
+            on_recover=lambda path: ui.warn(
+                f"an earlier apply was interrupted; {'apply would put' if dry_run else 'put'} "
+                f"back {pipeline.display_path(path, s.home_dir)}"))
     protect(ctx, state, the_plan)  # the plan written may be a fresh one
     warn_held(the_plan.held, ctx, the_plan.moved_vars)
     if dry_run:
@@ -103,7 +104,7 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
             print_plan(the_plan, ctx, diffs=s.verbosity > 0)
             ui.out(applied_line(result))
         else:
-            ui.out(f"nothing to do: {len(the_plan.files)} file(s) up to date"
+            ui.out(ui.nothing_to_do(ui.files_match(len(the_plan.files)))
                    + ("; -m's note is not kept (no record without a write)" if message else ""))
 
     done = {str(fp.path) for fp in result.written}  # not the files skipped at a prompt
@@ -116,7 +117,7 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
     if no_verify:
         pass  # asked not to: no "verify" entry in the report
     elif not result.written and not stub:
-        ui.out("not verifying: nothing changed (run taosync verify to check anyway)")
+        ui.out(f"not verifying: nothing changed (run {again('verify')} to check anyway)")
         report["verify"] = None
     else:  # the clients whose files were written (all of them for an explicit --stub run)
         written = sorted({c for fp in result.written for c in fp.clients}) or list(only)
@@ -179,9 +180,9 @@ def applied_line(result) -> str:
     n = len(result.written)
     if result.kind == "route":
         return (f"applied #{result.apply_id}: {n} file(s) re-rendered for the route choice "
-                "(a route switch, not your apply: taosync rollback steps over it to your "
+                f"(a route switch, not your apply: {again('rollback')} steps over it to your "
                 "last apply)")
-    return f"applied #{result.apply_id}: {n} file(s) written (taosync rollback undoes it)"
+    return f"applied #{result.apply_id}: {n} file(s) written ({again('rollback')} undoes it)"
 
 
 def _confirm_drift(ctx, s, state, the_plan, only, yes, dry_run=False) -> set[str] | None:
@@ -241,7 +242,8 @@ def _confirm_drift(ctx, s, state, the_plan, only, yes, dry_run=False) -> set[str
                                   show_choices=False, default="s", show_default=True,
                                   err=True)
             if answer == "d":
-                for line in plans[path].diff(ui.redactor() or ctx.key).splitlines():
+                for line in plans[path].diff(ui.redactor() or ctx.key,
+                                             display_path(path, home)).splitlines():
                     ui.problem(ui.style(line, _diff_style(line)))
         if answer == "q":
             return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.settings import common_options, current
+from taosync.settings import again, common_options, current
 
 
 @click.command("destroy", epilog="""\b
@@ -55,6 +55,14 @@ def destroy(yes, purge, dry_run):
                       "dirs": dirs, "skipped": teardown.skipped,
                       **plan_json(teardown.plan, ctx)})
         return 0
+    if not (teardown.plan.changed or purge):  # one line, as every command says it
+        if not s.json:
+            say_skipped(teardown.skipped, home)
+            ui.out(ui.nothing_to_do("taosync owns nothing here but the files of clients "
+                                    "set managed: false, left as they are"
+                                    if teardown.skipped else
+                                    "taosync owns nothing in this home"))
+        return 0
     if not s.json:
         print_plan(teardown.plan, ctx, diffs=True)
         say_skipped(teardown.skipped, home)
@@ -64,12 +72,6 @@ def destroy(yes, purge, dry_run):
             ui.out(f"remove taosync's state {pipeline.display_path(store.root, home)}")
     if dry_run:
         ui.out("dry run: nothing was written")
-        return 0
-    if not (teardown.plan.changed or purge):
-        ui.out("nothing to destroy: " + ("taosync owns nothing here but the files of "
-                                         "clients set managed: false, left as they are"
-                                         if teardown.skipped else
-                                         "taosync owns nothing in this home"))
         return 0
     _confirm(len(teardown.plan.changed), purge, yes)
 
@@ -107,7 +109,7 @@ def destroy(yes, purge, dry_run):
            + (f", {len(removed)} director{'ies' if len(removed) != 1 else 'y'} removed"
               if removed else "")
            + ("; taosync's state purged" if purge else
-              f" (recorded as #{result.apply_id}; taosync rollback undoes it)"
+              f" (recorded as #{result.apply_id}; {again('rollback')} undoes it)"
               if result.apply_id else ""))
     return 0
 

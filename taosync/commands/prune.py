@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.settings import common_options, current
+from taosync.settings import again, common_options, current
 
 
 @click.command("prune", epilog="""\b
@@ -72,7 +72,7 @@ def prune(every, dry_run):
                + ", ".join(f"#{i}" for i in found.records)
                + (" would be" if dry_run else " is" if n == 1 else " are")
                + " no longer restorable "
-               "(taosync log marks them; a rollback that needs them refuses)")
+               f"({again('log')} marks them; a rollback that needs them refuses)")
     if found.priors:
         ui.out(f"{verb} priors.json: {found.priors} earlier value(s) of yours taosync kept "
                "to give back (destroy and enabled: false leave those keys as they are)")

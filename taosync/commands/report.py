@@ -5,18 +5,23 @@ from __future__ import annotations
 import contextlib
 
 from taosync import ui
-from taosync.fleet.secrets import shown
+from taosync.fleet.secrets import NO_KEY_SAME, shown
 from taosync.pipeline import display_path, run_redactor
+from taosync.settings import again
 
 ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged": "dim",
                 "release": "dim", "chmod": "warn"}
 
 
 def print_warnings(ctx) -> None:
+    """The render's warnings and notes, after the ``home:`` header (they name ``~/``
+    paths); an ``info:`` note (e.g. the clients without MCP) is left out by -q."""
+    if any("~/" in line for line in ctx.warnings):
+        ui.home_header()
     for line in ctx.warnings:  # already whole lines, "warning:" or "info:" included
-        if line.startswith("info: "):
-            ui.detail(line)  # a note (e.g. clients without MCP): with -v only
-        else:
+        if not line.startswith("info: "):
+            ui.problem(line)
+        elif ui.current().verbosity >= 0 and not ui.current().json:
             ui.problem(line)
 
 
@@ -54,7 +59,7 @@ def warn_held(held: dict, ctx, moved_vars=()) -> None:
                 f"{display_path(now, home) if now else 'unset'}" for var, was, now in moved_vars)
             ui.warn(f"{left}: not where {clients} keeps its files now — a location "
                     f"variable moved them{changed}: run with the earlier location to "
-                    "manage them, or taosync apply --release-moved to give them back")
+                    f"manage them, or {again('apply --release-moved')} to give them back")
 
 
 def protect(ctx, state=None, plan=None, drift=(), rollback: bool = False):
@@ -130,8 +135,10 @@ def print_plan(plan, ctx, *, diffs: bool) -> None:
     for line in route_lines(getattr(ctx, "routes", None) or {}):
         ui.out(ui.style(line, "bold"))
     verbose = ui.current().verbosity > 0
+    listed = (lambda fp: {kp: v for kp, v in fp.sensitive.items() if v != NO_KEY_SAME}) \
+        if not verbose else (lambda fp: fp.sensitive)  # --no-key: "unchanged" summed up
     rows = [fp for fp in plan.files
-            if fp.changed or fp.released or fp.sensitive or fp.kept or verbose]
+            if fp.changed or fp.released or listed(fp) or fp.kept or verbose]
     width = max((len(display_path(f.path, home)) for f in rows), default=0)
     for fp in rows:
         action = "release" if fp.released else fp.action
@@ -144,24 +151,46 @@ def print_plan(plan, ctx, *, diffs: bool) -> None:
                 "nothing to give back" if fp.kept else "up to date")
         ui.out(f"{label} {display_path(fp.path, home):<{width}}  "
                f"{', '.join(fp.clients)}  {what}")
-        for kp_text, verdict in {**fp.sensitive, **fp.kept}.items():
+        for kp_text, verdict in {**listed(fp), **fp.kept}.items():
             ui.out(f"{'':9} {'':<{width}}  {kp_text}: {verdict}")
     if diffs:
-        for fp in plan.changed:
-            text = fp.diff(ui.redactor() or ctx.key)
-            if text:
-                ui.out("")
-                for line in text.rstrip("\n").splitlines():
-                    ui.out(ui.style(line, _diff_style(line)))
+        print_diffs(plan, ctx)
     n = len(plan.changed)
     same = sum(1 for fp in plan.files if not fp.changed and not fp.released)
-    matching = f"{same} file{'s' if same != 1 else ''} match{'es' if same == 1 else ''} fleet.yaml"
+    matching = ui.files_match(same)
     if rows:
         ui.out("")
+    if not verbose:
+        same_secret = unchanged_secrets(plan)
+        if same_secret:
+            ui.out(same_secret)
     if n:
         ui.out(f"{n} file{'s' if n != 1 else ''} to change" + (f" ({matching})" if same else ""))
     else:
-        ui.out(f"No changes: {matching}")
+        ui.out(ui.nothing_to_do(matching))
+
+
+def unchanged_secrets(plan) -> str:
+    """--no-key: one line for every key-bearing value the keyed hash in the state shows
+    unchanged (-v lists each), or "" when there is none."""
+    files = [fp for fp in plan.files if NO_KEY_SAME in fp.sensitive.values()]
+    n = sum(list(fp.sensitive.values()).count(NO_KEY_SAME) for fp in files)
+    if not n:
+        return ""
+    return (f"{NO_KEY_SAME}: {n} key-bearing value{'s' if n != 1 else ''} in {len(files)} "
+            f"file{'s' if len(files) != 1 else ''}, by the keyed hash in the state "
+            "(-v lists them)")
+
+
+def print_diffs(plan, ctx) -> None:
+    """The unified diff of each file the plan changes, a blank line before each."""
+    home = ctx.settings.home_dir
+    for fp in plan.changed:
+        text = fp.diff(ui.redactor() or ctx.key, display_path(fp.path, home))
+        if text:
+            ui.out("")
+            for line in text.rstrip("\n").splitlines():
+                ui.out(ui.style(line, _diff_style(line)))
 
 
 def _diff_style(line: str) -> str:

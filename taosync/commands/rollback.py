@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.settings import common_options, current
+from taosync.settings import again, common_options, current
 
 
 @click.command("rollback", epilog="""\b
@@ -41,7 +41,7 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets, yes):
     """
     from taosync import pipeline, ui
     from taosync.errors import BadInput
-    from taosync.commands.report import plan_json, print_plan, protect, warn_held
+    from taosync.commands.report import plan_json, print_diffs, protect, warn_held
     from taosync.engine.rollback import commit_step, keep_current_secrets, old_secrets, plan_step
 
     if redo and to is not None:
@@ -69,25 +69,33 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets, yes):
         _confirm_edited(step, s.home_dir, yes)
     if dry_run:
         result_files, record_id = step.plan.changed, None
+        rows = file_rows(step, state, s.home_dir)
     else:
         from taosync.commands import watch_note
 
         pids = watch_note.watches(store)
+        rows: list[str] = []
+
+        def before_writing(state, step):
+            protect(ctx, state, step.plan, rollback=True)
+            rows.extend(file_rows(step, state, s.home_dir))  # before the state moves on
+
         step, state, result = commit_step(
             store, to, redo, unmanaged, pipeline.bounds(env), pipeline.client_locations(env),
-            keep=keep, key=ctx.key,
-            on_plan=lambda state, plan: protect(ctx, state, plan, rollback=True),
+            keep=keep, key=ctx.key, on_plan=before_writing,
             on_record=lambda kind, record: watch_note.tell(store, kind, pids, record=record))
         result_files, record_id = result.written, result.apply_id
         if record_id:
             watch_note.note(step.kind, pids)
     home = s.home_dir
+    if not s.json:
+        ui.home_header()  # before the first path
     say_skipped(step.skipped, home)
     warn_held(step.plan.held, ctx)
     for path in step.edited:
         ui.warn(f"{pipeline.display_path(path, home)} was edited after taosync wrote it; "
                 f"the {step.kind} {'would replace' if dry_run else 'replaced'} those edits "
-                f"too (taosync rollback{' --redo' if step.kind == 'rollback' else ''} "
+                f"too ({again('rollback' + (' --redo' if step.kind == 'rollback' else ''))} "
                 "brings them back)")
     if s.json:
         ui.emit_json({"kind": step.kind, "undone": step.undoes if step.kind == "rollback" else [],
@@ -100,27 +108,31 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets, yes):
                       "sources": {p: f"#{i}" for p, i in step.source.items()},
                       **plan_json(step.plan, ctx)})
         return 0
-    _print_sources(step, home)
-    print_plan(step.plan, ctx, diffs=True)
+    for line in rows:
+        ui.out(line)
+    if dry_run or s.verbosity > 0:
+        print_diffs(step.plan, ctx)
+    if rows:
+        ui.out("")
     kinds = {r.id: r.kind for r in state.applies}
     what = ", ".join(f"{kinds.get(i, 'apply')} #{i}" for i in step.undoes)
     if step.kind == "redo":
         verb = "would take back" if dry_run else "took back"
         why = "" if redo else " (no apply left to step back over)"
         ui.out(f"redo{why}: {verb} {what}"
-               + (f" (recorded as #{record_id}; taosync rollback steps back again)"
+               + (f" (recorded as #{record_id}; {again('rollback')} steps back again)"
                   if record_id else ""))
     elif dry_run:
         ui.out(f"dry run: would roll back {what}")
     elif result_files:
-        ui.out(f"rolled back {what}: {len(result_files)} file(s) restored "
-               f"(recorded as #{record_id}; taosync rollback --redo takes it back)")
+        ui.out(f"rolled back {what}: {files_count(result_files)} "
+               f"(recorded as #{record_id}; {again('rollback --redo')} takes it back)")
     else:
         others = [fp for fp in step.plan.files if not fp.released]
         why = ("files already as they were" if not step.skipped else
                "its other files are already as they were" if others else
                "its files are those of clients set managed: false")
-        ui.out(f"{what}: nothing to restore ({why})")
+        ui.out(ui.nothing_to_do(f"{why} ({what})"))
     return 0
 
 
@@ -226,19 +238,38 @@ def say_skipped(skipped: dict[str, list[str]], home) -> None:
                f"{'it is' if len(paths) == 1 else 'they are'}")
 
 
-def _print_sources(step, home) -> None:
-    """One line per file: what is put back, from which record, for which clients."""
-    from taosync import ui
+def file_rows(step, state, home) -> list[str]:
+    """One line per file the step writes: put back or removed, from which record, for
+    which clients, and how many of the keys taosync owns there come back (``restored``:
+    owned in the state the file returns to) or go (``removed``: owned now, not then)."""
     from taosync.pipeline import display_path
 
+    rows = []
+    width = max((len(display_path(fp.path, home)) for fp in step.plan.changed), default=0)
     for fp in step.plan.changed:
-        source = step.source[str(fp.path)]
-        shown = display_path(fp.path, home)
+        source = step.source.get(str(fp.path))
+        now = state.files.get(str(fp.path))
+        owned_now = set(now.owned) if now is not None else set()
+        owned_then = set(fp.new_state.owned) if fp.new_state is not None else set()
+        counts = [f"{n} key{'s' if n != 1 else ''} {what}" for n, what in (
+            (len(owned_then), "restored"), (len(owned_now - owned_then), "removed")) if n]
         clients = ", ".join(fp.clients) or "no client recorded"
-        if fp.new_text is None:
-            ui.out(f"remove  {shown} (created by #{source})  {clients}")
-        else:
-            ui.out(f"restore {shown} (backup of #{source})  {clients}")
+        verb, whence = (("remove", f"created by #{source}") if fp.new_text is None else
+                        ("restore", f"backup of #{source}"))
+        rows.append(f"{verb:<8} {display_path(fp.path, home):<{width}}  {clients}  "
+                    f"{', '.join(counts) or 'as it was'} ({whence})")
+    return rows
+
+
+def files_count(files) -> str:
+    """``3 files restored, 22 removed``: what a rollback did to the files it wrote."""
+    removed = sum(1 for fp in files if fp.new_text is None)
+    restored = len(files) - removed
+    parts = [f"{restored} file{'s' if restored != 1 else ''} restored"] if restored else []
+    if removed:
+        parts.append(f"{removed}{'' if parts else ' file' + ('s' if removed != 1 else '')} "
+                     "removed")
+    return ", ".join(parts)
 
 
 def _recovered_only(s, recovered: list[str], state) -> int:
@@ -251,6 +282,6 @@ def _recovered_only(s, recovered: list[str], state) -> int:
                       "last_apply": last})
         return 0
     ui.out("rolled back the interrupted apply: its files are as they were before it; "
-           + (f"nothing else was undone (taosync rollback again undoes apply #{last})"
+           + (f"nothing else was undone ({again('rollback')} again undoes apply #{last})"
               if last is not None else "taosync had applied nothing before it"))
     return 0

@@ -156,7 +156,8 @@ def explain_lines(name: str | None, model: str, choice) -> list[str]:
     def num(value, unit: str = "", fmt: str = "{:.0f}") -> str:
         return "—" if value is None else fmt.format(value) + unit
 
-    head = ["", "CANDIDATE", "HEALTH", "MEDIAN", "P95", "TOKENS", "COST", "SCORE", "WHY"]
+    head = ["ON", "CANDIDATE", "HEALTH", "MEDIAN", "P95", "MEDIAN TOKENS", "COST", "SCORE",
+            "WHY"]
     rows = [["→" if c.model == choice.model else "", c.model, c.health,
              num(c.median_latency_ms, " ms"), num(c.p95_latency_ms, " ms"),
              num(c.median_tokens), f"{c.cost:g}", num(c.score, "", "{:.4g}"), c.why]

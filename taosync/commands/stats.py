@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.settings import common_options, current
+from taosync.settings import again, common_options, current
 from taosync.commands.route import complete_model
 
 #: advice names a model only when it scores at least this much better than the route's
@@ -65,17 +65,20 @@ def stats(models: tuple[str, ...], by: str, since: float | None, recommend: bool
         return 0
     if not rows:
         skipped = sum(1 for r in records if r.get("stub"))
-        ui.out("no verify history yet: run `taosync verify`"
+        ui.out(f"no verify history yet: run `{again('verify')}`"
                + (f" ({skipped} stand-in probe(s) left out; --include-stub shows them)"
                   if skipped and not include_stub else ""))
         return 0
-    head = [by.upper(), "BACKEND", "RUNS", "FAILS", "MEDIAN", "P95", "TTFB", "TOKENS IN/OUT",
-            "LAST"]
+    # every column says what it holds: the tokens are the runs' totals, the last probe
+    # says passed or failed in words (an unlabelled ✓ read as "healthy now")
+    head = [by.upper(), "BACKEND", "RUNS", "FAILS", "MEDIAN", "P95", "TTFB",
+            "TOTAL TOKENS IN/OUT", "LAST PROBE"]
     table = []
     for r in rows:
         last = "—"
         if r["last"]:
-            last = ("✓ " if r["last_ok"] else f"✗ {r['last_code'] or 'failed'} ") + r["last"]
+            last = ("passed " if r["last_ok"] else
+                    f"failed ({r['last_code'] or 'no answer'}) ") + r["last"]
         table.append([
             r[by], r["backend"] or "—", str(r["runs"]),
             f"{r['failures']} ({r['failure_rate'] * 100:.0f}%)" if r["failures"] else "0",
@@ -201,7 +204,7 @@ def _recommend(s, records, include_stub: bool) -> int:
             mark = "→" if c["model"] == row["model"] else " "
             ui.out(f"  {mark} —  {c['model']}  no data: {c['why']}")
         if not row["ranking"]:
-            ui.out("  no passing probe on record: run `taosync verify`")
+            ui.out(f"  no passing probe on record: run `{again('verify')}`")
         ui.out(f"  advice: {row['advice']}" if row["advice"] else "  advice: keep it")
     fixed = [f"{row['route']} ({row['model']})" for row in rows if row["fixed"]]
     if not choosing:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from taosync.settings import common_options, current
+from taosync.settings import again, common_options, current
 from taosync.commands.plan import no_key_option, only_option
 
 
@@ -15,9 +15,10 @@ from taosync.commands.plan import no_key_option, only_option
 def status(only, no_key):
     """Show drift (owned keys edited on disk) and pending changes; exit 1 when either."""
     from taosync import pipeline, ui
-    from taosync.commands.report import print_warnings, protect, read_only, warn_held
+    from taosync.commands.report import (print_warnings, protect, read_only,
+                                         unchanged_secrets, warn_held)
     from taosync.engine.drift import find_drift
-    from taosync.fleet.secrets import shown
+    from taosync.fleet.secrets import NO_KEY_SAME, shown
 
     s = current()
     with read_only():
@@ -51,7 +52,7 @@ def status(only, no_key):
         }, exit_code=rc)
     else:
         if not state.applies:
-            ui.out("never applied here (taosync apply writes the fleet)")
+            ui.out(f"never applied here ({again('apply')} writes the fleet)")
         for d in drift:
             where = pipeline.display_path(d.path, home)
             if d.kind == "file-missing":
@@ -73,7 +74,11 @@ def status(only, no_key):
         for fp in the_plan.files if no_key else ():
             where = pipeline.display_path(fp.path, home)
             for kp_text, verdict in fp.sensitive.items():
-                ui.out(f"{'key':<8} {where}: {kp_text}: {verdict}")
+                if verdict != NO_KEY_SAME or s.verbosity > 0:  # else summed up below
+                    ui.out(f"{'key':<8} {where}: {kp_text}: {verdict}")
+        same_secret = unchanged_secrets(the_plan) if s.verbosity <= 0 else ""
+        if same_secret:
+            ui.out(f"{'key':<8} {same_secret}")
         for name, rec in state.routes.items():  # as the files hold it (the last apply)
             reason = _why_now(name, rec, ctx.routes)
             if rec["model"] != rec["preferred"]:
@@ -84,7 +89,7 @@ def status(only, no_key):
                 ui.out(f"{ui.style('route', 'warn')}    {name} → {rec['model']}, its "
                        f"preferred, since {rec['since']} ({reason})")
         if not drift and not pending:
-            ui.out(f"in sync: {len(the_plan.files)} file(s), no drift, nothing pending")
+            ui.out(ui.nothing_to_do(f"{ui.files_match(len(the_plan.files))}, no drift"))
     return rc
 
 

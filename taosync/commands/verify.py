@@ -45,7 +45,7 @@ def print_report(report: Any, s: Any, key: Any = None, live: "LiveTable | None" 
         print_preamble(report, s)
         if s.json or not report.results:
             if not s.json and not report.problems and not report.unprobed:
-                ui.out("nothing to verify: no enabled client in fleet.yaml")
+                ui.out(ui.nothing_to_do("no enabled client in fleet.yaml to verify"))
             return
         for problem, line in table_lines(report, color=ui.style, verbose=s.verbosity > 0):
             line = ui.clean(line)
@@ -55,6 +55,10 @@ def print_report(report: Any, s: Any, key: Any = None, live: "LiveTable | None" 
             else:
                 ui.echo(line)
     else:
+        from taosync.verify.session import diagnosis_lines
+
+        for line in diagnosis_lines(report.results, color=ui.style, verbose=s.verbosity > 0):
+            (ui.warn if s.verbosity < 0 else ui.echo)(ui.clean(line))
         for text in report.warnings[live.warned:]:  # found after the probes (history)
             ui.warn(ui.clean(text))
     print_summary(report, s)
@@ -273,7 +277,9 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bo
         ui.warn(note)
     rc = verify_after_apply(loaded, env, s, only=only or None, stub=use_stub, route=route,
                             strict=True, on_disk=on_disk, standby_fails=strict)
-    for warning in env.warnings:
+    from taosync.clients.base import grouped_warnings
+
+    for warning in grouped_warnings(env.warnings):
         ui.warn(warning)
     if getattr(loaded, "fleet", None) is not None:
         from taosync.clients import variables

@@ -20,6 +20,7 @@ from pathlib import Path
 from taosync.bounded import read_regular_stat
 from taosync.engine.plan import FilePlan, Plan
 from taosync.engine.recovery import restore_entry
+from taosync.settings import again
 from taosync.engine.state import (ApplyRecord, State, StateStore, missing_dirs, prune_history,
                                   sha256_bytes, write_private)
 from taosync.engine.system import RealSystem, System
@@ -170,7 +171,7 @@ def execute(plan: Plan, state: State, store: StateStore, writer: System | None =
         if not undo_errors:
             _discard(store, backup_dir)
         outcome = ("every file was put back as it was" if not undo_errors else
-                   "could not put back " + ", ".join(undo_errors) + " — run taosync apply again")
+                   "could not put back " + ", ".join(undo_errors) + f" — run {again('apply')} again")
         if isinstance(exc, TargetMoved):
             raise TargetMoved(exc.path, outcome) from None
         if len(done) < len(changed):
@@ -206,8 +207,8 @@ def _as_planned(fp: FilePlan, *, refuse_read_only: bool) -> Fingerprint:
     if (refuse_read_only and fp.mode is not None and not fp.mode & 0o200
             and fp.action != "chmod"):  # only taking bits away: read-only stays read-only
         raise WriteFailed(f"{fp.path} is read-only (mode {fp.mode:04o}), so taosync left it "
-                          "alone and changed nothing; make it writable, or run taosync apply "
-                          "--force to write it (it stays read-only)")
+                          f"alone and changed nothing; make it writable, or run {again('apply --force')} "
+                          "to write it (it stays read-only)")
     return seen
 
 

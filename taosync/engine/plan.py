@@ -79,8 +79,10 @@ class FilePlan:
             return ""
         return f"{self.mode:04o} → {self.mode & ~0o077:04o}"
 
-    def diff(self, redactor=None) -> str:
-        """Unified diff, scrubbed by ``redactor`` (a Redactor, or a bare Secret). The
+    def diff(self, redactor=None, label: str | None = None) -> str:
+        """Unified diff, scrubbed by ``redactor`` (a Redactor, or a bare Secret), its
+        header naming the file as ``label`` (``~/…`` under the home header) or by its
+        path. The
         diff shows the user's lines around taosync's keys (a rollback, whole files), so
         a Redactor first learns the values either text holds under a secret-looking
         name, or at all in a credential store (the user's own tokens, in keys taosync
@@ -95,7 +97,7 @@ class FilePlan:
         new = (self.new_text or "").splitlines(keepends=True)
         import difflib
 
-        label = str(self.path)
+        label = label or str(self.path)
         text = "".join(
             _newline_safe(difflib.unified_diff(
                 old, new, fromfile=label if self.old_text is not None else "/dev/null",

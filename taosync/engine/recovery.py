@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from taosync.engine import state as state_module
 from taosync.engine.state import BACKUPS_DIR, State, StateStore, locked
 from taosync.engine.system import current
+from taosync.settings import again
 from taosync.errors import WriteFailed
 from taosync.privilege import owner_rights
 
@@ -48,7 +49,7 @@ def recover_locked(store: StateStore, locations: Locations, *,
             return recover(store, store.load(), store.system, locations, on_refuse=on_refuse)
     except WriteFailed as exc:
         raise WriteFailed(f"an earlier apply was interrupted and cannot be put back now "
-                          f"({exc.message}); run `taosync apply` or `taosync rollback` "
+                          f"({exc.message}); run `{again('apply')}` or `{again('rollback')}` "
                           "to recover it") from None
 
 

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, AbstractSet, Any, Callable
 from taosync.engine.plan import FilePlan, Plan, read_target, released_file
 from taosync.engine.state import ApplyRecord, FileState, OwnedKey, State, StateStore
 from taosync.errors import BadInput
+from taosync.settings import again
 from taosync.fleet.secrets import value_hash
 from taosync.formats.base import keypath_parse
 
@@ -110,31 +111,31 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
     Files of ``unmanaged`` clients are left out (``Step.skipped``), and so are files
     outside the home and locations of ``bounds`` (engine/owner.py; ``Step.plan.held``)."""
     if not state.applies:
-        raise BadInput("nothing to roll back: taosync has not applied anything here yet")
+        raise BadInput("nothing to do: taosync has not applied anything here yet to roll back")
     at = cursor(state)
     if redo or (to is None and not at.in_effect and at.redoable):
         if not at.redoable:
-            raise BadInput("nothing to redo: no rollback since the last apply "
+            raise BadInput("nothing to do: no rollback to redo since the last apply "
                            "(a new apply ends the redo chain)")
         rollback_id = at.redoable[-1]
         return _restore(store, state, rollback_id, "redo", [rollback_id], unmanaged, bounds)
     applies = [r.id for r in state.applies if r.kind in STEPS]
     if to is None:
         if not at.in_effect:
-            raise BadInput("nothing to roll back: every recorded apply is rolled back "
+            raise BadInput("nothing to do: every recorded apply is rolled back "
                            f"already (oldest kept: #{applies[0]})" if applies else
-                           "nothing to roll back: no apply is recorded")
+                           "nothing to do: no apply is recorded to roll back")
         to = at.in_effect[-1]
     if to not in applies and any(r.id == to and r.kind == "route" for r in state.applies):
         raise BadInput(f"#{to} is a route re-render, not one of your applies: rollback steps "
                        "over route records; --to takes an apply: "
-                       f"{', '.join(map(str, applies)) or 'none'} (taosync log lists them)")
+                       f"{', '.join(map(str, applies)) or 'none'} ({again('log')} lists them)")
     if to not in applies:
         raise BadInput(f"no apply number {to}; applies recorded: "
-                       f"{', '.join(map(str, applies)) or 'none'} (taosync log lists them)")
+                       f"{', '.join(map(str, applies)) or 'none'} ({again('log')} lists them)")
     undoes = [i for i in at.in_effect if i >= to]
     if not undoes:
-        raise BadInput(f"apply #{to} is rolled back already; taosync rollback --redo "
+        raise BadInput(f"apply #{to} is rolled back already; {again('rollback --redo')} "
                        "brings it back")
     if at.last_redo and undoes == at.last_redo[1]:
         # stepping back over exactly what the newest redo brought back: take back the
@@ -145,12 +146,12 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
 
 def commit_step(store: StateStore, to: int | None, redo: bool, unmanaged: AbstractSet[str],
                 bounds: Any, locations: "Locations", *, keep: bool = False, key: Any = None,
-                on_plan: Callable[[State, Plan], object] | None = None,
+                on_plan: Callable[[State, "Step"], object] | None = None,
                 on_record: Callable[[str, int], object] | None = None
                 ) -> tuple[Step, State, "Result"]:
     """A rollback or redo as one transaction: under the lock, put back an apply cut
     short, plan the step again against the state as it is there (``on_plan(state,
-    plan)`` sees it before anything is written: the command's redactor), keep the
+    step)`` sees it before anything is written: the command's redactor, its file rows), keep the
     secrets in use now when ``keep`` (``key``: the fleet's, to tell them apart), leave the files of ``unmanaged`` clients alone, write the step and record it
     (``on_record(kind, record id)`` still under the lock: a watch reads it with the
     record). Returns (the step, the state after it, what was written)."""
@@ -163,7 +164,7 @@ def commit_step(store: StateStore, to: int | None, redo: bool, unmanaged: Abstra
         recover(store, state, RealWriter(), locations)
         step = plan_step(store, state, to, redo, unmanaged, bounds)
         if on_plan is not None:
-            on_plan(state, step.plan)
+            on_plan(state, step)
         if keep:
             keep_current_secrets(old_secrets(step, state, store.hmac_key(), key))
         state.forgotten = sorted(unmanaged)
@@ -203,7 +204,7 @@ def _restore(store: StateStore, state: State, since: int, kind: str,
             raise BadInput(f"cannot {'redo' if kind == 'redo' else 'roll back'} past "
                            f"#{record.id}: the backup of {path} it needs was dropped by "
                            "taosync prune (it held a secret no longer in use); nothing "
-                           "was restored (taosync log shows which records are restorable)")
+                           f"was restored ({again('log')} shows which records are restorable)")
         real, current, mode = read_target(path)
         if entry["backup"] is None:
             restored = None

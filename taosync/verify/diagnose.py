@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from taosync.protocols import registry
+from taosync.settings import again
 
 
 def protocol_title(name: str) -> str:
@@ -40,11 +41,22 @@ class Diagnosis:
     code: str
     cause: str
     fix: str
+    #: the client file and key path the failing value was read from (:func:`locate`),
+    #: which ``cause`` starts with; probes that differ only there share one diagnosis
+    where: str = ""
 
     def __post_init__(self) -> None:
         from taosync.terminal import untrusted
 
         self.cause, self.fix = untrusted(self.cause), untrusted(self.fix)
+        self.where = untrusted(self.where)
+
+    @property
+    def shared(self) -> str:
+        """The cause without the file and key path it was located at: what the verify
+        table prints once for every probe that failed the same way."""
+        lead = self.where + ": "
+        return self.cause[len(lead):] if self.where and self.cause.startswith(lead) else self.cause
 
     def to_dict(self) -> dict[str, str]:
         return {"code": self.code, "cause": self.cause, "fix": self.fix}
@@ -134,12 +146,13 @@ def locate(diag: Diagnosis, origins: list[Any]) -> Diagnosis:
     found = [o for o in origins if o.role == _ROLE.get(diag.code)]
     if not found:
         return diag
-    cause = f"{'; '.join(dict.fromkeys(o.where for o in found))}: {diag.cause}"
+    where = "; ".join(dict.fromkeys(o.where for o in found))
+    cause = f"{where}: {diag.cause}"
     if all(o.drifted for o in found):
-        return Diagnosis(diag.code, cause, "the file differs from fleet.yaml there: `taosync "
-                         "apply` writes fleet.yaml's value back (`taosync verify --desired` "
-                         "probes fleet.yaml's)")
-    return Diagnosis(diag.code, cause, diag.fix)
+        return Diagnosis(diag.code, cause, "the file differs from fleet.yaml there: "
+                         f"`{again('apply')}` writes fleet.yaml's value back "
+                         f"(`{again('verify --desired')}` probes fleet.yaml's)", where)
+    return Diagnosis(diag.code, cause, diag.fix, where)
 
 
 # -- reading answers -------------------------------------------------------------------------
@@ -281,7 +294,7 @@ async def _path(failure: Failure, client: Any, request: Any, timeout: float,
     cause = f"{url} is {how}"
     if split is None:
         return Diagnosis("path", cause, f"the URL must end in {endpoint}; check "
-                         "gateway.base_url (the gateway root, e.g. https://taotoken.net/api)")
+                         "gateway.base_url is the gateway root (the part before /v1)")
     origin, prefix, tail = split
     if prefix.endswith("/v1/v1"):
         label, other = "doubled", prefix[:-3]
@@ -306,7 +319,7 @@ async def _path(failure: Failure, client: Any, request: Any, timeout: float,
         fix = _doubled_fix(protocol, origin + other)
     else:
         fix = protocol.path_fix(origin, other, alternative)
-    return Diagnosis("path", cause, fix + "; then `taosync apply`")
+    return Diagnosis("path", cause, fix + f"; then `{again('apply')}`")
 
 
 def _doubled_fix(protocol: Any, right_base: str) -> str:
@@ -381,7 +394,7 @@ async def _model_not_found(failure: Failure, client: Any, request: Any,
             fix = f"the gateway serves {len(ids)} models ({sample}); pick one {where}"
         else:
             fix = f"the gateway lists no models for this key; check the key's plan, or {where}"
-    return Diagnosis("model_not_found", cause, fix + ", then `taosync apply`")
+    return Diagnosis("model_not_found", cause, fix + f", then `{again('apply')}`")
 
 
 def _from_exception(failure: Failure) -> Diagnosis:
@@ -402,14 +415,14 @@ def _from_exception(failure: Failure) -> Diagnosis:
         return Diagnosis("timeout", cause,
                          "if the model is just slow (a cold local backend loads on first use) "
                          "raise verify.timeout in fleet.yaml; otherwise check the gateway is up "
-                         "(`taosync doctor`)")
+                         f"(`{again('doctor')}`)")
     if any(isinstance(e, socket.gaierror) for e in _chain(exc)) or any(s in low for s in (
             "name or service not known", "nodename nor servname", "getaddrinfo failed",
             "temporary failure in name resolution", "no address associated",
             "name resolution")):
         return Diagnosis("dns", f"the gateway host {host} does not resolve (DNS)",
                          "check the host name in gateway.base_url for typos; a VPN-only "
-                         "gateway needs the VPN up (`taosync doctor` checks DNS)")
+                         f"gateway needs the VPN up (`{again('doctor')}` checks DNS)")
     if any(isinstance(e, ssl.SSLError) for e in _chain(exc)) or any(s in low for s in (
             "ssl", "certificate", "tls")):
         if "wrong_version_number" in low or "wrong version number" in low or \
@@ -438,10 +451,10 @@ def _from_exception(failure: Failure) -> Diagnosis:
                          f"{var} / add {host} to NO_PROXY")
     if isinstance(exc, httpx.ConnectError) and refused:
         if is_local(host):
-            return Diagnosis("proxy", f"local proxy failed — nothing listens on {host}:{port}",
-                             "start the local proxy/gateway there, or point gateway.base_url "
-                             "at the gateway itself (e.g. https://taotoken.net/api), then "
-                             "`taosync apply`")
+            # the fleet's own address: the gateway (or a proxy in front of it) is down
+            return Diagnosis("proxy", f"nothing listens on {host}:{port}",
+                             f"start the gateway there (`{again(f'stub --port {port}')}` "
+                             "serves a stand-in), or point gateway.base_url at one that runs")
         return Diagnosis("connect", f"{host}:{port} refused the connection",
                          "check the port in gateway.base_url; the gateway may be down")
     if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
@@ -454,7 +467,7 @@ def _from_exception(failure: Failure) -> Diagnosis:
         return Diagnosis("connect", f"cannot connect to {host}:{port} ({text[:160]})",
                          "check gateway.base_url and your network")
     return Diagnosis("network", f"the request failed: {text[:200]}",
-                     "check gateway.base_url and your network (`taosync doctor`)")
+                     f"check gateway.base_url and your network (`{again('doctor')}`)")
 
 
 def _classify_error(failure: Failure, status: int, data: Any, body: str, key: Any,
@@ -467,7 +480,7 @@ def _classify_error(failure: Failure, status: int, data: Any, body: str, key: An
                          f"(HTTP {status}{where}: {msg})",
                          "a login/OAuth token was sent where a gateway key was meant: point "
                          "gateway.key at the gateway's API key (not a `claude login`/ChatGPT "
-                         "token), then `taosync apply`; if the gateway really uses OAuth, log "
+                         f"token), then `{again('apply')}`; if the gateway really uses OAuth, log "
                          "in again")
     # Google's API refuses a key with 400 INVALID_ARGUMENT (or 403): the body says so
     refused = key_refused(data, body)
@@ -482,9 +495,9 @@ def _classify_error(failure: Failure, status: int, data: Any, body: str, key: An
         if problem:
             return Diagnosis("auth", cause + f"; the key {problem}",
                              f"remove the stray characters where {_key_source(key)} "
-                             "reads it from, then `taosync apply`")
+                             f"reads it from, then `{again('apply')}`")
         return Diagnosis("auth", cause, f"check the key {_key_source(key)} resolves to: "
-                         "is it this gateway's key, not expired or revoked? Then `taosync apply`")
+                         f"is it this gateway's key, not expired or revoked? Then `{again('apply')}`")
     if status == 429:
         retry = (failure.headers or {}).get("retry-after")
         return Diagnosis("rate_limited", f"the gateway kept answering 429 Too Many Requests "
@@ -504,7 +517,8 @@ async def diagnose(failure: Failure, *, client: Any = None, request: Any = None,
                    key: Any = None, timeout: float = 5.0) -> Diagnosis:
     """The diagnosis of ``failure``, every text scrubbed of ``key``."""
     diag = await _diagnose(failure, client, request, key, min(timeout, 5.0))
-    return Diagnosis(diag.code, scrub(diag.cause, key), scrub(diag.fix, key))
+    return Diagnosis(diag.code, scrub(diag.cause, key), scrub(diag.fix, key),
+                     scrub(diag.where, key))
 
 
 async def _diagnose(failure: Failure, client: Any, request: Any, key: Any,
@@ -518,9 +532,9 @@ async def _diagnose(failure: Failure, client: Any, request: Any, key: Any,
         c = failure.completion
         if "html" in ctype:
             return Diagnosis("path", f"{failure.url} answered with a web page (text/html), "
-                             "not the API", "gateway.base_url must be the gateway's API root "
-                             "(e.g. https://taotoken.net/api), not its website; then "
-                             "`taosync apply`")
+                             "not the API", "gateway.base_url must be the gateway's API root, "
+                             "not its website; then "
+                             f"`{again('apply')}`")
         if failure.mismatch:
             return Diagnosis("model_mismatch", f"asked for `{failure.model}`, the gateway "
                              f"answered as `{failure.mismatch}`",

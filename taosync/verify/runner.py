@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from taosync.settings import again
 from taosync.terminal import untrusted
 from taosync.verify import diagnose as dx
 from taosync.verify.probes import (
@@ -219,7 +220,7 @@ async def _send(client: Any, group: ProbeGroup, key: Any, verify: Any,
         result.diagnosis = dx.Diagnosis(
             "auth", f"the key {problem}, so no HTTP header can carry it (nothing was sent)",
             f"remove the stray characters where {dx._key_source(key)} reads it from, "
-            "then `taosync apply`")
+            f"then `{again('apply')}`")
         return result
     request = build_request(group, key, verify, url)
     retries = int(verify.retries if group.retries is None else group.retries)

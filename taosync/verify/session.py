@@ -292,10 +292,11 @@ def _tokens(r: Any) -> str:
            f"{r.tokens_out if r.tokens_out is not None else '?'}"
 
 
-HEAD = ["CLIENT", "ROUTE", "MODEL", "BACKEND", "", "LATENCY", "TTFB", "TOKENS", "ANSWER"]
+HEAD = ["CLIENT", "ROUTE", "MODEL", "BACKEND", "OK", "LATENCY", "TTFB", "TOKENS IN/OUT",
+        "ANSWER"]
 #: the widths a live table gives the columns known only once a probe answered (a wider
 #: cell just pushes the rest of its row right)
-LIVE_WIDTHS = [1, len("999 ms"), len("999 ms"), len("999/999")]
+LIVE_WIDTHS = [len("OK"), len("999 ms"), len("999 ms"), len("TOKENS IN/OUT")]
 
 
 def known_cells(item: Any) -> list[str]:
@@ -354,17 +355,45 @@ class Table:
             out.append((not r.ok, style(f"    {r.protocol} → {r.url} "
                                         f"({r.attempts} attempt{'s' if r.attempts != 1 else ''})",
                                         "dim")))
-        if not r.ok and r.diagnosis is not None:
-            d = r.diagnosis
-            out.append((True, f"    {style(d.code, 'fail')}: {d.cause}"))
-            out.append((True, f"    fix: {d.fix}"))
         return out
 
 
+def diagnosis_lines(results: list[Any], *, color: Any = None, verbose: bool = False) -> list[str]:
+    """Under the table, each way the probes failed once: ``15 probes: proxy: nothing
+    listens on 127.0.0.1:18799`` and its fix (a failure of one probe names its row),
+    rather than the same cause and fix under every row. The client files and key paths
+    the failing values came from follow (up to three; ``verbose``: all)."""
+    style = color or (lambda text, kind: text)
+    groups: dict[tuple, list[Any]] = {}
+    for r in results:
+        d = r.diagnosis
+        if not r.ok and d is not None:
+            groups.setdefault((d.code, d.shared, d.fix), []).append(r)
+    out = []
+    for (code, shared, fix), failed in groups.items():
+        if len(failed) == 1:
+            r = failed[0]
+            who = " ".join(c for c in (", ".join(r.clients), ", ".join(x for x in r.routes if x))
+                           if c)
+            out.append(f"{style('✗', 'fail')} {who}: {style(code, 'fail')}: {r.diagnosis.cause}")
+        else:
+            out.append(f"{style('✗', 'fail')} {len(failed)} probes: {style(code, 'fail')}: {shared}")
+            wheres = list(dict.fromkeys(r.diagnosis.where for r in failed if r.diagnosis.where))
+            if wheres and (len(wheres) <= 3 or verbose):
+                out.append(f"    in: {'; '.join(wheres)}")
+            elif wheres:
+                out.append(f"    in: {len(wheres)} client files (-v names each)")
+        out.append(f"    fix: {fix}")
+    return out
+
+
 def table_lines(report: Report, *, color: Any = None, verbose: bool = False) -> list[tuple[bool, str]]:
-    """(is_problem, line) pairs: the header, one row per probe, cause/fix under failures."""
+    """(is_problem, line) pairs: the header, one row per probe, then each way they
+    failed (:func:`diagnosis_lines`)."""
     table = Table.for_results(report.results, color=color, verbose=verbose)
-    return [(False, table.header()), *(line for r in report.results for line in table.rows(r))]
+    return [(False, table.header()), *(line for r in report.results for line in table.rows(r)),
+            *((True, line) for line in diagnosis_lines(report.results, color=color,
+                                                       verbose=verbose))]
 
 
 def _relative_to_gateway(group: Any, fleet: Any) -> Any:

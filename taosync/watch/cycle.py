@@ -210,8 +210,9 @@ class Cycle:
                 self.verifier.request(ctx, set(clients))
         else:
             n = len(plan_written.files)
-            self.report.emit("unchanged", f"nothing to change: {n} file{'s' if n != 1 else ''} "
-                             "up to date", {"files": n})
+            from taosync import ui
+
+            self.report.emit("unchanged", ui.nothing_to_do(ui.files_match(n)), {"files": n})
 
     def _route_switches(self, before: dict[str, Any], after: dict[str, Any]) -> None:
         """One event per route whose chosen candidate moved (issue 15), and at start

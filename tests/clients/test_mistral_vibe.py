@@ -75,8 +75,8 @@ def test_vibe_reference_names_the_gateway_key_an_mcp_server_puts_on_disk(clients
     (config,) = mistral_vibe.render(f, KEY, clients_env)
     assert config.secret and config.values[MCP + ("env",)]["TAOTOKEN_API_KEY"] == RAW
     assert clients_env.warnings == [
-        f"mistral-vibe: an MCP server uses ${{gateway.key}}, so the key is written into "
-        f"{tmp_path}/.vibe/config.toml (mode 0600) even with secrets: reference"]
+        "mistral-vibe: an MCP server uses ${gateway.key}, so the key will be written into the "
+        "MCP settings (mode 0600) even with secrets: reference"]
 
 
 def test_vibe_reference_without_env_falls_back_inline(clients_env):

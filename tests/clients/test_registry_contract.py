@@ -140,7 +140,10 @@ def apply(taosync, fleet_file: Path, data: dict):
 
 
 def warnings_of(client_id: str, err: str) -> list[str]:
-    return [line for line in err.splitlines() if line.startswith(f"warning: {client_id}: ")]
+    """The warning lines naming ``client_id``: alone, or among the clients of a shared
+    one (``warning: claude-code, codex: …``)."""
+    return [line for line in err.splitlines() if line.startswith("warning: ")
+            and client_id in line[len("warning: "):].partition(": ")[0].split(", ")]
 
 
 def left_out(client_id: str, server: str, err: str) -> bool:
