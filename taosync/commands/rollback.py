@@ -67,6 +67,7 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets, yes):
         keep_current_secrets(secrets)
     if step.edited and not dry_run:
         _confirm_edited(step, s.home_dir, yes)
+    rows: list[str] = []
     if dry_run:
         result_files, record_id = step.plan.changed, None
         rows = file_rows(step, state, s.home_dir)
@@ -74,7 +75,6 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets, yes):
         from taosync.commands import watch_note
 
         pids = watch_note.watches(store)
-        rows: list[str] = []
 
         def before_writing(state, step):
             protect(ctx, state, step.plan, rollback=True)
