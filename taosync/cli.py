@@ -42,6 +42,7 @@ COMMANDS = {
     "cat": "taosync.commands.cat:cat",
     "where": "taosync.commands.where:where",
     "help": "taosync.commands.help_:help_",
+    "secret": "taosync.commands.secret:secret",
 }
 HELP = {
     "validate": "Check fleet.yaml; print every problem with its line and column.",
@@ -69,6 +70,7 @@ HELP = {
     "cat": "Print one client file as taosync would leave it (secrets hidden; --reveal).",
     "where": "Show which fleet.yaml and state directory are in effect, and why.",
     "help": "Show the help of CMD (= taosync CMD --help); no CMD: every command.",
+    "secret": "Store a key in the OS keyring (set NAME); print one for a client's key command (get).",
 }
 
 #: what each exit code means per command (DESIGN.md: 0 ok · 1 the job found a problem ·
@@ -108,6 +110,8 @@ EXIT_CODES = {
     "cat": {0: "the file was printed", 2: BAD + " or PATH is no file taosync manages"},
     "where": {0: "printed (also when no fleet.yaml is found: where it looked)", 2: BAD},
     "help": {0: OK, 2: BAD + " or no such command (did you mean …)"},
+    "secret": {0: OK, 2: BAD + ", no keyring library, a reference that does not resolve, or "
+                          "(get) stdout is a terminal", 3: "the keyring refused the value"},
 }
 EXAMPLES = {
     "validate": "taosync validate --json",
@@ -135,6 +139,7 @@ EXAMPLES = {
     "cat": "taosync cat ~/.codex/config.toml",
     "where": "taosync where --json",
     "help": "taosync help apply",
+    "secret": "taosync secret set gateway",
 }
 
 
@@ -218,6 +223,18 @@ def _certify() -> None:
 
 
 def run(argv: list[str]) -> int:
+    """Run the CLI (:func:`_run`); what it read from password stores is forgotten when the
+    outermost run ends (fleet/stores.py: each reference is read once per run)."""
+    from taosync.fleet import stores
+
+    stores.enter()
+    try:
+        return _run(argv)
+    finally:
+        stores.leave()
+
+
+def _run(argv: list[str]) -> int:
     """Run the CLI; map taosync errors to their exit codes, never a traceback for them,
     and any other exception (a bug) to 70, its traceback only with -v."""
     reset()

@@ -200,7 +200,7 @@ CLIENT = ClaudeCode(
                           note="(x-api-key) is not what taosync writes: it sets "
                           "ANTHROPIC_AUTH_TOKEN (Bearer, no interactive approval); remove "
                           "ANTHROPIC_API_KEY once `taosync apply` has run")),
-    key_rule=declare.KeyRule(("env", "file", "cmd", "shell"),
+    key_rule=declare.KeyRule(declare.BY_COMMAND,
                              "Claude Code runs apiKeyHelper to read it"),
     places={"key": "env.ANTHROPIC_AUTH_TOKEN, env.ANTHROPIC_API_KEY or apiKeyHelper",
             "slot": "env.ANTHROPIC_MODEL"},

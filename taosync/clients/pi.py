@@ -266,7 +266,7 @@ CLIENT = Pi(
               declare.headers("models", *_ENTRY, "headers"),
               declare.fixed("settings", "defaultProvider", value=PROVIDER),
               declare.slot("settings", "defaultModel")),
-    key_rule=declare.KeyRule(("env", "file", "cmd", "shell"),
+    key_rule=declare.KeyRule(declare.BY_COMMAND,
                              "Pi runs a !command for its key"),
     wires=WIRES,
 )

@@ -1,7 +1,9 @@
 """Key references and the redacted ``Secret`` type.
 
 fleet.yaml holds a *reference* to the key (``${env:NAME}``, ``${file:PATH}``,
-``${cmd:COMMAND}``, ``${shell:COMMAND}``); resolving it gives a :class:`Secret`,
+``${cmd:COMMAND}``, ``${shell:COMMAND}``, or a password store's: ``${keyring:SERVICE/USER}``,
+``${op://VAULT/ITEM/FIELD}``, ``${pass:PATH}``, read by :mod:`taosync.fleet.stores`);
+resolving it gives a :class:`Secret`,
 whose ``str``/``repr``/``format`` are redacted so no log line, traceback or f-string
 can print the key by accident. Only :meth:`Secret.reveal` gives the value, and only
 code that writes a client file or sends a request calls it.
@@ -20,7 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REFERENCE = re.compile(r"^\$\{(env|file|cmd|shell):(.*)\}$", re.DOTALL)
+#: what opens a key reference after ``${``: ``KIND:``, or a 1Password reference, whose
+#: ``op://…`` is its argument whole (group ``kind`` or ``op``)
+REFERENCE_HEAD = r"(?:(?P<kind>env|file|cmd|shell|keyring|pass):|(?=(?P<op>op)://))"
+REFERENCE = re.compile(r"^\$\{" + REFERENCE_HEAD + r"(?P<arg>.*)\}$", re.DOTALL)
+#: every reference form, as a message names them
+FORMS = ("${env:NAME}, ${file:PATH}, ${cmd:COMMAND}, ${shell:COMMAND}, "
+         "${keyring:SERVICE/USER}, ${op://VAULT/ITEM/FIELD} or ${pass:PATH}")
 CMD_TIMEOUT = 10.0
 
 
@@ -126,6 +134,8 @@ class Reference:
         """A safe description: never the value of a literal."""
         if self.kind == "literal":
             return "a literal key"
+        if self.kind == "op":
+            return f"${{{self.arg}}}"
         return f"${{{self.kind}:{self.arg}}}"
 
 
@@ -133,7 +143,12 @@ def parse_reference(text: str) -> Reference:
     match = REFERENCE.match(text.strip())
     if not match:
         return Reference("literal", text)
-    return Reference(match.group(1), match.group(2).strip())
+    return reference_of(match)
+
+
+def reference_of(match: re.Match) -> Reference:
+    """The Reference a match of :data:`REFERENCE_HEAD` + ``(?P<arg>…)`` spells."""
+    return Reference(match.group("kind") or match.group("op"), match.group("arg").strip())
 
 
 #: a variable written the way a shell, PowerShell or opencode would: ``$NAME``,
@@ -197,13 +212,19 @@ def resolve(ref: Reference, *, environ=None, home: Path | None = None,
         if not value.strip():
             raise SecretError(f"key file {path} is empty")
         return Secret(value.strip(), ref.describe())
+    if ref.kind in ("keyring", "op", "pass"):
+        from taosync.fleet import stores
+
+        try:
+            return stores.read(ref, environ, timeout)
+        except stores.StoreError as exc:
+            raise SecretError(str(exc)) from None
     return _run_key_command(ref, environ, timeout)
 
 
 def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
     """``${cmd:…}`` (no shell) or ``${shell:…}``; subprocess is imported only here."""
     import shlex
-    import subprocess
 
     argv: str | list[str]  # a command line for the shell, or the program and its arguments
     if ref.kind == "cmd":
@@ -217,34 +238,16 @@ def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
     else:
         argv, shell = ref.arg, True
     try:
-        # Its own session (process group), so a timeout can kill the command's children too.
-        from taosync.privilege import command_identity, invoker_rights
-
-        with invoker_rights():  # exec'd with the rights of the process, not of a thread
-            proc = subprocess.Popen(argv, shell=shell, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env=dict(environ), start_new_session=True,
-                                    **command_identity())
+        rc, out, err = run_bounded(argv, environ, timeout, shell=shell)
     except FileNotFoundError:
         raise SecretError(f"key command not found: {argv[0]}") from None
     except OSError as exc:
         raise SecretError(f"key command cannot run: {exc.strerror}") from None
-    try:
-        out, err = _bounded_output(proc, timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        raise SecretError(f"key command did not finish within {timeout:g} s: "
-                          f"{ref.describe()}") from None
-    except _TooMuch:
-        _kill_group(proc)
-        raise SecretError(f"key command printed more than {SECRET_MAX // 1024} KiB (a key "
-                          f"is one line; is it the right command?): {ref.describe()}") from None
-    except BaseException:
-        _kill_group(proc)
-        raise
-    if proc.returncode != 0:
+    except SecretError as exc:
+        raise SecretError(f"key command {exc}: {ref.describe()}") from None
+    if rc != 0:
         last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["(no stderr)"]
-        raise SecretError(f"key command exited {proc.returncode}: {last[0][:200]}")
+        raise SecretError(f"key command exited {rc}: {last[0][:200]}")
     try:
         stdout = out.decode("utf-8")
     except UnicodeDecodeError:
@@ -253,6 +256,43 @@ def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
     if not stdout.strip():
         raise SecretError("key command printed nothing")
     return Secret(stdout.strip(), ref.describe())
+
+
+def run_bounded(argv, environ, timeout: float, *, shell: bool = False,
+                stdin: str | None = None) -> tuple[int, bytes, bytes]:
+    """(exit code, stdout, stderr) of a key command or a password store's program, in
+    its own session (a timeout kills its children too), with the process's rights,
+    ``stdin`` its only input; SecretError when it overruns time or output (the message
+    goes after the command's name), OSError when it cannot start."""
+    import subprocess
+
+    from taosync.privilege import command_identity, invoker_rights
+
+    with invoker_rights():  # exec'd with the rights of the process, not of a thread
+        proc = subprocess.Popen(argv, shell=shell,
+                                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=dict(environ), start_new_session=True,
+                                **command_identity())
+    try:
+        if stdin is not None:  # a template of a few lines: the pipe takes it whole
+            try:
+                proc.stdin.write(stdin.encode("utf-8"))
+            except BrokenPipeError:
+                pass  # it did not read its input: its exit code says why
+            proc.stdin.close()
+        out, err = _bounded_output(proc, timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise SecretError(f"did not finish within {timeout:g} s") from None
+    except _TooMuch:
+        _kill_group(proc)
+        raise SecretError(f"printed more than {SECRET_MAX // 1024} KiB (a key is one line; "
+                          f"is it the right command?)") from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    return proc.returncode, out, err
 
 
 #: the most a key command may print: as much as a key file holds (taosync/bounded.py)
