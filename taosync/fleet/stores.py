@@ -188,14 +188,21 @@ def _pass(arg: str, environ: Mapping[str, str], timeout: float) -> str:
     rc, out, err = run(["pass", "show", arg], environ, timeout, what="pass")
     if rc != 0:
         said = said_by(err)
+        store = store_dir(environ)
+        if not os.path.isfile(os.path.join(store, ".gpg-id")):  # pass says "not in the store"
+            raise StoreError(f"no password store at {store} ({said}); create one with `pass "
+                             f"init GPG-ID` (PASSWORD_STORE_DIR moves it)")
         if "is not in the password store" in said:
             raise StoreError(f"{arg} is not in the password store ({said}); add it with "
                              f"`pass insert {arg}`")
-        if "password store is empty" in said or "Try \"pass init\"" in said:
-            raise StoreError(f"no password store ({said}); create one with `pass init "
-                             f"GPG-ID` (PASSWORD_STORE_DIR moves it)")
         raise StoreError(f"`pass show` exited {rc}: {said or '(no message)'}")
     return out.splitlines()[0] if out.strip() else ""
+
+
+def store_dir(environ: Mapping[str, str]) -> str:
+    """Where ``pass`` keeps its store: ``$PASSWORD_STORE_DIR``, else ``~/.password-store``."""
+    return environ.get("PASSWORD_STORE_DIR") or os.path.join(
+        environ.get("HOME") or os.path.expanduser("~"), ".password-store")
 
 
 # -- 1Password ------------------------------------------------------------------------------
@@ -367,8 +374,7 @@ def available(kind: str, environ: Mapping[str, str]) -> tuple[bool, str]:
     exe = shutil.which("pass", path=path)
     if exe is None:
         return False, "`pass` is not installed: " + INSTALL["pass"]
-    store = environ.get("PASSWORD_STORE_DIR") or os.path.join(
-        environ.get("HOME") or os.path.expanduser("~"), ".password-store")
+    store = store_dir(environ)
     if not os.path.isfile(os.path.join(store, ".gpg-id")):
         return False, f"no password store at {store}: create one with `pass init GPG-ID` " \
                       f"(PASSWORD_STORE_DIR moves it)"
