@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TEST_KEY, binary_or_skip, real_clients_required, snapshot
+from conftest import ROOT, TEST_KEY, binary_or_skip, keyring_or_skip, snapshot
 
 OP_STAND_IN = Path(__file__).resolve().with_name("op_stand_in.py")
 OTHER = "ghp_STOREDtoken0123456789abcdefXYZ"
@@ -76,35 +76,6 @@ def nothing_stored(home: Path, *values: str) -> None:
 
 
 # -- the OS keyring, through a real file backend ------------------------------------------
-
-def keyring_or_skip():
-    """The keyring library (the ``test`` extra installs it); a missing one skips, naming
-    why, unless real backends are required."""
-    try:
-        import keyring
-        import keyrings.alt.file  # noqa: F401
-    except ImportError:
-        if real_clients_required():
-            pytest.fail("keyring and keyrings.alt are not installed: pip install -e '.[test]'")
-        pytest.skip("keyring/keyrings.alt are not installed (pip install -e '.[test]')")
-    return keyring
-
-
-@pytest.fixture
-def file_keyring(tmp_path, monkeypatch):
-    """A real keyring backend (keyrings.alt's plaintext file) whose file is outside the
-    home, chosen for this process and every process it starts; returns a setter."""
-    keyring = keyring_or_skip()
-    from keyrings.alt.file import PlaintextKeyring
-
-    data = tmp_path / "keyring-data"
-    monkeypatch.setenv("XDG_DATA_HOME", str(data))
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyrings.alt.file.PlaintextKeyring")
-    previous = keyring.get_keyring()
-    keyring.set_keyring(PlaintextKeyring())
-    yield lambda service, user, value: keyring.set_password(service, user, value)
-    keyring.set_keyring(previous)
-
 
 def taosync_process(*args: str, input: str | None = None, env: dict | None = None):
     return subprocess.run([sys.executable, "-m", "taosync", *args], input=input,
