@@ -430,3 +430,38 @@ def test_real_pass_without_a_store_says_pass_init(tmp_path, taosync, home, monke
     r = taosync("apply", "--no-verify", config=fleet)
     assert r.rc == 2, r.both
     assert f"fleet.yaml:{KEY_AT}" in r.both and "pass init" in r.both
+
+
+# -- doctor --------------------------------------------------------------------------------------
+
+def doctor_lines(taosync, fleet: Path) -> tuple[int, dict[str, str]]:
+    """doctor's exit code and its ``secrets`` lines: reference → the whole line."""
+    r = taosync("doctor", config=fleet)
+    lines = {line.split()[2]: line for line in r.out.splitlines()
+             if len(line.split()) > 2 and line.split()[1] == "secrets"}
+    return r.rc, lines
+
+
+def test_doctor_names_the_store_each_reference_needs_and_the_fix(op_vault, file_keyring,
+                                                                tmp_path, taosync, home,
+                                                                monkeypatch):
+    vault, calls, save = op_vault
+    vault["op://Private/gateway/credential"] = TEST_KEY
+    save()
+    file_keyring("taosync", "github", OTHER)
+    monkeypatch.setenv("PASSWORD_STORE_DIR", str(tmp_path / "no-store"))
+    fleet = write_fleet(tmp_path / "fleet.yaml", "${op://Private/gateway/credential}",
+                        mcp="${keyring:taosync/github}", header="${pass:team/header}")
+    rc, lines = doctor_lines(taosync, fleet)
+    assert rc == 1
+    op = lines["${op://Private/gateway/credential}"]
+    assert op.split()[0] == "ok" and "needs 1Password" in op
+    ring = lines["${keyring:taosync/github}"]
+    assert ring.split()[0] == "ok" and "PlaintextKeyring" in ring
+    passed = lines["${pass:team/header}"]
+    assert passed.split()[0] == "error" and "pass init" in passed, passed
+    # no op on PATH: the install line
+    monkeypatch.setenv("PATH", f"{tmp_path / 'empty'}:{os.path.dirname(shutil.which('pass') or '/usr/bin/pass')}")
+    rc, lines = doctor_lines(taosync, fleet)
+    op = lines["${op://Private/gateway/credential}"]
+    assert op.split()[0] == "error" and "`op` is not installed" in op and rc == 1
