@@ -163,9 +163,19 @@ def test_status_items_carry_the_display_path(taosync, home):
     (("cat", "~/not-a-client-file"), 2),
     (("where", "--bogus"), 2),
     (("help", "aply"), 2),
+    (("secret", "get", "${env:NOT_A_STORE}"), 2),
 ], ids=case_id)
 def test_failures(taosync, args, rc):
     failed(taosync(*args, "--json"), rc)
+
+
+def test_secret_set_prints_the_reference(taosync, file_keyring, monkeypatch):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("sk-json-contract-0123456789\n"))
+    data = contract(taosync("secret", "set", "gw", "--json"), 0)
+    assert data["reference"] == "${keyring:taosync/gw}"
+    assert "sk-json-contract-0123456789" not in json.dumps(data)
 
 
 def test_destroy_without_a_terminal_or_yes_is_bad_input(taosync):

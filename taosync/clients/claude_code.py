@@ -69,7 +69,8 @@ OWNED_FILES = (
 #: README "Secrets": how `secrets: reference` keeps the key off disk
 KEY_REFERENCE = (
     "`apiKeyHelper` = a command that prints the key at run time (`printenv NAME`, `cat "
-    "FILE`, or your command).")
+    "FILE`, or your command; for a password store `op read 'op://…'`, `pass show PATH | "
+    "head -n 1`, `<python> -m taosync secret get '${keyring:…}'`).")
 #: README "MCP secrets": how `secrets: reference` writes MCP secrets
 MCP_REFERENCE = (
     "inline in `~/.claude.json` (0600), with a warning: Claude expands `${VAR}` only in a "

@@ -60,8 +60,9 @@ class SecretSteps:
         """Every 1Password reference of the fleet (key, MCP secrets, gateway headers) read
         in one call before any is resolved, so one unlock serves the run (fleet/stores.py);
         what fails is reported where each reference stands, as it is resolved."""
-        refs = []
-        gateway = data.get("gateway") if isinstance(data.get("gateway"), dict) else {}
+        refs: list[Reference] = []
+        raw = data.get("gateway")
+        gateway: dict = raw if isinstance(raw, dict) else {}
         if self.resolve_key and isinstance(gateway.get("key"), str):
             refs.append(parse_reference(gateway["key"]))
         if self.resolve_mcp:

@@ -275,7 +275,7 @@ def run_bounded(argv, environ, timeout: float, *, shell: bool = False,
                                 env=dict(environ), start_new_session=True,
                                 **command_identity())
     try:
-        if stdin is not None:  # a template of a few lines: the pipe takes it whole
+        if stdin is not None and proc.stdin is not None:  # a template of a few lines
             try:
                 proc.stdin.write(stdin.encode("utf-8"))
             except BrokenPipeError:

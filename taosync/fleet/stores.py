@@ -136,7 +136,7 @@ def keyring_parts(arg: str) -> tuple[str, str]:
 def keyring_module():
     """The ``keyring`` library, or StoreError saying how to install it."""
     try:
-        import keyring
+        import keyring  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         raise StoreError("the keyring library is not installed: "
                          + INSTALL["keyring"]) from None
