@@ -66,6 +66,18 @@ def state_dir(home: Path) -> Path:
     return home / ".local/state/taosync"
 
 
+def refused(taosync, home: Path, fleet: Path, at: str = KEY_AT) -> str:
+    """``apply`` of ``fleet`` is bad input located at ``at`` (line:column), with no
+    traceback and nothing written; returns what it printed."""
+    before = snapshot(home)
+    r = taosync("apply", "--no-verify", config=fleet)
+    assert r.rc == 2, r.both
+    assert f"fleet.yaml:{at}" in r.both, r.both
+    assert "Traceback" not in r.both
+    assert snapshot(home) == before
+    return r.both
+
+
 def nothing_stored(home: Path, *values: str) -> None:
     """No value is in any file of taosync's state (state, render cache, certificate)."""
     for path in state_dir(home).rglob("*"):
@@ -137,15 +149,10 @@ def test_secret_set_with_nothing_to_store_is_bad_input(file_keyring):
 
 def test_keyring_missing_item_is_located_and_nothing_is_written(file_keyring, tmp_path,
                                                                 taosync, home):
-    before = snapshot(home)
-    fleet = write_fleet(tmp_path / "fleet.yaml", "${keyring:taosync/absent}")
-    r = taosync("apply", "--no-verify", config=fleet)
-    assert r.rc == 2, r.both
-    assert f"fleet.yaml:{KEY_AT}" in r.both
-    assert "no password for service 'taosync', user 'absent'" in r.both
-    assert "taosync secret set absent" in r.both
-    assert "Traceback" not in r.both
-    assert snapshot(home) == before
+    said = refused(taosync, home, write_fleet(tmp_path / "fleet.yaml",
+                                              "${keyring:taosync/absent}"))
+    assert "no password for service 'taosync', user 'absent'" in said
+    assert "taosync secret set absent" in said
 
 
 def test_keyring_reference_handed_to_claude_and_pi_as_a_command(file_keyring, tmp_path,
@@ -286,14 +293,9 @@ def test_1password_reference_handed_to_claude_and_pi_as_op_read(op_vault, tmp_pa
 def test_1password_sign_in_without_a_terminal_is_located(op_vault, tmp_path, taosync, home,
                                                         monkeypatch):
     monkeypatch.setenv("OP_STAND_IN_SIGNED_OUT", "1")
-    before = snapshot(home)
-    fleet = write_fleet(tmp_path / "fleet.yaml", "${op://Private/gateway/credential}")
-    r = taosync("apply", "--no-verify", config=fleet)
-    assert r.rc == 2, r.both
-    assert f"fleet.yaml:{KEY_AT}" in r.both
-    assert "sign in" in r.both and "op signin" in r.both
-    assert "Traceback" not in r.both
-    assert snapshot(home) == before
+    said = refused(taosync, home, write_fleet(tmp_path / "fleet.yaml",
+                                              "${op://Private/gateway/credential}"))
+    assert "sign in" in said and "op signin" in said
     assert len(op_vault[1]()) == 1
 
 
@@ -302,15 +304,12 @@ def test_1password_missing_item_is_located_at_its_reference(op_vault, tmp_path, 
     vault, calls, save = op_vault
     vault["op://Private/gateway/credential"] = TEST_KEY
     save()
-    before = snapshot(home)
-    fleet = write_fleet(tmp_path / "fleet.yaml", "${op://Private/gateway/credential}",
-                        mcp="${op://Private/nothing/token}")
-    r = taosync("apply", "--no-verify", config=fleet)
-    assert r.rc == 2, r.both
-    assert f"fleet.yaml:{MCP_AT}" in r.both, r.both
-    assert "could not find item nothing in vault Private" in r.both
-    assert "Traceback" not in r.both and TEST_KEY not in r.both
-    assert snapshot(home) == before
+    said = refused(taosync, home, write_fleet(tmp_path / "fleet.yaml",
+                                              "${op://Private/gateway/credential}",
+                                              mcp="${op://Private/nothing/token}"), MCP_AT)
+    assert "could not find item nothing in vault Private" in said and TEST_KEY not in said
+    # the key, read in the same failed call, says so where it stands
+    assert f"fleet.yaml:{KEY_AT}" in said and "one 1Password call failed on" in said
     assert calls() == [["inject"]]
 
 
@@ -326,11 +325,9 @@ def test_1password_message_is_redacted(op_vault, tmp_path, taosync, home):
 
 def test_op_not_installed_says_how_to_install(tmp_path, taosync, home, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    fleet = write_fleet(tmp_path / "fleet.yaml", "${op://Private/gateway/credential}")
-    r = taosync("apply", "--no-verify", config=fleet)
-    assert r.rc == 2, r.both
-    assert f"fleet.yaml:{KEY_AT}" in r.both and "`op` is not installed" in r.both
-    assert "developer.1password.com" in r.both
+    said = refused(taosync, home, write_fleet(tmp_path / "fleet.yaml",
+                                              "${op://Private/gateway/credential}"))
+    assert "`op` is not installed" in said and "developer.1password.com" in said
 
 
 def test_1password_sdk_with_a_service_account():
@@ -413,23 +410,15 @@ def test_real_pass_reference_handed_to_claude_and_pi_as_pass_show(pass_store, tm
 
 
 def test_real_pass_missing_entry_is_located(pass_store, tmp_path, taosync, home):
-    before = snapshot(home)
-    fleet = write_fleet(tmp_path / "fleet.yaml", "${pass:ai/absent}")
-    r = taosync("apply", "--no-verify", config=fleet)
-    assert r.rc == 2, r.both
-    assert f"fleet.yaml:{KEY_AT}" in r.both
-    assert "ai/absent is not in the password store" in r.both and "pass insert" in r.both
-    assert "Traceback" not in r.both
-    assert snapshot(home) == before
+    said = refused(taosync, home, write_fleet(tmp_path / "fleet.yaml", "${pass:ai/absent}"))
+    assert "ai/absent is not in the password store" in said and "pass insert" in said
 
 
 def test_real_pass_without_a_store_says_pass_init(tmp_path, taosync, home, monkeypatch):
     binary_or_skip("TAOSYNC_TEST_PASS_BIN", "pass")
     monkeypatch.setenv("PASSWORD_STORE_DIR", str(tmp_path / "no-store"))
-    fleet = write_fleet(tmp_path / "fleet.yaml", "${pass:ai/gateway}")
-    r = taosync("apply", "--no-verify", config=fleet)
-    assert r.rc == 2, r.both
-    assert f"fleet.yaml:{KEY_AT}" in r.both and "pass init" in r.both
+    said = refused(taosync, home, write_fleet(tmp_path / "fleet.yaml", "${pass:ai/gateway}"))
+    assert "no password store at" in said and "pass init" in said
 
 
 # -- doctor --------------------------------------------------------------------------------------

@@ -180,7 +180,8 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
 def _prefetch(key_ref, patches: list, environ) -> None:
     """Every 1Password reference of the cached render (the key, each MCP secret) read in
     one call before any is resolved, as the full load does (fleet/stores.py)."""
-    from taosync.fleet.logic import split_secret_reference
+    from taosync.fleet import stores
+    from taosync.fleet.secrets import CMD_TIMEOUT
 
     texts: list[str] = []
 
@@ -195,19 +196,7 @@ def _prefetch(key_ref, patches: list, environ) -> None:
                 walk(v)
 
     walk(patches)
-    refs = [key_ref]
-    for text in texts:
-        try:
-            parts = split_secret_reference(text)
-        except ValueError:
-            continue
-        if parts is not None:
-            refs.append(parts[1])
-    if any(ref.kind == "op" for ref in refs):
-        from taosync.fleet import stores
-        from taosync.fleet.secrets import CMD_TIMEOUT
-
-        stores.prefetch(refs, environ, CMD_TIMEOUT)
+    stores.prefetch_in([key_ref], texts, environ, CMD_TIMEOUT)
 
 
 def resolve_recorded(ref, *, environ, home):

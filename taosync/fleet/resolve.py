@@ -60,28 +60,20 @@ class SecretSteps:
         """Every 1Password reference of the fleet (key, MCP secrets, gateway headers) read
         in one call before any is resolved, so one unlock serves the run (fleet/stores.py);
         what fails is reported where each reference stands, as it is resolved."""
-        refs: list[Reference] = []
+        from taosync.fleet import stores
+
         raw = data.get("gateway")
         gateway: dict = raw if isinstance(raw, dict) else {}
-        if self.resolve_key and isinstance(gateway.get("key"), str):
-            refs.append(parse_reference(gateway["key"]))
+        key = gateway.get("key")
+        refs = [parse_reference(key)] if self.resolve_key and isinstance(key, str) else []
+        texts: list[str] = []
         if self.resolve_mcp:
             texts = [text for _, text, _ in mcp_secret_values(data.get("mcp_servers"))]
             headers = gateway.get("headers")
             if isinstance(headers, dict):
                 texts += [v for v in headers.values() if isinstance(v, str)]
-            for text in texts:
-                try:
-                    parts = split_secret_reference(text)
-                except ValueError:
-                    continue
-                if parts is not None:
-                    refs.append(parts[1])
-        if any(ref.kind == "op" for ref in refs):
-            from taosync.fleet import stores
-
-            stores.prefetch(refs, self.environ if self.environ is not None else os.environ,
-                            self.timeout)
+        stores.prefetch_in(refs, texts, self.environ if self.environ is not None
+                           else os.environ, self.timeout)
 
     def known(self) -> list[Secret]:
         """Every secret a message must not hold: what was resolved, and a literal key."""

@@ -111,6 +111,27 @@ def prefetch(refs: Iterable[Any], environ: Mapping[str, str], timeout: float) ->
         _READ[("op", arg)] = _secret_of("op", arg, values[arg])
 
 
+def prefetch_in(refs: Iterable[Any], texts: Iterable[str], environ: Mapping[str, str],
+                timeout: float) -> None:
+    """:func:`prefetch` of ``refs`` and of the reference each of ``texts`` holds (an MCP
+    or header value: ``Bearer ${op://…}``): what the full load and the render cache both
+    read before resolving any one of them."""
+    texts = [t for t in texts if "${op://" in t]
+    refs = [r for r in refs if r.kind == "op"]
+    if not (refs or texts):
+        return
+    from taosync.fleet.logic import split_secret_reference
+
+    for text in texts:
+        try:
+            parts = split_secret_reference(text)
+        except ValueError:
+            continue  # the load reports it where it stands
+        if parts is not None:
+            refs.append(parts[1])
+    prefetch(refs, environ, timeout)
+
+
 def _secret(ref, value: str | None):
     return _secret_of(ref.kind, ref.arg, value)
 
