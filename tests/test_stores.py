@@ -262,6 +262,12 @@ def test_every_1password_reference_of_a_run_is_read_in_one_call(op_vault, tmp_pa
     status = taosync("status", config=fleet)
     assert status.rc == 0, status.both
     assert calls() == [["inject"], ["inject"]]  # one more run, one more call
+    # a no-op apply in a process of its own (the fast path checks the certificate's
+    # inputs, the key and the MCP secret among them): one call again
+    again = taosync_process("--home", str(home), "-c", str(fleet), "apply", "--no-verify")
+    assert again.returncode == 0 and "nothing to do" in again.stdout + again.stderr, \
+        again.stderr
+    assert calls() == [["inject"]] * 3
 
 
 def test_1password_reference_handed_to_claude_and_pi_as_op_read(op_vault, tmp_path,
@@ -288,6 +294,17 @@ def test_1password_reference_handed_to_claude_and_pi_as_op_read(op_vault, tmp_pa
     # the command the clients run prints the key
     ran = subprocess.run(["/bin/sh", "-c", helper], capture_output=True, text=True, timeout=60)
     assert ran.stdout.strip() == TEST_KEY
+
+
+def test_import_reads_a_store_command_back_as_its_reference(taosync, home):
+    """An apiKeyHelper taosync wrote for a store is proposed as that store's reference."""
+    (home / ".claude").mkdir()
+    (home / ".claude/settings.json").write_text(json.dumps({
+        "env": {"ANTHROPIC_BASE_URL": "https://gw.example", "ANTHROPIC_MODEL": "gw-main"},
+        "apiKeyHelper": "op read op://Private/gateway/credential"}))
+    r = taosync("import")
+    assert 'key: "${op://Private/gateway/credential}"' in r.out, r.both
+    assert "${shell:" not in r.out
 
 
 def test_1password_sign_in_without_a_terminal_is_located(op_vault, tmp_path, taosync, home,
