@@ -209,6 +209,14 @@ def test_locked_keyring_is_located_and_says_how_to_unlock(tmp_path, home):
     assert "sk-locked" not in done.stderr  # the backend's own message, redacted
     assert "Traceback" not in done.stderr
     assert snapshot(home) == before
+    # doctor: the keyring is there, and locked
+    doctor = taosync_process("--home", str(home), "-c", str(fleet), "doctor",
+                             env={"PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}",
+                                  "PYTHON_KEYRING_BACKEND": "locked_keyring.LockedKeyring"})
+    line = next(line for line in doctor.stdout.splitlines() if "${keyring:taosync/gw}" in line
+                and line.split()[1] == "secrets")
+    assert line.split()[0] == "error" and "locked" in line and "unlock" in line, line
+    assert doctor.returncode == 1 and "sk-locked" not in doctor.stdout + doctor.stderr
 
 
 # -- 1Password, through a stand-in op that logs its calls -------------------------------------

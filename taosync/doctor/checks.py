@@ -38,11 +38,11 @@ STORE_TITLES = {"keyring": "the OS keyring", "op": "1Password", "pass": "pass"}
 def store_checks(text: str, environ: Mapping[str, str]) -> list[Check]:
     """One line per password store reference in fleet.yaml: the store it needs and
     whether it is there (the library, the ``op`` CLI or SDK, a ``pass`` store), with the
-    fix. A reference that is there but fails to read (a locked keychain, a missing item)
-    is the fleet's error line above, at its line and column."""
+    fix; a store that is there but could not be read when the fleet was loaded (a locked
+    keychain, a missing item) fails with why (the fleet's line above locates it)."""
     from taosync.fleet.logic import SECRET_REFERENCE
     from taosync.fleet.secrets import reference_of
-    from taosync.fleet.stores import KINDS, available
+    from taosync.fleet.stores import KINDS, available, failure
 
     out: list[Check] = []
     seen: set[str] = set()
@@ -52,8 +52,10 @@ def store_checks(text: str, environ: Mapping[str, str]) -> list[Check]:
             continue
         seen.add(ref.describe())
         there, said = available(ref.kind, environ)
-        out.append(Check("secrets", ref.describe(), "ok" if there else "fail",
-                         f"needs {STORE_TITLES[ref.kind]}: {said}"))
+        failed = failure(ref) if there else None  # the load read it: locked, no such item
+        out.append(Check("secrets", ref.describe(), "ok" if there and not failed else "fail",
+                         f"needs {STORE_TITLES[ref.kind]}: {said}"
+                         + (f"; cannot read it: {failed}" if failed else "")))
     return out
 
 

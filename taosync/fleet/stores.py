@@ -92,6 +92,11 @@ def read(ref, environ: Mapping[str, str], timeout: float):
     return _READ[at]
 
 
+def failure(ref) -> str | None:
+    """Why this run could not read ``ref`` (None: it was read, or not tried)."""
+    return _FAILED.get((ref.kind, ref.arg))
+
+
 def prefetch(refs: Iterable[Any], environ: Mapping[str, str], timeout: float) -> None:
     """Read every 1Password reference of ``refs`` not read yet this run, in one call."""
     wanted = sorted({r.arg for r in refs if r.kind == "op"} -
