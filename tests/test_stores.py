@@ -479,3 +479,13 @@ def test_doctor_names_the_store_each_reference_needs_and_the_fix(op_vault, file_
     rc, lines = doctor_lines(taosync, fleet)
     op = lines["${op://Private/gateway/credential}"]
     assert op.split()[0] == "error" and "`op` is not installed" in op and rc == 1
+
+
+def test_an_empty_1password_field_is_located(op_vault, tmp_path, taosync, home):
+    vault, calls, save = op_vault
+    vault.update({"op://Private/gateway/credential": TEST_KEY, "op://Private/github/token": ""})
+    save()
+    said = refused(taosync, home, write_fleet(tmp_path / "fleet.yaml",
+                                              "${op://Private/gateway/credential}",
+                                              mcp="${op://Private/github/token}"), MCP_AT)
+    assert "empty value" in said and TEST_KEY not in said

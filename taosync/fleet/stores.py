@@ -113,7 +113,10 @@ def prefetch(refs: Iterable[Any], environ: Mapping[str, str], timeout: float) ->
                 f"not read: the run's one 1Password call failed on ${{{named[0]}}}"
         return
     for arg in wanted:
-        _READ[("op", arg)] = _secret_of("op", arg, values[arg])
+        try:
+            _READ[("op", arg)] = _secret_of("op", arg, values[arg])
+        except StoreError as exc:  # an empty field
+            _FAILED[("op", arg)] = str(exc)
 
 
 def prefetch_in(refs: Iterable[Any], texts: Iterable[str], environ: Mapping[str, str],
@@ -353,7 +356,7 @@ def fetch_command(ref) -> str:
 _FETCHED = (
     ("op", re.compile(r"^op read (?:'(op://[^']*)'|(op://\S+))$")),
     ("pass", re.compile(r"^pass show (?:'([^']*)'|([^\s'|]+)) \| head -n ?1$")),
-    ("keyring", re.compile(r"^\S+ -m taosync secret get (?:'\$\{keyring:([^']*)\}'"
+    ("keyring", re.compile(r"^(?:'[^']*'|\S+) -m taosync secret get (?:'\$\{keyring:([^']*)\}'"
                            r"|\$\{keyring:(\S*)\})$")),
 )
 
