@@ -433,7 +433,8 @@ def disk_key(kind: str, arg: str, where: str, env: ClientEnv) -> tuple[Any, str 
 
     # a command taosync wrote to read a password store is read as its reference: through
     # the run's one read of it (one unlock), not by running the store again
-    ref = (command_reference(arg) if kind == "shell" else None) or Reference(kind, arg)
+    stored = command_reference(arg) if kind == "shell" else None
+    ref = Reference(*stored) if stored is not None else Reference(kind, arg)
     try:
         secret = resolve(ref, environ=env.environ, home=env.home)
     except SecretError as exc:

@@ -180,7 +180,7 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
 def _prefetch(key_ref, patches: list, environ) -> None:
     """Every 1Password reference of the cached render (the key, each MCP secret) read in
     one call before any is resolved, as the full load does (fleet/stores.py)."""
-    from taosync.fleet import stores
+    from taosync.fleet.logic import prefetch_stores
     from taosync.fleet.secrets import CMD_TIMEOUT
 
     texts: list[str] = []
@@ -196,7 +196,7 @@ def _prefetch(key_ref, patches: list, environ) -> None:
                 walk(v)
 
     walk(patches)
-    stores.prefetch_in([key_ref], texts, environ, CMD_TIMEOUT)
+    prefetch_stores([key_ref], texts, environ, CMD_TIMEOUT)
 
 
 def resolve_recorded(ref, *, environ, home):

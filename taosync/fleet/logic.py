@@ -257,6 +257,26 @@ def split_secret_reference(text: str) -> tuple[str, Reference, str] | None:
     return text[:m.start()], reference_of(m), text[m.end():]
 
 
+def prefetch_stores(refs: Iterable[Reference], texts: Iterable[str], environ: Any,
+                    timeout: float) -> None:
+    """Every 1Password reference among ``refs`` and in ``texts`` (MCP and header values:
+    ``Bearer ${op://…}``) read in one call before any is resolved
+    (:func:`taosync.fleet.stores.prefetch`): what the full load and the render cache both do."""
+    texts = [t for t in texts if "${op://" in t]
+    wanted = [r for r in refs if r.kind == "op"]
+    for text in texts:
+        try:
+            parts = split_secret_reference(text)
+        except ValueError:
+            continue  # the load reports it where it stands
+        if parts is not None:
+            wanted.append(parts[1])
+    if wanted:
+        from taosync.fleet import stores
+
+        stores.prefetch(wanted, environ, timeout)
+
+
 def mcp_secret_values(servers: Any) -> Iterator[
         tuple[tuple, str, tuple[str, Reference, str] | str]]:
     """``(path, text, parts)`` for every MCP value holding a key reference, where

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterator, Mapping
 from taosync.fleet import secrets as _secrets
 from taosync.fleet.checks import control_character
 from taosync.fleet.logic import (MCP_SECRET_FIELDS, McpSecret, mcp_secret_values,
-                                  split_secret_reference)
+                                  prefetch_stores, split_secret_reference)
 from taosync.fleet.looks_secret import secret_name
 from taosync.fleet.problems import PathT
 from taosync.fleet.secrets import Reference, Secret, SecretError, parse_reference
@@ -60,8 +60,6 @@ class SecretSteps:
         """Every 1Password reference of the fleet (key, MCP secrets, gateway headers) read
         in one call before any is resolved, so one unlock serves the run (fleet/stores.py);
         what fails is reported where each reference stands, as it is resolved."""
-        from taosync.fleet import stores
-
         raw = data.get("gateway")
         gateway: dict = raw if isinstance(raw, dict) else {}
         key = gateway.get("key")
@@ -72,8 +70,8 @@ class SecretSteps:
             headers = gateway.get("headers")
             if isinstance(headers, dict):
                 texts += [v for v in headers.values() if isinstance(v, str)]
-        stores.prefetch_in(refs, texts, self.environ if self.environ is not None
-                           else os.environ, self.timeout)
+        prefetch_stores(refs, texts, self.environ if self.environ is not None else os.environ,
+                        self.timeout)
 
     def known(self) -> list[Secret]:
         """Every secret a message must not hold: what was resolved, and a literal key."""

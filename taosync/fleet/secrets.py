@@ -216,15 +216,18 @@ def resolve(ref: Reference, *, environ=None, home: Path | None = None,
         from taosync.fleet import stores
 
         try:
-            return stores.read(ref, environ, timeout)
+            return Secret(stores.read(ref, environ, timeout), ref.describe())
         except stores.StoreError as exc:
             raise SecretError(str(exc)) from None
     return _run_key_command(ref, environ, timeout)
 
 
 def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
-    """``${cmd:…}`` (no shell) or ``${shell:…}``; subprocess is imported only here."""
+    """``${cmd:…}`` (no shell) or ``${shell:…}``, run by :func:`~taosync.fleet.stores.run_bounded`
+    (subprocess is imported only there)."""
     import shlex
+
+    from taosync.fleet.stores import Overrun, run_bounded
 
     argv: str | list[str]  # a command line for the shell, or the program and its arguments
     if ref.kind == "cmd":
@@ -243,7 +246,7 @@ def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
         raise SecretError(f"key command not found: {argv[0]}") from None
     except OSError as exc:
         raise SecretError(f"key command cannot run: {exc.strerror}") from None
-    except SecretError as exc:
+    except Overrun as exc:
         raise SecretError(f"key command {exc}: {ref.describe()}") from None
     if rc != 0:
         last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["(no stderr)"]
@@ -256,110 +259,6 @@ def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
     if not stdout.strip():
         raise SecretError("key command printed nothing")
     return Secret(stdout.strip(), ref.describe())
-
-
-def run_bounded(argv, environ, timeout: float, *, shell: bool = False,
-                stdin: str | None = None) -> tuple[int, bytes, bytes]:
-    """(exit code, stdout, stderr) of a key command or a password store's program, in
-    its own session (a timeout kills its children too), with the process's rights,
-    ``stdin`` its only input; SecretError when it overruns time or output (the message
-    goes after the command's name), OSError when it cannot start."""
-    import subprocess
-
-    from taosync.privilege import command_identity, invoker_rights
-
-    with invoker_rights():  # exec'd with the rights of the process, not of a thread
-        proc = subprocess.Popen(argv, shell=shell,
-                                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=dict(environ), start_new_session=True,
-                                **command_identity())
-    try:
-        if stdin is not None and proc.stdin is not None:  # a template of a few lines
-            try:
-                proc.stdin.write(stdin.encode("utf-8"))
-            except BrokenPipeError:
-                pass  # it did not read its input: its exit code says why
-            proc.stdin.close()
-        out, err = _bounded_output(proc, timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        raise SecretError(f"did not finish within {timeout:g} s") from None
-    except _TooMuch:
-        _kill_group(proc)
-        raise SecretError(f"printed more than {SECRET_MAX // 1024} KiB (a key is one line; "
-                          f"is it the right command?)") from None
-    except BaseException:
-        _kill_group(proc)
-        raise
-    return proc.returncode, out, err
-
-
-#: the most a key command may print: as much as a key file holds (taosync/bounded.py)
-SECRET_MAX = 64 * 1024
-
-
-class _TooMuch(Exception):
-    """The key command printed more than :data:`SECRET_MAX`."""
-
-
-def _bounded_output(proc, timeout: float) -> tuple[bytes, bytes]:
-    """(stdout, stderr) of ``proc`` once it exits, read in chunks as they come: stdout
-    past :data:`SECRET_MAX` raises :class:`_TooMuch`, stderr keeps only its last
-    :data:`SECRET_MAX` bytes, and the whole wait is bounded by ``timeout``
-    (``subprocess.TimeoutExpired``) — ``${cmd:yes}`` fills neither memory nor time."""
-    import selectors
-    import subprocess
-    import sys
-    import time
-
-    if sys.platform == "win32":  # no select() on pipes there: the timeout alone bounds it
-        out, err = proc.communicate(timeout=timeout)
-        if len(out) > SECRET_MAX:
-            raise _TooMuch
-        return out, err[-SECRET_MAX:]
-    deadline = time.monotonic() + timeout
-    out, err = bytearray(), bytearray()
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ, out)
-        sel.register(proc.stderr, selectors.EVENT_READ, err)
-        while sel.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise subprocess.TimeoutExpired(proc.args, timeout)
-            for key, _ in sel.select(left):
-                chunk = os.read(key.fd, 1 << 16)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                    continue
-                key.data.extend(chunk)
-                if key.data is out and len(out) > SECRET_MAX:
-                    raise _TooMuch
-                if key.data is err and len(err) > SECRET_MAX:
-                    del err[:-SECRET_MAX]
-    try:
-        proc.wait(max(0.0, deadline - time.monotonic()))
-    finally:
-        proc.stdout.close()
-        proc.stderr.close()
-    return bytes(out), bytes(err)
-
-
-def _kill_group(proc) -> None:
-    """SIGKILL the key command's whole process group (its children too) and reap it.
-
-    The pipes are closed rather than drained: a child that left the group could hold
-    them open for ever.
-    """
-    import signal
-
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        proc.kill()  # the group is gone or not ours; the command itself still must go
-    proc.wait()
-    proc.stdout.close()
-    proc.stderr.close()
 
 
 def expand_path(text: str, home: Path | None) -> Path:

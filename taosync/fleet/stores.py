@@ -14,7 +14,8 @@ reference per call, each its own unlock prompt; ``op inject`` fills a whole temp
 one, so taosync hands it every reference between boundary lines it makes up. Values live
 only in memory, as :class:`~taosync.fleet.secrets.Secret`; state and the render cache keep
 keyed hashes, as of every key. A store's own message is shown shortened, with any
-token-looking value in it hidden.
+token-looking value in it hidden. :func:`run_bounded` runs a store's program — and a
+``${cmd:…}`` key command — in its own session, bounded in time and output.
 
 :func:`fetch_command` is the other half of ``secrets: reference``: the shell command a
 client that runs one for its key (Claude Code's ``apiKeyHelper``, Pi's ``!command``)
@@ -43,11 +44,14 @@ INSTALL = {
           "`pip install 'taosync[1password]'` and OP_SERVICE_ACCOUNT_TOKEN",
     "pass": "apt install pass gnupg (macOS: brew install pass gnupg), then `pass init GPG-ID`",
 }
+#: what a token-looking value in a store's message is shown as (the Redactor's
+#: ``SENSITIVE``; this module sits below fleet/secrets.py)
+HIDDEN = "(sensitive value)"
 #: how long a store may take to answer: an unlock prompt waits for a person
 STORE_TIMEOUT = 60.0
 
-#: (kind, arg) → the Secret read this run
-_READ: dict[tuple[str, str], Any] = {}
+#: (kind, arg) → the value read this run (fleet/secrets.py makes it a Secret)
+_READ: dict[tuple[str, str], str] = {}
 #: (kind, arg) → why this run's read failed (a failed batch is not tried again)
 _FAILED: dict[tuple[str, str], str] = {}
 #: how many runs are inside one another (the certificate's runs are inside an apply's)
@@ -56,6 +60,10 @@ _DEPTH = [0]
 
 class StoreError(Exception):
     """A store could not give the value; the message never holds it."""
+
+
+class Overrun(Exception):
+    """A key command or a store's program ran too long or printed too much."""
 
 
 def enter() -> None:
@@ -75,16 +83,16 @@ def forget() -> None:
     _FAILED.clear()
 
 
-def read(ref, environ: Mapping[str, str], timeout: float):
-    """The Secret of store reference ``ref``, read once per run (StoreError)."""
+def read(ref, environ: Mapping[str, str], timeout: float) -> str:
+    """The value of store reference ``ref``, read once per run (StoreError)."""
     at = (ref.kind, ref.arg)
     if at not in _READ and at not in _FAILED:
         if ref.kind == "op":
             prefetch([ref], environ, timeout)
         else:
             try:
-                _READ[at] = _secret(ref, _keyring(ref.arg) if ref.kind == "keyring"
-                                    else _pass(ref.arg, environ, timeout))
+                _READ[at] = _value(_keyring(ref.arg) if ref.kind == "keyring"
+                                   else _pass(ref.arg, environ, timeout))
             except StoreError as exc:
                 _FAILED[at] = str(exc)
     if at in _FAILED:
@@ -114,42 +122,15 @@ def prefetch(refs: Iterable[Any], environ: Mapping[str, str], timeout: float) ->
         return
     for arg in wanted:
         try:
-            _READ[("op", arg)] = _secret_of("op", arg, values[arg])
+            _READ[("op", arg)] = _value(values[arg])
         except StoreError as exc:  # an empty field
             _FAILED[("op", arg)] = str(exc)
 
 
-def prefetch_in(refs: Iterable[Any], texts: Iterable[str], environ: Mapping[str, str],
-                timeout: float) -> None:
-    """:func:`prefetch` of ``refs`` and of the reference each of ``texts`` holds (an MCP
-    or header value: ``Bearer ${op://…}``): what the full load and the render cache both
-    read before resolving any one of them."""
-    texts = [t for t in texts if "${op://" in t]
-    refs = [r for r in refs if r.kind == "op"]
-    if not (refs or texts):
-        return
-    from taosync.fleet.logic import split_secret_reference
-
-    for text in texts:
-        try:
-            parts = split_secret_reference(text)
-        except ValueError:
-            continue  # the load reports it where it stands
-        if parts is not None:
-            refs.append(parts[1])
-    prefetch(refs, environ, timeout)
-
-
-def _secret(ref, value: str | None):
-    return _secret_of(ref.kind, ref.arg, value)
-
-
-def _secret_of(kind: str, arg: str, value: str | None):
-    from taosync.fleet.secrets import Reference, Secret
-
+def _value(value: str | None) -> str:
     if value is None or not value.strip():
         raise StoreError("the store holds an empty value")
-    return Secret(value.strip(), Reference(kind, arg).describe())
+    return value.strip()
 
 
 # -- the OS keyring -------------------------------------------------------------------------
@@ -303,14 +284,12 @@ def run(argv: list[str], environ: Mapping[str, str], timeout: float, *, what: st
     (stdin is ``stdin`` or nothing), bounded in time and output as a key command is."""
     import subprocess
 
-    from taosync.fleet.secrets import SecretError, run_bounded
-
     try:
         rc, out, err = run_bounded(argv, environ, max(timeout, STORE_TIMEOUT), stdin=stdin)
     except FileNotFoundError:
         raise StoreError(f"`{argv[0]}` is not installed (or not on PATH): "
                          + INSTALL[what]) from None
-    except SecretError as exc:
+    except Overrun as exc:
         raise StoreError(f"`{' '.join(argv[:2])}` {exc}") from None
     except (OSError, subprocess.SubprocessError) as exc:
         raise StoreError(f"`{argv[0]}` cannot run: {getattr(exc, 'strerror', None) or exc}") \
@@ -325,14 +304,13 @@ def said_by(text: str) -> str:
     """A store's message, shortened: its last line, its ``[ERROR] date time`` stamp
     dropped, at most 200 characters, every token-looking value hidden."""
     from taosync.fleet.looks_secret import hide
-    from taosync.fleet.secrets import SENSITIVE
 
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return ""
     last = re.sub(r"^\[ERROR\]\s*(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\s*)?", "", lines[-1])
     last = re.sub(r"^(Error|error):\s*", "", last)
-    return hide(last, SENSITIVE)[:200]
+    return hide(last, HIDDEN)[:200]
 
 
 # -- handing the read to a client -----------------------------------------------------------
@@ -349,7 +327,7 @@ def fetch_command(ref) -> str:
     if ref.kind == "pass":
         return f"pass show {shlex.quote(ref.arg)} | head -n 1"
     return (f"{shlex.quote(sys.executable)} -m taosync secret get "
-            f"{shlex.quote(ref.describe())}")
+            f"{shlex.quote('${keyring:' + ref.arg + '}')}")
 
 
 #: the commands :func:`fetch_command` writes, read back
@@ -361,16 +339,121 @@ _FETCHED = (
 )
 
 
-def command_reference(command: str):
-    """The store reference a key command taosync wrote reads (None: another command)."""
-    from taosync.fleet.secrets import Reference
-
+def command_reference(command: str) -> tuple[str, str] | None:
+    """(kind, argument) of the store reference a key command taosync wrote reads (None:
+    another command)."""
     text = command.strip()
     for kind, pattern in _FETCHED:
         match = pattern.match(text)
         if match:
-            return Reference(kind, next(g for g in match.groups() if g is not None))
+            return kind, next(g for g in match.groups() if g is not None)
     return None
+
+
+# -- running a key command or a store's program, bounded --------------------------------
+
+def run_bounded(argv, environ, timeout: float, *, shell: bool = False,
+                stdin: str | None = None) -> tuple[int, bytes, bytes]:
+    """(exit code, stdout, stderr) of a key command or a password store's program, in
+    its own session (a timeout kills its children too), with the process's rights,
+    ``stdin`` its only input; :class:`Overrun` when it overruns time or output (the
+    message goes after the command's name), OSError when it cannot start."""
+    import subprocess
+
+    from taosync.privilege import command_identity, invoker_rights
+
+    with invoker_rights():  # exec'd with the rights of the process, not of a thread
+        proc = subprocess.Popen(argv, shell=shell,
+                                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=dict(environ), start_new_session=True,
+                                **command_identity())
+    try:
+        if stdin is not None and proc.stdin is not None:  # a template of a few lines
+            try:
+                proc.stdin.write(stdin.encode("utf-8"))
+            except BrokenPipeError:
+                pass  # it did not read its input: its exit code says why
+            proc.stdin.close()
+        out, err = _bounded_output(proc, timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise Overrun(f"did not finish within {timeout:g} s") from None
+    except _TooMuch:
+        _kill_group(proc)
+        raise Overrun(f"printed more than {SECRET_MAX // 1024} KiB (a key is one line; "
+                          f"is it the right command?)") from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    return proc.returncode, out, err
+
+
+#: the most a key command may print: as much as a key file holds (taosync/bounded.py)
+SECRET_MAX = 64 * 1024
+
+
+class _TooMuch(Exception):
+    """The key command printed more than :data:`SECRET_MAX`."""
+
+
+def _bounded_output(proc, timeout: float) -> tuple[bytes, bytes]:
+    """(stdout, stderr) of ``proc`` once it exits, read in chunks as they come: stdout
+    past :data:`SECRET_MAX` raises :class:`_TooMuch`, stderr keeps only its last
+    :data:`SECRET_MAX` bytes, and the whole wait is bounded by ``timeout``
+    (``subprocess.TimeoutExpired``) — ``${cmd:yes}`` fills neither memory nor time."""
+    import selectors
+    import subprocess
+    import sys
+    import time
+
+    if sys.platform == "win32":  # no select() on pipes there: the timeout alone bounds it
+        out, err = proc.communicate(timeout=timeout)
+        if len(out) > SECRET_MAX:
+            raise _TooMuch
+        return out, err[-SECRET_MAX:]
+    deadline = time.monotonic() + timeout
+    out, err = bytearray(), bytearray()
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, timeout)
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                key.data.extend(chunk)
+                if key.data is out and len(out) > SECRET_MAX:
+                    raise _TooMuch
+                if key.data is err and len(err) > SECRET_MAX:
+                    del err[:-SECRET_MAX]
+    try:
+        proc.wait(max(0.0, deadline - time.monotonic()))
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+    return bytes(out), bytes(err)
+
+
+def _kill_group(proc) -> None:
+    """SIGKILL the key command's whole process group (its children too) and reap it.
+
+    The pipes are closed rather than drained: a child that left the group could hold
+    them open for ever.
+    """
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()  # the group is gone or not ours; the command itself still must go
+    proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
 
 
 # -- doctor ---------------------------------------------------------------------------------
