@@ -70,7 +70,7 @@ HELP = {
     "cat": "Print one client file as taosync would leave it (secrets hidden; --reveal).",
     "where": "Show which fleet.yaml and state directory are in effect, and why.",
     "help": "Show the help of CMD (= taosync CMD --help); no CMD: every command.",
-    "secret": "Store a key in the OS keyring (set NAME); print one for a client's key command (get).",
+    "secret": "Store a key in the OS keyring (set); print one for a client's key command (get).",
 }
 
 #: what each exit code means per command (DESIGN.md: 0 ok · 1 the job found a problem ·

@@ -148,7 +148,8 @@ class Home:
                      ("adopt", "--dry-run"), ("forget", "codex", "--dry-run"),
                      ("prune", "--dry-run"), ("completion", "bash"),
                      ("cat", "~/.claude/settings.json"), ("cat", "~/.gemini/.env"),
-                     ("cat", "~/.claude.json"), ("where",), ("help", "apply"), ("help",)]:
+                     ("cat", "~/.claude.json"), ("where",), ("help", "apply"), ("help",),
+                     ("secret", "get", "${env:TAOTOKEN_API_KEY}")]:
             self.run(*args)
 
     def watch_one_cycle(self) -> None:
