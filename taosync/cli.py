@@ -45,6 +45,7 @@ COMMANDS = {
     "edit": "taosync.commands.edit:edit",
     "update": "taosync.commands.update:update",
     "help": "taosync.commands.help_:help_",
+    "secret": "taosync.commands.secret:secret",
 }
 #: the second names of commands, left out of the command list (their command says them)
 ALIASES = ("diff", "source-path")
@@ -76,6 +77,7 @@ HELP = {
     "edit": "Open fleet.yaml in your editor; validate it on save (--apply: then apply).",
     "update": "Pull the fleet's git repositories (fast-forward only), then apply.",
     "help": "Show the help of CMD (= taosync CMD --help); no CMD: every command.",
+    "secret": "Store a key in the OS keyring (set); print one for a client's key command (get).",
 }
 
 #: what each exit code means per command (DESIGN.md: 0 ok · 1 the job found a problem ·
@@ -123,6 +125,8 @@ EXIT_CODES = {
                2: BAD + ", local changes in a repository (nothing pulled), or the fleet "
                   "does not validate after the pull (nothing applied)", 3: WRITE},
     "help": {0: OK, 2: BAD + " or no such command (did you mean …)"},
+    "secret": {0: OK, 2: BAD + ", no keyring library, a reference that does not resolve, or "
+                          "(get) stdout is a terminal", 3: "the keyring refused the value"},
 }
 EXAMPLES = {
     "validate": "taosync validate --json",
@@ -152,6 +156,7 @@ EXAMPLES = {
     "edit": "taosync edit --apply",
     "update": "taosync update",
     "help": "taosync help apply",
+    "secret": "taosync secret set gateway",
 }
 
 
@@ -235,6 +240,18 @@ def _certify() -> None:
 
 
 def run(argv: list[str]) -> int:
+    """Run the CLI (:func:`_run`); what it read from password stores is forgotten when the
+    outermost run ends (fleet/stores.py: each reference is read once per run)."""
+    from taosync.fleet import stores
+
+    stores.enter()
+    try:
+        return _run(argv)
+    finally:
+        stores.leave()
+
+
+def _run(argv: list[str]) -> int:
     """Run the CLI; map taosync errors to their exit codes, never a traceback for them,
     and any other exception (a bug) to 70, its traceback only with -v."""
     reset()

@@ -190,3 +190,34 @@ def clients_env(tmp_path):
     from taosync.clients.base import ClientEnv
 
     return ClientEnv(home=tmp_path, environ={}, platform="linux")
+
+
+# -- a real keyring backend (issue 27: ${keyring:…} references) -----------------------------
+
+def keyring_or_skip():
+    """The keyring library (the ``test`` extra installs it); a missing one skips, naming
+    why, unless real backends are required."""
+    try:
+        import keyring
+        import keyrings.alt.file  # noqa: F401
+    except ImportError:
+        if real_clients_required():
+            pytest.fail("keyring and keyrings.alt are not installed: pip install -e '.[test]'")
+        pytest.skip("keyring/keyrings.alt are not installed (pip install -e '.[test]')")
+    return keyring
+
+
+@pytest.fixture
+def file_keyring(tmp_path, monkeypatch):
+    """A real keyring backend (keyrings.alt's plaintext file) whose file is outside the
+    home, chosen for this process and every process it starts; returns a setter."""
+    keyring = keyring_or_skip()
+    from keyrings.alt.file import PlaintextKeyring
+
+    data = tmp_path / "keyring-data"
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyrings.alt.file.PlaintextKeyring")
+    previous = keyring.get_keyring()
+    keyring.set_keyring(PlaintextKeyring())
+    yield lambda service, user, value: keyring.set_password(service, user, value)
+    keyring.set_keyring(previous)

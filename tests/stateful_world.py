@@ -48,6 +48,11 @@ CLIENTS = {
     "pi": {"model": "balanced"},
 }
 KEY_VAR, MCP_VAR, TEAM_VAR = "ST_GATEWAY_KEY", "ST_MCP_TOKEN", "ST_TEAM"
+#: the key in the OS keyring (issue 27): service and user of ``${keyring:…}``, stored by
+#: ``taosync secret set`` into a real file backend (keyrings.alt) outside the home
+KEYRING_SERVICE, KEYRING_USER = "taosync-stateful", "gateway"
+KEYRING_REFERENCE = f"${{keyring:{KEYRING_SERVICE}/{KEYRING_USER}}}"
+KEYRING_BACKEND = "keyrings.alt.file.PlaintextKeyring"
 
 
 @dataclass(frozen=True)
@@ -255,6 +260,9 @@ class World:
         from git_fleet import GIT_ENV
 
         self.env.update(GIT_ENV)  # git as taosync update runs it: no machine config
+        # a file-backed keyring for ${keyring:…}, its file outside the home
+        self.env["PYTHON_KEYRING_BACKEND"] = KEYRING_BACKEND
+        self.env["XDG_DATA_HOME"] = str(self.root / "keyring-data")
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.stub = Stub(key=None, models=MODELS).start()
         self.ran: list[Ran] = []
@@ -265,7 +273,8 @@ class World:
 
     # -- processes ---------------------------------------------------------------------
 
-    def run(self, *args: str, full: bool = False, timeout: float = 60) -> Ran:
+    def run(self, *args: str, full: bool = False, timeout: float = 60,
+            input: str | None = None) -> Ran:
         """``python -m taosync --home HOME -c FLEET ARGS``. ``full``: spell the config
         option ``--config=FLEET``, which click reads the same way but the fast path does
         not parse, so the full path answers (the only difference between the two runs).
@@ -274,8 +283,9 @@ class World:
         config = [f"--config={self.fleet_path}"] if full else ["-c", str(self.fleet_path)]
         argv = [sys.executable, *([] if full else ["-X", "importtime"]), "-m", "taosync",
                 "--home", str(self.home), *config, *args]
-        proc = subprocess.run(argv, cwd=self.root, env=self.env, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(argv, cwd=self.root, env=self.env, capture_output=True,
+                              text=True, timeout=timeout, input=input,
+                              stdin=subprocess.DEVNULL if input is None else None)
         err_lines = proc.stderr.splitlines(keepends=True)
         imports = [line for line in err_lines if line.startswith("import time:")]
         err = "".join(line for line in err_lines if not line.startswith("import time:"))
@@ -322,11 +332,15 @@ class World:
         from taosync.fleet.load import load_fleet
         from taosync.pipeline import resolve_routes
 
+        from taosync.fleet import stores
+
         environ = dict(self.env)
         env = ClientEnv(home=self.home, environ=environ, sandboxed=True)
         saved = dict(os.environ)
         os.environ.clear()  # include: [$ST_TEAM/…] expands with os.environ
         os.environ.update(environ)
+        stores.forget()  # a fresh read of the keyring, as a new process makes
+        restore = file_keyring_here()
         try:
             loaded = load_fleet(self.fleet_path, home=self.home, environ=environ)
             fleet = loaded.fleet
@@ -337,6 +351,8 @@ class World:
         finally:
             os.environ.clear()
             os.environ.update(saved)
+            stores.forget()
+            restore()
         out: dict[Path, Wanted] = {}
         for patch in patches:
             w = out.setdefault(Path(patch.path), Wanted(Path(patch.path), patch.format,
@@ -402,6 +418,20 @@ def changed_keys(before: dict[str, str], after: dict[str, str], key_rotated: boo
     out |= {f"{name} (added)" for name in after if name not in before}
     out |= {f"{name} (removed)" for name in before if name not in after}
     return out | ({"key rotated"} if key_rotated else set())
+
+
+def file_keyring_here() -> Callable[[], None]:
+    """This process reads the world's keyring (the backend its processes choose through
+    PYTHON_KEYRING_BACKEND, with the file under the XDG_DATA_HOME in effect); returns
+    what puts the previous backend back. Nothing to do without the library."""
+    try:
+        import keyring
+        from keyrings.alt.file import PlaintextKeyring
+    except ImportError:
+        return lambda: None
+    previous = keyring.get_keyring()
+    keyring.set_keyring(PlaintextKeyring())
+    return lambda: keyring.set_keyring(previous)
 
 
 def find_secrets(text: str, secrets: dict[str, str]) -> list[str]:

@@ -168,6 +168,7 @@ def test_status_items_carry_the_display_path(taosync, home):
     (("help", "aply"), 2),
     (("update",), 2),  # the suite's fleet.yaml is in no git repository
     (("edit", "--bogus"), 2),
+    (("secret", "get", "${env:NOT_A_STORE}"), 2),
 ], ids=case_id)
 def test_failures(taosync, args, rc):
     failed(taosync(*args, "--json"), rc)
@@ -184,6 +185,15 @@ def test_edit_succeeds_and_fails_in_the_contract(taosync, fleet_file, tmp_path,
     monkeypatch.setenv("EDITOR", str(script))
     data = failed(taosync("edit", "--json"), 2)
     assert any(p["line"] == 18 and "nope" in p["message"] for p in data["problems"])
+
+
+def test_secret_set_prints_the_reference(taosync, file_keyring, monkeypatch):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("sk-json-contract-0123456789\n"))
+    data = contract(taosync("secret", "set", "gw", "--json"), 0)
+    assert data["reference"] == "${keyring:taosync/gw}"
+    assert "sk-json-contract-0123456789" not in json.dumps(data)
 
 
 def test_destroy_without_a_terminal_or_yes_is_not_confirmed(taosync):

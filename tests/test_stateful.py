@@ -67,7 +67,8 @@ from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, p
                                  rule, run_state_machine_as_test)
 
 from git_fleet import git
-from stateful_world import (CHAINS, CLIENTS, DOCUMENTED_EXIT_CODES, KEY_VAR, MCP_VAR, MISSING,
+from stateful_world import (CHAINS, CLIENTS, DOCUMENTED_EXIT_CODES, KEY_VAR, KEYRING_REFERENCE,
+                            KEYRING_SERVICE, KEYRING_USER, MCP_VAR, MISSING,
                             MODELS, TEAM_VAR, Watch, World, dump_yaml, find_secrets, get_path,
                             changed_keys, fleet_keys, leaves, read_doc, safe_yaml, secret)
 
@@ -77,7 +78,7 @@ RULES = ["apply", "route_pin", "route_candidates", "context_window", "rotate_key
          "hand_add_user_key", "client_rewrite", "rollback", "redo", "destroy", "forget",
          "manage_again", "adopt", "set_fault", "clear_faults", "verify", "read_only",
          "unset_mcp_secret", "shell_style_key", "damaged_state", "cat", "toggle_failover",
-         "fail_choice", "update"]
+         "fail_choice", "update", "keyring_key"]
 CHECKS = "abcdefghi"
 
 
@@ -186,6 +187,7 @@ class TaosyncMachine(RuleBasedStateMachine):
         self.key = self.new_secret("sk")
         self.mcp = self.new_secret("ghp")
         w.env[KEY_VAR], w.env[MCP_VAR] = self.key, self.mcp
+        self.in_keyring = False  # gateway.key is ${keyring:…} (keyring_key), else ${env:…}
         w.env[TEAM_VAR] = str(w.root / "team-a")
         w.stub._key = self.key
         self.team = "team-a"
@@ -335,7 +337,7 @@ class TaosyncMachine(RuleBasedStateMachine):
 
     @action("apply", verify=st.booleans(), yes=st.booleans(),
             note=st.sampled_from([None, "why: a note"]))
-    def apply(self, verify, yes, note=None):
+    def apply(self, verify, yes=True, note=None):
         before = self.w.snapshot()
         last = self.last_record_id()
         first, _ = self.same_answer("apply", *([] if verify else ["--no-verify"]),
@@ -451,7 +453,7 @@ class TaosyncMachine(RuleBasedStateMachine):
         self.main["gateway"]["key"] = spelling.replace("NAME", KEY_VAR)
         self.write_fleet()
         r = self.sh("apply", "--no-verify")
-        self.main["gateway"]["key"] = f"${{env:{KEY_VAR}}}"
+        self.main["gateway"]["key"] = self.key_reference()
         self.write_fleet()
         assert r.rc == 2 and "${env:" in r.err and self.w.snapshot() == before, (
             f"a shell-style key was taken:\n{r}")
@@ -589,6 +591,36 @@ class TaosyncMachine(RuleBasedStateMachine):
         self.key = self.new_secret("sk")
         self.w.env[KEY_VAR] = self.key
         self.w.stub._key = self.key
+        if self.in_keyring:
+            self.store_in_keyring()
+
+    def key_reference(self) -> str:
+        return KEYRING_REFERENCE if self.in_keyring else f"${{env:{KEY_VAR}}}"
+
+    def store_in_keyring(self) -> None:
+        """``taosync secret set`` puts the key into the world's file-backed keyring: it
+        prints the reference and nothing of the value ((c) reads its output)."""
+        r = self.w.run("secret", "set", KEYRING_USER, "--service", KEYRING_SERVICE,
+                       input=self.key + "\n")
+        trace(f"  secret set {KEYRING_USER} → {r.rc}")
+        self.check_output()
+        assert r.rc == 0 and r.out.strip() == KEYRING_REFERENCE, f"secret set:\n{r}"
+
+    @action("keyring_key")
+    def keyring_key(self):
+        """gateway.key moves into the OS keyring (``${keyring:…}``, a file-backed one), with
+        Claude Code given it by reference (its apiKeyHelper runs ``taosync secret get``),
+        or back to ``${env:…}``; every invariant holds either way (issue 27)."""
+        self.in_keyring = not self.in_keyring
+        claude = self.main["clients"].get("claude-code")
+        if self.in_keyring:
+            self.store_in_keyring()
+            if isinstance(claude, dict):
+                claude["secrets"] = "reference"
+        elif isinstance(claude, dict):
+            claude.pop("secrets", None)
+        self.main["gateway"]["key"] = self.key_reference()
+        self.write_fleet()
 
     @action("rotate_mcp_secret")
     def rotate_mcp_secret(self):
@@ -1165,16 +1197,56 @@ def test_update_and_what_log_says_changed_follow_the_model():
         m.start()
         step(m.route_pin, "fast", "intel/llama-7b")  # the user's edit, not committed
         step(m.update, False, "gpt-4.1")  # refused: nothing pulled
-        step(m.apply, False, "why: a note")
+        step(m.apply, False, True, "why: a note")
         step(m.update, True, "gpt-4.1")  # committed, pushed; the teammate's pin pulled
         assert m.main["routes"]["fast"] == "gpt-4.1"
         step(m.team_server)
         step(m.rotate_key)
-        step(m.apply, False, None)
+        step(m.apply, False, True, None)
         changes = json.loads(m.w.run("log", "--json").out)["records"][0]["changes"]
         assert set(changes) == {"mcp_servers.extra (added)", "key rotated"}, changes
         notes = [r["message"] for r in json.loads(m.w.run("log", "--json").out)["records"]]
         assert any(n and n.startswith("why: a note") for n in notes), notes
         assert any(n and n.startswith("update: ") for n in notes), notes
+    finally:
+        m.teardown()
+
+
+def test_a_key_in_the_keyring_keeps_one_truth():
+    """The same machine and invariants through one fixed sequence with gateway.key in a
+    file-backed OS keyring (issue 27), so every run drives it whatever the sequences above
+    draw: stored by ``taosync secret set``, applied (Claude Code by reference, the others
+    inline), rotated in the keyring, verified, rolled back, and moved back to ``${env:}``.
+    The state and the render cache never hold a key from the keyring."""
+    from conftest import keyring_or_skip
+
+    keyring_or_skip()
+    m = TaosyncMachine()
+
+    def step(f, *args):
+        f(*args)
+        m.check_after_every_step()
+
+    def no_key_in_state():
+        for path in m.w.state_dir.glob("*.json"):
+            text = path.read_text()
+            assert not [n for n in find_secrets(text, m.secrets) if n.startswith("sk#")], path
+
+    try:
+        m.start()
+        step(m.keyring_key)
+        assert m.main["gateway"]["key"] == KEYRING_REFERENCE
+        step(m.apply, False)
+        settings = json.loads((m.w.home / ".claude/settings.json").read_text())
+        assert settings["apiKeyHelper"].endswith(f"secret get '{KEYRING_REFERENCE}'")
+        no_key_in_state()
+        step(m.rotate_key)  # a new key in the keyring: plan and status see it
+        step(m.apply, True)
+        no_key_in_state()
+        step(m.verify)
+        step(m.rollback, True)
+        step(m.keyring_key)
+        assert m.main["gateway"]["key"] == f"${{env:{KEY_VAR}}}"
+        step(m.apply, False)
     finally:
         m.teardown()

@@ -149,7 +149,8 @@ class Home:
                      ("prune", "--dry-run"), ("completion", "bash"),
                      ("cat", "~/.claude/settings.json"), ("cat", "~/.gemini/.env"),
                      ("cat", "~/.claude.json"), ("where",), ("source-path",),
-                     ("help", "apply"), ("help",)]:
+                     ("help", "apply"), ("help",),
+                     ("secret", "get", "${env:TAOTOKEN_API_KEY}")]:
             self.run(*args)
 
     def watch_one_cycle(self) -> None:

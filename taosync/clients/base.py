@@ -470,9 +470,14 @@ def disk_key(kind: str, arg: str, where: str, env: ClientEnv) -> tuple[Any, str 
     variable, ``shell`` helper), resolved as the client would; (None, why) when it does not
     resolve. The Secret's source is ``where``, the file and key path it came from."""
     from taosync.fleet.secrets import Reference, Secret, SecretError, resolve
+    from taosync.fleet.stores import command_reference
 
+    # a command taosync wrote to read a password store is read as its reference: through
+    # the run's one read of it (one unlock), not by running the store again
+    stored = command_reference(arg) if kind == "shell" else None
+    ref = Reference(*stored) if stored is not None else Reference(kind, arg)
     try:
-        secret = resolve(Reference(kind, arg), environ=env.environ, home=env.home)
+        secret = resolve(ref, environ=env.environ, home=env.home)
     except SecretError as exc:
         return None, f"{where}: {exc}"
     return Secret(secret.reveal(), where), None

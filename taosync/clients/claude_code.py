@@ -69,7 +69,8 @@ OWNED_FILES = (
 #: README "Secrets": how `secrets: reference` keeps the key off disk
 KEY_REFERENCE = (
     "`apiKeyHelper` = a command that prints the key at run time (`printenv NAME`, `cat "
-    "FILE`, or your command).")
+    "FILE`, or your command; for a password store `op read 'op://…'`, `pass show PATH | "
+    "head -n 1`, `<python> -m taosync secret get '${keyring:…}'`).")
 #: README "MCP secrets": how `secrets: reference` writes MCP secrets
 MCP_REFERENCE = (
     "inline in `~/.claude.json` (0600), with a warning: Claude expands `${VAR}` only in a "
@@ -200,7 +201,7 @@ CLIENT = ClaudeCode(
                           note="(x-api-key) is not what taosync writes: it sets "
                           "ANTHROPIC_AUTH_TOKEN (Bearer, no interactive approval); remove "
                           "ANTHROPIC_API_KEY once `taosync apply` has run")),
-    key_rule=declare.KeyRule(("env", "file", "cmd", "shell"),
+    key_rule=declare.KeyRule(declare.BY_COMMAND,
                              "Claude Code runs apiKeyHelper to read it"),
     places={"key": "env.ANTHROPIC_AUTH_TOKEN, env.ANTHROPIC_API_KEY or apiKeyHelper",
             "slot": "env.ANTHROPIC_MODEL"},

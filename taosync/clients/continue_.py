@@ -286,7 +286,7 @@ CLIENT = Continue(
     files={"config": declare.File(lambda env: continue_dir(env) / "config.yaml", "yaml"),
            "env": declare.File(lambda env: continue_dir(env) / ".env", "dotenv")},
     # in reference mode config.yaml holds the template whatever the fleet's reference
-    key_rule=declare.KeyRule(("env", "file", "cmd", "shell")),
+    key_rule=declare.KeyRule(declare.BY_COMMAND),
     mcp=MCP_SHAPE, mcp_file="config",
 )
 render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,

@@ -271,8 +271,9 @@ def key_command(ref: Any, env: ClientEnv) -> str:
     """A shell command printing the key of reference ``ref`` at run time (Claude Code's
     ``apiKeyHelper``, Pi's ``!command``): ``printenv NAME`` (which fails when NAME is
     unset), ``cat '<absolute path>'``, a ``${cmd:…}`` with each word quoted (taosync runs
-    it without a shell; quoting keeps that meaning when the client hands it to one), or
-    the ``${shell:…}`` text."""
+    it without a shell; quoting keeps that meaning when the client hands it to one), the
+    ``${shell:…}`` text, or the store's own read for a password store reference
+    (``op read 'op://…'``, ``pass show 'PATH' | head -n 1``: fleet/stores.py)."""
     import os
     import shlex
 
@@ -287,7 +288,17 @@ def key_command(ref: Any, env: ClientEnv) -> str:
             return shlex.join(shlex.split(ref.arg))
         except ValueError:
             return ref.arg
+    if ref.kind in STORES:
+        from taosync.fleet.stores import fetch_command
+
+        return fetch_command(ref)
     return ref.arg  # ${shell:…}
+
+
+#: the password stores a client that runs a key command reads by itself (fleet/stores.py)
+STORES = ("keyring", "op", "pass")
+#: every reference kind a client that runs a shell command for its key follows
+BY_COMMAND = ("env", "file", "cmd", "shell", *STORES)
 
 
 def printed_variable(command: str) -> str | None:

@@ -67,7 +67,8 @@ OWNED_FILES = (
 KEY_REFERENCE = (
     "`apiKey: \"!printenv NAME\"` for `${env:NAME}` (an unset one stops Pi with an error; "
     "a bare `NAME` would be sent as the key), `\"!cat '/abs/path'\"` for `${file:PATH}`, "
-    "`\"!COMMAND\"` for `${cmd:}`/`${shell:}` (Pi runs it through the shell). A key in "
+    "`\"!COMMAND\"` for `${cmd:}`/`${shell:}` (Pi runs it through the shell), and the "
+    "store's own read for `${keyring:}`/`${op://}`/`${pass:}` (as Claude Code's). A key in "
     "`~/.pi/agent/auth.json` for `taotoken` beats it: `verify` names that file.")
 #: the real client this module was proven with: (registry, package spec, note)
 INSTALL = ("npm", "@mariozechner/pi-coding-agent@0.73.1", "")
@@ -266,7 +267,7 @@ CLIENT = Pi(
               declare.headers("models", *_ENTRY, "headers"),
               declare.fixed("settings", "defaultProvider", value=PROVIDER),
               declare.slot("settings", "defaultModel")),
-    key_rule=declare.KeyRule(("env", "file", "cmd", "shell"),
+    key_rule=declare.KeyRule(declare.BY_COMMAND,
                              "Pi runs a !command for its key"),
     wires=WIRES,
 )

@@ -29,6 +29,43 @@ def location_vars() -> dict[str, str]:
 #: status → the word printed in the RESULT column, and its colour
 
 
+# -- password stores -----------------------------------------------------------------------
+
+#: what each password store reference needs, as doctor names it
+STORE_TITLES = {"keyring": "the OS keyring", "op": "1Password", "pass": "pass"}
+
+
+def store_checks(text: str, environ: Mapping[str, str]) -> list[Check]:
+    """One line per password store reference in fleet.yaml: the store it needs and
+    whether it is there (the library, the ``op`` CLI or SDK, a ``pass`` store), with the
+    fix; a store that is there but could not be read when the fleet was loaded (a locked
+    keychain, a missing item) fails with why (the fleet's line above locates it)."""
+    from taosync.fleet.logic import SECRET_REFERENCE
+    from taosync.fleet.secrets import reference_of
+    from taosync.fleet.stores import KINDS, available, failure
+
+    out: list[Check] = []
+    seen: set[str] = set()
+    for match in SECRET_REFERENCE.finditer(text):
+        ref = reference_of(match)
+        if ref.kind not in KINDS or ref.describe() in seen:
+            continue
+        seen.add(ref.describe())
+        there, said = available(ref.kind, environ)
+        failed = failure(ref) if there else None  # the load read it: locked, no such item
+        out.append(Check("secrets", ref.describe(), "ok" if there and not failed else "fail",
+                         f"needs {STORE_TITLES[ref.kind]}: {said}"
+                         + (f"; cannot read it: {failed}" if failed else "")))
+    return out
+
+
+def _text(path: Path) -> str:
+    try:
+        return read_regular(path).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+
+
 # -- environment ----------------------------------------------------------------------------
 
 def env_checks(fleet: Any, key: Any, environ: Mapping[str, str]) -> list[Check]:
@@ -465,6 +502,8 @@ def run_checks(s: Any, local: bool) -> tuple[list[Check], int, Any]:
     redactor.add(fleet.gateway_credentials() if fleet is not None else [])
     checks += target_checks(patches, state, env.home)
     checks += client_checks(fleet, environ)
+    checks += store_checks(loaded.text if loaded is not None else _text(s.config_path()),
+                           environ)
     checks += env_checks(fleet, key, environ)
     checks += override_checks(patches, environ, env.home)
     proxy, proxied = proxy_checks(fleet, environ)

@@ -157,6 +157,7 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
     if fp.get("routes") and (choose is None or
                              choose(fp["routes"]["spec"]) != fp["routes"]["choice"]):
         return None
+    _prefetch(Reference(*entry["key_ref"]), entry["patches"], environ)
     try:
         key = resolve_recorded(Reference(*entry["key_ref"]), environ=environ, home=home)
     except SecretError:
@@ -174,6 +175,28 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
            for v in p.values.values()):
         return None  # a .env or text file holds one plain value per key: not our render
     return patches, key, list(entry["warnings"]), list(entry["clients"])
+
+
+def _prefetch(key_ref, patches: list, environ) -> None:
+    """Every 1Password reference of the cached render (the key, each MCP secret) read in
+    one call before any is resolved, as the full load does (fleet/stores.py)."""
+    from taosync.fleet.logic import prefetch_stores
+    from taosync.fleet.secrets import CMD_TIMEOUT
+
+    texts: list[str] = []
+
+    def walk(value) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get(MCP_TOKEN), str):
+                texts.append(value[MCP_TOKEN])
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(patches)
+    prefetch_stores([key_ref], texts, environ, CMD_TIMEOUT)
 
 
 def resolve_recorded(ref, *, environ, home):
@@ -195,7 +218,7 @@ def resolve_recorded(ref, *, environ, home):
             pass  # resolve says what is wrong
     with system.resolving():
         secret = resolve(ref, environ=environ, home=home)
-    if ref.kind in ("cmd", "shell"):
+    if ref.kind in ("cmd", "shell", "keyring", "op", "pass"):  # a program, or a store, ran
         system.ran(ref.describe(), secret.reveal())
     return secret
 

@@ -12,7 +12,8 @@ import keyword
 import re
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
-from taosync.fleet.secrets import Reference, Secret, parse_reference
+from taosync.fleet.secrets import (REFERENCE_HEAD, Reference, Secret, parse_reference,
+                                   reference_of)
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -73,9 +74,9 @@ if TYPE_CHECKING:
 FLEET_REFERENCE = re.compile(r"\$\{((?:gateway|routes|models)\.[^}]*|default_route)\}")
 
 #: a key reference (``${env:…}``, ``${file:…}``, ``${cmd:…}``, ``${shell:…}``) inside a value
-SECRET_REFERENCE = re.compile(r"\$\{(env|file|cmd|shell):([^}]*)\}")
+SECRET_REFERENCE = re.compile(r"\$\{" + REFERENCE_HEAD + r"(?P<arg>[^}]*)\}")
 #: where one starts (closed or not)
-SECRET_REFERENCE_START = re.compile(r"\$\{(?:env|file|cmd|shell):")
+SECRET_REFERENCE_START = re.compile(r"\$\{" + REFERENCE_HEAD)
 #: the MCP server fields whose values may hold a key reference (they are secrets)
 MCP_SECRET_FIELDS = ("env", "headers")
 
@@ -253,7 +254,27 @@ def split_secret_reference(text: str) -> tuple[str, Reference, str] | None:
         raise ValueError("mixes a key reference with a fleet reference such as "
                          "${gateway.key}; give each its own value")
     m = found[0]
-    return text[:m.start()], Reference(m.group(1), m.group(2).strip()), text[m.end():]
+    return text[:m.start()], reference_of(m), text[m.end():]
+
+
+def prefetch_stores(refs: Iterable[Reference], texts: Iterable[str], environ: Any,
+                    timeout: float) -> None:
+    """Every 1Password reference among ``refs`` and in ``texts`` (MCP and header values:
+    ``Bearer ${op://…}``) read in one call before any is resolved
+    (:func:`taosync.fleet.stores.prefetch`): what the full load and the render cache both do."""
+    texts = [t for t in texts if "${op://" in t]
+    wanted = [r for r in refs if r.kind == "op"]
+    for text in texts:
+        try:
+            parts = split_secret_reference(text)
+        except ValueError:
+            continue  # the load reports it where it stands
+        if parts is not None:
+            wanted.append(parts[1])
+    if wanted:
+        from taosync.fleet import stores
+
+        stores.prefetch(wanted, environ, timeout)
 
 
 def mcp_secret_values(servers: Any) -> Iterator[

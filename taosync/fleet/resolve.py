@@ -5,6 +5,7 @@ cannot be a located error; and what they resolved to.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Mapping
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Iterator, Mapping
 from taosync.fleet import secrets as _secrets
 from taosync.fleet.checks import control_character
 from taosync.fleet.logic import (MCP_SECRET_FIELDS, McpSecret, mcp_secret_values,
-                                  split_secret_reference)
+                                  prefetch_stores, split_secret_reference)
 from taosync.fleet.looks_secret import secret_name
 from taosync.fleet.problems import PathT
 from taosync.fleet.secrets import Reference, Secret, SecretError, parse_reference
@@ -50,9 +51,27 @@ class SecretSteps:
         return self._timeout if self._timeout is not None else _secrets.CMD_TIMEOUT
 
     def run(self, data: dict) -> None:
+        self.prefetch(data)
         self.check_key(data)
         self.check_mcp_secrets(data)
         self.check_gateway_headers(data)
+
+    def prefetch(self, data: dict) -> None:
+        """Every 1Password reference of the fleet (key, MCP secrets, gateway headers) read
+        in one call before any is resolved, so one unlock serves the run (fleet/stores.py);
+        what fails is reported where each reference stands, as it is resolved."""
+        raw = data.get("gateway")
+        gateway: dict = raw if isinstance(raw, dict) else {}
+        key = gateway.get("key")
+        refs = [parse_reference(key)] if self.resolve_key and isinstance(key, str) else []
+        texts: list[str] = []
+        if self.resolve_mcp:
+            texts = [text for _, text, _ in mcp_secret_values(data.get("mcp_servers"))]
+            headers = gateway.get("headers")
+            if isinstance(headers, dict):
+                texts += [v for v in headers.values() if isinstance(v, str)]
+        prefetch_stores(refs, texts, self.environ if self.environ is not None else os.environ,
+                        self.timeout)
 
     def known(self) -> list[Secret]:
         """Every secret a message must not hold: what was resolved, and a literal key."""
@@ -72,8 +91,7 @@ class SecretSteps:
             return  # the schema step reported it
         path = ("gateway", "key")
         if not raw.strip():  # min_length lets "  " (or a no-break space) through
-            self.report.error(path, "the key reference is blank; write ${env:NAME}, ${file:PATH}, "
-                              "${cmd:COMMAND} or ${shell:COMMAND}")
+            self.report.error(path, f"the key reference is blank; write {_secrets.FORMS}")
             return
         ref = parse_reference(raw)
         self.key_ref = ref
@@ -84,8 +102,8 @@ class SecretSteps:
                                   f"characters as the key; did you mean `${{env:{name}}}`?")
                 return
             if "${" in raw:
-                self.report.error(path, "not a key reference taosync knows; write ${env:NAME}, "
-                                  "${file:PATH}, ${cmd:COMMAND} or ${shell:COMMAND}")
+                self.report.error(path, f"not a key reference taosync knows; write "
+                                  f"{_secrets.FORMS}")
                 return
             self.report.warn(path, "a literal key in fleet.yaml: anyone who can read this file (or "
                              "your dotfiles repo) has it; use ${env:NAME}, ${file:PATH} or "

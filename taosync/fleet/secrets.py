@@ -1,7 +1,9 @@
 """Key references and the redacted ``Secret`` type.
 
 fleet.yaml holds a *reference* to the key (``${env:NAME}``, ``${file:PATH}``,
-``${cmd:COMMAND}``, ``${shell:COMMAND}``); resolving it gives a :class:`Secret`,
+``${cmd:COMMAND}``, ``${shell:COMMAND}``, or a password store's: ``${keyring:SERVICE/USER}``,
+``${op://VAULT/ITEM/FIELD}``, ``${pass:PATH}``, read by :mod:`taosync.fleet.stores`);
+resolving it gives a :class:`Secret`,
 whose ``str``/``repr``/``format`` are redacted so no log line, traceback or f-string
 can print the key by accident. Only :meth:`Secret.reveal` gives the value, and only
 code that writes a client file or sends a request calls it.
@@ -20,7 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REFERENCE = re.compile(r"^\$\{(env|file|cmd|shell):(.*)\}$", re.DOTALL)
+#: what opens a key reference after ``${``: ``KIND:``, or a 1Password reference, whose
+#: ``op://…`` is its argument whole (group ``kind`` or ``op``)
+REFERENCE_HEAD = r"(?:(?P<kind>env|file|cmd|shell|keyring|pass):|(?=(?P<op>op)://))"
+REFERENCE = re.compile(r"^\$\{" + REFERENCE_HEAD + r"(?P<arg>.*)\}$", re.DOTALL)
+#: every reference form, as a message names them
+FORMS = ("${env:NAME}, ${file:PATH}, ${cmd:COMMAND}, ${shell:COMMAND}, "
+         "${keyring:SERVICE/USER}, ${op://VAULT/ITEM/FIELD} or ${pass:PATH}")
 CMD_TIMEOUT = 10.0
 
 
@@ -126,6 +134,8 @@ class Reference:
         """A safe description: never the value of a literal."""
         if self.kind == "literal":
             return "a literal key"
+        if self.kind == "op":
+            return f"${{{self.arg}}}"
         return f"${{{self.kind}:{self.arg}}}"
 
 
@@ -133,7 +143,12 @@ def parse_reference(text: str) -> Reference:
     match = REFERENCE.match(text.strip())
     if not match:
         return Reference("literal", text)
-    return Reference(match.group(1), match.group(2).strip())
+    return reference_of(match)
+
+
+def reference_of(match: re.Match) -> Reference:
+    """The Reference a match of :data:`REFERENCE_HEAD` + ``(?P<arg>…)`` spells."""
+    return Reference(match.group("kind") or match.group("op"), match.group("arg").strip())
 
 
 #: a variable written the way a shell, PowerShell or opencode would: ``$NAME``,
@@ -197,13 +212,22 @@ def resolve(ref: Reference, *, environ=None, home: Path | None = None,
         if not value.strip():
             raise SecretError(f"key file {path} is empty")
         return Secret(value.strip(), ref.describe())
+    if ref.kind in ("keyring", "op", "pass"):
+        from taosync.fleet import stores
+
+        try:
+            return Secret(stores.read(ref, environ, timeout), ref.describe())
+        except stores.StoreError as exc:
+            raise SecretError(str(exc)) from None
     return _run_key_command(ref, environ, timeout)
 
 
 def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
-    """``${cmd:…}`` (no shell) or ``${shell:…}``; subprocess is imported only here."""
+    """``${cmd:…}`` (no shell) or ``${shell:…}``, run by :func:`~taosync.fleet.stores.run_bounded`
+    (subprocess is imported only there)."""
     import shlex
-    import subprocess
+
+    from taosync.fleet.stores import Overrun, run_bounded
 
     argv: str | list[str]  # a command line for the shell, or the program and its arguments
     if ref.kind == "cmd":
@@ -217,34 +241,16 @@ def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
     else:
         argv, shell = ref.arg, True
     try:
-        # Its own session (process group), so a timeout can kill the command's children too.
-        from taosync.privilege import command_identity, invoker_rights
-
-        with invoker_rights():  # exec'd with the rights of the process, not of a thread
-            proc = subprocess.Popen(argv, shell=shell, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env=dict(environ), start_new_session=True,
-                                    **command_identity())
+        rc, out, err = run_bounded(argv, environ, timeout, shell=shell)
     except FileNotFoundError:
         raise SecretError(f"key command not found: {argv[0]}") from None
     except OSError as exc:
         raise SecretError(f"key command cannot run: {exc.strerror}") from None
-    try:
-        out, err = _bounded_output(proc, timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        raise SecretError(f"key command did not finish within {timeout:g} s: "
-                          f"{ref.describe()}") from None
-    except _TooMuch:
-        _kill_group(proc)
-        raise SecretError(f"key command printed more than {SECRET_MAX // 1024} KiB (a key "
-                          f"is one line; is it the right command?): {ref.describe()}") from None
-    except BaseException:
-        _kill_group(proc)
-        raise
-    if proc.returncode != 0:
+    except Overrun as exc:
+        raise SecretError(f"key command {exc}: {ref.describe()}") from None
+    if rc != 0:
         last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["(no stderr)"]
-        raise SecretError(f"key command exited {proc.returncode}: {last[0][:200]}")
+        raise SecretError(f"key command exited {rc}: {last[0][:200]}")
     try:
         stdout = out.decode("utf-8")
     except UnicodeDecodeError:
@@ -253,73 +259,6 @@ def _run_key_command(ref: Reference, environ, timeout: float) -> Secret:
     if not stdout.strip():
         raise SecretError("key command printed nothing")
     return Secret(stdout.strip(), ref.describe())
-
-
-#: the most a key command may print: as much as a key file holds (taosync/bounded.py)
-SECRET_MAX = 64 * 1024
-
-
-class _TooMuch(Exception):
-    """The key command printed more than :data:`SECRET_MAX`."""
-
-
-def _bounded_output(proc, timeout: float) -> tuple[bytes, bytes]:
-    """(stdout, stderr) of ``proc`` once it exits, read in chunks as they come: stdout
-    past :data:`SECRET_MAX` raises :class:`_TooMuch`, stderr keeps only its last
-    :data:`SECRET_MAX` bytes, and the whole wait is bounded by ``timeout``
-    (``subprocess.TimeoutExpired``) — ``${cmd:yes}`` fills neither memory nor time."""
-    import selectors
-    import subprocess
-    import sys
-    import time
-
-    if sys.platform == "win32":  # no select() on pipes there: the timeout alone bounds it
-        out, err = proc.communicate(timeout=timeout)
-        if len(out) > SECRET_MAX:
-            raise _TooMuch
-        return out, err[-SECRET_MAX:]
-    deadline = time.monotonic() + timeout
-    out, err = bytearray(), bytearray()
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ, out)
-        sel.register(proc.stderr, selectors.EVENT_READ, err)
-        while sel.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise subprocess.TimeoutExpired(proc.args, timeout)
-            for key, _ in sel.select(left):
-                chunk = os.read(key.fd, 1 << 16)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                    continue
-                key.data.extend(chunk)
-                if key.data is out and len(out) > SECRET_MAX:
-                    raise _TooMuch
-                if key.data is err and len(err) > SECRET_MAX:
-                    del err[:-SECRET_MAX]
-    try:
-        proc.wait(max(0.0, deadline - time.monotonic()))
-    finally:
-        proc.stdout.close()
-        proc.stderr.close()
-    return bytes(out), bytes(err)
-
-
-def _kill_group(proc) -> None:
-    """SIGKILL the key command's whole process group (its children too) and reap it.
-
-    The pipes are closed rather than drained: a child that left the group could hold
-    them open for ever.
-    """
-    import signal
-
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        proc.kill()  # the group is gone or not ours; the command itself still must go
-    proc.wait()
-    proc.stdout.close()
-    proc.stderr.close()
 
 
 def expand_path(text: str, home: Path | None) -> Path:

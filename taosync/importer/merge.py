@@ -193,7 +193,12 @@ class _Builder:
         else:
             helper = next((o.key_helper for o in clients if o.key_helper is not None), None)
             if helper is not None and not any(o.keys for o in clients):
-                env, reference = None, f"${{shell:{helper.value}}}"
+                from taosync.fleet.secrets import Reference
+                from taosync.fleet.stores import command_reference
+
+                stored = command_reference(helper.value)  # what taosync wrote for a store
+                env, reference = None, Reference(*stored).describe() if stored is not None \
+                    else f"${{shell:{helper.value}}}"
             else:
                 env, reference = DEFAULT_KEY_ENV, f"${{env:{DEFAULT_KEY_ENV}}}"
 

@@ -71,6 +71,9 @@ class Cycle:
 
     def run(self, batch: Pending) -> None:
         self.counts["cycles"] += 1
+        from taosync.fleet import stores
+
+        stores.forget()  # each cycle is a run: a password store is read again (a new key)
         try:
             self._cycle_body(batch)
         finally:

@@ -73,15 +73,17 @@ def stand_in(taosync, fleet_file: Path, home: Path, **stub_options) -> Iterator[
 def run_real_client(taosync, fleet_file: Path, home: Path, exe: str, args: list[str],
                     client_id: str, entry: dict, *, secrets: str = "inline",
                     env: dict | None = None, headers: dict | None = None,
-                    timeout: float = 180):
+                    timeout: float = 180, key: str | None = None):
     """Apply a fleet pointing ``client_id`` at a stand-in gateway (root under /api, also
     the Gemini root; models gw-main and gw-fast on routes main and fast; no MCP server,
-    which would make the client start npx), then run the client once in ``~/work``.
+    which would make the client start npx; ``key``: gateway.key when not the example's),
+    then run the client once in ``~/work``.
     Returns (completed process, the stand-in's recorded requests)."""
     with stand_in(taosync, fleet_file, home, models=["gw-main", "gw-fast"],
                   prefix="/api") as s:
         s.apply(client_id, entry, secrets=secrets,
-                gateway={"gemini_base_url": s.stub.root, "headers": headers or {}},
+                gateway={"gemini_base_url": s.stub.root, "headers": headers or {},
+                         **({"key": key} if key else {})},
                 models={"gw-main": {}, "gw-fast": {}},
                 routes={"main": "gw-main", "fast": "gw-fast"}, default_route="main",
                 mcp_servers={})

@@ -334,6 +334,38 @@ def test_real_claude_answers_through_the_stand_in(taosync, home, fleet_file, sec
     assert (TEST_KEY in settings) == (secrets == "inline")
 
 
+@pytest.mark.skipif(CLAUDE is None, reason="claude (@anthropic-ai/claude-code 2.1.332) is not "
+                    "installed; set TAOSYNC_TEST_CLAUDE_BIN")
+def test_real_claude_reads_its_key_from_the_keyring_through_api_key_helper(
+        taosync, home, fleet_file, file_keyring):
+    """Issue 27: ``gateway.key: ${keyring:taosync/gateway}`` under ``secrets: reference``:
+    Claude Code runs the apiKeyHelper taosync wrote (``<python> -m taosync secret get
+    '${keyring:…}'``), which reads a real keyring backend (keyrings.alt's file, kept
+    outside the home as a desktop keyring is), and the stand-in sees the fleet's key —
+    while no file under the home holds it."""
+    import os
+
+    from conftest import ROOT
+
+    file_keyring("taosync", "gateway", TEST_KEY)
+    env = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "PYTHONPATH": str(ROOT),
+           "PYTHON_KEYRING_BACKEND": os.environ["PYTHON_KEYRING_BACKEND"],
+           "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"]}
+    assert not os.environ["XDG_DATA_HOME"].startswith(str(home))
+    done, seen = run_real_client(taosync, fleet_file, home, CLAUDE, ["-p", "Reply with OK."],
+                                 "claude-code", {"model": "main"}, secrets="reference",
+                                 env=env, key="${keyring:taosync/gateway}")
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-2000:]
+    assert "answered through the taosync stand-in" in done.stdout
+    calls = [r for r in seen if r.method == "POST" and r.path.startswith("/api/v1/messages")]
+    assert calls and all(r.auth == "ok" for r in calls)
+    helper = json.loads((home / ".claude/settings.json").read_text())["apiKeyHelper"]
+    assert helper.endswith("-m taosync secret get '${keyring:taosync/gateway}'")
+    holding = [str(p) for p in home.rglob("*") if p.is_file() and not p.is_symlink()
+               and TEST_KEY.encode() in p.read_bytes()]
+    assert holding == []
+
+
 def _fail_over(taosync, fleet_file, home, status: int, entry: dict):
     """Route ``main`` chooses between gw-a and gw-b; the stand-in answers every request
     for gw-a with ``status``; one ``claude -p`` run with only taosync's files. Returns
