@@ -48,8 +48,9 @@ KEY_LINE = "key: ${env:TAOTOKEN_API_KEY}"
 
 # id → (file content: str or bytes, "LINE:COL", a fragment of the message)
 BAD_INPUT = {
-    "yaml-syntax-error": (edit("  fast: gpt-4o-mini", "  fast: [gpt-4o-mini"), "19:11",
-                          "YAML syntax error"),
+    # the unclosed [ is on line 18, where it opens, not where ruamel gives up (issue 29)
+    "yaml-syntax-error": (edit("  fast: gpt-4o-mini", "  fast: [gpt-4o-mini"), "18:9",
+                          "the [ opened here is not closed; add ']' at the end of line 18"),
     "tab-indent": (edit("  fast: gpt-4o-mini", "\tfast: gpt-4o-mini"), "18:1",
                    "YAML indents with spaces"),
     "duplicate-keys": (edit("  deep: nvidia/deepseek-r1\n",
