@@ -375,7 +375,7 @@ def test_delete():
         ("a = 1\na = 2\n", 2, 1),
         ("a = \n", 1, 5),
         ("[t]\nx = 1\n[t]\n", 3, 1),
-        ('model = "x\n', 1, 11),
+        ('model = "x\n', 1, 9),  # the quote that is never closed (issue 29)
         ("a = [1,\n", 2, 1),
     ],
 )

@@ -84,8 +84,9 @@ class SecretSteps:
                                   f"characters as the key; did you mean `${{env:{name}}}`?")
                 return
             if "${" in raw:
-                self.report.error(path, "not a key reference taosync knows; write ${env:NAME}, "
-                                  "${file:PATH}, ${cmd:COMMAND} or ${shell:COMMAND}")
+                self.report.error(path, "not a key reference taosync knows"
+                                  + (_reference_hint(raw) or "; write ${env:NAME}, "
+                                     "${file:PATH}, ${cmd:COMMAND} or ${shell:COMMAND}"))
                 return
             self.report.warn(path, "a literal key in fleet.yaml: anyone who can read this file (or "
                              "your dotfiles repo) has it; use ${env:NAME}, ${file:PATH} or "
@@ -251,3 +252,21 @@ def shell_style_mcp_secrets(servers: object) -> Iterator[tuple[PathT, str]]:
                 name = _secrets.shell_style_variable(text, whole=False)
                 if name is not None and (secret_name(str(var)) or secret_name(name)):
                     yield ("mcp_servers", server_name, field, var), name
+
+
+def _reference_hint(raw: str) -> str:
+    """Why ``raw`` (holding ``${``) is no reference, when that can be told: a kind in
+    the wrong case or mistyped (``${ENV:X}``, ``${evn:X}``), or no closing ``}`` (a
+    `` #`` in an unquoted value starts a YAML comment and cuts the value there)."""
+    from taosync.fleet.problems import closest
+
+    text = raw.strip()
+    if text.startswith("${") and "}" not in text:
+        return ("; it has no closing '}' — a ' #' in an unquoted value starts a YAML "
+                "comment and cuts the value there: quote the value (key: \"${cmd:… #…}\")")
+    match = re.match(r"\$\{([A-Za-z_-]+):(.*)\}$", text, re.DOTALL)
+    if match is None:
+        return ""
+    kinds = re.search(r"\(([a-z|]+)\)", _secrets.REFERENCE.pattern)
+    meant = closest(match.group(1), kinds.group(1).split("|") if kinds else ())
+    return f"; did you mean ${{{meant}:{match.group(2)}}}?" if meant else ""

@@ -104,8 +104,8 @@ class _Words:
             after = _uncommented(prev)[prev_key.end():].strip()
             if after:
                 key = prev_key.group(2).strip()
-                this = (_KEY.match(here).group(2).strip() + ":") if _KEY.match(here) else \
-                    here.strip()
+                mine = _KEY.match(here)
+                this = (mine.group(2).strip() + ":") if mine else here.strip()
                 return (line, self.indent(here),
                         f"'{this}' is indented more than '{key}:' on line {above + 1}, "
                         f"which already has a value ({self.shown(after)}); indent "
