@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -255,3 +256,31 @@ def test_pre_commit_hooks_run_in_a_team_repo(tmp_path, home):
                     "--no-verify"]) == 0
     synced = _pre_commit(repo, "taosync-plan-check", env)
     assert synced.returncode == 0 and "Passed" in synced.stdout, synced.stdout + synced.stderr
+
+
+def test_a_missing_include_is_reported_alone_and_as_written(tmp_path, home):
+    """Issue 29: the include error came last, after two "missing required key" errors
+    its absence caused, and named the file by its absolute path."""
+    local = write(tmp_path / "fleet.yaml", "version: 1\ninclude: [~/team/base.yaml]\n"
+                  "clients:\n  codex: {model: fast}\n")
+    assert problems(local, home) == [
+        f"{local}:2:11: include[0]: cannot include ~/team/base.yaml: does not exist; fix the "
+        "path (relative paths start at the including file's folder)"]
+
+
+def test_a_broken_include_is_reported_alone(tmp_path, home):
+    write(tmp_path / "team" / "base.yaml", "version: 1\nmodels: {a: {}\n")
+    local = write(tmp_path / "fleet.yaml", "include: [team/base.yaml]\n"
+                  "clients: {codex: {model: fast}}\n")
+    assert problems(local, home) == [
+        f"{tmp_path / 'team' / 'base.yaml'}:2:9: the {{ opened here is not closed; add '}}' at "
+        "the end of line 2"]
+
+
+def test_a_cycle_names_the_files_as_included(tmp_path, home, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "fleet.yaml", "include: [team/a.yaml]\nversion: 1\n")
+    write(tmp_path / "team" / "a.yaml", "include: [../fleet.yaml]\n")
+    assert problems(Path("fleet.yaml"), home) == [
+        "team/a.yaml:1:11: include[0]: include cycle: fleet.yaml → team/a.yaml → fleet.yaml; "
+        "remove one of these includes"]
