@@ -725,3 +725,21 @@ def test_jsonc_a_comment_after_the_last_member_stays_beside_it():
     doc = JC.parse(crlf)
     JC.set(doc, ("zz",), 1)
     assert '"vim_mode": true, /* vim! */\r\n  "zz": 1\r\n}' in JC.dump(doc)
+
+
+@pytest.mark.parametrize(
+    "text, line, column, words",
+    [
+        # issue 29: what is wrong and the fix, where the user slipped
+        ("{\n  'a': 1\n}", 2, 3, "JSON strings take double quotes"),
+        ('{\n  a: 1\n}', 2, 3, 'a key is a string in double quotes in JSON; write "a"'),
+        ('{"a": \'x\'}', 1, 7, "JSON strings take double quotes"),
+        ('{\n  "a": 1,\n}', 2, 9, "trailing comma is not allowed in strict JSON; remove it"),
+        ('{\n  // note\n  "a": 1\n}', 2, 3, "comments are not allowed in strict JSON; remove"),
+    ],
+)
+def test_errors_say_the_fix(text, line, column, words):
+    with pytest.raises(FormatError) as err:
+        E.parse(text)
+    assert (err.value.line, err.value.column) == (line, column)
+    assert words in err.value.message
