@@ -44,6 +44,8 @@ def explain(text: str, exc) -> tuple[int, int, str]:
         found = words.open_quote(cmark.line, cmark.column)
     elif re.match(r"expected ',' or '[\]}]'", problem) and cmark is not None:
         found = words.flow(line, col, problem, cmark)
+    elif "found '<stream end>'" in problem or "end of stream" in problem:
+        found = words.unclosed_bracket(line)
     if found is not None:
         fl, fc, message = found
         return fl + 1, fc + 1, message
@@ -106,6 +108,18 @@ class _Words:
                 key = prev_key.group(2).strip()
                 mine = _KEY.match(here)
                 this = (mine.group(2).strip() + ":") if mine else here.strip()
+                parent = self.content_above(above)
+                up = self.text(parent) if parent is not None else ""
+                owner = _KEY.match(up)
+                if parent is not None and owner is not None and \
+                        not _uncommented(up)[owner.end():].strip() and \
+                        self.indent(up) >= self.indent(prev):
+                    # `routes:` / `fast: x` / `  balanced: y`: it is `fast:` that slipped
+                    name = owner.group(2).strip()
+                    return (above, self.indent(prev),
+                            f"'{key}:' is not indented under '{name}:' on line {parent + 1}; "
+                            f"indent it like '{this}' on line {line + 1} "
+                            f"({self.indent(here)} spaces)")
                 return (line, self.indent(here),
                         f"'{this}' is indented more than '{key}:' on line {above + 1}, "
                         f"which already has a value ({self.shown(after)}); indent "
@@ -148,23 +162,35 @@ class _Words:
         if found == "-" and "block mapping" in context:
             return (line, col, f"a list item ('{self.shown(here)}') among the keys of a "
                     "mapping; write it as 'key: value', or put the list under a key of its own")
+        if found == "<scalar>" and self.after_quote(line, col):
+            return self.after_quote(line, col)
         # a line that lines up with nothing above it
         indent = self.indent(here)
-        above = self.content_above(line)
+        near = self.content_above(line)
+        if near is not None and self.indent(self.text(near)) < indent:
+            owner = _KEY.match(self.text(near))
+            value = _uncommented(self.text(near))[owner.end():].strip() if owner else ""
+            if owner is not None and value:
+                name = owner.group(2).strip()
+                return (line, indent, f"this line is indented under '{name}:' on line "
+                        f"{near + 1}, which already has a value ({self.shown(value)}); remove "
+                        f"that value if these lines belong under '{name}:'")
+        above = near
         while above is not None and self.indent(self.text(above)) < indent:
             above = self.content_above(above)
         key = _KEY.match(here)
         this = (key.group(2).strip() + ":") if key else self.shown(here)
-        if above is not None:
+        what = ("items of one list" if here.strip().startswith("-")
+                else "keys of one mapping")
+        if above is not None and self.indent(self.text(above)) != indent:
             other = _KEY.match(self.text(above))
             that = (other.group(2).strip() + ":") if other else self.shown(self.text(above))
             return (line, indent,
                     f"the indentation does not line up: '{this}' has {indent} "
                     f"space{'' if indent == 1 else 's'} but '{that}' on line {above + 1} has "
-                    f"{self.indent(self.text(above))}; keys of one mapping need the same "
+                    f"{self.indent(self.text(above))}; {what} need the same "
                     "indentation (a key's contents more than the key)")
-        return (line, indent, f"the indentation of '{this}' does not line up with the lines "
-                "above; keys of one mapping need the same indentation")
+        return None
 
     # ---- an unclosed quote or bracket
 
@@ -173,7 +199,31 @@ class _Words:
         return (i, col, f"the string opened with {quote} here is never closed; add the "
                 f"closing {quote} on this line")
 
+    def after_quote(self, line: int, col: int):
+        """Text right after a quoted string's closing quote (``'it's'``)."""
+        here = self.text(line)
+        if 0 < col <= len(here) and here[col - 1] in "'\"":
+            quote = here[col - 1]
+            inner = "write '' for a ' inside '…'" if quote == "'" else 'write \\" for a " inside "…"'
+            return (line, col - 1, f"text follows the closing {quote} of a quoted string; "
+                    f"{inner}, or quote the value with the other kind of quote")
+        return None
+
+    def unclosed_bracket(self, line: int):
+        """The file ended inside a ``[`` or ``{``: the last line that opens more than it
+        closes."""
+        for i in range(min(line, len(self.lines) - 1), -1, -1):
+            s = _uncommented(self.text(i))
+            for opener, closer in (("[", "]"), ("{", "}")):
+                if s.count(opener) > s.count(closer):
+                    return (i, s.rfind(opener), f"the {opener} opened here is not closed; "
+                            f"add '{closer}' at the end of line {i + 1}")
+        return None
+
     def flow(self, line: int, col: int, problem: str, cmark):
+        found = self.after_quote(line, col) if problem.endswith("'<scalar>'") else None
+        if found is not None:
+            return found
         for i in range(cmark.line, line + 1):
             q = _open_quote(self.text(i))
             if q is not None and i < line:
