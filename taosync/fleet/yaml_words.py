@@ -41,7 +41,7 @@ def explain(text: str, exc) -> tuple[int, int, str]:
     elif problem.startswith("expected <block end>"):
         found = words.block_end(line, col, problem, context, cmark)
     elif "while scanning a quoted scalar" in context and cmark is not None:
-        found = words.open_quote(cmark.line, cmark.column)
+        found = words.unclosed_quote(cmark.line, cmark.column)
     elif re.match(r"expected ',' or '[\]}]'", problem) and cmark is not None:
         found = words.flow(line, col, problem, cmark)
     elif "found '<stream end>'" in problem or "end of stream" in problem:
@@ -194,7 +194,7 @@ class _Words:
 
     # ---- an unclosed quote or bracket
 
-    def open_quote(self, i: int, col: int):
+    def unclosed_quote(self, i: int, col: int):
         quote = self.text(i)[col:col + 1] or '"'
         return (i, col, f"the string opened with {quote} here is never closed; add the "
                 f"closing {quote} on this line")
@@ -225,9 +225,9 @@ class _Words:
         if found is not None:
             return found
         for i in range(cmark.line, line + 1):
-            q = _open_quote(self.text(i))
+            q = open_quote(self.text(i))
             if q is not None and i < line:
-                return self.open_quote(i, q)
+                return self.unclosed_quote(i, q)
         closer = problem[len("expected ',' or '"):][0]
         opener = "[" if closer == "]" else "{"
         got = problem.rsplit("got", 1)[-1].strip().strip("'")
@@ -257,8 +257,9 @@ def _uncommented(s: str) -> str:
     return s
 
 
-def _open_quote(s: str) -> int | None:
-    """The column of a quote that opens a string and is not closed on line ``s``."""
+def open_quote(s: str) -> int | None:
+    """The 0-based column of a quote that opens a string and is not closed on line ``s``
+    (YAML's, and TOML's and JSON's in formats/syntax_words.py)."""
     quote, start = None, 0
     i = 0
     while i < len(s):
@@ -272,7 +273,7 @@ def _open_quote(s: str) -> int | None:
                     i += 2
                     continue
                 quote = None
-        elif ch in "\"'" and (i == 0 or s[i - 1] in " \t[{,:-"):
+        elif ch in "\"'" and (i == 0 or s[i - 1] in " \t[{,:=-"):
             quote, start = ch, i
         elif ch == "#" and (i == 0 or s[i - 1] in " \t"):
             break

@@ -11,31 +11,14 @@ from __future__ import annotations
 
 import re
 
+from taosync.fleet.yaml_words import open_quote as _open_quote
+
 _BARE_KEY = r"[A-Za-z0-9_.\"' -]+?"
 
 
 def _line(text: str, line: int) -> str:
     lines = text.splitlines()
     return lines[line - 1] if 0 < line <= len(lines) else ""
-
-
-def _open_quote(s: str) -> int | None:
-    """0-based column of a ``"`` or ``'`` that opens a string not closed on line ``s``."""
-    quote, start, i = None, 0, 0
-    while i < len(s):
-        ch = s[i]
-        if quote == '"' and ch == "\\":
-            i += 2
-            continue
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote, start = ch, i
-        elif ch == "#":
-            break
-        i += 1
-    return start if quote else None
 
 
 def toml(text: str, message: str, line: int, col: int) -> tuple[str, int, int]:
