@@ -284,3 +284,12 @@ def test_a_cycle_names_the_files_as_included(tmp_path, home, monkeypatch):
     assert problems(Path("fleet.yaml"), home) == [
         "team/a.yaml:1:11: include[0]: include cycle: fleet.yaml → team/a.yaml → fleet.yaml; "
         "remove one of these includes"]
+
+
+def test_an_include_through_an_unset_variable_says_so(tmp_path, home):
+    local = write(tmp_path / "fleet.yaml", "version: 1\ninclude: [$TEAM_FLEET/base.yaml]\n")
+    with pytest.raises(FleetInvalid) as exc_info:
+        load_fleet(local, home=home, environ={"TAOTOKEN_API_KEY": "sk-test-key-0123456789"})
+    assert [p.format() for p in exc_info.value.problems] == [
+        f"{local}:2:11: include[0]: cannot include $TEAM_FLEET/base.yaml: does not exist; "
+        "$TEAM_FLEET is not set: export it, or write the path"]

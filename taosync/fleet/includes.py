@@ -74,6 +74,10 @@ class Includes:
             if what is not None:
                 fix = ("fix the path (relative paths start at the including file's folder)"
                        if what == "does not exist" else "name a fleet file")
+                unset = [n for n, v in self.include_vars.items() if v is None
+                         and re.search(rf"\$(\{{{n}\}}|{n}\b)", written)]
+                if unset:
+                    fix = f"${unset[0]} is not set: export it, or write the path"
                 source.error(where, f"cannot include {written}: {what}; {fix}")
                 self.failed = True
                 continue
