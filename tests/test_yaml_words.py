@@ -1,4 +1,4 @@
-"""YAML parser errors in the user's words (taosync/fleet/yaml_words.py), each at the line
+"""YAML parser errors in the user's words (taosync/formats/yaml_words.py), each at the line
 the user got wrong — through the real loader, so fleet.yaml and included files say the
 same (issue 29). The 22 common mistakes are tests/test_troubleshooting.py; these are the
 other slips the words cover."""

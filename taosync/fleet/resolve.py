@@ -14,7 +14,7 @@ from taosync.fleet.checks import control_character
 from taosync.fleet.logic import (MCP_SECRET_FIELDS, McpSecret, mcp_secret_values,
                                   split_secret_reference)
 from taosync.fleet.looks_secret import secret_name
-from taosync.fleet.problems import PathT
+from taosync.fleet.problems import PathT, closest
 from taosync.fleet.secrets import Reference, Secret, SecretError, parse_reference
 
 if TYPE_CHECKING:
@@ -100,7 +100,8 @@ class SecretSteps:
             self.key = _secrets.resolve(ref, environ=self.environ, home=self.home,
                                         timeout=self.timeout)
         except SecretError as exc:
-            self.report.error(path, f"cannot resolve {ref.describe()}: {exc}")
+            self.report.error(path, f"cannot resolve {ref.describe()}: "
+                              f"{_near_variable(str(exc), ref, self.environ)}")
         except (OSError, ValueError) as exc:
             self.report.error(path, f"cannot resolve {ref.describe()}: {type(exc).__name__}")
 
@@ -135,7 +136,8 @@ class SecretSteps:
             resolved = _secrets.resolve(ref, environ=self.environ, home=self.home,
                                         timeout=self.timeout)
         except SecretError as exc:
-            reason = str(exc).replace("point gateway.key at", "use")
+            reason = _near_variable(str(exc), ref, self.environ).replace(
+                "point gateway.key at", "use")
             self.report.error(path, f"cannot resolve {ref.describe()}: {reason}")
             return None
         except (OSError, ValueError) as exc:
@@ -258,7 +260,6 @@ def _reference_hint(raw: str) -> str:
     """Why ``raw`` (holding ``${``) is no reference, when that can be told: a kind in
     the wrong case or mistyped (``${ENV:X}``, ``${evn:X}``), or no closing ``}`` (a
     `` #`` in an unquoted value starts a YAML comment and cuts the value there)."""
-    from taosync.fleet.problems import closest
 
     text = raw.strip()
     if text.startswith("${") and "}" not in text:
@@ -270,3 +271,15 @@ def _reference_hint(raw: str) -> str:
     kinds = re.search(r"\(([a-z|]+)\)", _secrets.REFERENCE.pattern)
     meant = closest(match.group(1), kinds.group(1).split("|") if kinds else ())
     return f"; did you mean ${{{meant}:{match.group(2)}}}?" if meant else ""
+
+
+def _near_variable(message: str, ref: Reference, environ: Mapping[str, str] | None) -> str:
+    """``message`` (an unset ``${env:NAME}``) naming the set variable NAME is most likely
+    a slip of — its name only, never its value."""
+    if ref.kind != "env" or "is not set;" not in message:
+        return message
+    import os
+
+    near = closest(ref.arg, os.environ if environ is None else environ)
+    return message.replace("is not set;", f"is not set (did you mean {near}, which is set?);",
+                           1) if near else message

@@ -173,11 +173,7 @@ def resolve(ref: Reference, *, environ=None, home: Path | None = None,
             raise SecretError(f"{ref.arg!r} is not an environment variable name")
         value = environ.get(ref.arg)
         if value is None:
-            from taosync.fleet.problems import closest
-
-            near = closest(ref.arg, environ)  # a name, never a value
-            meant = f" (did you mean {near}, which is set?)" if near else ""
-            raise SecretError(f"environment variable {ref.arg} is not set{meant}; "
+            raise SecretError(f"environment variable {ref.arg} is not set; "
                               f"export it, or point gateway.key at a file or command")
         if not value.strip():
             raise SecretError(f"environment variable {ref.arg} is empty")

@@ -219,7 +219,7 @@ class YamlSource:
         raise _Stop
 
     def marked(self, exc) -> None:
-        from taosync.fleet.yaml_words import explain
+        from taosync.formats.yaml_words import explain
 
         self.at(*explain(self.text, exc))
 

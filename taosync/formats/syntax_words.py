@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from taosync.fleet.yaml_words import open_quote as _open_quote
+from taosync.formats.yaml_words import open_quote as _open_quote
 
 _BARE_KEY = r"[A-Za-z0-9_.\"' -]+?"
 

@@ -312,7 +312,7 @@ class YamlEditor(FormatEditor):
             if "duplicate key" in what:
                 what = exc.problem or what
             else:  # in the user's words, at the line they got wrong (as for fleet.yaml)
-                from taosync.fleet.yaml_words import explain
+                from taosync.formats.yaml_words import explain
 
                 line, col, words = explain(text, exc)
                 raise FormatError(f"invalid YAML: {words.removeprefix('YAML syntax error: ')}",
