@@ -260,7 +260,6 @@ def _reference_hint(raw: str) -> str:
     """Why ``raw`` (holding ``${``) is no reference, when that can be told: a kind in
     the wrong case or mistyped (``${ENV:X}``, ``${evn:X}``), or no closing ``}`` (a
     `` #`` in an unquoted value starts a YAML comment and cuts the value there)."""
-
     text = raw.strip()
     if text.startswith("${") and "}" not in text:
         return ("; it has no closing '}' — a ' #' in an unquoted value starts a YAML "
