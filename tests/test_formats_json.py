@@ -408,12 +408,13 @@ def test_set_then_delete_and_prune_restores_bytes():
         ('{\n  "a": 1 /* c */\n}', 2, 10, "comment"),
         ('{\n  "a": 1,\n}', 2, 9, "trailing comma"),
         ('{"a": [1, 2,]}', 1, 12, "trailing comma"),
-        ('{\n  "a": 1\n  "b": 2\n}', 3, 3, "delimiter"),
+        # the comma is missing after line 2's value: named there, not on line 3 (issue 29)
+        ('{\n  "a": 1\n  "b": 2\n}', 2, 9, "missing ','"),
         ('{\n  "a": tru\n}', 2, 8, "value"),
-        ('{\n  "a": "x\n"}', 2, 10, "control"),
-        ("{'a': 1}", 1, 2, "property name"),
+        ('{\n  "a": "x\n"}', 2, 8, "string is not closed"),  # at its opening quote
+        ("{'a': 1}", 1, 2, "double quotes"),
         ('{"a": 1}\n{"b": 2}', 2, 1, "Extra data"),
-        ('{"a": 1', 1, 8, "delimiter"),
+        ('{"a": 1', 1, 8, "add the missing '}'"),
         ("[1, 2]", 1, 1, "object"),
         ('  "x"', 1, 3, "object"),
         ("null", 1, 1, "object"),
@@ -668,7 +669,7 @@ def test_jsonc_errors_are_located():
     assert "never closed" in exc.value.message and (exc.value.line, exc.value.column) == (2, 10)
     with pytest.raises(FormatError) as exc:
         JC.parse('{\n  "a": 1\n  "b": 2\n}')
-    assert exc.value.line == 3
+    assert exc.value.line == 2 and "missing ','" in exc.value.message
     assert editor_for("jsonc") is JC
 
 
@@ -724,3 +725,21 @@ def test_jsonc_a_comment_after_the_last_member_stays_beside_it():
     doc = JC.parse(crlf)
     JC.set(doc, ("zz",), 1)
     assert '"vim_mode": true, /* vim! */\r\n  "zz": 1\r\n}' in JC.dump(doc)
+
+
+@pytest.mark.parametrize(
+    "text, line, column, words",
+    [
+        # issue 29: what is wrong and the fix, where the user slipped
+        ("{\n  'a': 1\n}", 2, 3, "JSON strings take double quotes"),
+        ('{\n  a: 1\n}', 2, 3, 'a key is a string in double quotes in JSON; write "a"'),
+        ('{"a": \'x\'}', 1, 7, "JSON strings take double quotes"),
+        ('{\n  "a": 1,\n}', 2, 9, "trailing comma is not allowed in strict JSON; remove it"),
+        ('{\n  // note\n  "a": 1\n}', 2, 3, "comments are not allowed in strict JSON; remove"),
+    ],
+)
+def test_errors_say_the_fix(text, line, column, words):
+    with pytest.raises(FormatError) as err:
+        E.parse(text)
+    assert (err.value.line, err.value.column) == (line, column)
+    assert words in err.value.message

@@ -375,7 +375,7 @@ def test_delete():
         ("a = 1\na = 2\n", 2, 1),
         ("a = \n", 1, 5),
         ("[t]\nx = 1\n[t]\n", 3, 1),
-        ('model = "x\n', 1, 11),
+        ('model = "x\n', 1, 9),  # the quote that is never closed (issue 29)
         ("a = [1,\n", 2, 1),
     ],
 )
@@ -492,3 +492,26 @@ def test_property_set_new_then_delete_and_prune_restores_bytes(text, new):
         if E.get(doc, path) == {}:
             E.delete(doc, path)
     assert E.dump(doc) == text
+
+
+@pytest.mark.parametrize(
+    "text, line, column, words",
+    [
+        # issue 29: what is wrong and the line to write, where the user slipped
+        ('model = "x"\nprofile = gpt-4\n', 2, 11, 'a text value is quoted in TOML; write '
+                                                 'profile = "gpt-4"'),
+        ('model: "gpt-4"\n', 1, 6, "TOML sets a key with '=', not ':'; write model = \"gpt-4\""),
+        ('model "gpt-4"\n', 1, 6, "missing '=' after 'model'; write model = \"gpt-4\""),
+        ('[profiles.deep\nmodel = "a"\n', 1, 15, "the table header [profiles.deep is not "
+                                                  "closed; write [profiles.deep]"),
+        ('model = "a"\nmodel = "b"\n', 2, 1, "'model' is set twice (first at line 1)"),
+        ('x = {a = 1, }\n', 1, 11, "a trailing comma is not allowed in an inline table"),
+        ('model = "gpt-4\nother = 1\n', 1, 9, 'the string opened with " at column 9 is never '
+                                               'closed; add the closing " on this line'),
+    ],
+)
+def test_errors_say_what_to_write(text, line, column, words):
+    with pytest.raises(FormatError) as err:
+        E.parse(text)
+    assert (err.value.line, err.value.column) == (line, column)
+    assert err.value.message.startswith("invalid TOML: ") and words in err.value.message

@@ -302,13 +302,15 @@ def test_bad_edits():
     "text, line, column, word",
     [
         ("a: 1\nb: 2\na: 3\n", 3, 1, "duplicate"),
-        ("a: [1, 2\nb: 2\n", 2, 2, "flow sequence"),
+        # where the user slipped, in their words (issue 29): the [ that is never closed,
+        # the tab, the quote that is never closed
+        ("a: [1, 2\nb: 2\n", 1, 4, "the [ opened here is not closed"),
         ("- 1\n- 2\n", 1, 1, "mapping"),
         ("just a string\n", 1, 1, "mapping"),
         ("a: 1\n---\nb: 2\n", 2, 1, "document"),
-        ("a:\n\tb: 1\n", 2, 1, "\\t"),
+        ("a:\n\tb: 1\n", 2, 1, "replace the tab with spaces"),
         ("a: *nope\n", 1, 4, "alias"),
-        ("a: 'x\n", 2, 1, "quoted"),
+        ("a: 'x\n", 1, 4, "the string opened with ' here is never closed"),
     ],
 )
 def test_errors_carry_line_and_column(text, line, column, word):

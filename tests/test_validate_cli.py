@@ -48,8 +48,9 @@ KEY_LINE = "key: ${env:TAOTOKEN_API_KEY}"
 
 # id → (file content: str or bytes, "LINE:COL", a fragment of the message)
 BAD_INPUT = {
-    "yaml-syntax-error": (edit("  fast: gpt-4o-mini", "  fast: [gpt-4o-mini"), "19:11",
-                          "YAML syntax error"),
+    # the unclosed [ is on line 18, where it opens, not where ruamel gives up (issue 29)
+    "yaml-syntax-error": (edit("  fast: gpt-4o-mini", "  fast: [gpt-4o-mini"), "18:9",
+                          "the [ opened here is not closed; add ']' at the end of line 18"),
     "tab-indent": (edit("  fast: gpt-4o-mini", "\tfast: gpt-4o-mini"), "18:1",
                    "YAML indents with spaces"),
     "duplicate-keys": (edit("  deep: nvidia/deepseek-r1\n",
@@ -122,6 +123,36 @@ BAD_INPUT = {
                               "28:62", "Codex reserves it"),
     "control-character": (edit("Reply with OK.", "Reply \x01 OK."), "50:25",
                           "character 0x01 is not allowed"),
+    # issue 29: parser errors in the user's words, on the line they got wrong
+    "no-space-after-colon": (edit("  fast: gpt-4o-mini", "  fast:gpt-4o-mini"), "18:7",
+                             "no space after ':' — YAML reads 'fast:gpt-4o-mini' as one word; "
+                             "write fast: gpt-4o-mini"),
+    "missing-colon-on-a-parent": (edit("gateway:\n", "gateway\n"), "6:8",
+                                  "missing ':' after 'gateway'; write gateway:"),
+    "value-with-colon": (edit("default_route: balanced", "default_route: balanced: x"), "22:24",
+                         "the value of 'default_route' holds ': ', which YAML reads as another "
+                         "key; quote the value: default_route: \"balanced: x\""),
+    "bracket-closed-with-brace": (edit("profiles: [deep, batch]}", "profiles: [deep, batch}"),
+                                  "28:46", "the [ opened at column 34 is closed with '}'; "
+                                  "close it with ']'"),
+    # did-you-mean knows other tools' words for a key, and a name the key begins
+    "mcp-environment": (edit("    env:\n", "    environment:\n"), "45:5",
+                        "mcp_servers.taotoken-router.environment: unknown key 'environment'; "
+                        "did you mean 'env'?"),
+    "mcp-only-client-option-typo": (edit("  kilo: {model: balanced, small_model: fast}",
+                                         "  kilo: {model: balanced, small_model: fast}\n"
+                                         "  claude-desktop: {mpc: false}"), "40:20",
+                                    "clients.claude-desktop.mpc: unknown key 'mpc'; did you "
+                                    "mean 'mcp'?"),
+    "key-kind-in-capitals": (edit(KEY_LINE, "key: ${ENV:TAOTOKEN_API_KEY}"), "8:8",
+                             "not a key reference taosync knows; did you mean "
+                             "${env:TAOTOKEN_API_KEY}?"),
+    "key-variable-near-a-set-one": (edit(KEY_LINE, "key: ${env:TAOTOKEN_API_KYE}"), "8:8",
+                                    "TAOTOKEN_API_KYE is not set (did you mean "
+                                    "TAOTOKEN_API_KEY, which is set?)"),
+    "doubled-v1": (edit("  base_url: https://taotoken.net/api ",
+                        "  base_url: https://taotoken.net/api/v1/v1 "), "7:13",
+                   "doubles /v1; give the gateway root: base_url: https://taotoken.net/api"),
 }
 
 

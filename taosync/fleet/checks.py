@@ -56,6 +56,14 @@ class CrossChecks:
             dropped_v1 = root.endswith("/v1")
             if dropped_v1:
                 root = root[:-3].rstrip("/")
+            if dropped_v1 and root.endswith("/v1"):  # …/v1/v1: a slip, not a gateway's path
+                while root.endswith("/v1"):
+                    root = root[:-3].rstrip("/")
+                self.report.error(path, f"{_safe_url(url)} doubles /v1; give the gateway "
+                                  f"root: base_url: {_safe_url(root)} (taosync adds /v1 where "
+                                  "a client needs it)")
+                self.report.reported.add(path)
+                continue
             if root == url or _url_problem(root):
                 continue
             gateway[name] = root

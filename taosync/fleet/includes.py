@@ -36,38 +36,52 @@ class Includes:
         #: input of the fleet as the files it led to (engine/cache.py)
         self.include_vars: dict[str, str | None] = {}
         self._files: dict[Path, YamlSource] = {}
+        #: an include could not be read or parsed: what the rest of the fleet lacks is
+        #: its doing, so the load reports the include alone (issue 29)
+        self.failed = False
 
     def merge(self, data: dict, fast: bool) -> dict:
         """``data`` (the root file's) with its includes merged under it."""
         self.origins = {}
         self.sources = [(self.root.file, self.root.digest)]
         self.include_vars = {}
+        self.failed = False
         if "include" not in data:
             return data
         merged: dict = {}
-        self._merge_from(self.root, data, fast, merged, [self.root.path.resolve()])
+        self._merge_from(self.root, data, fast, merged, [self.root.path.resolve()],
+                         [self.root.file])
         return merged
 
     def _merge_from(self, source: YamlSource, data: dict, fast: bool, merged: dict,
-                    stack: list[Path]) -> None:
+                    stack: list[Path], shown: list[str]) -> None:
         from taosync.privilege import rights_for
 
         entries = data.pop("include", None)
-        for index, target in self._include_paths(source, entries):
+        for index, target, written, named in self._include_paths(source, entries):
             resolved = target.resolve()
             where = ("include", index)
             if resolved in stack:
-                chain = " → ".join(str(p) for p in [*stack[stack.index(resolved):], resolved])
-                source.error(where, f"include cycle: {chain}")
+                first = stack.index(resolved)
+                chain = " → ".join([*shown[first:], shown[first]])
+                source.error(where, f"include cycle: {chain}; remove one of these includes")
+                self.failed = True
                 continue
             with rights_for(target):
                 what = (None if resolved.is_file() else
                         "is a directory" if resolved.is_dir() else
                         "is not a regular file" if resolved.exists() else "does not exist")
             if what is not None:
-                source.error(where, f"cannot include {target}: {what}")
+                fix = ("fix the path (relative paths start at the including file's folder)"
+                       if what == "does not exist" else "name a fleet file")
+                unset = [n for n, v in self.include_vars.items() if v is None
+                         and re.search(rf"\$(\{{{n}\}}|{n}\b)", written)]
+                if unset:
+                    fix = f"${unset[0]} is not set: export it, or write the path"
+                source.error(where, f"cannot include {written}: {what}; {fix}")
+                self.failed = True
                 continue
-            included = self._included(resolved, named=target)
+            included = self._included(resolved, named=target, shown=named)
             try:
                 included.read()
                 try:
@@ -75,13 +89,18 @@ class Includes:
                 except _NotFast:
                     child = included.parse(fast=False)
             except _Stop:
+                self.failed = True
                 continue
             self.sources.append((str(resolved), included.digest))
-            self._merge_from(included, child, fast, merged, [*stack, resolved])
+            self._merge_from(included, child, fast, merged, [*stack, resolved],
+                             [*shown, named])
         _deep_merge(merged, data, source, (), self.origins)
 
-    def _include_paths(self, source: YamlSource, entries: object) -> list[tuple[int, Path]]:
-        """(index, path) of each well-formed entry; the others are located errors."""
+    def _include_paths(self, source: YamlSource,
+                       entries: object) -> list[tuple[int, Path, str, str]]:
+        """(index, path, path as written, path as shown) of each well-formed entry; the
+        others are located errors. A path is shown as written — ``~/…``, or a relative one
+        joined to the including file's own name — never made absolute."""
         if entries is None:
             return []
         if isinstance(entries, str):
@@ -101,11 +120,14 @@ class Includes:
             text = entry.strip()
             if text == "~" or text.startswith("~/"):
                 path = Path(self.home) / text[2:]
+                shown = text
             else:
                 path = Path(self._expand_vars(text)) if "$" in text else Path(text)
+                shown = str(path)
                 if not path.is_absolute():
+                    shown = os.path.normpath(os.path.join(os.path.dirname(source.file), path))
                     path = Path(source.path).parent / path
-            out.append((index, path))
+            out.append((index, path, text, shown))
         return out
 
     def _expand_vars(self, text: str) -> str:
@@ -123,10 +145,12 @@ class Includes:
 
         return re.sub(r"\$(\w+|\{[^}]*\})", value, text, flags=re.ASCII)
 
-    def _included(self, path: Path, named: Path) -> YamlSource:
-        """One parse per file per load (the positions pass asks again)."""
+    def _included(self, path: Path, named: Path, shown: str) -> YamlSource:
+        """One parse per file per load (the positions pass asks again); its problems
+        name it as ``shown``."""
         if path not in self._files:
             self._files[path] = YamlSource(path, self.findings)
+            self._files[path].file = shown
         included = self._files[path]
         included.named = named  # as named: one in the home is read as its owner
         return included

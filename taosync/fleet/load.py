@@ -237,6 +237,8 @@ class _Loader:
         if data is None:
             data = self.source.parse(fast=False)
         data = self.includes.merge(data, fast)
+        if self.includes.failed:
+            raise _Stop  # what the fleet lacks now is the include's doing: report it alone
         self.cross.normalise_urls(data)
         self.schema.check_schema(data)
         self.cross.cross_check(data)

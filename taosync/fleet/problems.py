@@ -140,7 +140,25 @@ def closest(word, candidates: Iterable, cutoff: float = 0.6) -> str | None:
     import difflib
 
     match = difflib.get_close_matches(word, cands, n=1, cutoff=cutoff)
-    return match[0] if match else None
+    if match:
+        return match[0]
+    meant = _SYNONYMS.get(word.casefold())
+    if meant in cands:
+        return meant
+    # a word the name begins (`enviroment` → `env`, `cand` → `candidates`)
+    key = word.casefold()
+    starts = [c for c in cands if len(c) >= 3 and len(key) >= 3
+              and (key.startswith(c.casefold()) or c.casefold().startswith(key))]
+    return max(starts, key=len) if len(starts) == 1 else None
+
+
+#: names people write for a key taosync spells otherwise (other tools' words)
+_SYNONYMS = {"environment": "env", "arguments": "args", "argv": "args",
+             "working_dir": "cwd", "workdir": "cwd", "cmd": "command",
+             "endpoint": "url", "api_key": "key", "apikey": "key", "token": "key",
+             "baseurl": "base_url", "base-url": "base_url", "model_id": "model",
+             "route": "routes", "client": "clients", "mcp": "mcp_servers",
+             "mcpservers": "mcp_servers", "mcp-servers": "mcp_servers"}
 
 
 def did_you_mean(word, candidates: Iterable) -> str:

@@ -15,7 +15,7 @@ from taosync.fleet.checks import control_character
 from taosync.fleet.logic import (MCP_SECRET_FIELDS, McpSecret, mcp_secret_values,
                                   prefetch_stores, split_secret_reference)
 from taosync.fleet.looks_secret import secret_name
-from taosync.fleet.problems import PathT
+from taosync.fleet.problems import PathT, closest
 from taosync.fleet.secrets import Reference, Secret, SecretError, parse_reference
 
 if TYPE_CHECKING:
@@ -102,8 +102,8 @@ class SecretSteps:
                                   f"characters as the key; did you mean `${{env:{name}}}`?")
                 return
             if "${" in raw:
-                self.report.error(path, f"not a key reference taosync knows; write "
-                                  f"{_secrets.FORMS}")
+                self.report.error(path, "not a key reference taosync knows"
+                                  + (_reference_hint(raw) or f"; write {_secrets.FORMS}"))
                 return
             self.report.warn(path, "a literal key in fleet.yaml: anyone who can read this file (or "
                              "your dotfiles repo) has it; use ${env:NAME}, ${file:PATH} or "
@@ -117,7 +117,8 @@ class SecretSteps:
             self.key = _secrets.resolve(ref, environ=self.environ, home=self.home,
                                         timeout=self.timeout)
         except SecretError as exc:
-            self.report.error(path, f"cannot resolve {ref.describe()}: {exc}")
+            self.report.error(path, f"cannot resolve {ref.describe()}: "
+                              f"{_near_variable(str(exc), ref, self.environ)}")
         except (OSError, ValueError) as exc:
             self.report.error(path, f"cannot resolve {ref.describe()}: {type(exc).__name__}")
 
@@ -152,7 +153,8 @@ class SecretSteps:
             resolved = _secrets.resolve(ref, environ=self.environ, home=self.home,
                                         timeout=self.timeout)
         except SecretError as exc:
-            reason = str(exc).replace("point gateway.key at", "use")
+            reason = _near_variable(str(exc), ref, self.environ).replace(
+                "point gateway.key at", "use")
             self.report.error(path, f"cannot resolve {ref.describe()}: {reason}")
             return None
         except (OSError, ValueError) as exc:
@@ -269,3 +271,30 @@ def shell_style_mcp_secrets(servers: object) -> Iterator[tuple[PathT, str]]:
                 name = _secrets.shell_style_variable(text, whole=False)
                 if name is not None and (secret_name(str(var)) or secret_name(name)):
                     yield ("mcp_servers", server_name, field, var), name
+
+
+def _reference_hint(raw: str) -> str:
+    """Why ``raw`` (holding ``${``) is no reference, when that can be told: a kind in
+    the wrong case or mistyped (``${ENV:X}``, ``${evn:X}``), or no closing ``}`` (a
+    `` #`` in an unquoted value starts a YAML comment and cuts the value there)."""
+    text = raw.strip()
+    if text.startswith("${") and "}" not in text:
+        return ("; it has no closing '}' — a ' #' in an unquoted value starts a YAML "
+                "comment and cuts the value there: quote the value (key: \"${cmd:… #…}\")")
+    match = re.match(r"\$\{([A-Za-z_-]+):(.*)\}$", text, re.DOTALL)
+    if match is None:
+        return ""
+    meant = closest(match.group(1), _secrets.KINDS)
+    return f"; did you mean ${{{meant}:{match.group(2)}}}?" if meant else ""
+
+
+def _near_variable(message: str, ref: Reference, environ: Mapping[str, str] | None) -> str:
+    """``message`` (an unset ``${env:NAME}``) naming the set variable NAME is most likely
+    a slip of — its name only, never its value."""
+    if ref.kind != "env" or "is not set;" not in message:
+        return message
+    import os
+
+    near = closest(ref.arg, os.environ if environ is None else environ)
+    return message.replace("is not set;", f"is not set (did you mean {near}, which is set?);",
+                           1) if near else message

@@ -86,7 +86,7 @@ class SchemaErrors:
                 if path == ("clients",):
                     msg = (f"unknown client '{key}'{did_you_mean(key, props)} "
                            f"(taosync configures {', '.join(props)})")
-                elif "x-mcp-only" in schema:
+                elif "x-mcp-only" in schema and closest(key, props) is None:
                     msg = (f"'{key}' has no place here: {schema['x-mcp-only']}; remove it "
                            f"(keys: {', '.join(props)})")
                 else:

@@ -24,7 +24,9 @@ from typing import Any
 
 #: what opens a key reference after ``${``: ``KIND:``, or a 1Password reference, whose
 #: ``op://…`` is its argument whole (group ``kind`` or ``op``)
-REFERENCE_HEAD = r"(?:(?P<kind>env|file|cmd|shell|keyring|pass):|(?=(?P<op>op)://))"
+#: the ``${KIND:…}`` kinds (1Password's ``${op://…}`` is told apart by its ``://``)
+KINDS = ("env", "file", "cmd", "shell", "keyring", "pass")
+REFERENCE_HEAD = r"(?:(?P<kind>" + "|".join(KINDS) + r"):|(?=(?P<op>op)://))"
 REFERENCE = re.compile(r"^\$\{" + REFERENCE_HEAD + r"(?P<arg>.*)\}$", re.DOTALL)
 #: every reference form, as a message names them
 FORMS = ("${env:NAME}, ${file:PATH}, ${cmd:COMMAND}, ${shell:COMMAND}, "

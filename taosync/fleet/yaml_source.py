@@ -219,20 +219,9 @@ class YamlSource:
         raise _Stop
 
     def marked(self, exc) -> None:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-        problem = (exc.problem or "").strip()
-        if "'\\t'" in problem or "\t" in problem:
-            self.at(line, col, "a tab character here: YAML indents with spaces, never tabs")
-            return
-        message = f"YAML syntax error: {problem or 'invalid YAML'}"
-        context = (exc.context or "").strip()
-        if context and exc.context_mark is not None and exc.context_mark is not mark:
-            cm = exc.context_mark
-            message += f" ({context} at line {cm.line + 1}, column {cm.column + 1})"
-        elif context:
-            message += f" ({context})"
-        self.at(line, col, message)
+        from taosync.formats.yaml_words import explain
+
+        self.at(*explain(self.text, exc))
 
     def all_duplicates(self, text: str) -> bool:
         """Report every duplicate key (ruamel stops at the first). False if none found."""

@@ -278,12 +278,16 @@ class JsonEditor(FormatEditor):
         if text.startswith("\ufeff"):
             return FormatError("a byte order mark (BOM) is not allowed in JSON", 1, 1)
         if text.startswith(("//", "/*"), pos):
-            msg = "comments are not allowed in strict JSON"
+            msg = "comments are not allowed in strict JSON; remove the comment"
         elif pos < len(text) and text[pos] in "}]":
             prev = len(text[:pos].rstrip(" \t\r\n")) - 1
             if prev >= 0 and text[prev] == ",":
                 pos = prev
-                msg = "trailing comma is not allowed in strict JSON"
+                msg = "trailing comma is not allowed in strict JSON; remove it"
+        else:
+            from taosync.formats import syntax_words
+
+            msg, pos = syntax_words.json(text, msg, pos)
         line, col = _line_col(text, pos)
         return FormatError(f"invalid JSON: {msg}", line, col)
 

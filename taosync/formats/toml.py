@@ -225,13 +225,19 @@ class TomlEditor(FormatEditor):
             if "\\x00" in msg:  # tomlkit's way of saying "end of file", placed at 1:1
                 msg = "unexpected end of file"
                 line, col = text.count("\n") + 1, len(text) - (text.rfind("\n") + 1) + 1
-            raise FormatError(f"invalid TOML: {msg}", line, col) from None
+            from taosync.formats import syntax_words
+
+            raise FormatError(*syntax_words.toml(text, msg, line, col)) from None
         try:
             tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             m = _TOMLLIB_AT.search(str(exc))
             msg = _TOMLLIB_AT.sub("", str(exc))
-            raise FormatError(f"invalid TOML: {msg}", *(map(int, m.groups()) if m else (None, None))) from None
+            if m is None:
+                raise FormatError(f"invalid TOML: {msg}") from None
+            from taosync.formats import syntax_words
+
+            raise FormatError(*syntax_words.toml(text, msg, *map(int, m.groups()))) from None
         crlf = "\r\n" in text and "\n" not in text.replace("\r\n", "")
         return TomlDocument(doc, text, crlf)
 

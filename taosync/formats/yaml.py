@@ -311,6 +311,12 @@ class YamlEditor(FormatEditor):
             what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
             if "duplicate key" in what:
                 what = exc.problem or what
+            else:  # in the user's words, at the line they got wrong (as for fleet.yaml)
+                from taosync.formats.yaml_words import explain
+
+                line, col, words = explain(text, exc)
+                raise FormatError(f"invalid YAML: {words.removeprefix('YAML syntax error: ')}",
+                                  line, col) from None
             raise FormatError(
                 f"invalid YAML: {what or exc}",
                 mark.line + 1 if mark else None,
