@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from taosync.settings import common_options, current
-from taosync.commands.plan import no_key_option, only_option
+from taosync.commands.plan import NO_KEY_HELP, only_option
 
 
 @click.command("apply", epilog="""\b
@@ -30,7 +30,9 @@ taosync adopt takes values you edited by hand into fleet.yaml instead.""")
               help="Give back the files taosync owns where a client kept its files before "
                    "a location variable (CLAUDE_CONFIG_DIR, CODEX_HOME, …) moved them; "
                    "without it they are left alone, kept and named.")
-@no_key_option
+@click.option("--no-key", is_flag=True,
+              help="Only with --dry-run (else exit 2: nothing can be written without the "
+                   "key). " + NO_KEY_HELP)
 def apply(only, dry_run, no_verify, stub, force, no_key, release_moved):
     """Write the fleet into every client's files, changing only owned keys."""
     import contextlib
