@@ -303,7 +303,7 @@ def _sandbox(tmp_path: Path, base_url: str = "http://127.0.0.1:9/api") -> tuple[
     """A home, a work directory holding the suite's example fleet at ``base_url``, and
     the environment of a user there (the key set, no location variable)."""
     home, work = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
+    home.mkdir(parents=True)
     work.mkdir()
     yaml = YAML(typ="safe")
     data = yaml.load(EXAMPLE_FLEET.read_text())
@@ -389,6 +389,8 @@ def examples(name: str) -> list[str]:
 EXIT = {
     "taosync destroy": (1, "it asks (y/N) on the terminal; the test answers n"),
 }
+#: an example that takes back an earlier step: that step first, as a user would
+AFTER = {"taosync rollback --redo": "taosync rollback"}
 #: examples that run until stopped: the output that says they are up
 UNTIL_STOPPED = {"taosync stub --port 8787": "stand-in gateway on",
                  "taosync watch": "watching"}
@@ -401,7 +403,8 @@ def prepared(tmp_path_factory):
     from taosync.stub import Stub
 
     with Stub(key=TEST_KEY) as stub:
-        root = tmp_path_factory.mktemp("examples")
+        top = tmp_path_factory.mktemp("examples")
+        root = top / "live"  # a state belongs to its home's path: each test gets this one
         home, work, env = _sandbox(root, stub.root)
         fleet = work / "fleet.yaml"
         original = fleet.read_text()
@@ -412,7 +415,8 @@ def prepared(tmp_path_factory):
                                   capture_output=True, text=True, timeout=300)
             assert done.returncode == 0, done.stdout + done.stderr
         assert "weak_model: fast" in original
-        yield root, env
+        shutil.copytree(root, top / "pristine", symlinks=True)
+        yield root, top / "pristine", env
 
 
 def _on_a_terminal(script: str, cwd: Path, env: dict, until: str | None) -> tuple[int, str]:
@@ -450,13 +454,12 @@ def _on_a_terminal(script: str, cwd: Path, env: dict, until: str | None) -> tupl
 
 @pytest.mark.parametrize("name", [c for c in _commands() if c != "diff"])
 def test_every_help_example_runs(name, prepared, tmp_path):
-    """Each example in ``taosync NAME --help``, in order, in a copy of the prepared home:
-    run on a terminal by bash, ``taosync`` on PATH; it ends with its documented code."""
-    root, env = prepared
+    """Each example in ``taosync NAME --help``, each in the prepared home as it was (an
+    example is not a step of a script): run on a terminal by bash, ``taosync`` on PATH; it
+    ends with its documented code."""
+    copy, pristine, env = prepared
     found = examples(name)
     assert found, f"taosync {name} --help has no example"
-    copy = tmp_path / "copy"
-    shutil.copytree(root, copy, symlinks=True)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     script = bin_dir / "taosync"
@@ -466,6 +469,11 @@ def test_every_help_example_runs(name, prepared, tmp_path):
            "TERM": "dumb"}
     codes = {code: meaning for code, meaning in _exit_codes(name).items()}
     for example in found:
+        shutil.rmtree(copy)  # the home as prepared, at the path its state was made for
+        shutil.copytree(pristine, copy, symlinks=True)
+        if example in AFTER:
+            rc, out = _on_a_terminal(AFTER[example], copy / "work", env, None)
+            assert rc == 0, f"{AFTER[example]} (before {example}): exit {rc}\n{out[-3000:]}"
         rc, out = _on_a_terminal(example, copy / "work", env, UNTIL_STOPPED.get(example))
         want, why = EXIT.get(example, (0, "done"))
         if example in UNTIL_STOPPED and rc == 2 and "already in use" in out:
