@@ -186,6 +186,24 @@ def test_every_command_is_documented():
         assert f"(alias `{alias}`)" in table, alias
 
 
+def test_every_option_is_in_its_commands_row():
+    """docs/commands.md's row of each command names every option it has (one of its
+    spellings: `--yes` for `-y/--yes`); the global options are in the paragraph above the
+    table."""
+    table = (DOCS / "commands.md").read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `taosync ([a-z-]+).*$", table, re.M)}
+    missing = []
+    for name, row in rows.items():
+        named = set(re.findall(r"--?[A-Za-z][\w-]*", row))
+        for param in _command(name).params:
+            opts = [o for o in (*param.opts, *param.secondary_opts) if o.startswith("-")]
+            if opts and not set(opts) & (named | _group_options()):
+                missing.append(f"taosync {name} {'/'.join(opts)}")
+    assert not missing, "not in docs/commands.md's table:\n" + "\n".join(missing)
+    for opt in sorted(_group_options() - {"-h", "--help", "--version"}):
+        assert f"`{opt}" in table or f"/{opt}" in table, opt
+
+
 def test_the_readme_is_the_users_page():
     lines = README.read_text(encoding="utf-8").splitlines()
     assert len(lines) < 300, len(lines)
