@@ -317,6 +317,15 @@ def test_mkdocs_serves_every_page():
 
 # -- claims once false ---------------------------------------------------------------------
 
+def test_the_example_fleet_shown_is_the_shipped_one():
+    """docs/fleet.md shows "the shipped fleet.yaml": byte for byte (it once lacked two of
+    the clients the file has)."""
+    page = (DOCS / "fleet.md").read_text(encoding="utf-8")
+    assert "The shipped [`fleet.yaml`](../fleet.yaml) is the example" in page
+    block = page.split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert block == (ROOT / "fleet.yaml").read_text(encoding="utf-8")
+
+
 def _sandbox(tmp_path: Path, base_url: str = "http://127.0.0.1:9/api") -> tuple[Path, Path, dict]:
     """A home, a work directory holding the suite's example fleet at ``base_url``, and
     the environment of a user there (the key set, no location variable)."""
