@@ -317,6 +317,15 @@ def test_mkdocs_serves_every_page():
 
 # -- claims once false ---------------------------------------------------------------------
 
+def test_no_page_installs_taosync_from_pypi():
+    """taosync is not on PyPI: an install line names a clone or the git repository (the CI
+    example once ran `pip install taosync`, which finds nothing, or another project)."""
+    wrong = [f"{page.name}: {code!r}" for page in PAGES
+             for code in _code(page.read_text(encoding="utf-8"))
+             if re.search(r"(pip|pipx|uv tool) install (-U )?taosync\b(?![./@])", code)]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_example_fleet_shown_is_the_shipped_one():
     """docs/fleet.md shows "the shipped fleet.yaml": byte for byte (it once lacked two of
     the clients the file has)."""
