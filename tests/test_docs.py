@@ -386,6 +386,21 @@ def test_watch_json_lines_carry_the_keys_the_docs_name(tmp_path):
         assert "kind" not in line, line
 
 
+def test_the_no_mcp_note_is_where_the_docs_say(tmp_path):
+    """docs/secrets.md: the clients without MCP are named once by an `info:` line of
+    `plan -v` (it once said `plan`, which prints no such line)."""
+    page = (DOCS / "secrets.md").read_text(encoding="utf-8")
+    assert "`plan -v` and `apply -v` say so once (an `info:` line" in page
+    _home, work, env = _sandbox(tmp_path)
+    runs = {flags: subprocess.run([sys.executable, "-m", "taosync", "plan", *flags], cwd=work,
+                                  env=env, capture_output=True, text=True, timeout=120)
+            for flags in ((), ("-v",))}
+    note = re.compile(r"^info: .*have no MCP", re.M)
+    assert runs[()].returncode == 0 and not note.search(runs[()].stdout + runs[()].stderr)
+    verbose = runs[("-v",)]
+    assert verbose.returncode == 0 and len(note.findall(verbose.stdout + verbose.stderr)) == 1
+
+
 def test_apply_no_key_says_it_needs_dry_run(tmp_path):
     """`--no-key` is for a dry run only: apply's help says so where it names the option,
     the docs say so, and apply without `--dry-run` refuses (exit 2) naming it."""
