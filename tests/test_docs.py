@@ -538,3 +538,62 @@ def _exit_codes(name: str) -> dict[int, str]:
     from taosync.cli import EXIT_CODES
 
     return EXIT_CODES[name]
+
+
+# -- the JSON contract: each command's keys as docs/json.md names them ------------------------
+
+#: a run of each command whose object holds every key its row names before the first ";"
+#: (what follows is conditional: "with --write", "no TASK"); stub and watch print lines
+#: while they run (watch: test_watch_json_lines_carry_the_keys_the_docs_name)
+JSON_RUNS = {
+    "validate": ["validate"], "schema": ["schema"], "plan": ["plan"],
+    "apply": ["apply"],  # after the fleet changed, so it writes (apply_id, record_kind)
+    "status": ["status", "--no-key"], "rollback": ["rollback"], "log": ["log"],
+    "prune": ["prune", "--dry-run"], "destroy": ["destroy", "--yes"], "managed": ["managed"],
+    "verify": ["verify"], "stats": ["stats"], "doctor": ["doctor"], "init": ["init", "new.yaml"],
+    "import": ["import"], "route": ["route", "fast", "--explain"], "env": ["env"],
+    "forget": ["forget", "cline"], "adopt": ["adopt", "--yes"],  # nothing to adopt: one object too
+    "completion": ["completion", "bash"], "cat": ["cat", "~/.codex/config.toml"],
+    "where": ["where"], "help": ["help", "apply"],
+}
+
+
+def _named_keys(row: str) -> list[str]:
+    """The keys a json.md row names unconditionally: backticked names before its first
+    ";", leaving out what parentheses qualify."""
+    cell = row.split("|")[2]
+    while re.search(r"\([^()]*\)", cell):
+        cell = re.sub(r"\([^()]*\)", "", cell)
+    return re.findall(r"`([a-z_]+)`", cell.split(";")[0])
+
+
+def test_json_rows_cover_every_command():
+    rows = re.findall(r"^\| `([a-z-]+)`", (DOCS / "json.md").read_text(encoding="utf-8"), re.M)
+    assert set(JSON_RUNS) | {"stub", "watch"} <= set(rows) | {"plan"}
+    assert set(_commands()) - {"diff"} <= set(rows) | {"plan"}
+
+
+@pytest.mark.parametrize("name", sorted(JSON_RUNS))
+def test_json_output_has_the_keys_the_docs_name(name, prepared):
+    home, pristine, env = prepared
+    shutil.rmtree(home)
+    shutil.copytree(pristine, home, symlinks=True)
+    work = home / "work"
+    if name == "apply":
+        fleet = work / "fleet.yaml"
+        fleet.write_text(fleet.read_text().replace("weak_model: fast", "weak_model: balanced"))
+    argv = [arg.replace("~", str(home / "home"), 1) if arg.startswith("~") else arg
+            for arg in JSON_RUNS[name]]
+    done = subprocess.run([sys.executable, "-m", "taosync", *argv, "--json"], cwd=work,
+                          env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=300)
+    assert done.stdout.lstrip().startswith("{"), (argv, done.stdout[-2000:], done.stderr[-2000:])
+    data = json.loads(done.stdout)
+    row = next(line for line in (DOCS / "json.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith(f"| `{name}`"))
+    named = _named_keys(row)
+    assert name == "env" or named, row
+    assert data["exit_code"] == done.returncode and data["ok"] == (done.returncode == 0)
+    assert data["format_version"] == 1
+    missing = [key for key in named if key not in data]
+    assert not missing, f"{name}: {missing} not in {sorted(data)} ({row})"
