@@ -92,7 +92,7 @@ def _code(text: str) -> list[str]:
 
 #: words that follow "taosync" in quoted messages and prose inside code, not commands
 #: ("… the backups taosync wrote", "taosync processes", "(… the 256 MiB taosync reads)")
-PROSE = {"wrote", "reads", "processes", "from", "as", "changed", "can"}
+PROSE = {"wrote", "reads", "processes", "from", "as", "changed", "can", "adds"}
 #: what the docs name on purpose though it is wrong: a usage error's example
 WRONG_ON_PURPOSE = {"taosync status --json --bogus"}
 #: shell words that end one command's arguments
