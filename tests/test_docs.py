@@ -534,6 +534,32 @@ def test_every_help_example_runs(name, prepared, tmp_path):
         assert "Traceback" not in out, out
 
 
+def test_the_readmes_everyday_commands_run(prepared, tmp_path):
+    """README's "Everyday commands", each on a terminal in the prepared home as it was
+    (`taosync init` where no fleet.yaml is yet, as a newcomer runs it): each ends 0."""
+    home, pristine, env = prepared
+    text = README.read_text(encoding="utf-8").split("## Everyday commands\n", 1)[1]
+    block = text.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+    assert len(lines) >= 10 and all("taosync " in line for line in lines), lines
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "taosync").write_text(
+        f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m taosync \"$@\"\n")
+    (bin_dir / "taosync").chmod(0o755)
+    env = {**env, "PATH": f"{bin_dir}:{env['PATH']}", "TERM": "dumb"}
+    for line in lines:
+        shutil.rmtree(home)
+        shutil.copytree(pristine, home, symlinks=True)
+        cwd = home / "work"
+        if line == "taosync init":
+            cwd = home / "new"
+            cwd.mkdir()
+        rc, out = _on_a_terminal(line, cwd, env, None)
+        assert rc == 0, f"{line}: exit {rc}\n{out[-3000:]}"
+        assert "Traceback" not in out, out
+
+
 def _exit_codes(name: str) -> dict[int, str]:
     from taosync.cli import EXIT_CODES
 
