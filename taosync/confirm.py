@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 
 from taosync.errors import TaosyncError
-from taosync.settings import again
+from taosync.hints import again
 
 #: what a declined or unconfirmed command says (it wrote nothing)
 NOTHING_WRITTEN = "nothing was written"

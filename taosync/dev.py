@@ -2,8 +2,8 @@
 
 ``python -m taosync.dev regenerate`` rewrites each of them — the fleet.yaml JSON schema
 (``schemas/fleet.schema.json`` and the packaged copy, from the pydantic model and the
-client modules' ``OPTIONS``) and README's generated parts (client lists, secrets tables,
-install line, owned-files table, from the client modules) and the location variables the
+client modules' ``OPTIONS``) and the docs' generated parts (README's client lists; the
+secrets tables, install line and owned-files table in docs/, from the client modules) and the location variables the
 engine knows without importing a client (``taosync/engine/location_vars.py``) — after
 adding or changing a client, a protocol or a format. ``python -m taosync.dev check`` writes nothing and exits 1
 naming what is stale (the tests check the same). ``python -m taosync.dev install-clients``
@@ -50,8 +50,8 @@ def generated() -> dict[Path, str]:
     out = {schema_build.PACKAGED: schema, LOCATION_VARS_MODULE: location_vars_module()}
     if schema_build.REPO_COPY.parent.is_dir():  # a checkout, not an installed package
         out[schema_build.REPO_COPY] = schema
-    if readme.README.is_file():
-        out[readme.README] = readme.render(readme.README.read_text(encoding="utf-8"))
+    if readme.README.is_file():  # a checkout: README and the docs/ pages
+        out.update(readme.rendered())
     return out
 
 

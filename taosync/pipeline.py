@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Any
 
 from taosync.errors import BadInput
-from taosync.settings import again
+from taosync.hints import again
 from taosync.paths import display_path  # noqa: F401 (commands print paths through the pipeline)
 
 if TYPE_CHECKING:

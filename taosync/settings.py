@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from taosync.engine.system import current as system, environ
+from taosync import hints
 from taosync.errors import BadInput
 
 
@@ -109,11 +110,9 @@ class Settings:
         return base / "taosync"
 
 
-def again(words: str) -> str:
-    """``taosync WORDS`` as the user types it in this run's context: with the global
-    options in effect that change what a command acts on (``--home``, ``-c``), so a hint
-    copied from the output acts on the same home and fleet. Every next-step hint a
-    command prints is spelled by this function."""
+def _options_in_effect() -> list[str]:
+    """The global options a next-step hint repeats (taosync/hints.py): ``--home`` (shown
+    as the header shows it) and ``-c``."""
     import shlex
 
     s = current()
@@ -124,7 +123,10 @@ def again(words: str) -> str:
         opts += ["--home", shlex.quote(display_home(s.home, system().cwd()))]
     if s.config is not None:
         opts += ["-c", shlex.quote(str(s.config))]
-    return " ".join(["taosync", *opts, *([words] if words else [])])
+    return opts
+
+
+hints.provide(_options_in_effect)
 
 
 def color_wanted(mode: str) -> bool:

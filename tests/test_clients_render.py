@@ -123,15 +123,15 @@ def test_no_key_in_warnings(tmp_path):
 
 
 def test_readme_names_every_file_a_client_may_write():
-    """TARGETS is each client's own list of files; README's "Files taosync owns" must
-    name every one of them."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme[readme.index("## Files taosync owns"):readme.index("## Commands")]
+    """TARGETS is each client's own list of files; the "Files taosync owns" page
+    (docs/clients.md) must name every one of them."""
+    section = (Path(__file__).resolve().parent.parent / "docs" / "clients.md").read_text()
+    assert section.startswith("# Files taosync owns\n")
     for name, mod in all_clients().items():
         for target in mod.TARGETS:
             path = target.split(" (")[0].split(":")[0].split(" + ")[0].strip()
             leaf = re.sub(r"<[^>]+>", "", path).rsplit("/", 1)[-1]
-            assert leaf and leaf in section, f"{name}: {path} missing from README"
+            assert leaf and leaf in section, f"{name}: {path} missing from docs/clients.md"
 
 
 def test_context_window_reaches_every_client_that_takes_one(clients_env, tmp_path):
@@ -156,13 +156,14 @@ def test_context_window_reaches_every_client_that_takes_one(clients_env, tmp_pat
 
 
 def test_readme_files_table_is_generated_from_the_client_modules():
-    """README's "Files taosync owns" table is each client module's OWNED_FILES, in
-    registry order: regenerate with ``python -m taosync.clients.readme --write``."""
+    """The "Files taosync owns" table (docs/clients.md) is each client module's
+    OWNED_FILES, in registry order: regenerate with ``python -m taosync.dev regenerate``."""
     from taosync.clients import readme
 
-    text = readme.README.read_text(encoding="utf-8")
-    assert readme.current(text) == readme.table(), \
-        "README's files table drifted: run `python -m taosync.clients.readme --write`"
+    page = readme.holding("files-owned")
+    assert page == readme.DOCS / "clients.md"
+    assert readme.current(page.read_text(encoding="utf-8")) == readme.table(), \
+        "the files table drifted: run `python -m taosync.dev regenerate`"
     for mod in all_clients().values():
         assert mod.OWNED_FILES and mod.OWNED_FILES[0][0], f"{mod.ID}: first row names it"
 

@@ -159,3 +159,23 @@ def test_forget_and_adopt_json(taosync, home, fleet_file):
     assert r.rc == 0, r.both
     data = json.loads(r.out)
     assert data["forgot"] == "continue" and data["files"] == [str(home / ".continue/config.yaml")]
+
+
+def test_adopt_json_is_one_object_also_for_a_dry_run_and_nothing_to_adopt(
+        taosync, home, fleet_file):
+    """Every command prints one JSON object with --json (docs/json.md): adopt printed
+    nothing at all for a dry run or when nothing differed."""
+    assert taosync("apply", "--no-verify").rc == 0
+    r = taosync("adopt", "--json")
+    assert r.rc == 0 and json.loads(r.out)["adopted"] == [], r.both
+    settings = home / ".claude/settings.json"
+    settings.write_text(settings.read_text().replace(
+        CLAUDE_MODEL, '"ANTHROPIC_MODEL": "gpt-4o-mini"'))
+    before = fleet_file.read_bytes()
+    r = taosync("adopt", "--dry-run", "--json")
+    assert r.rc == 0, r.both
+    data = json.loads(r.out)
+    assert data["dry_run"] is True and data["ok"] is True and "model: fast" in data["diff"]
+    assert {"fleet_key": "clients.claude-code.model", "value": "fast",
+            "from": "~/.claude/settings.json env.ANTHROPIC_MODEL"} in data["adopted"]
+    assert fleet_file.read_bytes() == before

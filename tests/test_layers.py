@@ -9,7 +9,7 @@ Layers, top to bottom (a module may import its own layer or any lower one)::
 
     __main__, cli → commands → pipeline, watch, importer → stub → ui, settings
       → verify → schema-build (schema_build) → clients → protocols
-      → engine → fleet → formats → errors, paths, privilege, terminal, bounded
+      → engine → fleet → formats → errors, paths, privilege, terminal, bounded, hints
 
 Violations other helpers of issue 12 are removing right now are listed in
 KNOWN_VIOLATIONS; the test fails on any violation not listed there, and on any listed
@@ -43,7 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("fleet", ("taosync.fleet",)),
     ("formats", ("taosync.formats",)),
     ("base", ("taosync.errors", "taosync.paths", "taosync.privilege", "taosync.terminal",
-              "taosync.bounded")),
+              "taosync.bounded", "taosync.hints")),
 ]
 
 #: ("upward", importer, imported): a lower layer imports a higher one;
@@ -196,9 +196,11 @@ def test_format_and_settings_contracts_import_nothing_above_them():
     assert graph["taosync.formats.base"] == set()
     # settings reads the environment and ./fleet.yaml through the System (a certified
     # run records those reads: engine/certificate.py); root on another user's home acts
-    # with its owner's rights from the moment settings name the home (taosync/privilege.py)
+    # with its owner's rights from the moment settings name the home (taosync/privilege.py);
+    # it hands next-step hints the options in effect (taosync/hints.py, paths' home spelling)
     assert graph["taosync.settings"] <= {"taosync.errors", "taosync.clients.base",
-                                         "taosync.engine.system", "taosync.privilege"}
+                                         "taosync.engine.system", "taosync.privilege",
+                                         "taosync.hints", "taosync.paths"}
 
 
 def test_watch_imports_no_command_module_and_no_click():

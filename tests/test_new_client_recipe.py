@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: CONTRIBUTING.md's blocks a contributor copies: ``<!-- recipe: WHERE -->`` then the code
 RECIPE = re.compile(r"<!-- recipe: (\S+) -->\n```python\n(.*?)```", re.S)
 #: what the one command may rewrite
-GENERATED = {"README.md", "schemas/fleet.schema.json", "taosync/schemas/fleet.schema.json",
-             "taosync/engine/location_vars.py"}
+GENERATED = {"README.md", "docs/fleet.md", "docs/secrets.md", "docs/clients.md",
+             "docs/development.md", "schemas/fleet.schema.json",
+             "taosync/schemas/fleet.schema.json", "taosync/engine/location_vars.py"}
 SKIP = shutil.ignore_patterns(".git", "__pycache__", ".venv", "*.egg-info", ".pytest_cache",
                               ".hypothesis", ".mypy_cache", "sandbox")
 
@@ -60,8 +61,9 @@ def test_the_documented_recipe_adds_a_client(tmp_path):
     regenerated = {path for path, digest in _digests(copy).items()
                    if before.get(path) != digest} - written
     assert regenerated <= GENERATED and "README.md" in regenerated, regenerated
-    readme = (copy / "README.md").read_text(encoding="utf-8")
-    assert "Example Agent" in readme and "example-agent@1.0.0" in readme
+    assert "Example Agent" in (copy / "README.md").read_text(encoding="utf-8")  # the intro
+    docs = "".join(p.read_text(encoding="utf-8") for p in sorted((copy / "docs").glob("*.md")))
+    assert "Example Agent" in docs and "example-agent@1.0.0" in docs
 
     suite = _run(copy, "-m", "pytest", "-x", "-p", "no:cacheprovider",
                  "tests/clients/test_example_agent.py",

@@ -1,5 +1,6 @@
-"""README's client facts are generated from the client modules (taosync/clients/readme.py):
-the lists of clients, the two secrets tables, the install lines and the owned-files table.
+"""The docs' client facts are generated from the client modules (taosync/clients/readme.py):
+the lists of clients (README's intro), the two secrets tables, the install lines and the
+owned-files table (pages under docs/).
 A client added to the registry shows up in each by regenerating, never by hand; a fact
 the modules do not declare yet sits in readme.py's mappings, one entry per client."""
 
@@ -16,12 +17,27 @@ from taosync.clients import readme, registry
 REGENERATE = "run `python -m taosync.dev regenerate`"
 
 
+def _section(name: str) -> str:
+    return readme.section(readme.holding(name).read_text(encoding="utf-8"), name)
+
+
 def test_readme_is_what_the_client_modules_say():
-    text = readme.README.read_text(encoding="utf-8")
     for name in readme.SECTIONS:
-        assert readme.section(text, name) == readme.generated(name), \
-            f"README's {name} section drifted: {REGENERATE}"
-    assert readme.render(text) == text, f"README drifted from the client modules: {REGENERATE}"
+        assert _section(name) == readme.generated(name), \
+            f"{readme.holding(name).name}'s {name} section drifted: {REGENERATE}"
+    for path, text in readme.rendered().items():
+        assert path.read_text(encoding="utf-8") == text, \
+            f"{path.name} drifted from the client modules: {REGENERATE}"
+
+
+def test_the_intro_lists_every_client():
+    """README's first lines (what taosync is) name every registered client: the lists are
+    generated, so a client added to the registry is named there without a hand edit."""
+    for name in ("client-names", "mcp-apps"):
+        assert readme.holding(name) == readme.README, name
+    intro = readme.README.read_text(encoding="utf-8").split("\n## ", 1)[0]
+    for module in registry.all().values():
+        assert module.TITLE in intro, module.ID
 
 
 def test_every_client_declares_each_fact():
@@ -63,11 +79,10 @@ def test_install_pins_the_version_the_owned_files_table_names():
 
 
 def test_the_client_lists_name_every_client():
-    text = readme.README.read_text(encoding="utf-8")
     for module in registry.all().values():
-        listed = readme.section(text, "client-names" if module.GATEWAY else "mcp-apps")
+        listed = _section("client-names" if module.GATEWAY else "mcp-apps")
         assert module.TITLE in listed, module.ID
-        assert f"`{module.ID}`" in readme.section(text, "client-ids")
+        assert f"`{module.ID}`" in _section("client-ids")
 
 
 def test_a_client_missing_a_fact_is_named_with_where_to_add_it():
@@ -90,23 +105,30 @@ def test_module_prints_every_section():
 
 def test_one_command_regenerates_schema_and_readme(tmp_path, monkeypatch):
     """``python -m taosync.dev regenerate`` is the one command CONTRIBUTING.md names: it
-    rewrites the stale schema copies and README sections; ``check`` says which are stale."""
+    rewrites the stale schema copies and the docs' sections, in whichever page holds
+    each; ``check`` says which are stale."""
+    import shutil
+
     from taosync import dev
     from taosync import schema_build
 
-    readme_copy = tmp_path / "README.md"
-    text = readme.README.read_text(encoding="utf-8")
-    readme_copy.write_text(text.replace(readme.section(text, "client-ids"), "`stale`"))
+    readme_copy, docs_copy = tmp_path / "README.md", tmp_path / "docs"
+    shutil.copy(readme.README, readme_copy)
+    shutil.copytree(readme.DOCS, docs_copy)
+    monkeypatch.setattr(readme, "README", readme_copy)
+    monkeypatch.setattr(readme, "DOCS", docs_copy)
+    page = readme.holding("client-ids")
+    text = page.read_text(encoding="utf-8")
+    page.write_text(text.replace(readme.section(text, "client-ids"), "`stale`"))
     packaged, repo_copy = tmp_path / "pkg" / "fleet.schema.json", tmp_path / "fleet.schema.json"
     repo_copy.write_text("{}\n")
-    monkeypatch.setattr(readme, "README", readme_copy)
     monkeypatch.setattr(schema_build, "PACKAGED", packaged)
     monkeypatch.setattr(schema_build, "REPO_COPY", repo_copy)
-    assert set(dev.stale()) == {readme_copy, packaged, repo_copy}
+    assert set(dev.stale()) == {page, packaged, repo_copy}
     assert dev.main(["check"]) == 1
     assert dev.main(["regenerate"]) == 0
     assert dev.stale() == []
-    assert readme_copy.read_text(encoding="utf-8") == text
+    assert page.read_text(encoding="utf-8") == text
     assert repo_copy.read_text(encoding="utf-8") == (ROOT / "schemas/fleet.schema.json").read_text()
 
 

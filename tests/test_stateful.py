@@ -229,7 +229,10 @@ class TaosyncMachine(RuleBasedStateMachine):
         r = self.sh("apply", "--no-verify", "--yes")
         if checking("h"):
             last = r.err.strip().splitlines()[-1] if r.err.strip() else ""
-            undo = f"to undo it: taosync --home {w.home} -c {w.fleet_path} rollback"
+            from taosync.paths import display_home  # the home as the hint shows it
+
+            undo = (f"to undo it: taosync --home {display_home(w.home, w.root)} "
+                    f"-c {w.fleet_path} rollback")
             assert r.rc == 0 and "~/.claude/settings.json" in last and last.endswith(undo), (
                 f"(h) the first apply does not end naming what it replaced:\n{r}")
         self.log_base = (self.fleet_keys(), self.key)  # (i): the fleet at the last record

@@ -19,7 +19,8 @@ from pathlib import Path
 import click
 
 from taosync.clients.registry import complete
-from taosync.settings import again, common_options, current
+from taosync.hints import again
+from taosync.settings import common_options, current
 
 _LIST_SLOT = re.compile(r"^(?P<option>[\w-]+)\[(?P<route>[^\]]+)\]$")
 
@@ -84,6 +85,9 @@ def adopt(client, dry_run, yes):
     for a in adoptions:
         edit.set(a.fleet_path, a.value)
     if not edit.changed:
+        if s.json:  # one object, as every command prints (it printed nothing)
+            ui.emit_json({"adopted": [], "fleet": str(edit.path), "diff": ""})
+            return 0
         ui.out("nothing to adopt: no model you picked in a client differs from fleet.yaml")
         return 0
     _check(edit)
@@ -93,6 +97,10 @@ def adopt(client, dry_run, yes):
         if a.note:
             ui.out(a.note)
     if dry_run:
+        if s.json:
+            ui.emit_json({"adopted": _adopted(adoptions), "fleet": str(edit.path),
+                          "diff": edit.diff(), "dry_run": True})
+            return 0
         ui.out("dry run: nothing was written")
         return 0
     shown = pipeline.display_path(edit.path, home)
@@ -116,12 +124,17 @@ def adopt(client, dry_run, yes):
     except WriteFailed as exc:
         ui.warn(f"fleet.yaml was updated, but {exc.message}")
     if s.json:
-        ui.emit_json({"adopted": [{"fleet_key": ".".join(a.fleet_path), "value": a.value,
-                                   "from": a.where} for a in adoptions if a.where],
-                      "fleet": str(edit.path), "diff": edit.diff()})
+        ui.emit_json({"adopted": _adopted(adoptions), "fleet": str(edit.path),
+                      "diff": edit.diff()})
         return 0
     ui.out(f"adopted {len(taken)} value(s) into {pipeline.display_path(edit.path, home)}")
     return 0
+
+
+def _adopted(adoptions: list[Adoption]) -> list[dict]:
+    """``--json``'s ``adopted``: each value taken, its fleet key and where it was read."""
+    return [{"fleet_key": ".".join(a.fleet_path), "value": a.value, "from": a.where}
+            for a in adoptions if a.where]
 
 
 def _adoptions(name, fleet, edit, env, drifted) -> list[Adoption]:

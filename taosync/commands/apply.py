@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from taosync.settings import again, common_options, current
-from taosync.commands.plan import no_key_option, only_option
+from taosync.hints import again
+from taosync.settings import common_options, current
+from taosync.commands.plan import NO_KEY_HELP, only_option
 
 
 @click.command("apply", epilog="""\b
@@ -37,7 +38,9 @@ taosync adopt takes values you edited by hand into fleet.yaml instead.""")
 @click.option("-m", "--message", metavar="TEXT",
               help="A note on why, kept with this apply's record: taosync log shows it "
                    "(beside the fleet keys the apply changed).")
-@no_key_option
+@click.option("--no-key", is_flag=True,
+              help="Only with --dry-run (else exit 2: nothing can be written without the "
+                   "key). " + NO_KEY_HELP)
 def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, message,
           pulled=None):
     """Write the fleet into every client's files, changing only owned keys."""

@@ -9,11 +9,11 @@ from taosync.settings import common_options, current
 
 only_option = click.option("--only", "only", multiple=True, metavar="CLIENT", shell_complete=complete,
                            help="Only this client (repeatable): " + ", ".join(client_ids()) + ".")
-no_key_option = click.option(
-    "--no-key", is_flag=True,
-    help="Do not resolve the key (CI without secrets): key-bearing values are compared "
-         "by the keyed hash the state holds and shown as (sensitive, unchanged) or "
-         "(sensitive, differs).")
+#: what --no-key does, for each command that takes it
+NO_KEY_HELP = ("Do not resolve the key (CI without secrets): key-bearing values are compared "
+               "by the keyed hash the state holds and shown as (sensitive, unchanged) or "
+               "(sensitive, differs).")
+no_key_option = click.option("--no-key", is_flag=True, help=NO_KEY_HELP)
 
 
 @click.command("plan")

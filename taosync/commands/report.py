@@ -7,7 +7,7 @@ import contextlib
 from taosync import ui
 from taosync.fleet.secrets import NO_KEY_SAME, shown
 from taosync.pipeline import display_path, run_redactor
-from taosync.settings import again
+from taosync.hints import again
 
 ACTION_STYLE = {"create": "ok", "update": "warn", "delete": "fail", "unchanged": "dim",
                 "release": "dim", "chmod": "warn"}

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import click
 
-from taosync.settings import again, common_options, current
+from taosync.hints import again
+from taosync.settings import common_options, current
 from taosync.commands.route import complete_model
 
 #: advice names a model only when it scores at least this much better than the route's

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from taosync.settings import again, common_options, current
+from taosync.hints import again
+from taosync.settings import common_options, current
 from taosync.commands.plan import no_key_option, only_option
 
 

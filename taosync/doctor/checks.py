@@ -281,8 +281,9 @@ def client_checks(fleet: Any, environ: Mapping[str, str]) -> list[Check]:
         else:
             out.append(Check("clients", name, "warn",
                              f"{found.group(0)} installed; taosync is proven with {proven} "
-                             "(README): if requests fail, `taosync verify` against the fleet's "
-                             "gateway tells whether this version reads its files the same way"))
+                             "(docs/clients.md): if requests fail, `taosync verify` against the "
+                             "fleet's gateway tells whether this version reads its files the "
+                             "same way"))
     return out
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from taosync.bounded import read_regular_stat
 from taosync.engine.plan import FilePlan, Plan
 from taosync.engine.recovery import restore_entry
-from taosync.settings import again
+from taosync.hints import again
 from taosync.engine.state import (ApplyRecord, State, StateStore, missing_dirs, prune_history,
                                   sha256_bytes, write_private)
 from taosync.engine.system import RealSystem, System

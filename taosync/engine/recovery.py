@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from taosync.engine import state as state_module
 from taosync.engine.state import BACKUPS_DIR, State, StateStore, locked
 from taosync.engine.system import current
-from taosync.settings import again
+from taosync.hints import again
 from taosync.errors import WriteFailed
 from taosync.privilege import owner_rights
 

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, AbstractSet, Any, Callable
 from taosync.engine.plan import FilePlan, Plan, read_target, released_file
 from taosync.engine.state import ApplyRecord, FileState, OwnedKey, State, StateStore
 from taosync.errors import BadInput
-from taosync.settings import again
+from taosync.hints import again
 from taosync.fleet.secrets import value_hash
 from taosync.formats.base import keypath_parse
 

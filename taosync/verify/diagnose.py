@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from taosync.protocols import registry
-from taosync.settings import again
+from taosync.hints import again
 
 
 def protocol_title(name: str) -> str:

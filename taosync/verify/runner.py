@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from taosync.settings import again
+from taosync.hints import again
 from taosync.terminal import untrusted
 from taosync.verify import diagnose as dx
 from taosync.verify.probes import (
