@@ -46,7 +46,8 @@ def assert_bad_input(r, home, located: str, what: str) -> None:
 def test_invalid_yaml_at_start_exits_2_with_the_located_problem(home, fleet_file):
     fleet_file.write_text("gateway:\n  base_url: [\n")
     r = run_watch(home, fleet_file)
-    assert_bad_input(r, home, f"{fleet_file}:3:1: ", "YAML syntax error")
+    # the [ left open, where it opens (issue 29: in the user's words, on the right line)
+    assert_bad_input(r, home, f"{fleet_file}:2:13: ", "the [ opened here is not closed")
 
 
 def test_a_schema_error_at_start_exits_2_with_the_located_problem(home, fleet_file):
