@@ -70,7 +70,22 @@ def _words(name: str) -> list[str]:
 def secret_name(name: str) -> bool:
     """Whether a value under ``name`` is a secret whatever it holds (and ``name`` does not
     merely say where one is: ``apiKeyHelper``, ``env_key``, ``api_key_name``)."""
-    words = _words(str(name))
+    name = str(name)
+    known = _secret_names.get(name)
+    if known is None:
+        if len(_secret_names) >= 100_000:  # a long watch: start afresh
+            _secret_names.clear()
+        known = _secret_names[name] = _judge_name(name)
+    return known
+
+
+#: name → secret_name's answer: every key of every diff is judged, the same few names
+#: thousands of times (``name``, ``context``) at a large catalogue
+_secret_names: dict[str, bool] = {}
+
+
+def _judge_name(name: str) -> bool:
+    words = _words(name)
     if not words:
         return False
     low = str(name).lower()
