@@ -237,6 +237,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
     doc = parse_target(editor, path, text)
     changes: list[KeyChange] = []
     created: list[str] = list(previous.created) if previous else []
+    created_set = set(created)  # ``created`` in order; asked once per container made
     skeleton: list[str] = list(previous.skeleton) if previous else []
     owned: dict[str, OwnedKey] = {}
     sensitive: dict[str, str] = {}
@@ -254,8 +255,9 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
                            "taosync changed nothing") from None
         for c in made:
             s = keypath_str(c)
-            if s not in created:
+            if s not in created_set:
                 created.append(s)
+                created_set.add(s)
         changes.append(KeyChange(keypath_str(kp), "set", current, value, is_secret))
         return True
 
