@@ -91,16 +91,18 @@ class FilePlan:
             for text in (self.old_text, self.new_text):
                 for value in secrets_in(text, self.path.name):
                     redactor.add(value)
-        old = (self.old_text or "").splitlines(keepends=True)
-        new = (self.new_text or "").splitlines(keepends=True)
-        import difflib
+        text = ""  # an unchanged file: difflib would index every line to find no change
+        if self.old_text != self.new_text:
+            old = (self.old_text or "").splitlines(keepends=True)
+            new = (self.new_text or "").splitlines(keepends=True)
+            import difflib
 
-        label = str(self.path)
-        text = "".join(
-            _newline_safe(difflib.unified_diff(
-                old, new, fromfile=label if self.old_text is not None else "/dev/null",
-                tofile=label if self.new_text is not None else "/dev/null"))
-        )
+            label = str(self.path)
+            text = "".join(
+                _newline_safe(difflib.unified_diff(
+                    old, new, fromfile=label if self.old_text is not None else "/dev/null",
+                    tofile=label if self.new_text is not None else "/dev/null"))
+            )
         return redactor.scrub(text) if redactor is not None else text
 
 
@@ -424,7 +426,8 @@ def _untouched(desired: Desired | None, previous: FileState | None, text: str | 
     if volatile != {keypath_str(kp) for kp in desired.volatile}:
         return False
     fixed = {k: o.hash for k, o in previous.owned.items() if not o.volatile}
-    wanted = {keypath_str(kp): value_hash(hmac_key, materialize(v)[0])
+    plain = (str, int, float, bool)  # most values: materialize would return them as they are
+    wanted = {keypath_str(kp): value_hash(hmac_key, v if type(v) in plain else materialize(v)[0])
               for kp, v in desired.values.items()}
     return fixed == wanted
 
