@@ -88,7 +88,9 @@ class FilePlan:
         if hasattr(redactor, "add"):
             from taosync.fleet.looks_secret import secrets_in
 
-            for text in (self.old_text, self.new_text):
+            texts = (self.old_text,) if self.old_text == self.new_text else \
+                (self.old_text, self.new_text)
+            for text in texts:
                 for value in secrets_in(text, self.path.name):
                     redactor.add(value)
         text = ""  # an unchanged file: difflib would index every line to find no change
