@@ -18,6 +18,8 @@ servers ≤ 20× its no-op). No network: a dummy key, no verify.
 adds to a first apply, as a share of a bare ``python -c pass`` timed in the same run —
 the slope between two sizes of each axis (default 250 → 500 models, 50 → 100 servers;
 goals ≤ 0.02× per model, ≤ 0.1× per server). A linear apply has the same slope at any size.
+With ``--callgrind`` it counts instructions instead (``valgrind --tool=callgrind``, one
+run each: the count does not move with the load of the machine, as time does).
 """
 
 from __future__ import annotations
@@ -127,8 +129,20 @@ def timed_cpu(argv: list[str], env: dict, cwd: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def instructions(argv: list[str], env: dict, cwd: Path) -> tuple[float, float]:
+    """(instructions, instructions) of one run under callgrind: the ``(wall, CPU)`` pair
+    :func:`cost` reads, both the one deterministic count."""
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                          *argv], env=env, cwd=cwd, capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"{' '.join(argv)}: exit {out.returncode}\n{out.stderr[-2000:]}")
+    count = next(float(line.split()[-1].replace(",", "")) for line in out.stderr.splitlines()
+                 if "Collected" in line)
+    return count, count
+
+
 def cost(trees: dict, envs: dict, tmp: str, rounds: int, models: tuple[int, int],
-         servers: tuple[int, int]) -> None:
+         servers: tuple[int, int], measure=timed_cpu) -> None:
     """Time ``python -c pass`` and a first apply at two sizes of each axis, interleaved;
     print each tree's cost of one more model and one more server in bare starts, by wall
     time and by CPU time."""
@@ -152,22 +166,32 @@ def cost(trees: dict, envs: dict, tmp: str, rounds: int, models: tuple[int, int]
     for r in range(rounds):
         for size in sizes:  # alternating, so every size, tree and floor sees the same load
             for t, (name, tree) in enumerate(trees.items()):
-                floor.append(timed_cpu(bare, envs[name], tree))
+                floor.append(measure(bare, envs[name], tree))
                 home = Path(tmp, f"home-{size[0]}-{size[1]}-{r}-{t}")
-                first[name][size].append(timed_cpu(apply(home, fleets[size]), envs[name], tree))
+                first[name][size].append(measure(apply(home, fleets[size]), envs[name], tree))
     start = [statistics.median(f[k] for f in floor) for k in (0, 1)]
-    print(f"python -c pass: {start[0] * 1000:.1f} ms wall, {start[1] * 1000:.1f} ms CPU "
-          f"(medians of {len(floor)})")
+    counting = measure is instructions
+    if counting:
+        print(f"python -c pass: {start[0] / 1e6:.1f} M instructions (median of {len(floor)})")
+    else:
+        print(f"python -c pass: {start[0] * 1000:.1f} ms wall, {start[1] * 1000:.1f} ms CPU "
+              f"(medians of {len(floor)})")
     for name in trees:
         print(f"{name}:")
         med = {size: [statistics.median(t[k] for t in times) for k in (0, 1)]
                for size, times in first[name].items()}
         for size in sizes:
-            print(f"  first apply, {size[0]} models, {size[1]} MCP servers: "
-                  f"{med[size][0] * 1000:.0f} ms wall, {med[size][1] * 1000:.0f} ms CPU")
+            print(f"  first apply, {size[0]} models, {size[1]} MCP servers: " + (
+                f"{med[size][0] / 1e6:.0f} M instructions" if counting else
+                f"{med[size][0] * 1000:.0f} ms wall, {med[size][1] * 1000:.0f} ms CPU"))
         for what, (small, big), more, goal in (
                 ("model", sizes[:2], models[1] - models[0], GOAL_PER_MODEL),
                 ("MCP server", sizes[2:], servers[1] - servers[0], GOAL_PER_SERVER)):
+            if counting:
+                slope = (med[big][0] - med[small][0]) / more
+                print(f"  one more {what + ':':<11} {slope / 1e6:.2f} M instructions = "
+                      f"{slope / start[0]:.3f}× python -c pass (goal ≤ {goal}×)")
+                continue
             line = [f"{(med[big][k] - med[small][k]) / more * 1000:.2f} ms = "
                     f"{(med[big][k] - med[small][k]) / more / start[k]:.3f}×"
                     for k in (0, 1)]
@@ -193,6 +217,9 @@ def main() -> int:
                         help=f"--cost's two catalogue sizes (default {COST_MODELS})")
     parser.add_argument("--servers", type=int, nargs=2, default=COST_SERVERS, metavar="N",
                         help=f"--cost's two MCP server counts (default {COST_SERVERS})")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="--cost counts instructions under valgrind's callgrind (one run "
+                             "each; slow, but the same count on a loaded machine)")
     args = parser.parse_args()
     py = sys.executable
     trees = {"this checkout": ROOT}
@@ -223,8 +250,9 @@ def main() -> int:
             return 0
 
         if args.cost:
-            cost(trees, envs, tmp, 1 if args.quick else args.rounds, tuple(args.models),
-                 tuple(args.servers))
+            cost(trees, envs, tmp, 1 if args.quick or args.callgrind else args.rounds,
+                 tuple(args.models), tuple(args.servers),
+                 instructions if args.callgrind else timed_cpu)
             return 0
 
         models_axis = MODELS_AXIS[:3] if args.quick else MODELS_AXIS

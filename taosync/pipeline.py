@@ -46,6 +46,9 @@ class Context:
     #: ``apply --release-moved``: give back the files owned where a client's files lived
     #: before a location variable moved them (engine/owner.py), instead of keeping them
     release_moved: bool = False
+    #: (the patches walked, their secret parts per part, their Joined texts): what every
+    #: Redactor of this run learns from the render (:func:`rendered_secrets`)
+    walked: tuple | None = field(default=None, repr=False, compare=False)
 
 
 def state_store(settings):
@@ -518,11 +521,9 @@ def redactor_for(ctx, state):
     redactor = Redactor(None if ctx.no_key else ctx.key,
                         hmac_key=ctx.store.hmac_key(create=False),
                         known_hashes=state.remembered_secrets())
-    from taosync.fleet.logic import secret_parts
-
-    for patch in ctx.patches:
-        for part in (patch.values, patch.skeleton, patch.volatile):
-            redactor.add(list(secret_parts(part)))  # a Joined as its secrets only
+    parts, _texts = rendered_secrets(ctx)
+    for secrets in parts:
+        redactor.add(secrets)  # a Joined as its secrets only
     if ctx.loaded is not None and ctx.loaded.fleet is not None:
         for secret in ctx.loaded.fleet.gateway_credentials():  # userinfo, every header
             redactor.add(secret)
@@ -560,11 +561,22 @@ def readable_around_secrets(ctx, redactor) -> None:
     """Let ``redactor`` show the text around the secrets in each rendered :class:`Joined`
     (a header's name, a URL's host) once a change has taught it the whole text: its
     secret parts are known on their own (:func:`redactor_for`)."""
-    from taosync.fleet.logic import joined_texts
+    for text in rendered_secrets(ctx)[1]:
+        redactor.forget(text.strip())
 
-    for patch in ctx.patches:
-        for text in joined_texts(patch.values):
-            redactor.forget(text.strip())
+
+def rendered_secrets(ctx) -> tuple[list[list], list[str]]:
+    """The secret parts of each part (values, skeleton, volatile) of each rendered patch,
+    and the whole text of each :class:`Joined` among the values — walked once per run,
+    though a command builds its Redactor two or three times as it learns more."""
+    if ctx.walked is None or ctx.walked[0] is not ctx.patches:
+        from taosync.fleet.logic import joined_texts, secret_parts
+
+        parts = [secret_parts(part) for patch in ctx.patches
+                 for part in (patch.values, patch.skeleton, patch.volatile)]
+        texts = [text for patch in ctx.patches for text in joined_texts(patch.values)]
+        ctx.walked = (ctx.patches, parts, texts)
+    return ctx.walked[1], ctx.walked[2]
 
 
 def stand_in(wanted: bool):

@@ -149,3 +149,87 @@ def test_the_counter_sees_quadratic_work():
     assert lines_run(lambda: quadratic(120), only=None) / \
         lines_run(lambda: quadratic(60), only=None) > 3.5
 
+
+
+def first_apply_lines(tmp_path: Path, name: str, models: int, servers: int) -> int:
+    """Lines run by a first ``apply --no-verify``, the certified runs after it included
+    (engine/certificate.py: each form of the fast path answered once more)."""
+    from taosync.cli import run
+
+    fleet = tmp_path / f"{name}.yaml"
+    fleet.write_text(fleet_text(models, servers))
+    home = tmp_path / f"home-{name}"
+    argv = ["--home", str(home), "-c", str(fleet), "apply", "--no-verify", "-q"]
+    rcs = []
+    count = lines_run(lambda: rcs.append(run(argv)))
+    assert rcs == [0]
+    assert any(home.rglob("certificate.json")), "the apply certified nothing"
+    return count
+
+
+@pytest.mark.parametrize("axis,step", [("models", 60), ("servers", 12)])
+def test_first_apply_work_grows_linearly(tmp_path, monkeypatch, axis, step):
+    """The whole first apply — render, plan, write, state, and the dozen certified runs
+    that answer the fast path's forms — costs K× one more model or server, at any K."""
+    monkeypatch.setenv("TAOTOKEN_API_KEY", TEST_KEY)
+    first_apply_lines(tmp_path, "warm", 1, 1)
+    sizes = {"base": 0, "k": step, "2k": 2 * step}
+    counted = {name: first_apply_lines(tmp_path, name,
+                                       *((k, 0) if axis == "models" else (0, k)))
+               for name, k in sizes.items()}
+    growth = (counted["2k"] - counted["base"]) / (counted["k"] - counted["base"])
+    assert growth <= MOST, f"{2 * step} more {axis} cost {growth:.2f}× what {step} cost"
+
+
+def test_state_is_parsed_once_and_each_load_is_its_own(tmp_path, monkeypatch):
+    """Loading the same state.json again reuses the parse (the certified runs load it
+    two dozen times), yet every load hands out a State no other load shares: changing
+    one (as an apply does before it saves) changes no other."""
+    from dataclasses import fields
+
+    from taosync.cli import run
+    from taosync.engine import state as state_module
+    from taosync.engine.state import ApplyRecord, FileState, State, StateStore
+
+    monkeypatch.setenv("TAOTOKEN_API_KEY", TEST_KEY)
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(fleet_text(3, 2))
+    home = tmp_path / "home"
+    assert run(["--home", str(home), "-c", str(fleet), "apply", "--no-verify", "-q"]) == 0
+    root = next(home.rglob("state.json")).parent
+    raw = (root / "state.json").read_bytes()
+
+    parses = []
+    real_from_json = State.from_json
+    monkeypatch.setattr(State, "from_json",
+                        classmethod(lambda cls, data: parses.append(1) or real_from_json(data)))
+    state_module._parsed = None
+    one, two = StateStore(root).load(), StateStore(root).load()
+    assert len(parses) == 1
+    assert one == two == real_from_json(__import__("json").loads(raw))
+
+    def mutable_parts(obj, kinds):
+        for f in fields(obj):
+            value = getattr(obj, f.name)
+            if isinstance(value, (list, dict)) and f.compare:
+                yield f.name, value
+
+    pairs = [(one, two)] + [(one.files[p], two.files[p]) for p in one.files] + \
+        list(zip(one.applies, two.applies))
+    assert len(pairs) > 3
+    for a, b in pairs:
+        for (name, value), (_, other) in zip(mutable_parts(a, ()), mutable_parts(b, ())):
+            assert value is not other, f"{type(a).__name__}.{name} is shared between loads"
+    # and the JSON inside them too: the render cache, the records' file entries
+    assert one.inputs["patches"][0] is not two.inputs["patches"][0]
+    assert one.applies[0].files[0] is not two.applies[0].files[0]
+    # every field is copied: a field added later must be added to copy() as well
+    assert {f.name for f in fields(State)} == {
+        "version", "files", "applies", "inputs", "secrets", "made_dirs", "routes",
+        "forgotten", "home", "locations", "priors"}
+    assert {f.name for f in fields(FileState)} == {
+        "path", "format", "clients", "sha256", "owned", "created", "skeleton",
+        "created_file", "secret", "lead"}
+    assert {f.name for f in fields(ApplyRecord)} == {"id", "time", "kind", "files", "undoes"}
+    one.files.clear()
+    assert StateStore(root).load() == two

@@ -329,10 +329,10 @@ def _encode(value, secret: str):
 
 
 def _decode(value, key, mcp: _McpResolver):
-    if value == KEY_TOKEN:
-        return key
     if isinstance(value, str):
-        return value.replace(KEY_TOKEN, key.reveal())
+        if value == KEY_TOKEN:
+            return key
+        return value.replace(KEY_TOKEN, key.reveal()) if KEY_TOKEN in value else value
     if isinstance(value, dict):
         if len(value) == 1 and MCP_TOKEN in value:
             return mcp(value[MCP_TOKEN])

@@ -90,19 +90,23 @@ class FilePlan:
         if hasattr(redactor, "add"):
             from taosync.fleet.looks_secret import secrets_in
 
-            for text in (self.old_text, self.new_text):
+            texts = (self.old_text,) if self.old_text == self.new_text else \
+                (self.old_text, self.new_text)
+            for text in texts:
                 for value in secrets_in(text, self.path.name):
                     redactor.add(value)
-        old = (self.old_text or "").splitlines(keepends=True)
-        new = (self.new_text or "").splitlines(keepends=True)
-        import difflib
+        text = ""  # an unchanged file: difflib would index every line to find no change
+        if self.old_text != self.new_text:
+            old = (self.old_text or "").splitlines(keepends=True)
+            new = (self.new_text or "").splitlines(keepends=True)
+            import difflib
 
-        label = label or str(self.path)
-        text = "".join(
-            _newline_safe(difflib.unified_diff(
-                old, new, fromfile=label if self.old_text is not None else "/dev/null",
-                tofile=label if self.new_text is not None else "/dev/null"))
-        )
+            label = label or str(self.path)
+            text = "".join(
+                _newline_safe(difflib.unified_diff(
+                    old, new, fromfile=label if self.old_text is not None else "/dev/null",
+                    tofile=label if self.new_text is not None else "/dev/null"))
+            )
         return redactor.scrub(text) if redactor is not None else text
 
 
@@ -239,6 +243,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
     doc = parse_target(editor, path, text)
     changes: list[KeyChange] = []
     created: list[str] = list(previous.created) if previous else []
+    created_set = set(created)  # ``created`` in order; asked once per container made
     skeleton: list[str] = list(previous.skeleton) if previous else []
     owned: dict[str, OwnedKey] = {}
     sensitive: dict[str, str] = {}
@@ -256,8 +261,9 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
                            "taosync changed nothing") from None
         for c in made:
             s = keypath_str(c)
-            if s not in created:
+            if s not in created_set:
                 created.append(s)
+                created_set.add(s)
         changes.append(KeyChange(keypath_str(kp), "set", current, value, is_secret))
         return True
 
@@ -424,7 +430,8 @@ def _untouched(desired: Desired | None, previous: FileState | None, text: str | 
     if volatile != {keypath_str(kp) for kp in desired.volatile}:
         return False
     fixed = {k: o.hash for k, o in previous.owned.items() if not o.volatile}
-    wanted = {keypath_str(kp): value_hash(hmac_key, materialize(v)[0])
+    plain = (str, int, float, bool)  # most values: materialize would return them as they are
+    wanted = {keypath_str(kp): value_hash(hmac_key, v if type(v) in plain else materialize(v)[0])
               for kp, v in desired.values.items()}
     return fixed == wanted
 

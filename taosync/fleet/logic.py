@@ -154,33 +154,41 @@ class Joined(Secret):
                                  for p in self.parts), "joined")
 
 
-def secret_parts(value: Any) -> Iterator[Secret]:
+def secret_parts(value: Any) -> list[Secret]:
     """Each :class:`Secret` inside ``value`` (rendered patch values), a :class:`Joined`
     as its secret parts: what a redactor must hide, so the text around them (a header's
     name, a URL's host) stays readable."""
-    if isinstance(value, Joined):
-        for part in value.parts:
-            yield from secret_parts(part)
-    elif isinstance(value, Secret):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from secret_parts(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from secret_parts(v)
+    out: list[Secret] = []
+    _walk(value, out, parts=True)
+    return out
 
 
-def joined_texts(value: Any) -> Iterator[str]:
+def joined_texts(value: Any) -> list[str]:
     """The whole text of each :class:`Joined` inside ``value``."""
-    if isinstance(value, Joined):
-        yield value.reveal()
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from joined_texts(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from joined_texts(v)
+    out: list[str] = []
+    _walk(value, out, parts=False)
+    return out
+
+
+def _walk(value: Any, out: list, parts: bool) -> None:
+    """secret_parts (``parts``) or joined_texts of ``value`` into ``out``: one call per
+    container, none per plain value (every run walks every rendered value)."""
+    if isinstance(value, dict):
+        value = value.values()
+    elif isinstance(value, Joined):
+        if not parts:
+            out.append(value.reveal())
+            return
+        value = value.parts
+    elif isinstance(value, Secret):
+        if parts:
+            out.append(value)
+        return
+    elif not isinstance(value, (list, tuple)):
+        return
+    for v in value:
+        if isinstance(v, (dict, list, tuple, Secret)):
+            _walk(v, out, parts)
 
 
 def joined(pairs: Iterable[tuple[str, Any]], between: str, sep: str) -> Joined:

@@ -70,7 +70,22 @@ def _words(name: str) -> list[str]:
 def secret_name(name: str) -> bool:
     """Whether a value under ``name`` is a secret whatever it holds (and ``name`` does not
     merely say where one is: ``apiKeyHelper``, ``env_key``, ``api_key_name``)."""
-    words = _words(str(name))
+    name = str(name)
+    known = _secret_names.get(name)
+    if known is None:
+        if len(_secret_names) >= 100_000:  # a long watch: start afresh
+            _secret_names.clear()
+        known = _secret_names[name] = _judge_name(name)
+    return known
+
+
+#: name → secret_name's answer: every key of every diff is judged, the same few names
+#: thousands of times (``name``, ``context``) at a large catalogue
+_secret_names: dict[str, bool] = {}
+
+
+def _judge_name(name: str) -> bool:
+    words = _words(name)
     if not words:
         return False
     low = str(name).lower()
@@ -126,6 +141,26 @@ def secrets_in(text: str | None, name: str = "") -> list[str]:
     """The values ``text`` (a client file named ``name``) holds that can be secrets
     (:func:`could_be_token`), as written (unquoted): under a secret-looking name, and
     every string of a credential store (:data:`CREDENTIAL_STORES`)."""
+    if not text:
+        return _scan(text, name)
+    found = _scanned.get((name, text))
+    if found is None:
+        global _scanned_chars
+        if _scanned_chars > 1 << 25:  # a long watch: start afresh past 32M characters held
+            _scanned.clear()
+            _scanned_chars = 0
+        found = _scanned[name, text] = tuple(_scan(text, name))
+        _scanned_chars += len(text)
+    return list(found)
+
+
+#: (name, text) → the secrets found in it: every command reads each client file's text
+#: for them, and after an apply each of its dozen certified runs reads the same texts
+_scanned: dict[tuple[str, str], tuple[str, ...]] = {}
+_scanned_chars = 0
+
+
+def _scan(text: str | None, name: str) -> list[str]:
     out = []
     for match in NAMED_VALUE.finditer(text or ""):
         if secret_name(match.group("name")):

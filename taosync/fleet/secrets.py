@@ -119,13 +119,30 @@ def redact(value: str) -> str:
 
 
 
+#: json.dumps with canonical's options builds this encoder anew on every call
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def canonical(value: Any) -> str:
     """One spelling per value, typed (1 ≠ true ≠ "1"), for hashing and comparison."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _CANONICAL.encode(value)
+
+
+#: (key, canonical text) → its keyed hash: a plan hashes every owned value, and each
+#: certified run after an apply (engine/certificate.py) plans again with the same ones
+_hashed: dict[tuple[bytes, str], str] = {}
+_HASHED_MOST = 200_000  # a long watch: start afresh rather than grow without end
 
 
 def value_hash(key: bytes, value: Any) -> str:
-    return hmac.new(key, canonical(value).encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+    text = canonical(value)
+    digest = _hashed.get((key, text))
+    if digest is None:
+        if len(_hashed) >= _HASHED_MOST:
+            _hashed.clear()
+        digest = hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+        _hashed[key, text] = digest
+    return digest
 
 @dataclass(frozen=True)
 class Reference:

@@ -161,7 +161,8 @@ def keypath_str(path: KeyPath) -> str:
     """A stable, readable spelling of a key path, used in state, plans and messages."""
     if type(path) is not tuple:
         return _spell(path)
-    return _remembered(_SPELLED, path, _spell)
+    answer = _SPELLED.get(path)  # _remembered, inline: asked for every owned key of each run
+    return answer if answer is not None else _remembered(_SPELLED, path, _spell)
 
 
 def _spell(path: KeyPath) -> str:
@@ -184,7 +185,8 @@ def _quote(seg: str) -> str:
 
 def keypath_parse(text: str) -> KeyPath:
     """Inverse of :func:`keypath_str`."""
-    return _remembered(_PARSED, text, _parse)
+    answer = _PARSED.get(text)
+    return answer if answer is not None else _remembered(_PARSED, text, _parse)
 
 
 def _remembered(answers: dict, question: Any, work: Callable[[Any], Any]) -> Any:
