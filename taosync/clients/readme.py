@@ -77,7 +77,12 @@ def _grouped(header: str, modules: list[ModuleType], name: str) -> str:
         else:
             rows.append(([module.TITLE], text))
     return "\n".join([header, "|---|---|",
-                      *(f"| {', '.join(titles)} | {text} |" for titles, text in rows)]) + "\n"
+                      *(f"| {', '.join(titles)} | {_cell(text)} |" for titles, text in rows)]) + "\n"
+
+
+def _cell(text: str) -> str:
+    """A table cell's text: a ``|`` inside it (a shell pipe) escaped, or it splits the row."""
+    return text.replace("\\|", "|").replace("|", "\\|")
 
 
 def key_reference() -> str:
