@@ -183,8 +183,9 @@ def test_a_home_never_applied_says_so_and_fails(taosync, home, fleet_file):
         desired = taosync("verify", "--desired")
         sent = stub.posts()
     assert r.rc == 1 and as_json.rc == 1
-    assert ("codex: ~/.codex/config.toml does not exist: run taosync apply, or verify "
-            "--desired") in r.err
+    again = f"taosync --home {home} -c {fleet_file}"  # the hint repeats the options in effect
+    assert (f"codex: ~/.codex/config.toml does not exist: run {again} apply, or {again} "
+            "verify --desired") in " ".join(r.err.split())
     for shown in ("~/.claude/settings.json", "~/" + CLINE_FILE, "~/.continue/config.yaml"):
         assert f"{shown} does not exist" in r.err
     assert "pass" not in r.out

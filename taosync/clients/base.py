@@ -50,6 +50,7 @@ from taosync.bounded import read_regular
 from taosync.engine.patch import Patch  # noqa: F401 - what render returns
 from taosync.fleet.logic import SLOT, SLOT_LIST, SLOT_MAP  # noqa: F401 - kinds of slot
 from taosync.formats.base import KeyPath
+from taosync.hints import again
 
 
 # -- what a client declares: its fleet.yaml options ---------------------------------------
@@ -408,8 +409,8 @@ def start_on_disk(module: Any, fleet: Any, key: Any, env: ClientEnv,
     out.problems.extend(obs.problems)
     if primary not in obs.files:
         if not obs.problems:
-            out.problems.append(f"{shown(primary, env)} does not exist: run taosync apply, "
-                                f"or verify --desired")
+            out.problems.append(f"{shown(primary, env)} does not exist: run "
+                                f"{again('apply')}, or {again('verify --desired')}")
         return out, None
     import dataclasses
 

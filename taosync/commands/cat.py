@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from taosync.settings import common_options, current
+from taosync.hints import again
 
 
 @click.command("cat", epilog="""\b
@@ -45,7 +46,7 @@ def cat(path, reveal):
     fp = find(the_plan, target)
     if fp is None:
         raise BadInput(f"{path}: not a file taosync manages here; "
-                       "`taosync managed` lists every file it writes"
+                       f"`{again('managed')}` lists every file it writes"
                        + (" (under --home, ~ means that home: quote it, '~/…', so the "
                           "shell leaves it to taosync)" if s.sandboxed else ""))
     clients = list(fp.clients)

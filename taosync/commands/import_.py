@@ -19,6 +19,7 @@ from __future__ import annotations
 import click
 
 from taosync.settings import common_options, current
+from taosync.hints import again
 
 
 def _complete_client(ctx, param, incomplete: str):
@@ -125,9 +126,9 @@ def _report(proposal, s) -> None:
     parts = []
     if n:
         parts.append(f"{n} conflict{'s' if n != 1 else ''} — resolved as shown above and in "
-                     "the comments at the top; check them before `taosync apply`")
+                     f"the comments at the top; check them before `{again('apply')}`")
     if bad:
         parts.append(f"{bad} problem{'s' if bad != 1 else ''} — a file that could not be "
                      "read was skipped; fix it and import again")
     tail = "; ".join(parts) or "no conflicts"
-    say(f"proposal: {tail}. Next: `taosync import > fleet.yaml && taosync plan`.")
+    say(f"proposal: {tail}. Next: `{again('import')} > fleet.yaml && {again('plan')}`.")

@@ -21,6 +21,7 @@ import click
 
 from taosync.errors import BadInput, WriteFailed
 from taosync.settings import common_options, current
+from taosync.hints import again
 
 #: a fleet.yaml holds no secret (the key is a reference): readable by all, whatever the umask
 STARTER_MODE = 0o644
@@ -64,8 +65,8 @@ def init(force: bool, path: Path | None) -> int:
         return 0
     ui.out(f"{'replaced' if existed else 'wrote'} {target}")
     ui.out("next: edit gateway.base_url and models, export TAOTOKEN_API_KEY=<your key>, "
-           "then `taosync validate` and `taosync plan`")
-    ui.out("editor completion: `taosync schema --write` puts fleet.schema.json beside it "
+           f"then `{again('validate')}` and `{again('plan')}`")
+    ui.out(f"editor completion: `{again('schema --write')}` puts fleet.schema.json beside it "
            "(the file's first line points there)")
     return 0
 
@@ -82,7 +83,7 @@ def _write_starter(target: Path, text: str, force: bool) -> bool:
     existed = system.exists(real)
     if existed and not force:
         raise BadInput(f"{target}: already exists; taosync init never replaces a file "
-                       f"(use --force to overwrite it, or `taosync validate` to check it)")
+                       f"(use --force to overwrite it, or `{again('validate')}` to check it)")
     mode = (system.stat(real).st_mode & 0o777) if existed else STARTER_MODE
 
     def still_absent() -> None:

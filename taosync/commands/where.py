@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from taosync.settings import common_options, current
+from taosync.hints import again
 
 
 @click.command("where", epilog="""\b
@@ -58,9 +59,9 @@ def where():
             ui.echo(f"    {place['source']}: {shown(place['path']) if place['path'] else 'unset'}"
                     + ("" if place["path"] is None else
                        "  (exists)" if place["exists"] else "  (missing)"))
-        ui.echo("  `taosync init` writes a starter there")
+        ui.echo(f"  `{again('init')}` writes a starter there")
     elif answer["includes"] is None:
-        ui.echo(f"  includes  unknown: {answer['includes_error']} (`taosync validate` says more)")
+        ui.echo(f"  includes  unknown: {answer['includes_error']} (`{again('validate')}` says more)")
     elif answer["includes"]:
         for inc in answer["includes"]:
             ui.echo(f"  includes  {shown(inc)}")
