@@ -13,20 +13,23 @@ from conftest import ROOT
 
 
 def run_on_a_terminal(args: list[str], answers: list[bytes] | bytes | None,
-                      prompt: bytes = b"[y/N]", env: dict | None = None) -> tuple[int, str]:
+                      prompt: bytes = b"[y/N]", env: dict | None = None,
+                      unset: tuple[str, ...] = (), timeout: float = 60) -> tuple[int, str]:
     """Run taosync with a pseudo-terminal as stdin, stdout and stderr; write each of
     ``answers`` after each ``prompt`` it shows. (exit code, everything the terminal
-    showed). ``answers=None``: it must not ask at all."""
+    showed). ``answers=None``: it must not ask at all. ``unset``: variables of this
+    process the child does not get (``EDITOR``)."""
     if isinstance(answers, bytes):
         answers = [answers]
     todo = list(answers or [])
     master, slave = os.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "taosync", *args], stdin=slave,
                             stdout=slave, stderr=slave, cwd=ROOT, close_fds=True,
-                            env={**os.environ, **(env or {})})
+                            env={**{k: v for k, v in os.environ.items() if k not in unset},
+                                 **(env or {})})
     os.close(slave)
     seen, asked = b"", 0
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
             ready, _, _ = select.select([master], [], [], 0.2)

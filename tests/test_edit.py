@@ -6,17 +6,16 @@ left silently, ``--apply`` applying once valid. Real ``python -m taosync`` runs.
 from __future__ import annotations
 
 import os
-import select
 import shutil
 import subprocess
 import sys
-import time
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, snapshot
+from on_a_terminal import run_on_a_terminal
 
 BREAK = "s/fast: gpt-4o-mini/fast: no-such-model/"
 FIX = "s/fast: no-such-model/fast: intel\\/llama-7b/"
@@ -140,36 +139,8 @@ def test_a_missing_fleet_is_bad_input(tmp_path, home):
 
 def on_pty(args: list[str], env: dict, answers: list[bytes]) -> tuple[int, str]:
     """Run taosync on a pseudo-terminal, answering each "edit again?" in turn."""
-    master, slave = os.openpty()
-    base = {k: v for k, v in os.environ.items() if k not in ("VISUAL", "EDITOR")}
-    proc = subprocess.Popen([sys.executable, "-m", "taosync", *args], stdin=slave,
-                            stdout=slave, stderr=slave, cwd=ROOT, close_fds=True,
-                            env={**base, "PYTHONPATH": str(ROOT), **env})
-    os.close(slave)
-    seen, asked = b"", 0
-    deadline = time.monotonic() + 90
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-                if seen.count(b"edit again?") > asked:
-                    os.write(master, answers[asked])
-                    asked += 1
-            elif proc.poll() is not None:
-                break
-        rc = proc.wait(timeout=30)
-    finally:
-        os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-    return rc, seen.decode("utf-8", "replace")
+    return run_on_a_terminal(args, answers, prompt=b"edit again?", unset=("VISUAL", "EDITOR"),
+                             env={"PYTHONPATH": str(ROOT), **env}, timeout=90)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pseudo-terminal")
