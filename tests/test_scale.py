@@ -226,10 +226,11 @@ def test_state_is_parsed_once_and_each_load_is_its_own(tmp_path, monkeypatch):
     # every field is copied: a field added later must be added to copy() as well
     assert {f.name for f in fields(State)} == {
         "version", "files", "applies", "inputs", "secrets", "made_dirs", "routes",
-        "forgotten", "home", "locations", "priors"}
+        "forgotten", "home", "locations", "fleet", "priors"}
     assert {f.name for f in fields(FileState)} == {
         "path", "format", "clients", "sha256", "owned", "created", "skeleton",
         "created_file", "secret", "lead"}
-    assert {f.name for f in fields(ApplyRecord)} == {"id", "time", "kind", "files", "undoes"}
+    assert {f.name for f in fields(ApplyRecord)} == {"id", "time", "kind", "files", "undoes",
+                                                     "changes", "message"}
     one.files.clear()
     assert StateStore(root).load() == two

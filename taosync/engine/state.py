@@ -277,11 +277,12 @@ class State:
         """A copy sharing nothing a caller may change (see :meth:`StateStore.load`): the
         JSON parts copied through ``marshal`` (a deep copy of JSON data, in C)."""
         return State(self.version, {p: f.copy() for p, f in self.files.items()},
-                     [ApplyRecord(a.id, a.time, a.kind, _json_copy(a.files), list(a.undoes))
+                     [ApplyRecord(a.id, a.time, a.kind, _json_copy(a.files), list(a.undoes),
+                                  None if a.changes is None else list(a.changes), a.message)
                       for a in self.applies],
                      _json_copy(self.inputs), list(self.secrets), list(self.made_dirs),
                      _json_copy(self.routes), list(self.forgotten), self.home,
-                     dict(self.locations))
+                     dict(self.locations), dict(self.fleet))
 
     def next_apply_id(self) -> int:
         return (self.applies[-1].id + 1) if self.applies else 1
