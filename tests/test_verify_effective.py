@@ -104,6 +104,14 @@ def history_text(home) -> str:
     return path.read_text() if path.exists() else ""
 
 
+def said_where(out: str, code: str, where: str) -> bool:
+    """verify names ``where`` for a failure ``code``: inline for one probe
+    (``✗ cline balanced: path: WHERE: …``), on the ``in:`` line under a cause shared by
+    several (``✗ 3 probes: path: …`` then ``in: A; B``)."""
+    return bool(re.search(rf"^✗ [^:\n]*: {code}: {re.escape(where)}: ", out, re.M)) or bool(re.search(
+        rf"✗ \d+ probes: {code}: .*\n\s+in: (?:.*; )?{re.escape(where)}(?:;|\n)", out))
+
+
 def failed(data: dict) -> list[dict]:
     return [r for r in data["results"] if not r["ok"]]
 
@@ -127,7 +135,7 @@ def test_a_doubled_v1_fails_naming_the_file_and_key_path(taosync, home, gateway,
     break_url(home, gateway.root)
     r = taosync("verify")
     assert r.rc == 1, r.both
-    assert f"path: {shown} {url_key}: " in r.out
+    assert said_where(r.out, "path", f"{shown} {url_key}")
     assert "/v1 is doubled" in r.out
     assert f"{client}: {shown} differs from fleet.yaml in {url_key}" in r.err
     data = json.loads(taosync("verify", "--json").out)
@@ -151,7 +159,8 @@ def test_a_stale_key_fails_with_401_naming_the_file_and_key_path(taosync, home, 
     break_key(home, gateway.root)
     r = taosync("verify", "-v")
     assert r.rc == 1, r.both
-    assert f"auth: {key_where}: the gateway rejected the key (HTTP 401" in r.out
+    assert said_where(r.out, "auth", key_where)
+    assert "the gateway rejected the key (HTTP 401" in r.out
     assert "differs from fleet.yaml in" in r.err
     as_json = taosync("verify", "--json")
     data = json.loads(as_json.out)
@@ -237,7 +246,8 @@ def test_secrets_reference_keys_resolve_as_the_client_would(taosync, home, fleet
         dotenv.write_text(dotenv.read_text().replace(TEST_KEY, STALE_KEY))
         r = taosync("verify")
         assert r.rc == 1
-        assert "auth: ~/.continue/.env TAOTOKEN_API_KEY: the gateway rejected the key" in r.out
+        assert said_where(r.out, "auth", "~/.continue/.env TAOTOKEN_API_KEY")
+        assert "the gateway rejected the key" in r.out
         assert "~/.continue/.env differs from fleet.yaml in TAOTOKEN_API_KEY" in r.err
 
     assert STALE_KEY not in r.both
