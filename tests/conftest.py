@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,3 +222,11 @@ def file_keyring(tmp_path, monkeypatch):
     keyring.set_keyring(PlaintextKeyring())
     yield lambda service, user, value: keyring.set_password(service, user, value)
     keyring.set_keyring(previous)
+
+
+def said_where(out: str, code: str, where: str) -> bool:
+    """verify names ``where`` for a failure ``code``: inline for one probe
+    (``✗ cline balanced: path: WHERE: …``), on the ``in:`` line under a cause shared by
+    several (``✗ 3 probes: path: …`` then ``in: A; B``)."""
+    return bool(re.search(rf"^✗ [^:\n]*: {code}: {re.escape(where)}: ", out, re.M)) or bool(re.search(
+        rf"✗ \d+ probes: {code}: .*\n\s+in: (?:.*; )?{re.escape(where)}(?:;|\n)", out))

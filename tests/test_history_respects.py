@@ -29,7 +29,8 @@ def test_redo_warns_about_hand_edits_and_a_rollback_gives_them_back(taosync, hom
     r = taosync("rollback", "--redo", "--dry-run")
     assert r.rc == 0, r.both
     assert ("~/.codex/config.toml was edited after taosync wrote it; the redo would "
-            "replace those edits too (taosync rollback brings them back)") in r.err
+            "replace those edits too (taosync --home ") in r.err  # the hint: this home
+    assert " rollback brings them back)" in r.err
     assert cfg.read_text() == mine  # a dry run
     js = json.loads(taosync("rollback", "--redo", "--dry-run", "--json").out)
     assert js["edited_since_apply"] == [str(cfg)]

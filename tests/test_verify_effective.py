@@ -7,11 +7,10 @@ fleet.yaml instead; a home never applied says so."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
-from conftest import TEST_KEY
+from conftest import TEST_KEY, said_where
 
 from taosync.stub import Stub
 
@@ -102,14 +101,6 @@ CASES = {
 def history_text(home) -> str:
     path = home / ".local" / "state" / "taosync" / "history.jsonl"
     return path.read_text() if path.exists() else ""
-
-
-def said_where(out: str, code: str, where: str) -> bool:
-    """verify names ``where`` for a failure ``code``: inline for one probe
-    (``✗ cline balanced: path: WHERE: …``), on the ``in:`` line under a cause shared by
-    several (``✗ 3 probes: path: …`` then ``in: A; B``)."""
-    return bool(re.search(rf"^✗ [^:\n]*: {code}: {re.escape(where)}: ", out, re.M)) or bool(re.search(
-        rf"✗ \d+ probes: {code}: .*\n\s+in: (?:.*; )?{re.escape(where)}(?:;|\n)", out))
 
 
 def failed(data: dict) -> list[dict]:

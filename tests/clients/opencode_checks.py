@@ -9,7 +9,7 @@ from pathlib import Path
 from ruamel.yaml import YAML
 
 import conftest
-from conftest import TEST_KEY
+from conftest import TEST_KEY, said_where
 from helpers import KEY, MINI, R1, LLAMA, ROOT, ROUTER_ARGS, ROUTER_ENV, SONNET, V1, fleet
 from real import stand_in
 from taosync.clients.base import ClientEnv, ProbeSpec
@@ -334,7 +334,7 @@ def check_verify_on_disk(module, taosync, home, fleet_file) -> None:
         path.write_text(path.read_text().replace(f"{stub.root}/v1", f"{stub.root}/v1/v1"))
         r = taosync("verify")
     assert r.rc == 1
-    assert f"path: {shown} provider.taotoken.options.baseURL: " in r.out
+    assert said_where(r.out, "path", f"{shown} provider.taotoken.options.baseURL")
     assert f"{shown} differs from fleet.yaml in provider.taotoken.options.baseURL" in r.err
 
 
