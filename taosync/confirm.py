@@ -4,7 +4,7 @@ Four commands can replace something taosync did not write: ``apply`` (values a c
 file held before taosync owned that key — a first apply on a real home — and owned
 keys you edited by hand since), ``rollback`` (files you edited after taosync wrote
 them), ``adopt`` (your fleet.yaml) and ``destroy`` (everything taosync set up). One
-rule for all four, stated once in README ("Confirming"):
+rule for all four, stated once in docs/commands.md ("Confirming"):
 
 - **a terminal** (stdin and stderr are terminals, never with ``--json``): show what
   would be replaced on stderr and ask ``…? [y/N]``; Enter or ``n`` writes nothing and
@@ -27,6 +27,20 @@ import sys
 
 from taosync.errors import TaosyncError
 from taosync.hints import again
+
+#: where the rule is written down for users (every --yes help names it)
+DOCS = "docs/commands.md: Confirming"
+#: --yes of a command that asks through ``apply`` (edit --apply, update)
+APPLY_ASKS = "Answer yes where the apply would ask (values you had, hand edits): for scripts"
+
+
+def yes_option(does: str):
+    """The rule's ``--yes``/``-y`` flag, one spelling on every command that asks;
+    ``does``: what it skips asking for (the help names where the rule is written)."""
+    import click
+
+    return click.option("--yes", "-y", is_flag=True, help=f"{does} ({DOCS}).")
+
 
 #: what a declined or unconfirmed command says (it wrote nothing)
 NOTHING_WRITTEN = "nothing was written"
@@ -92,7 +106,7 @@ def replaced_values(ctx, state, plan) -> list[dict]:
     """The values an apply would replace that the user had before taosync owned their
     key (engine/drift.py replaced_existing), each as shown — secrets as
     ``(sensitive value)``, paths as ``~/…`` under the home: ``path``, ``display``,
-    ``key``, ``old``, ``new``, ``secret`` (README: JSON output, ``replaced``)."""
+    ``key``, ``old``, ``new``, ``secret`` (docs/json.md, ``replaced``)."""
     from taosync.engine.drift import replaced_existing
     from taosync.fleet.secrets import shown
     from taosync.paths import display_path

@@ -24,7 +24,7 @@ every step it checks the invariants (:meth:`TaosyncMachine.check_after_every_ste
     again);
 (f) no traceback, and every exit code is one README documents;
 (h) a command nobody confirmed — apply over a hand edit, rollback or redo over one,
-    run without a terminal and without ``--yes`` (README: Confirming) — exits 1 naming
+    run without a terminal and without ``--yes`` (docs/commands.md: Confirming) — exits 1 naming
     ``--yes`` and writes nothing; the first apply over the user's planted values, with
     ``--yes``, ends with one line naming the files whose values it replaced and the
     exact rollback command;
@@ -225,7 +225,7 @@ class TaosyncMachine(RuleBasedStateMachine):
             self.originals[rel] = text
         self.ready = True
         # every sequence starts from an applied home: the first apply onto the user's
-        # own values, confirmed with --yes as a script does (README: Confirming)
+        # own values, confirmed with --yes as a script does (docs/commands.md: Confirming)
         r = self.sh("apply", "--no-verify", "--yes")
         if checking("h"):
             last = r.err.strip().splitlines()[-1] if r.err.strip() else ""

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from taosync.confirm import yes_option
 from taosync.clients.registry import complete
 from taosync.hints import again
 from taosync.settings import common_options, current
@@ -44,9 +45,8 @@ After adopt, taosync plan has nothing to change for the adopted keys.""")
 @common_options
 @click.argument("client", required=False, shell_complete=complete)
 @click.option("--dry-run", is_flag=True, help="Show the fleet.yaml diff; write nothing.")
-@click.option("-y", "--yes", is_flag=True,
-              help="Write without asking (a terminal asks; without one adopt needs it, else "
-                   "it writes nothing and exits 1; README: Confirming).")
+@yes_option("Write without asking (a terminal asks; without one adopt needs it, else it "
+            "writes nothing and exits 1)")
 def adopt(client, dry_run, yes):
     """Write values you changed in a client's files back into fleet.yaml.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from taosync.confirm import yes_option
 from taosync.hints import again
 from taosync.settings import common_options, current
 from taosync.commands.plan import NO_KEY_HELP, only_option
@@ -12,7 +13,7 @@ from taosync.commands.plan import NO_KEY_HELP, only_option
 @click.command("apply", epilog="""\b
 Examples:
   taosync apply                 # asks before replacing values you had or edited by hand
-  taosync apply --yes           # scripts: no question (README: Confirming)
+  taosync apply --yes           # scripts: no question (docs/commands.md: Confirming)
   taosync apply --dry-run       # show the diff, write nothing
   taosync apply --force --only codex --no-verify
   taosync apply -m "deep route on r1"   # a note taosync log shows
@@ -21,10 +22,9 @@ taosync adopt takes values you edited by hand into fleet.yaml instead.""")
 @only_option
 @click.option("--dry-run", is_flag=True, help="Plan and show; write nothing.")
 @click.option("--no-verify", is_flag=True, help="Do not send the verification requests.")
-@click.option("--yes", "-y", is_flag=True,
-              help="Do not ask: replace values you had before taosync and owned keys you "
-                   "edited since the last apply (each one is named). Without it a terminal "
-                   "asks, and a script stops at a hand edit (exit 1; README: Confirming).")
+@yes_option("Do not ask: replace values you had before taosync and owned keys you edited "
+            "since the last apply (each one is named). Without it a terminal asks, and a "
+            "script stops at a hand edit (exit 1)")
 @click.option("--force", is_flag=True,
               help="--yes, and also write target files you made read-only (no owner write "
                    "bit; they stay read-only; without --force such a file stops the apply).")
@@ -73,7 +73,7 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
     replaced = confirm.replaced_values(ctx, state, the_plan)
     shown_replaced = False
     if the_plan.changed:
-        if not dry_run:  # asks on a terminal (README: Confirming)
+        if not dry_run:  # asks on a terminal (confirm.py)
             shown_replaced = confirm.confirm_replacing(replaced, yes=yes)
         chosen = _confirm_drift(ctx, s, state, the_plan, only_set, yes, dry_run)
         if chosen is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from taosync.confirm import yes_option
 from taosync.hints import again
 from taosync.settings import common_options, current
 
@@ -15,9 +16,8 @@ Examples:
   taosync destroy --yes --purge   # scripts: no question; state and backups go too
 """)
 @common_options
-@click.option("--yes", "-y", is_flag=True,
-              help="Do not ask (scripts: without a terminal destroy needs it, else it "
-                   "writes nothing and exits 1; README: Confirming).")
+@yes_option("Do not ask (scripts: without a terminal destroy needs it, else it writes "
+            "nothing and exits 1)")
 @click.option("--purge", is_flag=True,
               help="Also remove taosync's state directory (history, backups, hash key): "
                    "nothing can be rolled back afterwards.")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import click
 
+from taosync.confirm import APPLY_ASKS, can_ask, yes_option
 from taosync.errors import TaosyncError
 from taosync.settings import common_options, current
 
@@ -34,9 +35,7 @@ Examples:
                    "it asks before overwriting your hand edits).")
 @click.option("--no-verify", is_flag=True,
               help="With --apply: do not send the verification requests.")
-@click.option("--yes", "-y", is_flag=True,
-              help="Answer yes where the apply would ask (values you had, hand edits): "
-                   "for scripts (README: Confirming).")
+@yes_option(APPLY_ASKS)
 def edit(then_apply, no_verify, yes):
     """Open fleet.yaml in your editor; validate it on save (--apply: then apply).
 
@@ -73,7 +72,7 @@ def edit(then_apply, no_verify, yes):
             break
         except FleetInvalid as exc:
             rc = report_invalid(exc)
-            if not s.json and interactive() and ask_reopen():
+            if can_ask() and ask_reopen():
                 continue
             ui.problem(f"your edit is kept in {path}, which does not validate: nothing "
                        f"{'was applied' if then_apply else 'applies it until it validates'}; "
@@ -155,14 +154,7 @@ def _check(s, path) -> None:
                model=False)
 
 
-def interactive() -> bool:
-    """A terminal to ask on: stdin and stdout both."""
-    import sys
-
-    return sys.stdin.isatty() and sys.stdout.isatty()
-
-
 def ask_reopen() -> bool:
-    """Ask whether to open the editor again (yes by default). The one question ``edit``
-    asks; kept here, small, for the one confirm rule (taosync/confirm.py) to take over."""
+    """Ask whether to open the editor again (yes by default: nothing is replaced by it,
+    so it is no confirm of taosync/confirm.py's rule; asked where that rule can ask)."""
     return click.confirm("edit again?", default=True, err=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from taosync.confirm import yes_option
 from taosync.hints import again
 from taosync.settings import common_options, current
 
@@ -26,10 +27,9 @@ Examples:
                    "rotated key), keep the one in use (the default without a terminal).")
 @click.option("--restore-secrets", is_flag=True,
               help="Put the backup's older secrets back too (a key rotated away since).")
-@click.option("--yes", "-y", is_flag=True,
-              help="Do not ask before replacing files you edited after taosync wrote them "
-                   "(a terminal asks; without one the step needs it, else it writes nothing "
-                   "and exits 1; README: Confirming).")
+@yes_option("Do not ask before replacing files you edited after taosync wrote them (a "
+            "terminal asks; without one the step needs it, else it writes nothing and "
+            "exits 1)")
 def rollback(to, redo, dry_run, keep_secrets, restore_secrets, yes):
     """Step back one apply (again: one more; --to N, --redo) from the backups.
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from taosync.confirm import APPLY_ASKS, yes_option
 from taosync.errors import TaosyncError
 from taosync.settings import common_options, current
 
@@ -34,9 +35,7 @@ Examples:
               help="Verify against a stand-in gateway on loopback instead of the real one.")
 @click.option("-m", "--message", metavar="TEXT",
               help="The note taosync log shows for the apply (default: the commits pulled).")
-@click.option("--yes", "-y", is_flag=True,
-              help="Answer yes where the apply would ask (values you had, hand edits): "
-                   "for scripts (README: Confirming).")
+@yes_option(APPLY_ASKS)
 def update(no_verify, stub, message, yes):
     """Pull the fleet's git repositories (fast-forward only), then apply.
 
@@ -60,7 +59,7 @@ def update(no_verify, stub, message, yes):
     git = _git_binary()
     files = [fleet, *_includes(s, fleet, strict=False)]
     repos = _repos(git, files)
-    _check_clean(repos)
+    _check_clean(git, repos)
     for repo in repos:
         _pull(git, repo)
     # an include the pull added may live in a repository not pulled yet: pull it too
@@ -70,14 +69,15 @@ def update(no_verify, stub, message, yes):
         return _invalid_after_pull(exc, repos)
     added = [r for r in _repos(git, [f for f in more if f not in files], required=False)
              if r.root not in {x.root for x in repos}]
-    _check_clean(added)
+    _check_clean(git, added)
     for repo in added:
         _pull(git, repo)
     repos += added
-    try:
-        _includes(s, fleet, strict=True)  # the fleet as it will be applied
-    except TaosyncError as exc:
-        return _invalid_after_pull(exc, repos)
+    if added:  # the fleet as it will be applied (else as loaded just above)
+        try:
+            _includes(s, fleet, strict=True)
+        except TaosyncError as exc:
+            return _invalid_after_pull(exc, repos)
     pulled = [r.to_json() for r in repos]
     if not s.json:
         for repo in repos:
@@ -184,12 +184,11 @@ def _repos(git: str, files: list[Path], *, required: bool = True) -> list[Repo]:
     return list(repos.values())
 
 
-def _check_clean(repos: list[Repo]) -> None:
+def _check_clean(git: str, repos: list[Repo]) -> None:
     """Refuse (exit 2, nothing pulled) a repository with uncommitted changes to tracked
     files, or one whose branch follows no upstream — with the command that fixes it."""
     from taosync.errors import BadInput
 
-    git = _git_binary()
     problems = []
     for repo in repos:
         rc, out = _run(git, repo.root, "status", "--porcelain", "--untracked-files=no")
