@@ -29,7 +29,6 @@ from pathlib import Path
 
 from taosync.clients import declare
 from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
-from taosync.formats.base import Match
 
 ID = "aider"
 BINARY = "aider"  # taosync doctor shows its --version
@@ -83,11 +82,6 @@ def settings_path(env: ClientEnv) -> Path:
     return env.home / ".aider.model.settings.yml"
 
 
-def _entry(model_id: str) -> tuple:
-    """The key path of one model's ``extra_headers`` in .aider.model.settings.yml."""
-    return (Match("name", PREFIX + model_id), "extra_params", "extra_headers")
-
-
 class Aider(declare.Declared):
     """The table, and the one thing it cannot say: under ``secrets: reference`` aider
     reads the key from ``OPENAI_API_KEY`` alone, so the file then holds none."""
@@ -97,13 +91,6 @@ class Aider(declare.Declared):
         when that is not set here, apply says so once for every client that needs one)."""
         if self.key_reference(fleet, env, config_path(env)) is None:
             values["conf"][("openai-api-key",)] = key
-
-    def extra_render(self, fleet, key, env, values) -> None:
-        """``gateway.headers`` into each catalogue model's settings entry."""
-        if fleet.gateway.headers:
-            chosen = [fleet.model_for(c) for _, c in self.slots(fleet)]
-            for model_id in dict.fromkeys([*fleet.models, *chosen]):
-                values["settings"][_entry(model_id)] = fleet.gateway_headers()
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
         path = config_path(env)
@@ -125,10 +112,10 @@ CLIENT = Aider(
                      optional=True),
         declare.url("conf", "openai-api-base"),
         declare.key("conf", "openai-api-key"),
-        # the main model's settings entry (extra_render writes every catalogue model's)
-        declare.headers("settings", declare.named("name", declare.Opt("entry", read=("model",),
-                                                                      file="conf")),
-                        "extra_params", "extra_headers", unwritten=True),
+        # each catalogue model's settings entry (read back: the main model's)
+        declare.headers("settings", declare.named("name", declare.Each(
+            declare.Opt("entry", read=("model",), file="conf"), prefix=PREFIX, chosen=True)),
+                        "extra_params", "extra_headers"),
     ),
     # what aider 0.86.2 sends besides auth (its pinned openai SDK, through LiteLLM)
     sends={"User-Agent": "OpenAI/Python 2.20.0"},

@@ -28,9 +28,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from taosync.clients import declare
-from taosync.clients.base import (ClientEnv, Observation, Option, Patch, Seen, fleet_mcp,
-                                  read_plain, shown, slot_option, stored_key)
-from taosync.formats.base import keypath_str
+from taosync.clients.base import (ClientEnv, Observation, Option, Patch, Seen, read_plain,
+                                  shown, slot_option, stored_key)
 
 ID = "cline"
 BINARY = "cline"  # taosync doctor shows its --version
@@ -143,6 +142,15 @@ _ROW = ("providers", declare.Opt("provider", value=PROVIDER))
 #: provider ids of the current store that mean "an OpenAI-compatible base URL"
 _GATEWAY_IDS = (PROVIDER, "openai")
 
+#: ``mcpServers``: the current store nests an entry under ``transport``, each editor's file
+#: has it flat; a url entry with no type is sse
+MCP_SHAPE = declare.McpShape(
+    ("mcpServers",), stdio={"type": "stdio"}, http={"type": "streamableHttp"},
+    sse={"type": "sse"}, nest="transport", disabled={"disabled": True},
+    transport_of=lambda t: "http" if (t.get("type") or t.get("transportType"))
+    in ("streamableHttp", "http") else "sse",
+    note="Cline is not known to expand variables in its MCP settings")
+
 
 class Cline(declare.Declared):
     """The table (both stores), and what it cannot say: the legacy store only with
@@ -155,14 +163,10 @@ class Cline(declare.Declared):
         mcp = next((p for p in patches if p.path == self.file("mcp", env)), None)
         if mcp is not None:  # the legacy extension's own files: the same entries, flat
             patches += [Patch(editor_mcp_path(env, editor), "json",
-                              {at: entry["transport"] for at, entry in mcp.values.items()},
+                              {at: entry[MCP_SHAPE.nest] for at, entry in mcp.values.items()},
                               ID, secret=mcp.secret)
                         for editor in editors(self.cfg(fleet), env)]
         return patches
-
-    def mcp_values(self, fleet: Any, key: Any, env: ClientEnv, path: Path) -> tuple[dict, bool]:
-        values, holds_key = super().mcp_values(fleet, key, env, path)
-        return {at: {"transport": entry} for at, entry in values.items()}, holds_key
 
     def extra_render(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
         window = fleet.context_window(fleet.model_for(self.cfg(fleet).model))
@@ -227,9 +231,7 @@ class Cline(declare.Declared):
                                     self.file("state", env), "actModeApiProvider")
 
         for mcp in [mcp_path(env), *(editor_mcp_path(env, e) for e in EDITOR_APPS)]:
-            doc = read_plain(mcp, "json", obs)
-            if isinstance(doc, dict) and isinstance(doc.get("mcpServers"), dict):
-                _observe_mcp(doc["mcpServers"], mcp, obs)
+            declare.read_mcp(MCP_SHAPE, read_plain(mcp, "json", obs), mcp, obs)
         return obs
 
     # -- verify -------------------------------------------------------------------------
@@ -285,38 +287,8 @@ CLIENT = Cline(
     places={"url": f"providers.{PROVIDER}.settings.baseUrl",
             "slot": f"providers.{PROVIDER}.settings.model, or the legacy store's "
                     f"actModeOpenAiModelId"},
-    mcp=declare.McpShape(("mcpServers",), stdio={"type": "stdio"},
-                         http={"type": "streamableHttp"}, sse={"type": "sse"},
-                         note="Cline is not known to expand variables in its MCP settings"),
+    mcp=MCP_SHAPE,
     mcp_file="mcp",
 )
 render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
                                                CLIENT.observe, CLIENT.locations)
-
-
-def _observe_mcp(servers: dict, path: Path, obs: Observation) -> None:
-    for name, entry in servers.items():
-        if not isinstance(entry, dict):
-            continue
-        nested = entry.get("transport")
-        t = nested if isinstance(nested, dict) else entry
-        if entry.get("disabled") is True:
-            obs.notes.append(f"{path}: MCP server {name!r} is disabled; not imported")
-            continue
-        kind = t.get("type") or t.get("transportType")
-        if "command" in t:
-            value = fleet_mcp(command=t.get("command"), args=t.get("args"), env=t.get("env"),
-                              cwd=t.get("cwd"))
-        else:  # a url entry with no type is sse in Cline's flat form
-            value = fleet_mcp(url=t.get("url"), headers=t.get("headers"),
-                              transport="http" if kind in ("streamableHttp", "http") else "sse")
-        if value is None:
-            obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
-                             f"express; not imported")
-            continue
-        seen = obs.mcp_servers.get(name)
-        if seen is None:
-            obs.mcp_servers[name] = Seen(value, path, keypath_str(("mcpServers", name)))
-        elif seen.value != value:
-            obs.notes.append(f"{path}: MCP server {name!r} differs from the one in {seen.file}; "
-                             f"imported the one in {seen.file}")

@@ -98,44 +98,38 @@ def _models(fleet, cfg) -> dict[str, tuple[str | None, list[str]]]:
     return out
 
 
-def _template(name: str, prefix: str = "", suffix: str = "") -> str:
+def _template(name: str) -> str:
     """``${{ secrets.NAME }}``: Continue fills it from its environment and ``.env``."""
-    return f"{prefix}${{{{ secrets.{name} }}}}{suffix}"
+    return f"${{{{ secrets.{name} }}}}"
 
 
 #: ``mcpServers``: a list by name; an ``${env:NAME}`` secret as ``${{ secrets.NAME }}``
 MCP_SHAPE = declare.McpShape(
     ("mcpServers",), listed=True, whole=False, http={"type": "streamable-http"},
     sse={"type": "sse"}, headers_at=("requestOptions", "headers"),
-    by_reference=lambda v: _template(v.ref.arg, v.prefix, v.suffix)
-    if v.ref.kind == "env" else None,
+    by_reference=declare.env_as("${{{{ secrets.{} }}}}"),
     note="Continue reads ${{ secrets.NAME }} from the environment, so only ${env:NAME} "
          "values are passed by reference")
 
 
+#: one ``models`` entry per model id the roles name, in Continue's role order
+_ENTRY = ("models", declare.named("name", declare.Each(models=lambda fleet, cfg:
+                                                       _models(fleet, cfg))))
+_API_KEY = declare.key("config", *_ENTRY, "apiKey")
+
+
 class Continue(declare.Declared):
-    """What the table cannot say: one model entry per model id the roles name (in
-    Continue's role order, kept first in ``models``), each with the key or its
-    ``${{ secrets.NAME }}`` template; in reference mode the key goes into ``.env``."""
+    """The table (a model entry per model id the roles name), and what it cannot say:
+    the entries are kept first in ``models``; the key, or in reference mode its
+    ``${{ secrets.NAME }}`` template (the key then in ``.env``); reading back and
+    verify follow Continue's roles."""
 
     def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
-        """The model entries, which carry the key (inline) or its template."""
-        cfg = self.cfg(fleet)
-        api_key = key
+        """The key in each model entry; by reference its template there, the key in .env."""
+        name = self.cfg(fleet).secret_name
         if self.key_reference(fleet, env, self.file("config", env)) is not None:
-            api_key = _template(cfg.secret_name)
-            values["env"][(cfg.secret_name,)] = key
-        for model, (_, roles) in _models(fleet, cfg).items():
-            e = ("models", Match("name", model))
-            values["config"].update({e + ("provider",): "openai", e + ("model",): model,
-                                     e + ("apiBase",): fleet.openai_url,
-                                     e + ("apiKey",): api_key, e + ("roles",): roles})
-            context_window = fleet.context_window(model)
-            if context_window:
-                values["config"][e + ("defaultCompletionOptions", "contextLength")] = \
-                    context_window
-            if fleet.gateway.headers:
-                values["config"][e + ("requestOptions", "headers")] = fleet.gateway_headers()
+            values["env"][(name,)], key = key, _template(name)
+        self.put(fleet, _API_KEY, values, key)
 
     def key_variables(self, fleet: Any, env: ClientEnv) -> dict[str, bool]:
         """By reference config.yaml names ``secrets.<secret_name>``, which ``.env`` holds
@@ -282,7 +276,14 @@ class Continue(declare.Declared):
 
 
 CLIENT = Continue(
-    ID, "Continue", primary="config", bindings=(),
+    ID, "Continue", primary="config",
+    bindings=(declare.fixed("config", *_ENTRY, "provider", value="openai"),
+              declare.model("config", *_ENTRY, "model"),
+              declare.url("config", *_ENTRY, "apiBase"), _API_KEY,
+              declare.model("config", *_ENTRY, "roles",
+                            value=lambda fleet, cfg, model: _models(fleet, cfg)[model][1]),
+              declare.window("config", *_ENTRY, "defaultCompletionOptions", "contextLength"),
+              declare.headers("config", *_ENTRY, "requestOptions", "headers")),
     files={"config": declare.File(lambda env: continue_dir(env) / "config.yaml", "yaml"),
            "env": declare.File(lambda env: continue_dir(env) / ".env", "dotenv")},
     # in reference mode config.yaml holds the template whatever the fleet's reference

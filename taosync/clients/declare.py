@@ -83,9 +83,25 @@ class Opt:
     file: str = ""
 
 
-def named(field: str, opt: Opt) -> Match:
+@dataclass(frozen=True)
+class Each:
+    """A key path part written once per model, as its id (after ``prefix``): for every
+    model of ``models(fleet, options)`` when given (Continue's models of its roles), else
+    the catalogue's, and with ``chosen`` also each model a slot chooses — an entry per
+    model (llm's, Vibe's, aider's, Continue's ``models`` lists, opencode's ``models``
+    map). Import and verify read the one entry the client uses: the :class:`Opt`
+    ``read`` (none: the rows are not read back)."""
+
+    read: Opt | None = None
+    prefix: str = ""
+    chosen: bool = False
+    models: Callable[[Any, Any], Any] | None = None
+
+
+def named(field: str, opt: Opt | Each) -> Match:
     """The list element whose ``field`` holds an option's value (gptme's
-    ``[[providers]] name = <provider>``): a :class:`Match` on an :class:`Opt`."""
+    ``[[providers]] name = <provider>``): a :class:`Match` on an :class:`Opt` (or on an
+    :class:`Each`: one element per model)."""
     return Match(field, opt)  # type: ignore[arg-type]  # filled in before any edit
 
 
@@ -152,6 +168,17 @@ def slot(file: str, *path: Any, option: str = "model", prefix: str = "", default
          optional: bool = False, env: str = "", note: str = "", unwritten: bool = False) -> Bind:
     return Bind(file, tuple(path), "slot", option=option, prefix=prefix, default=default,
                 optional=optional, env=env, note=note, unwritten=unwritten)
+
+
+def model(file: str, *path: Any, value: Callable[[Any, Any, str], Any] | None = None) -> Bind:
+    """In an :class:`Each` row: the model's id, or ``value(fleet, options, model id)``."""
+    return Bind(file, tuple(path), "model", value=value)
+
+
+def window(file: str, *path: Any, value: Any = None) -> Bind:
+    """In an :class:`Each` row: the model's context window from the catalogue (``value``
+    in its place when given), not written when the catalogue gives none."""
+    return Bind(file, tuple(path), "window", value=value)
 
 
 def key(file: str, *path: Any, env: str = "", note: str = "") -> Bind:
@@ -309,6 +336,17 @@ def printed_variable(command: str) -> str | None:
 
 # -- MCP: one builder, one reader ---------------------------------------------------------
 
+def env_as(form: str) -> Callable[[Any], str | None]:
+    """An :attr:`McpShape.by_reference` for a client that expands ``${env:NAME}`` MCP
+    secrets itself, in its spelling ``form`` (``{}``: NAME; Gemini CLI's and Hermes'
+    ``${{{}}}``, Continue's ``${{{{ secrets.{} }}}}``); other references stay inline."""
+    def spell(secret: Any) -> str | None:
+        if secret.ref.kind != "env":
+            return None
+        return f"{secret.prefix}{form.format(secret.ref.arg)}{secret.suffix}"
+    return spell
+
+
 @dataclass(frozen=True)
 class McpShape:
     """How one client spells an MCP server entry.
@@ -352,6 +390,12 @@ class McpShape:
     #: why the file takes no remote (http/sse) server, or "" when it does: such a server
     #: is left out, with a warning that says why (Claude Desktop: its Connectors UI)
     no_remote: str = ""
+    #: the field an entry's own fields are nested under (Cline's ``transport``), its
+    #: switches beside it; an entry without it is read flat
+    nest: str = ""
+    #: the transport of a remote entry by its fields, when not by the ``http``/``sse``
+    #: marks (Cline's: a url entry with no type is sse)
+    transport_of: Callable[[Mapping[str, Any]], str] | None = None
 
     def at(self, name: str) -> KeyPath:
         return self.container + ((Match("name", name),) if self.listed else (name,))
@@ -431,10 +475,20 @@ def _get(entry: Any, path: KeyPath) -> Any:
 
 
 def _opt(part: Any) -> Opt | None:
-    """The :class:`Opt` a key path part is, or holds as a :class:`Match`'s value."""
-    if isinstance(part, Match) and isinstance(part.value, Opt):
-        return part.value
-    return part if isinstance(part, Opt) else None
+    """The :class:`Opt` a key path part is, or holds as a :class:`Match`'s value (of an
+    :class:`Each`: the one it is read back through)."""
+    if isinstance(part, Match):
+        part = part.value
+    return part.read if isinstance(part, Each) else part if isinstance(part, Opt) else None
+
+
+def _each(path: KeyPath) -> Each | None:
+    """The :class:`Each` part of ``path`` (also as a :class:`Match`'s value), if any."""
+    for part in path:
+        part = part.value if isinstance(part, Match) else part
+        if isinstance(part, Each):
+            return part
+    return None
 
 
 def _filled_path(path: KeyPath, values: Mapping[str, Any]) -> tuple:
@@ -469,12 +523,14 @@ def read_mcp(shape: McpShape, doc: Any, path: Path, obs: Observation,
             return values
         return {k: from_reference(v) if isinstance(v, str) else v for k, v in values.items()}
 
-    for name, entry in items:
-        if not isinstance(name, str) or not isinstance(entry, dict):
+    for name, outer in items:
+        if not isinstance(name, str) or not isinstance(outer, dict):
             continue
-        if shape.disabled and all(_same(entry.get(k), v) for k, v in shape.disabled.items()):
+        if shape.disabled and all(_same(outer.get(k), v) for k, v in shape.disabled.items()):
             obs.notes.append(f"{path}: MCP server {name!r} is disabled; not imported")
             continue
+        nested = outer.get(shape.nest) if shape.nest else None
+        entry = nested if isinstance(nested, dict) else outer
         command = entry.get("command")
         if command is not None and not _is_http(shape, entry):
             args = entry.get("args")
@@ -484,16 +540,21 @@ def read_mcp(shape: McpShape, doc: Any, path: Path, obs: Observation,
             value = fleet_mcp(command=command, args=args, env=back(entry.get(shape.env_field)),
                               cwd=entry.get("cwd") if shape.cwd else None)
         else:
-            transport = _transport(shape, entry)
+            transport = shape.transport_of(entry) if shape.transport_of else \
+                _transport(shape, entry)
             value = fleet_mcp(url=entry.get(shape.url_field.get(transport, "url")),
                               headers=back(_get(entry, shape.headers_at)), transport=transport)
         if value is None:
             obs.notes.append(f"{path}: MCP server {name!r} has a shape fleet.yaml cannot "
                              f"express; not imported")
             continue
-        if shape.listed and name in obs.mcp_servers:
-            continue  # a list's first entry of a name is the one (a Match finds it)
-        obs.mcp_servers[name] = Seen(value, path, keypath_str(shape.at(name)))
+        seen = obs.mcp_servers.get(name)
+        if seen is None:
+            obs.mcp_servers[name] = Seen(value, path, keypath_str(shape.at(name)))
+        elif seen.file != path and seen.value != value:  # several files: the first wins
+            obs.notes.append(f"{path}: MCP server {name!r} differs from the one in "
+                             f"{seen.file}; imported the one in {seen.file}")
+        # (in one list, the first entry of a name is the one: a Match finds it)
 
 
 def _same(found: Any, wanted: Any) -> bool:
@@ -675,6 +736,7 @@ class Declared:
                 env.warnings.append(f"{self.id}: MCP server {name!r} {text}")
 
             entry = mcp_entry(shape, server, secrets, warn, self.title, fields)
+            entry = {shape.nest: entry} if shape.nest else entry
             if reference:
                 warning = inline_mcp_secrets(self.id, name, secrets, path,
                                              shape.note or f"{self.title} does not expand "
@@ -742,6 +804,15 @@ class Declared:
                     out.append((bind, chosen))
         return out
 
+    def each_value(self, fleet: Any, key: Any, bind: Bind, model: str) -> Any:
+        """What ``bind`` holds in the entry of ``model`` (an :class:`Each` row)."""
+        if bind.role == "model":
+            return model if bind.value is None else bind.value(fleet, self.cfg(fleet), model)
+        if bind.role == "window":
+            window = fleet.context_window(model)
+            return None if not window else window if bind.value is None else bind.value
+        return self.value(fleet, key, bind)
+
     def value(self, fleet: Any, key: Any, bind: Bind) -> Any:
         """What ``bind`` holds for this fleet (None: not written)."""
         if bind.role == "url":
@@ -780,14 +851,40 @@ class Declared:
         return _filled_path(bind.path, {o.name: getattr(cfg, o.name, o.value)
                                         for o in self.opts()})
 
+    def each_model(self, fleet: Any, each: Each) -> list[str]:
+        """The models an :class:`Each` row is written for, each once, in order."""
+        cfg = self.cfg(fleet)
+        models = list(each.models(fleet, cfg) if each.models is not None else fleet.models)
+        if each.chosen:
+            models += [fleet.model_for(chosen) for _, chosen in self.slots(fleet)]
+        return list(dict.fromkeys(models))
+
+    def paths(self, fleet: Any, bind: Bind) -> list[tuple[KeyPath, str]]:
+        """(key path, model) of each place ``bind`` is written: its one path (model
+        ``""``), or with an :class:`Each` part one per model, that part its id."""
+        path, each = self.path_for(fleet, bind), _each(bind.path)
+        if each is None:
+            return [(path, "")]
+
+        def filled(raw: Any, part: Any, id: str) -> Any:
+            if isinstance(raw, Match) and isinstance(raw.value, Each):
+                return Match(raw.field, id)
+            return id if isinstance(raw, Each) else part
+
+        return [(tuple(filled(raw, part, each.prefix + model)
+                       for raw, part in zip(bind.path, path)), model)
+                for model in self.each_model(fleet, each)]
+
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
         for bind in self.bindings:
             if bind.role in ("key", "key_var", "key_env") or not bind.rendered:
                 continue  # render_key's (in_table_order puts it back in its place)
-            value = self.value(fleet, key, bind)
-            if value is not None:
-                values[bind.file][self.path_for(fleet, bind)] = value
+            for at, model in self.paths(fleet, bind):
+                value = self.each_value(fleet, key, bind, model) if model else \
+                    self.value(fleet, key, bind)
+                if value is not None:
+                    values[bind.file][at] = value
         self.render_key(fleet, key, env, values)
         self.warn_headers(fleet, env)
         self.warn_overrides(fleet, env, values)
@@ -838,7 +935,7 @@ class Declared:
                 value = key if ref is None else ref.arg if bind.role == "key_env" else \
                     self.key_rule.spell(ref, env)
                 if value is not None:
-                    values[bind.file][self.path_for(fleet, bind)] = value
+                    self.put(fleet, bind, values, value)
             elif bind.inline and ref is not None:  # the key is not inline
                 values[bind.file].pop(self.path_for(fleet, bind), None)
             elif bind.role == "key_var":
@@ -855,12 +952,19 @@ class Declared:
         ref = parse_reference(fleet.gateway.key)
         return ref.arg if ref.kind == "env" else bind.value
 
+    def put(self, fleet: Any, bind: Bind, values: dict, value: Any) -> None:
+        """``value`` at each of ``bind``'s key paths (:meth:`paths`)."""
+        for path, _ in self.paths(fleet, bind):
+            values[bind.file][path] = value
+
     def in_table_order(self, fleet: Any, name: str, owned: dict) -> dict:
         """A file's owned values with the table's first, in its order (a new file is
-        written in that order), then those the hooks added."""
-        first = [path for path in (self.path_for(fleet, b) for b in self.bindings
-                                   if b.file == name) if path in owned]
-        return {**{path: owned[path] for path in first}, **owned}
+        written in that order; :class:`Each` rows model by model, after the others),
+        then those the hooks added."""
+        rows = [row for b in self.bindings if b.file == name for row in self.paths(fleet, b)]
+        order = {model: i for i, model in enumerate(dict.fromkeys(m for _, m in rows))}
+        rows.sort(key=lambda row: (row[1] != "", order[row[1]]))
+        return {**{path: owned[path] for path, _ in rows if path in owned}, **owned}
 
     def warn_overrides(self, fleet: Any, env: ClientEnv, values: dict) -> None:
         """An environment variable the client reads before a key taosync writes is
@@ -1188,12 +1292,9 @@ class Declared:
 
 # -- apps that take only MCP servers ------------------------------------------------------
 
-def env_colon(secret: Any) -> str | None:
-    """An ``${env:NAME}`` MCP secret as the editors of VS Code's lineage expand it
-    themselves (Cursor, Windsurf, VS Code: ``${env:NAME}``, kept as written)."""
-    if secret.ref.kind != "env":
-        return None
-    return f"{secret.prefix}${{env:{secret.ref.arg}}}{secret.suffix}"
+#: an ``${env:NAME}`` MCP secret as the editors of VS Code's lineage expand it themselves
+#: (Cursor, Windsurf, VS Code: ``${env:NAME}``, kept as written)
+env_colon = env_as("${{env:{}}}")
 
 
 @dataclass(frozen=True)

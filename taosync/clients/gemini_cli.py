@@ -80,17 +80,11 @@ def gemini_dir(env: ClientEnv) -> Path:
     return (env.location("GEMINI_CLI_HOME") or env.home) / ".gemini"
 
 
-def _by_reference(secret) -> str | None:
-    """An ``${env:NAME}`` MCP secret as settings.json expands it itself (``${NAME}``)."""
-    if secret.ref.kind != "env":
-        return None
-    return f"{secret.prefix}${{{secret.ref.arg}}}{secret.suffix}"
-
-
 #: Gemini's ``mcpServers`` entries, which Qwen Code (a fork) reads too
 MCP_SHAPE = declare.McpShape(
     ("mcpServers",), args_always=False, url_field={"http": "httpUrl", "sse": "url"},
-    by_reference=_by_reference, note="settings.json expands only ${env:NAME} values, as ${NAME}")
+    by_reference=declare.env_as("${{{}}}"),
+    note="settings.json expands only ${env:NAME} values, as ${NAME}")
 
 
 class GeminiCli(declare.Declared):

@@ -129,13 +129,6 @@ def _profile_problem(env: ClientEnv, name: str) -> str:
             f"writes (`hermes profile use default` returns to them)")
 
 
-def _by_reference(secret: Any) -> str | None:
-    """An ``${env:NAME}`` MCP secret as Hermes expands it itself (``${NAME}``)."""
-    if secret.ref.kind != "env":
-        return None
-    return f"{secret.prefix}${{{secret.ref.arg}}}{secret.suffix}"
-
-
 class Hermes(declare.Wired):
     """The table, and what it cannot say: the request depends on the ``protocol`` option
     (its wire), the route's other candidates become
@@ -270,7 +263,7 @@ CLIENT = Hermes(
     key_rule=declare.KeyRule(("env",), "Hermes reads the key only from config.yaml or the "
                              "variable key_env names"),
     mcp=declare.McpShape(("mcp_servers",), whole=False, sse={"transport": "sse"}, cwd=False,
-                         by_reference=_by_reference, disabled={"enabled": False},
+                         by_reference=declare.env_as("${{{}}}"), disabled={"enabled": False},
                          note="Hermes expands only ${env:NAME} values, as ${NAME}"),
     mcp_file="config",
 )

@@ -20,7 +20,6 @@ from pathlib import Path
 from taosync.clients import declare
 from taosync.clients.base import (ClientEnv, Observation, Seen, disk_key, read_plain, shown,
                                   slot_option, stored_key)
-from taosync.formats.base import Match
 
 ID = "llm"
 BINARY = "llm"  # taosync doctor shows its --version
@@ -69,23 +68,14 @@ def user_dir(env: ClientEnv) -> Path:
     return env.location("LLM_USER_PATH") or env.app_data() / "io.datasette.llm"
 
 
-#: the extra-openai-models.yaml entry llm uses (:meth:`Llm.read_opts`), and the keys.json
-#: name it gives (taosync's own when it writes)
-_ENTRY = (declare.named("model_id", declare.Opt("used")),)
+#: an extra-openai-models.yaml entry per catalogue model; read back: the one llm uses
+#: (:meth:`Llm.read_opts`), and the keys.json name it gives (taosync's own when it writes)
+_ENTRY = (declare.named("model_id", declare.Each(read=declare.Opt("used"))),)
 
 
 class Llm(declare.Declared):
-    """The table, and what it cannot say: one extra-openai-models.yaml entry per
-    catalogue model (so ``llm -m <id>`` works for each)."""
-
-    def extra_render(self, fleet, key, env, values) -> None:
-        for model in fleet.models:
-            entry = (Match("model_id", model),)
-            values["models"][entry + ("model_name",)] = model
-            values["models"][entry + ("api_base",)] = fleet.openai_url
-            values["models"][entry + ("api_key_name",)] = KEY_NAME
-            if fleet.gateway.headers:
-                values["models"][entry + ("headers",)] = fleet.gateway_headers()
+    """The table (an extra-openai-models.yaml entry per catalogue model, so ``llm -m
+    <id>`` works for each), and what it cannot say: which entry llm uses."""
 
     def read_opts(self, docs: dict) -> dict[str, str]:
         """The entry llm uses: default_model.txt's model when it is a gateway entry (its
@@ -156,9 +146,11 @@ CLIENT = Llm(
     files={"models": declare.File(lambda env: user_dir(env) / MODELS_FILE, "yaml"),
            "keys": declare.File(lambda env: user_dir(env) / "keys.json", "json"),
            "default": declare.File(lambda env: user_dir(env) / "default_model.txt", "text")},
-    bindings=(declare.url("models", *_ENTRY, "api_base", unwritten=True),
+    bindings=(declare.model("models", *_ENTRY, "model_name"),
+              declare.url("models", *_ENTRY, "api_base"),
+              declare.fixed("models", *_ENTRY, "api_key_name", value=KEY_NAME),
+              declare.headers("models", *_ENTRY, "headers"),
               declare.key("keys", declare.Opt("key_name", value=KEY_NAME)),
-              declare.headers("models", *_ENTRY, "headers", unwritten=True),
               declare.slot("default", "text")), sends=HEADERS,
     key_rule=declare.KeyRule((), "its gateway models read the key from keys.json"),
 )

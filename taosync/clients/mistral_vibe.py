@@ -71,9 +71,11 @@ PROVIDER = "taotoken"
 CLIENT_HEADERS = {"User-Agent": "python-httpx/0.28.1"}
 #: the variable the key is stored under in ``.env`` when the fleet's key is no ${env:NAME}
 DEFAULT_KEY_VAR = "TAOTOKEN_API_KEY"
-#: the ``[[models]]`` entry ``active_model`` names, and the ``[[providers]]`` entry that one
+#: a ``[[models]]`` entry per catalogue model (and the active one), its alias the model
+#: id; read back: the one ``active_model`` names, and the ``[[providers]]`` entry that one
 #: names (taosync's own when it writes)
-_MODEL = ("models", declare.named("alias", declare.Opt("alias", read=("active_model",))))
+_MODEL = ("models", declare.named("alias", declare.Each(
+    read=declare.Opt("alias", read=("active_model",)), chosen=True)))
 _PROVIDER = ("providers", declare.named("name", declare.Opt("provider", read=(*_MODEL, "provider"),
                                                             value=PROVIDER)))
 
@@ -87,21 +89,8 @@ def _entries(config: Any, table: str) -> list[dict]:
 
 
 class Vibe(declare.Declared):
-    """The table, and what it cannot say: every catalogue model is a ``[[models]]``
-    entry (the active one among them); import and verify follow ``active_model`` → its
-    alias → its provider, as Vibe does, and name a provider that is not the gateway."""
-
-    def extra_render(self, fleet, key, env, values) -> None:
-        """A ``[[models]]`` entry per catalogue model (and the active one outside it),
-        its alias the model id."""
-        active = values["config"][("active_model",)]
-        for model_id in dict.fromkeys([*fleet.models, active]):
-            m = ("models", Match("alias", model_id))
-            values["config"][m + ("name",)] = model_id
-            values["config"][m + ("provider",)] = PROVIDER
-            window = fleet.context_window(model_id)
-            if window:
-                values["config"][m + ("max_context_length",)] = window
+    """The table, and what it cannot say: import and verify follow ``active_model`` →
+    its alias → its provider, as Vibe does, and name a provider that is not the gateway."""
 
     def read_opts(self, docs: dict) -> dict[str, str]:
         """As Vibe finds a ``[[models]]`` entry: by its alias, else its name."""
@@ -140,6 +129,9 @@ CLIENT = Vibe(
     bindings=(declare.computed("config", "active_model",
                                value=lambda fleet, cfg: fleet.model_for(cfg.model)),
               declare.slot("config", *_MODEL, "name", unwritten=True),
+              declare.model("config", *_MODEL, "name"),
+              declare.fixed("config", *_MODEL, "provider", value=PROVIDER),
+              declare.window("config", *_MODEL, "max_context_length"),
               declare.url("config", *_PROVIDER, "api_base"),
               declare.fixed("config", *_PROVIDER, "api_style", value="openai"),
               declare.key_var("config", *_PROVIDER, "api_key_env_var", default=DEFAULT_KEY_VAR,

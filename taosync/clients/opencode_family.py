@@ -75,19 +75,18 @@ class Flavor:
     install: tuple[str, str, str] = ("", "", "")
 
 
-def options() -> tuple[Option, ...]:
-    """The fleet.yaml options both clients take (beyond enabled, secrets, mcp)."""
-    return (
-        slot_option("model", "Route or model id for `model` (default: default_route)."),
-        slot_option("small_model", "Route or model id for `small_model` (titles, "
-                    "summaries; default: the same as model)."),
-        Option("provider_id", str, "taotoken",
-               "Id of the provider.<id> entry taosync owns (the `<id>/` prefix of model).",
-               pattern=r"^[A-Za-z0-9_-]+$",
-               reserved={pid: f"'{pid}' is a provider built into opencode and Kilo (its own "
-                              f"definition would be merged in); use another id such as "
-                              f"'taotoken'" for pid in _BUILT_IN}),
-    )
+#: the fleet.yaml options both clients take (beyond enabled, secrets, mcp)
+OPTIONS: tuple[Option, ...] = (
+    slot_option("model", "Route or model id for `model` (default: default_route)."),
+    slot_option("small_model", "Route or model id for `small_model` (titles, "
+                "summaries; default: the same as model)."),
+    Option("provider_id", str, "taotoken",
+           "Id of the provider.<id> entry taosync owns (the `<id>/` prefix of model).",
+           pattern=r"^[A-Za-z0-9_-]+$",
+           reserved={pid: f"'{pid}' is a provider built into opencode and Kilo (its own "
+                          f"definition would be merged in); use another id such as "
+                          f"'taotoken'" for pid in _BUILT_IN}),
+)
 
 
 def targets(f: Flavor) -> list[str]:
@@ -140,6 +139,8 @@ def _token_for_key(value: Any, key: Secret, token: str) -> Any:
 
 #: the provider entry taosync owns, named by ``provider_id`` (read back: ``model``'s prefix)
 _PROVIDER = ("provider", declare.Opt("provider_id", read=("model",), sep="/"))
+#: the provider's ``models`` map: the whole catalogue
+_MODELS = (*_PROVIDER, "models", declare.Each())
 #: how ``options.apiKey`` (and an MCP secret) spells a reference the client substitutes
 _FORMS = {"env": "{{env:{}}}", "file": "{{file:{}}}"}
 
@@ -155,9 +156,9 @@ MCP_SHAPE = declare.McpShape(
 class Family(declare.Declared):
     """opencode or Kilo CLI: the table both share, with the flavour's differences in
     :attr:`flavor`. What the table cannot say: the provider entry and the model prefix
-    are named by the fleet's ``provider_id``, so :meth:`render_key` writes the entry and
-    :meth:`extra_observe` follows ``model`` to it; the key (and ``${gateway.key}`` in an
-    MCP server) is written as the ``{env:}``/``{file:}`` text the client substitutes."""
+    are named by the fleet's ``provider_id``, so :meth:`extra_observe` follows ``model``
+    to it; the key (and ``${gateway.key}`` in an MCP server) is written as the
+    ``{env:}``/``{file:}`` text the client substitutes."""
 
     flavor: Flavor = Flavor("", "", "", "", ("",), "")
 
@@ -165,14 +166,18 @@ class Family(declare.Declared):
     def of(cls, f: Flavor) -> "Family":
         return cls(
             f.id, f.title, files={"config": declare.File(partial(config_path, f), FORMAT)},
-            primary="config", options=options(),
+            primary="config", options=OPTIONS,
             bindings=(declare.slot("config", "model", prefix="{provider_id}/"),
                       declare.slot("config", "small_model", option="small_model",
                                    default="model", prefix="{provider_id}/"),
                       declare.fixed("config", *_PROVIDER, "npm", value=NPM),
                       declare.url("config", *_PROVIDER, "options", "baseURL"),
                       declare.key("config", *_PROVIDER, "options", "apiKey"),
-                      declare.headers("config", *_PROVIDER, "options", "headers")),
+                      declare.headers("config", *_PROVIDER, "options", "headers"),
+                      declare.model("config", *_MODELS, "id"),
+                      declare.window("config", *_MODELS, "limit", "context"),
+                      # required beside context; 0: the client's default
+                      declare.window("config", *_MODELS, "limit", "output", value=0)),
             key_rule=declare.KeyRule(("env", "file"), f"{f.title} reads {{env:NAME}} and "
                                      f"{{file:PATH}}", forms=_FORMS),
             mcp=replace(MCP_SHAPE, note=f"{f.title} substitutes only {{env:NAME}} and "
@@ -187,7 +192,7 @@ class Family(declare.Declared):
         f = self.flavor
         return {"FLAVOR": f, "ID": f.id, "TITLE": f.title, "SUMMARY": f.summary,
                 "BINARY": f.binary, "LOCATION_VARS": ("XDG_CONFIG_HOME",),
-                "OPTIONS": options(), "TARGETS": targets(f), "OWNED_FILES": owned_files(f),
+                "OPTIONS": OPTIONS, "TARGETS": targets(f), "OWNED_FILES": owned_files(f),
                 "KEY_REFERENCE": KEY_REFERENCE, "MCP_REFERENCE": MCP_REFERENCE,
                 "INSTALL": f.install, "render": self.render, "probes": self.probes,
                 "on_disk": self.on_disk, "observe": self.observe, "locations": self.locations}
@@ -196,18 +201,6 @@ class Family(declare.Declared):
         return ("provider", self.cfg(fleet).provider_id)
 
     # -- render -------------------------------------------------------------------------
-
-    def render_key(self, fleet: Any, key: Any, env: ClientEnv, values: dict) -> None:
-        """The key (or its ``{env:}``/``{file:}`` text), then the whole catalogue."""
-        super().render_key(fleet, key, env, values)
-        provider, config = self.provider(fleet), values["config"]
-        for model in fleet.models:
-            entry = provider + ("models", model)
-            config[entry + ("id",)] = model
-            window = fleet.context_window(model)
-            if window:
-                config[entry + ("limit", "context")] = window
-                config[entry + ("limit", "output")] = 0  # required with context; 0: default
 
     def mcp_reference(self, value: Any, env: ClientEnv) -> str | None:
         spelled = self.key_rule.spell(value.ref, env)
