@@ -21,7 +21,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import re
 from typing import Any
 
 from taosync.clients import declare
@@ -82,6 +81,10 @@ OPTIONS = (
 )
 
 
+#: ``${{ secrets.NAME }}`` (a form, ``{}``: NAME): Continue fills it from its environment
+#: and ``.env``
+TEMPLATE = "${{{{ secrets.{} }}}}"
+
 continue_dir = declare.home_dir("CONTINUE_GLOBAL_DIR", ".continue")
 
 
@@ -98,23 +101,19 @@ def _models(fleet, cfg) -> dict[str, tuple[str | None, list[str]]]:
     return out
 
 
-def _template(name: str) -> str:
-    """``${{ secrets.NAME }}``: Continue fills it from its environment and ``.env``."""
-    return f"${{{{ secrets.{name} }}}}"
-
 
 #: ``mcpServers``: a list by name; an ``${env:NAME}`` secret as ``${{ secrets.NAME }}``
 MCP_SHAPE = declare.McpShape(
     ("mcpServers",), listed=True, whole=False, http={"type": "streamable-http"},
     sse={"type": "sse"}, headers_at=("requestOptions", "headers"),
-    by_reference=declare.env_as("${{{{ secrets.{} }}}}"),
+    by_reference=declare.env_as(TEMPLATE),
     note="Continue reads ${{ secrets.NAME }} from the environment, so only ${env:NAME} "
          "values are passed by reference")
 
 
 #: one ``models`` entry per model id the roles name, in Continue's role order
-_ENTRY = ("models", declare.named("name", declare.Each(models=lambda fleet, cfg:
-                                                       _models(fleet, cfg))))
+_ENTRY = ("models", declare.named("name", declare.Each(
+    declare.Opt("entry"), models=lambda fleet, cfg: _models(fleet, cfg))))
 _API_KEY = declare.key("config", *_ENTRY, "apiKey")
 
 
@@ -128,7 +127,7 @@ class Continue(declare.Declared):
         """The key in each model entry; by reference its template there, the key in .env."""
         name = self.cfg(fleet).secret_name
         if self.key_reference(fleet, env, self.file("config", env)) is not None:
-            values["env"][(name,)], key = key, _template(name)
+            values["env"][(name,)], key = key, TEMPLATE.format(name)
         self.put(fleet, _API_KEY, values, key)
 
     def key_variables(self, fleet: Any, env: ClientEnv) -> dict[str, bool]:
@@ -214,7 +213,6 @@ class Continue(declare.Declared):
         if not isinstance(config, dict):
             return obs
         kept: list[str] = []
-        secret_names: list[str] = []
         models = config.get("models")
         for entry in models if isinstance(models, list) else []:
             if not isinstance(entry, dict):
@@ -227,7 +225,7 @@ class Continue(declare.Declared):
                 kept.append(f"{name} ({provider})")
                 continue
             at = ("models", Match("name", name))
-            obs.urls.append(Seen(base.strip(), path, keypath_str(at + ("apiBase",))))
+            self.read_rows("config", config, {"entry": name}, obs, env)  # URL, key, headers
             if name != model:
                 obs.notes.append(
                     f"{path}: model entry {name!r} (model {model}) — taosync names its entries "
@@ -244,23 +242,11 @@ class Continue(declare.Declared):
                 if role in ROLE_ORDER:
                     obs.slots.setdefault(f"roles.{role}", []).append(
                         Seen(model.strip(), path, keypath_str(at + ("model",))))
-            key = entry.get("apiKey")
-            if isinstance(key, str) and key.strip():
-                k = keypath_str(at + ("apiKey",))
-                m = _SECRET_TEMPLATE.match(key.strip())
-                if m:
-                    if m.group(1) not in secret_names:
-                        secret_names.append(m.group(1))
-                        obs.key_envs.append(Seen(m.group(1), path, k))
-                else:
-                    obs.keys.append(Seen(Secret(key.strip(), f"{path} {k}"), path, k))
-            options = entry.get("requestOptions")
-            headers = options.get("headers") if isinstance(options, dict) else None
-            if isinstance(headers, dict) and headers:
-                obs.headers.append(Seen({str(a): str(b) for a, b in headers.items()}, path,
-                                        keypath_str(at + ("requestOptions", "headers"))))
+        firsts: dict[str, Seen] = {}  # a secret name once, where it is first read
+        obs.key_envs[:] = [firsts.setdefault(s.value, s) for s in obs.key_envs
+                           if s.value not in firsts]
+        secret_names = list(firsts)
         if secret_names:
-            obs.settings["secrets"] = "reference"
             obs.settings["secret_name"] = secret_names[0]
             dotenv = home / ".env"
             for name in secret_names:
@@ -287,7 +273,7 @@ CLIENT = Continue(
     files={"config": declare.File(lambda env: continue_dir(env) / "config.yaml", "yaml"),
            "env": declare.File(lambda env: continue_dir(env) / ".env", "dotenv")},
     # in reference mode config.yaml holds the template whatever the fleet's reference
-    key_rule=declare.KeyRule(declare.BY_COMMAND),
+    key_rule=declare.KeyRule(declare.BY_COMMAND, forms={"env": TEMPLATE}),
     mcp=MCP_SHAPE, mcp_file="config",
 )
 render, probes, on_disk, observe, locations = (CLIENT.render, CLIENT.probes, CLIENT.on_disk,
@@ -300,10 +286,10 @@ def _entry_key(api_key: str, at: str, path: Path, env: ClientEnv,
     ``${{ secrets.NAME }}`` template resolved from ``.env`` first (as Continue's
     CLIPlatformClient looks), then the environment."""
     where, dotenv_path = f"{shown(path, env)} {at}.apiKey", path.parent / ".env"
-    template = _SECRET_TEMPLATE.match(api_key.strip())
+    template = CLIENT.key_rule.parse(api_key.strip())
     if template is None:
         return (Seen(None, path, f"{at}.apiKey"), *disk_key("literal", api_key, where, env))
-    name = template.group(1)
+    name = template[1]
     dotenv = read_plain(dotenv_path, "dotenv", obs, (name,))
     if isinstance(dotenv, str) and dotenv.strip():
         return (Seen(None, dotenv_path, name),
@@ -374,6 +360,5 @@ def _cn_selection(home: Path, listed: list[dict], wanted: dict, env: ClientEnv,
 
 # -- reading back (taosync import) ---------------------------------------------------
 
-_SECRET_TEMPLATE = re.compile(r"^\$\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
 #: Continue providers whose apiBase is an OpenAI- or Anthropic-shaped gateway
 _GATEWAY_PROVIDERS = ("openai", "anthropic")

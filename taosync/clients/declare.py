@@ -278,11 +278,16 @@ class KeyRule:
         return form.format(arg)
 
     def parse(self, text: str) -> tuple[str, str] | None:
-        """(kind, variable or path) when ``text`` is one of the forms, else None."""
+        """(kind, variable or path) when ``text`` is one of the forms (a space in a form
+        stands for any blanks, none too: Continue's ``${{secrets.NAME}}``), else None."""
+        def blanks(part: str) -> str:
+            return r"\s*".join(map(re.escape, part.split(" ")))
+
         for kind, form in self.forms.items():
             head, _, tail = form.format("\0").partition("\0")
-            if text.startswith(head) and text.endswith(tail) and len(text) > len(head + tail):
-                return kind, text[len(head):len(text) - len(tail)].strip()
+            found = re.fullmatch(f"{blanks(head)}(.+?){blanks(tail)}", text, re.DOTALL)
+            if found and found.group(1).strip():
+                return kind, found.group(1).strip()
         return None
 
 
