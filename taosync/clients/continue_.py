@@ -163,14 +163,11 @@ class Continue(declare.Declared):
         config = read_plain(path, "yaml", obs)
         listed = config.get("models") if isinstance(config, dict) else None
         listed = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
-        entries: dict = {}
-        for e in listed:
-            entries.setdefault(e.get("name"), e)  # a Match finds the first
         wanted = _models(fleet, self.cfg(fleet))
         used = _used_for_roles(listed, wanted, where, out)
         _cn_selection(home, listed, wanted, env, obs, out)
         for name, (slot, _) in wanted.items():
-            entry = entries.get(name)
+            entry = declare._get(listed, (Match("name", name),))  # the first of that name
             at = keypath_str(("models", Match("name", name)))
             if entry is None or name not in used:
                 continue  # reported as drift, or as a problem: Continue does not use it
