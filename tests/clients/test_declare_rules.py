@@ -134,3 +134,49 @@ def test_inline_only_rows_and_the_key_variable(clients_env):
     assert ref["config.toml"][provider + ("env_key",)] == "GW_KEY"
     assert provider + ("requires_openai_auth",) not in ref["config.toml"]
     assert "auth.json" not in ref
+
+
+def test_a_server_in_two_mcp_files_is_the_first_files_and_a_differing_one_is_named(tmp_path):
+    """A client reading its servers from several files (Cline: its store and each
+    editor's) imports a name from the first file that has it; the same name with other
+    settings in a later file is named in a note, the same settings are not."""
+    from taosync.clients.base import Observation
+
+    shape = declare.McpShape(("servers",), nest="transport")
+    obs = Observation("toy")
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    declare.read_mcp(shape, {"servers": {"s": {"transport": {"command": "one"}},
+                                         "t": {"command": "flat"}}}, first, obs)
+    declare.read_mcp(shape, {"servers": {"s": {"command": "two"}, "t": {"command": "flat"}}},
+                     second, obs)
+    assert {n: (s.value, s.file) for n, s in obs.mcp_servers.items()} == {
+        "s": ({"command": "one"}, first), "t": ({"command": "flat"}, first)}
+    assert obs.notes == [f"{second}: MCP server 's' differs from the one in {first}; "
+                         f"imported the one in {first}"]
+
+
+def test_a_form_reads_back_with_any_blanks_where_it_has_a_space():
+    """Continue's ``${{ secrets.NAME }}``: Continue reads it with or without the blanks,
+    so import does too; a form without spaces (opencode's) stays exact."""
+    rule = declare.KeyRule(forms={"env": "${{{{ secrets.{} }}}}"})
+    for text in ("${{ secrets.GW }}", "${{secrets.GW}}", "${{  secrets.GW\t}}"):
+        assert rule.parse(text) == ("env", "GW"), text
+    assert rule.parse("${{ secrets. }}") is None and rule.parse("{{ secrets.GW }}") is None
+    assert declare.KeyRule(forms={"env": "{{env:{}}}"}).parse("{ env:GW}") is None
+
+
+def test_env_as_spells_only_an_env_reference():
+    """An MCP secret a client expands itself is written in its spelling, around the
+    prefix and suffix it had; another kind of reference is not (it stays inline)."""
+    from taosync.fleet.logic import McpSecret
+    from taosync.fleet.secrets import Secret, parse_reference
+
+    spell = declare.env_as("${{{}}}")
+
+    def secret(text: str) -> McpSecret:
+        return McpSecret(f"Bearer {text}", "Bearer ", parse_reference(text), "",
+                         Secret("tok"))
+
+    assert spell(secret("${env:TOKEN}")) == "Bearer ${TOKEN}"
+    assert declare.env_colon(secret("${env:TOKEN}")) == "Bearer ${env:TOKEN}"
+    assert spell(secret("${file:~/t}")) is None
