@@ -150,9 +150,12 @@ class Bind:
     #: Code's ``security.auth.selectedType``): another value read back means the client
     #: uses another provider, named by this text with the value in ``{}``
     selects: str = ""
-    #: read back by import and verify, but written by a hook, not the table (Vibe's
-    #: active ``[[models]]`` entry, written with every catalogue model's)
+    #: read back by import and verify, never written from this row (Vibe's active
+    #: ``[[models]]`` entry's name: its :func:`model` row writes every model's)
     unwritten: bool = False
+    #: written only when the key is not inline (Qwen Code's provider entry, which then
+    #: takes the URL and headers that ``inline`` rows hold otherwise)
+    reference: bool = False
 
     @property
     def rendered(self) -> bool:
@@ -160,8 +163,10 @@ class Bind:
         return not (self.note or self.unwritten)
 
 
-def url(file: str, *path: Any, env: str = "", unwritten: bool = False) -> Bind:
-    return Bind(file, tuple(path), "url", env=env, unwritten=unwritten)
+def url(file: str, *path: Any, env: str = "", unwritten: bool = False, inline: bool = False,
+        reference: bool = False) -> Bind:
+    return Bind(file, tuple(path), "url", env=env, unwritten=unwritten, inline=inline,
+                reference=reference)
 
 
 def slot(file: str, *path: Any, option: str = "model", prefix: str = "", default: str = "",
@@ -194,8 +199,9 @@ def key_var(file: str, *path: Any, default: str, store: str, under: KeyPath = ()
 
 
 def headers(file: str, *path: Any, join: tuple[str, str] | None = None,
-            unwritten: bool = False) -> Bind:
-    return Bind(file, tuple(path), "headers", join=join, unwritten=unwritten)
+            unwritten: bool = False, inline: bool = False, reference: bool = False) -> Bind:
+    return Bind(file, tuple(path), "headers", join=join, unwritten=unwritten, inline=inline,
+                reference=reference)
 
 
 def split_headers(text: str, join: tuple[str, str]) -> dict[str, str]:
@@ -941,8 +947,9 @@ class Declared:
                     self.key_rule.spell(ref, env)
                 if value is not None:
                     self.put(fleet, bind, values, value)
-            elif bind.inline and ref is not None:  # the key is not inline
-                values[bind.file].pop(self.path_for(fleet, bind), None)
+            elif bind.inline and ref is not None or bind.reference and ref is None:
+                for path, _ in self.paths(fleet, bind):  # a row of the other layout
+                    values[bind.file].pop(path, None)
             elif bind.role == "key_var":
                 var = self.key_var_name(fleet, bind)
                 values[bind.file][self.path_for(fleet, bind)] = var

@@ -81,26 +81,14 @@ def _provider(model: str) -> tuple:
 
 
 #: the provider entry the model picks: ``modelProviders.openai[id=<model.name>]``
-_ENTRY = ("modelProviders", AUTH_TYPE,
-          declare.named("id", declare.Opt("entry", read=("model", "name"))))
+_ENTRY = ("modelProviders", AUTH_TYPE, declare.named("id", declare.Each(
+    declare.Opt("entry", read=("model", "name")), chosen=True, models=lambda fleet, cfg: ())))
 
 
 class QwenCode(declare.Declared):
-    """The table (the inline layout), and what it cannot say: by reference a
-    ``modelProviders.openai[]`` entry for the model names the key's variable and takes
-    the URL and headers; import reads that entry first, as Qwen does."""
-
-    def render_key(self, fleet, key, env, values) -> None:
-        settings = values["settings"]
-        ref = self.key_reference(fleet, env, self.file("settings", env))
-        if ref is None:
-            settings[("security", "auth", "apiKey")] = key
-            return
-        entry = _provider(settings[("model", "name")])
-        settings[entry + ("envKey",)] = ref.arg
-        settings[entry + ("baseUrl",)] = settings.pop(_URL)
-        if _HEADERS in settings:
-            settings[entry + ("generationConfig", "customHeaders")] = settings.pop(_HEADERS)
+    """The table (inline, the URL and headers beside the key; by reference in a
+    ``modelProviders.openai[]`` entry for the model, which names the key's variable), and
+    what it cannot say: import reads that entry first, as Qwen does."""
 
     def extra_observe(self, env: ClientEnv, docs: dict, obs: Observation) -> None:
         model = obs.slots["model"][0].value if obs.slots.get("model") else None
@@ -126,12 +114,12 @@ CLIENT = QwenCode(
                             selects="auth type {}"),
               declare.slot("settings", "model", "name"),
               # the entry the model picks (by reference): read first, it wins
-              declare.url("settings", *_ENTRY, "baseUrl", unwritten=True),
-              declare.headers("settings", *_ENTRY, *_HEADERS[1:], unwritten=True),
               declare.key_env("settings", *_ENTRY, "envKey"),
-              declare.url("settings", *_URL),
+              declare.url("settings", *_ENTRY, "baseUrl", reference=True),
+              declare.headers("settings", *_ENTRY, *_HEADERS[1:], reference=True),
+              declare.url("settings", *_URL, inline=True),
               declare.key("settings", "security", "auth", "apiKey"),
-              declare.headers("settings", *_HEADERS)),
+              declare.headers("settings", *_HEADERS, inline=True)),
     key_rule=declare.KeyRule(("env",), "Qwen reads the variable named in "
                              "modelProviders.openai[].envKey"),
     places={"url": "base URL (security.auth.baseUrl or modelProviders.openai[].baseUrl)",
