@@ -101,7 +101,6 @@ def _models(fleet, cfg) -> dict[str, tuple[str | None, list[str]]]:
     return out
 
 
-
 #: ``mcpServers``: a list by name; an ``${env:NAME}`` secret as ``${{ secrets.NAME }}``
 MCP_SHAPE = declare.McpShape(
     ("mcpServers",), listed=True, whole=False, http={"type": "streamable-http"},
