@@ -14,6 +14,8 @@ The rules no client may forget live here, once:
 * **rows named by an option** (:class:`Opt`, also as a list entry's name: :func:`named`):
   import finds the entry the way the client does, through the key that names it (or
   another entry found so), and reads the same rows there;
+* **an entry per model** (:class:`Each`): rows written once for every model, read back
+  in the one entry the client uses;
 * **MCP entries** (:class:`McpShape`): one builder writes every client's entries and one
   reader reads them back; an MCP secret the client cannot expand is named in a warning;
 * **headers** (``sends_headers=False``): a client that cannot send
