@@ -65,6 +65,9 @@ class File:
     format: str
     #: a JSON file whose top level must be an object (import names one that is not)
     json_object: bool = False
+    #: 0600 whatever taosync writes there: where the client keeps its secrets (Gemini
+    #: CLI's ``.env``, shell-gpt's ``.sgptrc``)
+    private: bool = False
 
 
 @dataclass(frozen=True)
@@ -915,7 +918,8 @@ class Declared:
                          **(mcp if name == self.mcp_file else {})}
                   for name, owned in values.items()}
         return [Patch(self.file(name, env), self.files[name].format, values[name], self.id,
-                      secret=holds.get(name, False) or _holds(key, values[name]),
+                      secret=self.files[name].private or holds.get(name, False)
+                      or _holds(key, values[name]),
                       **self.patch_fields(name, fleet, env))
                 for name in self.files if values[name]]
 

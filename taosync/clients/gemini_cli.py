@@ -96,10 +96,7 @@ class GeminiCli(declare.Declared):
             from taosync.errors import BadInput
 
             raise BadInput(f"clients.{ID}: needs gateway.gemini_base_url")
-        patches = super().render(fleet, key, env)
-        for patch in patches:  # .env is where Gemini keeps secrets: 0600 whatever it holds
-            patch.secret = patch.secret or patch.format == "dotenv"
-        return patches
+        return super().render(fleet, key, env)
 
     def mcp_name(self, name: str, taken: dict[str, str], env: ClientEnv) -> str | None:
         mapped = name.replace("_", "-")
@@ -144,7 +141,7 @@ CLIENT = GeminiCli(
     ID, "Gemini CLI", primary="settings", protocol=PROTOCOL, root="gemini", auth="x-goog-api-key",
     files={"settings": declare.File(lambda env: gemini_dir(env) / "settings.json",
                                     SETTINGS_FORMAT, json_object=True),
-           "env": declare.File(lambda env: gemini_dir(env) / ".env", "dotenv")},
+           "env": declare.File(lambda env: gemini_dir(env) / ".env", "dotenv", private=True)},
     bindings=(declare.fixed("settings", "security", "auth", "selectedType", value=AUTH_TYPE,
                             selects="auth type {} (Google login or Vertex AI)"),
               declare.slot("settings", "model", "name"),

@@ -16,7 +16,6 @@ shell-gpt has no MCP.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from taosync.clients import declare
@@ -54,11 +53,7 @@ def config_path(env: ClientEnv) -> Path:
 
 class ShellGpt(declare.Declared):
     """The table, and what it cannot say: ``API_BASE_URL=default`` means OpenAI's own
-    API, a key with a line break cannot be written, and the file is always 0600."""
-
-    def render(self, fleet, key, env):
-        return [dataclasses.replace(patch, secret=True)
-                for patch in super().render(fleet, key, env)]
+    API, and a key with a line break cannot be written."""
 
     def extra_render(self, fleet, key, env, values) -> None:
         if any(c in key.reveal() for c in "\r\n"):  # sgpt reads one line per key
@@ -85,7 +80,7 @@ class ShellGpt(declare.Declared):
 
 
 CLIENT = ShellGpt(
-    ID, "shell-gpt", files={"rc": declare.File(config_path, "keyvalue")}, primary="rc",
+    ID, "shell-gpt", files={"rc": declare.File(config_path, "keyvalue", private=True)}, primary="rc",
     # an environment variable of the same name wins over each
     bindings=(declare.url("rc", "API_BASE_URL", env="API_BASE_URL"),
               declare.key("rc", "OPENAI_API_KEY", env="OPENAI_API_KEY"),
