@@ -48,6 +48,12 @@ class Settings:
     home_shown: bool = field(default=False, repr=False, compare=False)
     #: certify this run's no-op answers when it ends (apply sets it; cli.py, engine/certificate.py)
     certify: bool = field(default=False, repr=False, compare=False)
+    #: --project [DIR]: the project scope's root (absolute; lane "project", taosync/project.py)
+    project: Path | None = None
+    #: apply --project --trust: write the clients' trust entries for the project
+    trust: bool = field(default=False, repr=False, compare=False)
+    #: the trust entries of this project run, as shown (pipeline.project_files)
+    trust_entries: list[str] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def sandboxed(self) -> bool:
@@ -71,7 +77,8 @@ class Settings:
 
         act_for_home(self.home_dir)  # root on another user's home acts with their rights
         return ClientEnv(home=self.home_dir, sandboxed=self.sandboxed,
-                         environ=environ().copy())
+                         environ=environ().copy(),
+                         extra_dirs=(self.project,) if self.project is not None else ())
 
     def _location(self, var: str) -> Path | None:
         return self.client_env().location(var)
@@ -105,9 +112,18 @@ class Settings:
         """$XDG_STATE_HOME/taosync (or %LOCALAPPDATA%\\taosync), under --home when given."""
         if sys.platform == "win32":
             base = self._location("LOCALAPPDATA") or self.home_dir / "AppData" / "Local"
-            return base / "taosync"
+            return self._scoped(base / "taosync")
         base = self._location("XDG_STATE_HOME") or self.home_dir / ".local" / "state"
-        return base / "taosync"
+        return self._scoped(base / "taosync")
+
+    def _scoped(self, root: Path) -> Path:
+        """The state directory of the scope in force: a project's is its own sub-directory
+        (``projects/<16 hex of sha256 of its root>``), so it never touches the user's."""
+        if self.project is None:
+            return root
+        import hashlib
+
+        return root / "projects" / hashlib.sha256(str(self.project).encode()).hexdigest()[:16]
 
 
 def _options_in_effect() -> list[str]:
@@ -169,6 +185,15 @@ def _store(attr: str, convert=None):
     return callback
 
 
+def _project(ctx, param, value):
+    """--project [DIR]: the project's root (the git root of DIR, else DIR itself)."""
+    if value is None:
+        return
+    from taosync.fleet.overlay import project_root
+
+    current().project = project_root(Path(value))
+
+
 def _verbosity(sign: int):
     def callback(ctx, param, value):
         if value:
@@ -195,6 +220,11 @@ def common_options(f):
                      expose_value=False, callback=_store("color", color_wanted),
                      help="Colour the output: auto (a terminal, unless NO_COLOR is set; "
                           "FORCE_COLOR forces it), always, never."),
+        click.option("--project", metavar="DIR", is_flag=False, flag_value=".",
+                     expose_value=False, callback=_project,
+                     help="Project scope: the project files of the repository at DIR "
+                          "(default: the git root of the current directory), with its own "
+                          "state (docs/project.md)."),
         click.option("-q", "--quiet", count=True, expose_value=False,
                      callback=_verbosity(-1), help="Print only problems."),
         click.option("-v", "--verbose", count=True, expose_value=False,

@@ -92,6 +92,8 @@ def destroy(yes, purge, dry_run):
         if result.apply_id:  # under the lock: a watch reads it with the record
             watch_note.tell(store, "destroy", pids, record=result.apply_id)
         removed = remove_made_dirs(state, keep_under=None if purge else store.root)
+        if store.system.exists(store.root / pipeline.TRUST_MARK):  # a project's trust: gone too
+            store.system.remove(store.root / pipeline.TRUST_MARK)
         if not purge:
             store.save(state)
     if purge:
