@@ -267,7 +267,8 @@ def project_files(settings, store, loaded, patches) -> tuple[list, list[str]]:
 
     root = settings.project
     trust = getattr(settings, "trust", False) or store.system.exists(store.root / TRUST_MARK)
-    done = project_render(patches, root, list(loaded.fleet.enabled_clients()), trust=trust)
+    done = project_render(patches, root, list(loaded.fleet.enabled_clients()), trust=trust,
+                          key_kind=loaded.key_ref.kind)
     settings.trust_entries = done.trust if trust else []
     for client, path in done.secret_files:
         if ignored(root, path) is False:

@@ -139,6 +139,8 @@ def _options_in_effect() -> list[str]:
         opts += ["--home", shlex.quote(display_home(s.home, system().cwd()))]
     if s.config is not None:
         opts += ["-c", shlex.quote(str(s.config))]
+    if s.project is not None:
+        opts += ["--project", shlex.quote(str(s.project))]
     return opts
 
 

@@ -63,12 +63,19 @@ FILES: dict[str, tuple[ProjectFile, ...]] = {
     "aider": (ProjectFile(".aider.conf.yml", ".aider.conf.yml"),),
     # keys come only from $VIBE_HOME/.env or the environment: no project .env
     "mistral-vibe": (ProjectFile("config.toml", ".vibe/config.toml"),),
-    # the model (a project cannot define providers) and MCP servers; the local file wins
-    "gptme": (ProjectFile("config.toml", "gptme.local.toml", (("env", "MODEL"), ("mcp",))),),
+    # the model (a project cannot define providers) and MCP servers; gptme 0.35.1 reads
+    # gptme.local.toml only beside an existing gptme.toml (its config/project.py), so the
+    # project file is gptme.toml itself
+    "gptme": (ProjectFile("config.toml", "gptme.toml", (("env", "MODEL"), ("mcp",))),),
 }
 
 #: clients that take only the model (and MCP servers) from a project
 MODEL_ONLY = ("codex", "gptme")
+
+#: clients whose project file names the key only by an environment variable: a project
+#: key that is not ``${env:NAME}`` would make them send the variable the user's render
+#: named (the user's key) to the project's gateway, so nothing is written for them then
+KEY_BY_NAME = ("mistral-vibe",)
 
 #: client id → its trust entry (clients.md §18.0 item 3); written only with --trust
 TRUST: dict[str, Trust] = {
@@ -109,10 +116,19 @@ def _holds_secret(patch: Patch) -> bool:
                for v in part.values())
 
 
-def project_render(patches: list[Patch], root: Path, clients, *, trust: bool) -> Rendered:
+def project_render(patches: list[Patch], root: Path, clients, *, trust: bool,
+                   key_kind: str = "env") -> Rendered:
     """The project's patches from ``patches`` (every enabled client's user-level render;
-    ``clients``: the enabled client ids), with the trust entries when ``trust``."""
+    ``clients``: the enabled client ids), with the trust entries when ``trust``;
+    ``key_kind``: how the key in effect is referenced (env, file, cmd, …)."""
     out = Rendered()
+    if key_kind != "env":
+        skipped = [c for c in clients if c in KEY_BY_NAME]
+        clients = [c for c in clients if c not in KEY_BY_NAME]
+        for c in skipped:
+            out.notes.append(f"info: {c}: nothing written: it reads a project's key only by "
+                             "variable name, so the gateway's key must be ${env:NAME} (else "
+                             "it would send your own key there)")
     by_client: dict[str, list[Patch]] = {}
     for patch in patches:
         by_client.setdefault(patch.client, []).append(patch)
@@ -145,7 +161,8 @@ def project_render(patches: list[Patch], root: Path, clients, *, trust: bool) ->
             key = tuple(str(root) if part == ROOT else part for part in entry.key)
             if trust:
                 out.patches.append(Patch(where, entry.format, {key: entry.value}, client))
-            out.trust.append(f"{client}: {where} {'.'.join(map(str, key))} = {entry.value!r}")
+            shown = ".".join(f'"{k}"' if "/" in str(k) or "." in str(k) else str(k) for k in key)
+            out.trust.append(f"{client}: {where} {shown} = {entry.value!r}")
     enabled = list(clients)
     none = [c for c in enabled if c not in FILES]
     if none:
@@ -178,7 +195,7 @@ def project_render(patches: list[Patch], root: Path, clients, *, trust: bool) ->
 def _again_trust() -> str:
     from taosync.hints import again
 
-    return f"`{again('apply --project --trust')}`"
+    return f"`{again('apply --trust')}`"
 
 
 def ignored(root: Path, path: Path) -> bool | None:

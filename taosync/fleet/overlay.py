@@ -116,6 +116,8 @@ class Overlay:
             self.origin = f"{root.file} projects.{key}"
         self._shown = source
         self._check(overlay, source)
+        if source is self._source:
+            self._no_commands(overlay, source, ())
         gateway = overlay.get("gateway")
         if isinstance(gateway, dict):  # replaced whole: nothing of the user's goes there
             data.pop("gateway", None)
@@ -140,6 +142,20 @@ class Overlay:
             if os.path.abspath(path) == str(self.root):
                 return key
         return None
+
+    def _no_commands(self, node, source, path: PathT) -> None:
+        """A repository's taosync.yaml runs nothing on the user's machine at apply time:
+        a ``${cmd:…}`` reference there is refused (a projects: entry is the user's own)."""
+        if isinstance(node, dict):
+            for k, v in node.items():
+                self._no_commands(v, source, (*path, k))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                self._no_commands(v, source, (*path, i))
+        elif isinstance(node, str) and ("${cmd:" in node or "${shell:" in node):
+            source.error(path, "a repository's taosync.yaml may not run a command on your "
+                         "machine (${cmd:…}, ${shell:…}); use ${env:NAME} or ${file:~/PATH}, or put the "
+                         f"overlay in your own fleet.yaml under projects: {self.root}")
 
     def _check(self, overlay: dict, source) -> None:
         """What only an overlay must not do: set other keys, hold a key inline."""
