@@ -67,6 +67,9 @@ class _Within:
     def error(self, path: PathT, message: str, at: str = "value") -> None:
         self.source.error((*self.prefix, *path), message, at)
 
+    def at(self, line: int, column: int, message: str, path: PathT = ()) -> None:
+        self.source.at(line, column, message, path)
+
 
 class Overlay:
     """The project overlay of ``root`` for one load (fleet/load.py calls :meth:`merge`
@@ -115,9 +118,12 @@ class Overlay:
                 raise _Stop
             self.origin = f"{root.file} projects.{key}"
         self._shown = source
+        before = len(findings.errors)
         self._check(overlay, source)
         if source is self._source:
             self._no_commands(overlay, source, ())
+        if len(findings.errors) > before:
+            raise _Stop  # nothing of a refused overlay is resolved (no command run)
         gateway = overlay.get("gateway")
         if isinstance(gateway, dict):  # replaced whole: nothing of the user's goes there
             data.pop("gateway", None)
@@ -161,9 +167,9 @@ class Overlay:
         """What only an overlay must not do: set other keys, hold a key inline."""
         for name in overlay:
             if name not in ALLOWED and name != "version":
-                source.error((name,), f"{name}: a project overlay sets only "
-                             f"{', '.join(ALLOWED)}; put {name} in your own fleet.yaml",
-                             at="key")
+                line, col = source.position((name,), "key")
+                source.at(line, col, f"a project overlay sets only {', '.join(ALLOWED)}; "
+                          f"`{name}` belongs in your own fleet.yaml")
         gateway = overlay.get("gateway")
         if isinstance(gateway, dict):
             key = gateway.get("key")
