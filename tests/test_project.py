@@ -159,7 +159,7 @@ def test_default_project_is_the_git_root_and_status_plan_destroy_act_on_it(world
     assert "10 files match" in status.stdout
     # a hand edit in a project file is the project's drift, not the user's
     path = world.repo / "opencode.json"
-    path.write_text(path.read_text().replace('"gw-b"', '"mine"', 1))
+    path.write_text(path.read_text().replace('"taotoken/gw-b"', '"taotoken/mine"', 1))
     drift = world.run("status", "--project")
     assert drift.returncode == 1 and "opencode.json" in drift.stdout + drift.stderr
     user = world.run("status", cwd=world.home)
