@@ -191,9 +191,27 @@ def _project(ctx, param, value):
     """--project [DIR]: the project's root (the git root of DIR, else DIR itself)."""
     if value is None:
         return
-    from taosync.fleet.overlay import project_root
-
     current().project = project_root(Path(value))
+
+
+def project_root(path: Path) -> Path:
+    """The project ``--project DIR`` names: the root of the git work tree DIR is in, else
+    DIR itself (absolute). Not a directory: bad input."""
+    import os
+    import subprocess
+
+    where = Path(os.path.abspath(os.path.expanduser(str(path))))
+    if not where.is_dir():
+        raise BadInput(f"--project {path}: not a directory; name the repository's folder "
+                       "(default: the git root of the current directory)")
+    try:
+        done = subprocess.run(["git", "-C", str(where), "rev-parse", "--show-toplevel"],
+                              capture_output=True, text=True, timeout=10,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return where
+    top = done.stdout.strip() if done.returncode == 0 else ""
+    return Path(top) if top else where
 
 
 def _verbosity(sign: int):

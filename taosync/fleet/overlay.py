@@ -15,7 +15,6 @@ Every problem is located in the file (and line) its value came from, as for incl
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Any, cast
 
@@ -29,27 +28,6 @@ from taosync.fleet.yaml_source import YamlSource, _NotFast
 OVERLAY_FILE = "taosync.yaml"
 #: what an overlay may set (and ``version``)
 ALLOWED = ("gateway", "models", "routes", "default_route", "clients", "mcp_servers")
-
-
-def project_root(path: Path) -> Path:
-    """The project ``--project DIR`` names: the git work tree's root DIR is in, else DIR
-    itself (absolute). Not a directory: bad input."""
-    where = Path(os.path.abspath(os.path.expanduser(str(path))))
-    if not where.is_dir():
-        raise BadInput(f"--project {path}: not a directory; name the repository's folder "
-                       "(default: the git root of the current directory)")
-    top = git(where, "rev-parse", "--show-toplevel")
-    return Path(top) if top else where
-
-
-def git(where: Path, *args: str) -> str | None:
-    """``git -C where ARGS`` stdout (stripped), or None when git is absent or fails."""
-    try:
-        done = subprocess.run(["git", "-C", str(where), *args], capture_output=True,
-                              text=True, timeout=10, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
 
 
 class _Within:
