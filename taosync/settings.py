@@ -187,11 +187,24 @@ def _store(attr: str, convert=None):
     return callback
 
 
+#: the commands that act on a project scope (docs/project.md); --project elsewhere is bad input
+PROJECT_COMMANDS = ("plan", "diff", "apply", "status", "verify", "rollback", "log", "destroy")
+
+
 def _project(ctx, param, value):
     """--project [DIR]: the project's root (the git root of DIR, else DIR itself)."""
     if value is None:
         return
     current().project = project_root(Path(value))
+    if ctx.parent is not None:  # after the command's name
+        project_command(ctx.info_name)
+
+
+def project_command(name: str | None) -> None:
+    """--project goes only with a command that acts on a project scope."""
+    if current().project is not None and name not in PROJECT_COMMANDS:
+        raise BadInput(f"--project does not go with `{name}`: it works with "
+                       f"{', '.join(PROJECT_COMMANDS)} (docs/project.md)")
 
 
 def project_root(path: Path) -> Path:

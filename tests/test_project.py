@@ -339,3 +339,13 @@ def test_verify_project_probes_the_projects_gateway(world):
     assert clients == {"claude-code", "opencode", "kilo", "qwen-code", "gemini-cli", "aider",
                        "mistral-vibe"}
     assert {r["model"] for r in report["results"]} == {"gw-b"}
+
+
+@pytest.mark.parametrize("argv", [["adopt", "--project"], ["--project", ".", "forget", "aider"],
+                                  ["validate", "--project"]])
+def test_project_goes_only_with_the_commands_of_a_scope(world, argv):
+    before, files = world.user_side(), world.repo_files()
+    done = world.run(*argv)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--project does not go with" in done.stderr and "Traceback" not in done.stderr
+    assert world.user_side() == before and world.repo_files() == files
