@@ -399,6 +399,7 @@ class TaosyncMachine(RuleBasedStateMachine):
             git(repo.mine, "push", "-q")
         self.main["routes"]["fast"] = model
         text = self.fleet_text()
+        git(repo.upstream, "pull", "-q", "--ff-only")  # the teammate's clone as it is now
         if text != repo.text("fleet.yaml"):
             repo.publish("fleet.yaml", text, f"fast route on {model}")
         r = self.sh("update", "--no-verify", *(["--yes"] if yes else []))
