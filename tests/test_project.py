@@ -349,3 +349,17 @@ def test_project_goes_only_with_the_commands_of_a_scope(world, argv):
     assert done.returncode == 2, done.stdout + done.stderr
     assert "--project does not go with" in done.stderr and "Traceback" not in done.stderr
     assert world.user_side() == before and world.repo_files() == files
+
+
+def test_the_users_purge_leaves_the_projects_state(world):
+    assert world.run("apply", "--project", "--no-verify").returncode == 0
+    states = world.home / ".local/state/taosync/projects"
+    kept = snapshot(states)
+    gone = world.run("destroy", "--yes", "--purge", cwd=world.home)
+    assert gone.returncode == 0, gone.stderr
+    assert snapshot(states) == kept
+    assert not (world.home / ".local/state/taosync/state.json").exists()
+    assert not (world.home / ".codex/config.toml").exists()
+    back = world.run("destroy", "--project", "--yes")
+    assert back.returncode == 0, back.stderr
+    assert world.repo_files() == {"taosync.yaml"}

@@ -139,6 +139,10 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
         report["verify"] = None
     else:  # the clients whose files were written (all of them for an explicit --stub run)
         written = sorted({c for fp in result.written for c in fp.clients}) or list(only)
+        if s.project is not None:  # a project's gateway: the clients that take it (verify.py)
+            from taosync.clients.project_scope import gateway_clients
+
+            written = gateway_clients(pipeline.loaded_fleet(ctx).fleet, written)
         rc, report["verify"] = _verify(ctx, s, written, stub)
         if not stub:  # stand-in runs are no evidence about the real backends
             rerouted = _reroute(ctx, s, only_set, force)
