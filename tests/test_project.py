@@ -363,3 +363,12 @@ def test_the_users_purge_leaves_the_projects_state(world):
     back = world.run("destroy", "--project", "--yes")
     assert back.returncode == 0, back.stderr
     assert world.repo_files() == {"taosync.yaml"}
+
+
+def test_qwen_is_said_to_need_its_mcp_approval(world):
+    world.fleet.write_text(USER_FLEET + "mcp_servers: {echo: {command: echo}}\n")
+    world.ignore(*IGNORED, ".mcp.json", ".codex/config.toml", ".gemini/settings.json")
+    done = world.run("apply", "--project", "--no-verify")
+    assert done.returncode == 0, done.stderr
+    assert "qwen mcp approve --all" in done.stderr
+    assert json.loads((world.repo / ".mcp.json").read_text())["mcpServers"]["echo"]

@@ -77,6 +77,12 @@ MODEL_ONLY = ("codex", "gptme")
 #: named (the user's key) to the project's gateway, so nothing is written for them then
 KEY_BY_NAME = ("mistral-vibe",)
 
+#: client id → (a key path of its project file, a step the user takes when it is written)
+APPROVAL: dict[str, tuple[KeyPath, str]] = {
+    "qwen-code": (("mcpServers",), "starts a project's MCP servers only once approved: run "
+                  "`qwen mcp approve --all` in the project"),
+}
+
 #: client id → its trust entry (clients.md §18.0 item 3); written only with --trust
 TRUST: dict[str, Trust] = {
     "codex": Trust("config.toml", "config.toml", "toml", ("projects", ROOT, "trust_level"),
@@ -150,6 +156,10 @@ def project_render(patches: list[Patch], root: Path, clients, *, trust: bool,
                                volatile={k: v for k, v in patch.volatile.items()
                                          if _kept(k, pf.keep)},
                                lead=tuple(k for k in patch.lead if _kept(k, pf.keep)))
+                approval = APPROVAL.get(client)
+                if approval is not None and any(k[:len(approval[0])] == approval[0]
+                                                for k in values):
+                    out.notes.append(f"info: {client} {approval[1]}")
                 made.secret = _holds_secret(made)
                 if made.secret:
                     out.secret_files.append((client, made.path))
