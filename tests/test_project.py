@@ -233,6 +233,7 @@ def test_reference_mode_needs_no_ignored_file_for_opencode(world):
     (OVERLAY + "mcp_servers:\n  x: {command: sh, env: {T: '${cmd:touch ran}'}}\n",
      "9:", "may not run a command on your machine"),
     (OVERLAY.replace("routes: {main: gw-b}", "routes: {main: 42}"), "7:", "routes.main"),
+    ("version: 1\ngateway: work\n", "2:10", "'work' is not one of your gateways"),
 ])
 def test_a_bad_overlay_is_a_located_error_and_nothing_is_written(world, overlay, where, words):
     world.overlay.write_text(overlay)

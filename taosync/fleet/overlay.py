@@ -109,6 +109,15 @@ class Overlay:
             for path in [p for p in includes.origins if p[:1] == ("gateway",)]:
                 del includes.origins[path]
         elif isinstance(gateway, str):  # one of the user's named gateways
+            found = data.get("gateways")
+            named: dict = found if isinstance(found, dict) else {}
+            if gateway not in named:
+                source.error(("gateway",), f"{gateway!r} is not one of your gateways ("
+                             + (", ".join(map(str, named)) if named else "your fleet names "
+                                "none under gateways:")
+                             + "); name one, or give the project's gateway as a mapping "
+                             "(base_url:, key:)")
+                raise _Stop
             overlay = {k: v for k, v in overlay.items() if k != "gateway"}
             data["default_gateway"] = gateway
             includes.origins[("default_gateway",)] = source
