@@ -277,9 +277,9 @@ def project_files(settings, store, loaded, patches) -> tuple[list, list[str]]:
             raise BadInput(
                 f"{where}: {client}: {rel} would hold a secret inline inside the git work "
                 f"tree {root}, and git does not ignore it. Ignore it (echo '{rel}' >> "
-                f"{root}/.git/info/exclude), or set `secrets: reference` in your fleet.yaml where {client} "
-                "can read the key from the environment (docs/project.md); nothing was "
-                "written")
+                f"{root}/.git/info/exclude), or set `secrets: reference` in your fleet.yaml "
+                f"where {client} can read the key from the environment (docs/project.md); "
+                "nothing was written")
     return done.patches, done.notes
 
 

@@ -147,8 +147,8 @@ class Overlay:
                 self._no_commands(v, source, (*path, i))
         elif isinstance(node, str) and ("${cmd:" in node or "${shell:" in node):
             source.error(path, "a repository's taosync.yaml may not run a command on your "
-                         "machine (${cmd:…}, ${shell:…}); use ${env:NAME} or ${file:~/PATH}, or put the "
-                         f"overlay in your own fleet.yaml under projects: {self.root}")
+                         "machine (${cmd:…}, ${shell:…}); use ${env:NAME} or ${file:~/PATH}, "
+                         f"or put the overlay in your own fleet.yaml under projects: {self.root}")
 
     def _check(self, overlay: dict, source) -> None:
         """What only an overlay must not do: set other keys, hold a key inline."""
