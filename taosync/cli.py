@@ -195,6 +195,10 @@ class LazyGroup(click.Group):
             hint = closest(name, [c for c in COMMANDS if c != "diff"])
             ctx.fail(f"No such command '{name}'." + (f" Did you mean '{hint}'?" if hint else "")
                      + " (taosync --help lists them)")
+        if name and not ctx.resilient_parsing:
+            from taosync.settings import project_command
+
+            project_command(name)  # --project before the command's name
         return super().resolve_command(ctx, args)
 
     def _main_shell_completion(self, ctx_args, prog_name, complete_var=None):

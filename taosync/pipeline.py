@@ -7,6 +7,7 @@ fingerprint holds (engine/cache.py), so a no-op run stays on the standard librar
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Any
@@ -83,7 +84,7 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False,
     path = settings.config_path()
     if no_key:
         return _full(settings, env, store, path, no_key=True)
-    if use_cache:
+    if use_cache and getattr(settings, "project", None) is None:  # a project: always afresh
         entry = state.inputs
         routes: dict = {}
 
@@ -193,6 +194,7 @@ def client_locations(env, client: str | None = None):
         more_dirs, more_files = module.locations(env)
         dirs += more_dirs
         files.update(more_files)
+    dirs += list(getattr(env, "extra_dirs", ()))  # a project run: the project's root
     return [Path(os.path.abspath(d)) for d in dirs], {os.path.abspath(f) for f in files}
 
 
@@ -211,8 +213,9 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     from taosync.engine import cache
     from taosync.fleet.load import load_fleet
 
+    project = getattr(settings, "project", None)
     loaded = load_fleet(path, home=settings.home_dir, environ=env.environ,
-                        resolve_key=not no_key)
+                        resolve_key=not no_key, project=project)
     registry = all_clients()
     fleet, key = loaded.fleet, loaded.key
     assert fleet is not None  # load_fleet builds the view unless asked not to (model=False)
@@ -225,6 +228,9 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     patches = []
     for name in fleet.enabled_clients():
         patches.extend(registry[name].render(fleet, key, env))
+    project_notes: list[str] = []
+    if project is not None:  # the user-level render, turned into the project's files
+        patches, project_notes = project_files(settings, store, loaded, patches)
     hide_userinfo(patches, fleet.gateway_userinfos())
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in
@@ -232,6 +238,7 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     unmanaged = fleet.unmanaged_clients()
     warnings += no_mcp_note(fleet, registry)
     warnings += variables.notes(fleet, key, env)
+    warnings += project_notes
     if no_key:
         return Context(settings, loaded, env, store, key, warnings, patches, {}, no_key=True,
                        routes=routes, unmanaged=unmanaged)
@@ -246,6 +253,34 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
         clients=list(fleet.enabled_clients()))
     return Context(settings, loaded, env, store, key, warnings, patches, entry, routes=routes,
                    unmanaged=unmanaged, consulted=consulted)
+
+
+#: in a project's state directory: the user asked for its trust entries (apply --trust)
+TRUST_MARK = "trust"
+
+
+def project_files(settings, store, loaded, patches) -> tuple[list, list[str]]:
+    """A project run's patches (clients/project_scope.py) and its notes. A file that would
+    hold a secret inside the project's git work tree must be one git ignores, else the
+    run stops (bad input, nothing written)."""
+    from taosync.clients.project_scope import ignored, project_render
+
+    root = settings.project
+    trust = getattr(settings, "trust", False) or store.system.exists(store.root / TRUST_MARK)
+    done = project_render(patches, root, list(loaded.fleet.enabled_clients()), trust=trust,
+                          key_kind=loaded.key_ref.kind)
+    settings.trust_entries = done.trust if trust else []
+    for client, path in done.secret_files:
+        if ignored(root, path) is False:
+            rel = os.path.relpath(path, root)
+            where = loaded.overlay.where(("gateway", "key")) if loaded.overlay else str(root)
+            raise BadInput(
+                f"{where}: {client}: {rel} would hold a secret inline inside the git work "
+                f"tree {root}, and git does not ignore it. Ignore it (echo '{rel}' >> "
+                f"{root}/.git/info/exclude), or set `secrets: reference` in your fleet.yaml "
+                f"where {client} can read the key from the environment (docs/project.md); "
+                "nothing was written")
+    return done.patches, done.notes
 
 
 def hide_userinfo(patches, userinfos) -> None:

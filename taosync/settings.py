@@ -48,6 +48,12 @@ class Settings:
     home_shown: bool = field(default=False, repr=False, compare=False)
     #: certify this run's no-op answers when it ends (apply sets it; cli.py, engine/certificate.py)
     certify: bool = field(default=False, repr=False, compare=False)
+    #: --project [DIR]: the project scope's root (absolute; lane "project", taosync/project.py)
+    project: Path | None = None
+    #: apply --project --trust: write the clients' trust entries for the project
+    trust: bool = field(default=False, repr=False, compare=False)
+    #: the trust entries of this project run, as shown (pipeline.project_files)
+    trust_entries: list[str] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def sandboxed(self) -> bool:
@@ -71,7 +77,8 @@ class Settings:
 
         act_for_home(self.home_dir)  # root on another user's home acts with their rights
         return ClientEnv(home=self.home_dir, sandboxed=self.sandboxed,
-                         environ=environ().copy())
+                         environ=environ().copy(),
+                         extra_dirs=(self.project,) if self.project is not None else ())
 
     def _location(self, var: str) -> Path | None:
         return self.client_env().location(var)
@@ -105,9 +112,18 @@ class Settings:
         """$XDG_STATE_HOME/taosync (or %LOCALAPPDATA%\\taosync), under --home when given."""
         if sys.platform == "win32":
             base = self._location("LOCALAPPDATA") or self.home_dir / "AppData" / "Local"
-            return base / "taosync"
+            return self._scoped(base / "taosync")
         base = self._location("XDG_STATE_HOME") or self.home_dir / ".local" / "state"
-        return base / "taosync"
+        return self._scoped(base / "taosync")
+
+    def _scoped(self, root: Path) -> Path:
+        """The state directory of the scope in force: a project's is its own sub-directory
+        (``projects/<16 hex of sha256 of its root>``), so it never touches the user's."""
+        if self.project is None:
+            return root
+        import hashlib
+
+        return root / "projects" / hashlib.sha256(str(self.project).encode()).hexdigest()[:16]
 
 
 def _options_in_effect() -> list[str]:
@@ -123,6 +139,8 @@ def _options_in_effect() -> list[str]:
         opts += ["--home", shlex.quote(display_home(s.home, system().cwd()))]
     if s.config is not None:
         opts += ["-c", shlex.quote(str(s.config))]
+    if s.project is not None:
+        opts += ["--project", shlex.quote(str(s.project))]
     return opts
 
 
@@ -169,6 +187,46 @@ def _store(attr: str, convert=None):
     return callback
 
 
+#: the commands that act on a project scope (docs/project.md); --project elsewhere is bad input
+PROJECT_COMMANDS = ("plan", "diff", "apply", "status", "verify", "rollback", "log", "destroy")
+
+
+def _project(ctx, param, value):
+    """--project [DIR]: the project's root (the git root of DIR, else DIR itself)."""
+    if value is None:
+        return
+    current().project = project_root(Path(value))
+    if ctx.parent is not None:  # after the command's name
+        project_command(ctx.info_name)
+
+
+def project_command(name: str | None) -> None:
+    """--project goes only with a command that acts on a project scope."""
+    if current().project is not None and name not in PROJECT_COMMANDS:
+        raise BadInput(f"--project does not go with `{name}`: it works with "
+                       f"{', '.join(PROJECT_COMMANDS)} (docs/project.md)")
+
+
+def project_root(path: Path) -> Path:
+    """The project ``--project DIR`` names: the root of the git work tree DIR is in, else
+    DIR itself (absolute). Not a directory: bad input."""
+    import os
+    import subprocess
+
+    where = Path(os.path.abspath(os.path.expanduser(str(path))))
+    if not where.is_dir():
+        raise BadInput(f"--project {path}: not a directory; name the repository's folder "
+                       "(default: the git root of the current directory)")
+    try:
+        done = subprocess.run(["git", "-C", str(where), "rev-parse", "--show-toplevel"],
+                              capture_output=True, text=True, timeout=10,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return where
+    top = done.stdout.strip() if done.returncode == 0 else ""
+    return Path(top) if top else where
+
+
 def _verbosity(sign: int):
     def callback(ctx, param, value):
         if value:
@@ -195,6 +253,11 @@ def common_options(f):
                      expose_value=False, callback=_store("color", color_wanted),
                      help="Colour the output: auto (a terminal, unless NO_COLOR is set; "
                           "FORCE_COLOR forces it), always, never."),
+        click.option("--project", metavar="DIR", is_flag=False, flag_value=".",
+                     expose_value=False, callback=_project,
+                     help="Project scope: the project files of the repository at DIR "
+                          "(default: the git root of the current directory), with its own "
+                          "state (docs/project.md)."),
         click.option("-q", "--quiet", count=True, expose_value=False,
                      callback=_verbosity(-1), help="Print only problems."),
         click.option("-v", "--verbose", count=True, expose_value=False,

@@ -81,6 +81,19 @@ RULES = ["apply", "route_pin", "route_candidates", "context_window", "rotate_key
          "fail_choice", "update", "keyring_key"]
 CHECKS = "abcdefghi"
 
+# -- lane project (issue 26, Build 3: --project) -------------------------------------------
+# The project scope's actions (TaosyncMachine's block "lane project" below): an overlay edit
+# in a git repository beside the home, ``apply --project``, ``status --project`` and
+# ``destroy --project``. Their invariants: a project run never changes the user scope's
+# files or state (nor its certificate), status --project writes nothing at all, and no
+# secret is ever in a file git would track in the repository.
+RULES += ["project_overlay_edit", "project_apply", "project_status", "project_destroy"]
+#: the project files that hold secrets here (the key inline, the MCP token): git-ignored
+PROJECT_IGNORED = [".claude/settings.local.json", ".mcp.json", ".codex/config.toml",
+                   ".qwen/settings.json", ".gemini/settings.json", ".gemini/.env"]
+PROJECT_KEY_VAR = "ST_PROJECT_KEY"
+# -- end of lane project --------------------------------------------------------------------
+
 
 def _names(var: str) -> set[str] | None:
     raw = os.environ.get(var, "").strip()
@@ -386,6 +399,7 @@ class TaosyncMachine(RuleBasedStateMachine):
             git(repo.mine, "push", "-q")
         self.main["routes"]["fast"] = model
         text = self.fleet_text()
+        git(repo.upstream, "pull", "-q", "--ff-only")  # the teammate's clone as it is now
         if text != repo.text("fleet.yaml"):
             repo.publish("fleet.yaml", text, f"fast route on {model}")
         r = self.sh("update", "--no-verify", *(["--yes"] if yes else []))
@@ -825,6 +839,97 @@ class TaosyncMachine(RuleBasedStateMachine):
     def clear_faults(self):
         self.w.stub.clear_faults()
 
+    # -- lane project (issue 26, Build 3) ----------------------------------------------
+    # The project scope: its own overlay, state and files; never the user scope's.
+
+    def project_repo(self) -> Path:
+        """The repository (created on first use): git-ignores the files that hold secrets
+        and has an overlay."""
+        repo = self.w.root / "project"
+        if not (repo / ".git").exists():
+            git(repo.parent, "init", "-q", str(repo))
+            (repo / ".git/info/exclude").write_text("\n".join(PROJECT_IGNORED) + "\n")
+            self.w.env[PROJECT_KEY_VAR] = self.new_secret("sk")
+            self.project_fast = "gpt-4.1"
+            self.write_overlay()
+        return repo
+
+    def write_overlay(self) -> None:
+        overlay = {"version": 1,
+                   "gateway": {"base_url": self.w.stub.root, "gemini_base_url": self.w.stub.root,
+                               "key": f"${{env:{PROJECT_KEY_VAR}}}"},
+                   "routes": {"fast": self.project_fast}}
+        (self.w.root / "project" / "taosync.yaml").write_text(dump_yaml(overlay))
+
+    def user_scope(self) -> dict[str, str]:
+        """Every file of the home but the project states: client files, the user scope's
+        state and its certificate."""
+        return {rel: h for rel, h in self.w.snapshot().items()
+                if not rel.startswith(".local/state/taosync/projects/")}
+
+    def project_files(self) -> dict[str, str]:
+        repo = self.project_repo()
+        out = {}
+        for path in sorted(repo.rglob("*")):
+            if path.is_file() and ".git" not in path.relative_to(repo).parts:
+                out[str(path.relative_to(repo))] = path.read_text()
+        return out
+
+    @action("project_overlay_edit", model=st.sampled_from(MODELS))
+    def project_overlay_edit(self, model):
+        self.project_repo()
+        self.project_fast = model
+        self.write_overlay()
+
+    @action("project_apply")
+    def project_apply(self):
+        repo = self.project_repo()
+        before = self.user_scope()
+        r = self.sh("apply", "--project", str(repo), "--no-verify", "--yes")
+        assert r.rc in (0, 2), f"apply --project:\n{r}"
+        assert self.user_scope() == before, f"apply --project changed the user scope:\n{r}"
+        settings = repo / ".claude/settings.local.json"
+        if r.rc == 0 and settings.exists() and "claude-code" not in self.ever_forgotten:
+            env = json.loads(settings.read_text())["env"]
+            assert env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == self.project_fast, env
+            assert env["ANTHROPIC_BASE_URL"] == self.w.stub.root
+
+    @action("project_status")
+    def project_status(self):
+        repo = self.project_repo()
+        before, files = self.w.snapshot(), self.project_files()
+        r = self.sh("status", "--project", str(repo))
+        assert r.rc in (0, 1, 2), f"status --project:\n{r}"
+        assert self.w.snapshot() == before and self.project_files() == files, (
+            f"status --project wrote:\n{r}")
+
+    @action("project_destroy")
+    def project_destroy(self):
+        repo = self.project_repo()
+        before = self.user_scope()
+        r = self.sh("destroy", "--project", str(repo), "--yes")
+        assert r.rc == 0, f"destroy --project:\n{r}"
+        assert self.user_scope() == before, f"destroy --project changed the user scope:\n{r}"
+        assert list(self.project_files()) == ["taosync.yaml"], self.project_files()
+
+    @invariant()
+    def no_secret_in_a_tracked_project_file(self):
+        """No secret in a file git would track in the project (tracked, or untracked and
+        not ignored)."""
+        repo = self.w.root / "project"
+        if not self.ready or not (repo / ".git").exists():
+            return
+        import subprocess
+
+        listed = subprocess.run(["git", "-C", str(repo), "ls-files", "--cached", "--others",
+                                 "--exclude-standard", "-z"], capture_output=True, text=True,
+                                check=True).stdout
+        for rel in filter(None, listed.split("\0")):
+            leaked = find_secrets((repo / rel).read_text(errors="replace"), self.secrets)
+            assert not leaked, f"{', '.join(leaked)} in {rel}, a file git tracks"
+
+    # -- end of lane project -------------------------------------------------------------
+
     # -- the one rule ------------------------------------------------------------------
 
     @precondition(lambda self: self.ready)
@@ -1253,3 +1358,38 @@ def test_a_key_in_the_keyring_keeps_one_truth():
         step(m.apply, False)
     finally:
         m.teardown()
+
+
+# -- lane project (issue 26, Build 3) -----------------------------------------------------
+
+def test_a_project_scope_keeps_to_itself():
+    """The same machine and invariants through one fixed sequence, so every run drives the
+    project scope: an overlay applied, its status, the user's own apply and rollback in
+    between, the overlay edited and applied again, and the project destroyed — each
+    project step leaving the user scope's files and state as they were."""
+    m = TaosyncMachine()
+
+    def step(f, *args):
+        n = len(m.w.ran)
+        f(*args)
+        ran = m.w.ran[n] if len(m.w.ran) > n else None  # the step's own command
+        m.check_after_every_step()
+        m.no_secret_in_a_tracked_project_file()
+        return ran
+
+    try:
+        m.start()
+        assert step(m.project_apply).rc == 0
+        assert (m.w.root / "project/.claude/settings.local.json").exists()
+        assert step(m.project_status).rc == 0
+        step(m.route_pin, "fast", "intel/llama-7b")
+        step(m.apply, False, True)
+        step(m.project_overlay_edit, "gpt-4o-mini")
+        assert step(m.project_status).rc == 1  # the overlay's change is pending
+        assert step(m.project_apply).rc == 0
+        step(m.rollback, True)
+        assert step(m.project_status).rc == 0  # the user's rollback is not the project's
+        assert step(m.project_destroy).rc == 0
+    finally:
+        m.teardown()
+# -- end of lane project ---------------------------------------------------------------------

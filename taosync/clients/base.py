@@ -172,6 +172,8 @@ class ClientEnv:
     #: render is reused only while all of it is unchanged (see engine/cache.py)
     consulted: dict[str, str | None] = field(default_factory=dict)
     probed: dict[str, str | None] = field(default_factory=dict)
+    #: more directories this run's files may be in (a project run: the project's root)
+    extra_dirs: tuple[Path, ...] = ()
 
     def shown(self, path: Path | str) -> str:
         """``path`` as output names it: ``~/…`` under the home (the ``home:`` header says

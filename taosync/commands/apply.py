@@ -38,11 +38,15 @@ taosync adopt takes values you edited by hand into fleet.yaml instead.""")
 @click.option("-m", "--message", metavar="TEXT",
               help="A note on why, kept with this apply's record: taosync log shows it "
                    "(beside the fleet keys the apply changed).")
+@click.option("--trust", is_flag=True,
+              help="With --project: also write the trust entries that make Codex, Gemini "
+                   "and Qwen read the project's files (shown first, asked under the confirm "
+                   "rule; destroy --project removes them). docs/project.md")
 @click.option("--no-key", is_flag=True,
               help="Only with --dry-run (else exit 2: nothing can be written without the "
                    "key). " + NO_KEY_HELP)
 def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, message,
-          pulled=None):
+          trust=False, pulled=None):
     """Write the fleet into every client's files, changing only owned keys."""
     import contextlib
 
@@ -56,7 +60,12 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
                        f"to write (use {again('plan --no-key')} in CI)")
     message = checked_message(message)
     s = current()
-    s.certify = not dry_run  # afterwards, certify the no-op answers (engine/certificate.py)
+    if trust and s.project is None:
+        raise BadInput("--trust goes with --project: it trusts a project's folder "
+                       "(docs/project.md)")
+    s.trust = trust
+    # afterwards, certify the no-op answers (engine/certificate.py): the user scope's only
+    s.certify = not dry_run and s.project is None
     with read_only() if dry_run else contextlib.nullcontext():
         ctx = pipeline.prepare(s, no_key=no_key, recover=not dry_run)
         ctx.release_moved = release_moved
@@ -70,6 +79,8 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
     warn_dotfiles(the_plan, ctx)
     skip: set[str] = set()
     yes = yes or force
+    if trust and not dry_run:
+        _confirm_trust(ctx, s, yes)
     replaced = confirm.replaced_values(ctx, state, the_plan)
     shown_replaced = False
     if the_plan.changed:
@@ -110,6 +121,10 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
             ui.out(ui.nothing_to_do(ui.files_match(len(the_plan.files)))
                    + ("; -m's note is not kept (no record without a write)" if message else ""))
 
+    if trust and not dry_run:  # kept: later project runs keep the entries, destroy drops them
+        from taosync.engine.state import write_private
+
+        write_private(ctx.store.root / pipeline.TRUST_MARK, b"trust\n")
     done = {str(fp.path) for fp in result.written}  # not the files skipped at a prompt
     written_over = [r for r in replaced if r["path"] in done]
     report = {**({"pulled": pulled} if pulled is not None else {}),
@@ -124,6 +139,10 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
         report["verify"] = None
     else:  # the clients whose files were written (all of them for an explicit --stub run)
         written = sorted({c for fp in result.written for c in fp.clients}) or list(only)
+        if s.project is not None:  # a project's gateway: the clients that take it (verify.py)
+            from taosync.clients.project_scope import gateway_clients
+
+            written = gateway_clients(pipeline.loaded_fleet(ctx).fleet, written)
         rc, report["verify"] = _verify(ctx, s, written, stub)
         if not stub:  # stand-in runs are no evidence about the real backends
             rerouted = _reroute(ctx, s, only_set, force)
@@ -156,6 +175,24 @@ def checked_message(message: str | None) -> str | None:
         raise BadInput(f"-m/--message is {len(message)} characters long; keep it under "
                        f"{MESSAGE_LIMIT} (it is a note for taosync log)")
     return message
+
+
+def _confirm_trust(ctx, s, yes) -> None:
+    """apply --project --trust: the trust entries are a security decision on the user's
+    behalf, so they are shown first (stderr) and asked for under the confirm rule."""
+    from taosync import confirm, pipeline, ui
+
+    if ctx.store.system.exists(ctx.store.root / pipeline.TRUST_MARK) or not s.trust_entries:
+        return  # trusted before (or nothing to trust): nothing new to decide
+    lines = ["trust entries apply --trust writes (the clients then read this project's "
+             "files; destroy --project removes them):"] + [f"  {e}" for e in s.trust_entries]
+    if yes or not confirm.can_ask():
+        for line in lines:
+            ui.warn(line)
+    n = len(s.trust_entries)
+    confirm.confirm("apply --trust", f"write {n} trust entr{'ies' if n != 1 else 'y'}",
+                    f"Write {'this trust entry' if n == 1 else f'these {n} trust entries'}?",
+                    lines, yes=yes)
 
 
 def _reroute(ctx, s, only_set, force) -> dict | None:

@@ -92,10 +92,12 @@ def destroy(yes, purge, dry_run):
         if result.apply_id:  # under the lock: a watch reads it with the record
             watch_note.tell(store, "destroy", pids, record=result.apply_id)
         removed = remove_made_dirs(state, keep_under=None if purge else store.root)
+        if store.system.exists(store.root / pipeline.TRUST_MARK):  # a project's trust: gone too
+            store.system.remove(store.root / pipeline.TRUST_MARK)
         if not purge:
             store.save(state)
     if purge:
-        store.system.remove_tree(store.root)
+        _purge(store, s)
         removed += remove_made_dirs(state)
     if result.apply_id or purge:
         watch_note.note("destroy", pids)
@@ -123,3 +125,24 @@ def _confirm(files: int, purge: bool, yes: bool) -> None:
     what = (f"give back everything taosync owns in {files} file{'s' if files != 1 else ''}"
             + (" and delete its state (no rollback afterwards)" if purge else ""))
     confirm("destroy", what, f"{what[0].upper()}{what[1:]}?", [], yes=yes)
+
+
+#: sub-directories of the user scope's state holding the other scopes' own states
+SCOPE_DIRS = ("projects", "profiles", "system")
+
+
+def _purge(store, s) -> None:
+    """Remove this scope's state directory; the user scope's purge leaves the other
+    scopes' states in it (a project's files still name theirs: destroy --project)."""
+    kept = [d for d in SCOPE_DIRS if getattr(s, "project", None) is None
+            and store.system.is_dir(store.root / d)]
+    if not kept:
+        store.system.remove_tree(store.root)
+        return
+    for child in sorted(store.root.iterdir()):
+        if child.name in kept:
+            continue
+        if store.system.is_dir(child) and not child.is_symlink():
+            store.system.remove_tree(child)
+        else:
+            store.system.remove(child)

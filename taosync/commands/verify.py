@@ -212,13 +212,15 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
     from taosync.fleet.load import load_fleet
 
     path = s.config_path()
+    project = getattr(s, "project", None)
     try:
-        return load_fleet(path, home=s.home_dir, environ=env.environ), []
+        return load_fleet(path, home=s.home_dir, environ=env.environ, project=project), []
     except TaosyncError as first:
         if not stub:
             raise
         try:
-            loaded = load_fleet(path, home=s.home_dir, environ=env.environ, resolve_key=False)
+            loaded = load_fleet(path, home=s.home_dir, environ=env.environ, resolve_key=False,
+                                project=project)
         except TaosyncError:
             raise first from None
         why = "; ".join(p.message for p in getattr(first, "problems", [])) or first.message
@@ -268,6 +270,12 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bo
         state = store.load()
     loaded, notes = _load(s, env, use_stub)
     on_disk = not desired
+    if getattr(s, "project", None) is not None:  # docs/project.md: what verify --project sends
+        from taosync.clients.project_scope import gateway_clients
+
+        on_disk, only = False, tuple(gateway_clients(loaded.fleet, only))
+        notes.append("--project probes what the project renders (as --desired) for the "
+                     "clients that take a project's gateway: " + ", ".join(only))
     if use_stub and on_disk and not state.applies:
         on_disk = False  # the offline demo of a fleet not applied yet
         notes.append("nothing was applied here yet: --stub probes fleet.yaml's values")

@@ -99,6 +99,8 @@ class Loaded:
     origins: dict[tuple, str] = field(default_factory=dict, repr=False)
     #: each environment variable an ``include:`` path expanded → its value (None: unset)
     include_vars: dict[str, str | None] = field(default_factory=dict, repr=False)
+    #: a project run's overlay (fleet/overlay.py), None otherwise
+    overlay: Any = field(default=None, repr=False)
 
     def origin_of(self, path: tuple) -> str:
         """The file the value at ``path`` came from (the longest prefix one file set)."""
@@ -128,19 +130,25 @@ class Loaded:
 
 def load_fleet(path: Path, *, home: Path, environ: Mapping[str, str] | None = None,
                resolve_key: bool = True, model: bool = True,
-               key_timeout: float | None = None, resolve_mcp: bool | None = None) -> Loaded:
+               key_timeout: float | None = None, resolve_mcp: bool | None = None,
+               project: Path | None = None) -> Loaded:
     """Load, check and (by default) resolve fleet.yaml; raise :class:`FleetInvalid`.
 
     ``home`` is what ``~`` means in ``${file:~/…}`` (``--home``). ``model=False`` skips
     building the typed fleet (``taosync validate`` needs only the checks).
     ``resolve_mcp`` (default: as ``resolve_key``): resolve the MCP secrets; when not,
     each renders as the ``--no-key`` placeholder (doctor resolves the key alone when
-    only an MCP secret fails).
+    only an MCP secret fails). ``project``: a project's root; its overlay is merged over
+    the fleet (fleet/overlay.py).
     """
-    return _Loader(Path(path), home=home, environ=environ, resolve_key=resolve_key,
-                   key_timeout=key_timeout,
-                   resolve_mcp=resolve_key if resolve_mcp is None else resolve_mcp,
-                   ).run(build_model=model)
+    loader = _Loader(Path(path), home=home, environ=environ, resolve_key=resolve_key,
+                     key_timeout=key_timeout,
+                     resolve_mcp=resolve_key if resolve_mcp is None else resolve_mcp)
+    if project is not None:
+        from taosync.fleet.overlay import Overlay
+
+        loader.overlay = Overlay(project, home=home)
+    return loader.run(build_model=model)
 
 
 # -- the pipeline -------------------------------------------------------------------
@@ -186,6 +194,7 @@ class _Loader:
         located = Located(self.findings, self.includes)
         self.schema = SchemaErrors(located)
         self.cross = CrossChecks(located)
+        self.overlay: Any = None  # a project run's overlay (fleet/overlay.py)
         self.secrets = SecretSteps(located, home=home, environ=environ,
                                    resolve_key=resolve_key,
                                    resolve_mcp=resolve_key if resolve_mcp is None else resolve_mcp,
@@ -223,7 +232,8 @@ class _Loader:
                       warnings=sorted(findings.warnings, key=_order), data=data,
                       sources=list(self.includes.sources),
                       include_vars=dict(self.includes.include_vars),
-                      origins={p: src.file for p, src in self.includes.origins.items()})
+                      origins={p: src.file for p, src in self.includes.origins.items()},
+                      overlay=self.overlay)
 
     def checked(self, fast: bool) -> dict:
         """Steps 2–6 (the ones that need no key) on the safe loader's tree when ``fast``
@@ -239,6 +249,9 @@ class _Loader:
         data = self.includes.merge(data, fast)
         if self.includes.failed:
             raise _Stop  # what the fleet lacks now is the include's doing: report it alone
+        if self.overlay is not None:
+            data = self.overlay.merge(data, root=self.source, findings=self.findings,
+                                      includes=self.includes, fast=fast)
         self.cross.normalise_urls(data)
         self.schema.check_schema(data)
         self.cross.cross_check(data)

@@ -287,6 +287,27 @@ class Verify(_Strict):
 
 # The docstring is the schema's description. The ``clients:`` section is left open
 # here: :func:`fleet_model` makes the fleet of the clients it is handed.
+class ProjectOverlay(_Strict):
+    """A project overlay (``projects:`` entry, or a repository's taosync.yaml): what
+    ``taosync apply --project`` merges over this fleet (docs/project.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1] | None = Field(None, description="Format version (taosync.yaml).")
+    gateway: Gateway | str | None = Field(
+        None, description="The project's gateway (replaces yours as a whole; its key is a "
+        "reference, never inline), or the name of one of your gateways.")
+    models: dict[str, Model] = Field(default_factory=dict,
+                                     description="More catalogue models.")
+    routes: dict[str, str | Route] = Field(default_factory=dict,
+                                           description="Routes the project sets.")
+    default_route: str | None = Field(None, description="The project's default route.")
+    clients: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Client slots the project sets.")
+    mcp_servers: dict[str, McpStdio | McpHttp] = Field(
+        default_factory=dict, description="MCP servers the project adds.")
+
+
 class FleetBase(FleetLogic, _Strict):
     """One gateway, its model catalogue, a routing table, and the clients that use them."""
 
@@ -330,6 +351,11 @@ class FleetBase(FleetLogic, _Strict):
         description="MCP servers written into every client with mcp: true: stdio "
         "(command, args, env, cwd) or http (url, headers, transport).",
     )
+    projects: dict[str, ProjectOverlay] = Field(
+        default_factory=dict,
+        description="Project overlays: a repository's root (absolute or ~/…) → what "
+        "`taosync apply --project` renders into that repository's project files, over "
+        "this fleet (a taosync.yaml in the repository wins over its entry here).")
     verify: Verify = Field(default_factory=lambda: Verify.model_validate({}),
                            description="How `taosync verify` probes each backend.")
     routing: Routing = Field(default_factory=lambda: Routing.model_validate({}),
