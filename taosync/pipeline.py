@@ -193,7 +193,18 @@ def client_locations(env, client: str | None = None):
         more_dirs, more_files = module.locations(env)
         dirs += more_dirs
         files.update(more_files)
+    if _system_scope():  # --system: the managed files' directories too
+        from taosync.clients import system
+
+        dirs += system.locations(env, client)
     return [Path(os.path.abspath(d)) for d in dirs], {os.path.abspath(f) for f in files}
+
+
+def _system_scope() -> bool:
+    """This run is ``--system`` (settings.py; docs/system.md)."""
+    from taosync.settings import current
+
+    return current().system_scope
 
 
 def bounds(env, release_moved: bool = False):
@@ -225,6 +236,10 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     patches = []
     for name in fleet.enabled_clients():
         patches.extend(registry[name].render(fleet, key, env))
+    if settings.system_scope:  # --system: onto the clients' managed files (docs/system.md)
+        from taosync.clients import system
+
+        patches = system.to_system(patches, env, registry)
     hide_userinfo(patches, fleet.gateway_userinfos())
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in
@@ -396,6 +411,8 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
             if ctx.routes or state.routes:
                 state.routes = recorded_routes(ctx.routes, state.routes)
             noted = fleet_note(ctx, state) if kind == "apply" and the_plan.changed else {}
+            if ctx.settings.system_scope and the_plan.changed:
+                _managed_dirs(store.system, the_plan)
             for attempt in range(MOVED_RETRIES + 1):
                 try:
                     result = execute(the_plan, state, store, inputs=inputs,
@@ -409,6 +426,13 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                                           "is quiet") from None
                     the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
     return the_plan, result
+
+
+def _managed_dirs(writer, the_plan) -> None:
+    """--system: a managed file's missing directories are made 0755, not 0700 as in a
+    home (engine/system.py): every user's client must read the policy there."""
+    for fp in the_plan.changed:
+        writer.make_dirs(Path(fp.real_path).parent, 0o755)  # only the missing ones
 
 
 def fleet_note(ctx: Context, state) -> dict:

@@ -48,6 +48,8 @@ class Settings:
     home_shown: bool = field(default=False, repr=False, compare=False)
     #: certify this run's no-op answers when it ends (apply sets it; cli.py, engine/certificate.py)
     certify: bool = field(default=False, repr=False, compare=False)
+    #: --system: the managed (policy) scope, with a state of its own (docs/system.md)
+    system_scope: bool = False
 
     @property
     def sandboxed(self) -> bool:
@@ -102,7 +104,15 @@ class Settings:
         return base / "taosync" / "fleet.yaml"
 
     def state_dir(self) -> Path:
-        """$XDG_STATE_HOME/taosync (or %LOCALAPPDATA%\\taosync), under --home when given."""
+        """$XDG_STATE_HOME/taosync (or %LOCALAPPDATA%\\taosync), under --home when given;
+        --system: the managed scope's own (:func:`taosync.clients.system.state_dir`)."""
+        if self.system_scope:
+            from taosync.clients.system import state_dir
+
+            return state_dir(self.user_state_dir(), self.home is not None, environ())
+        return self.user_state_dir()
+
+    def user_state_dir(self) -> Path:
         if sys.platform == "win32":
             base = self._location("LOCALAPPDATA") or self.home_dir / "AppData" / "Local"
             return base / "taosync"
@@ -123,6 +133,8 @@ def _options_in_effect() -> list[str]:
         opts += ["--home", shlex.quote(display_home(s.home, system().cwd()))]
     if s.config is not None:
         opts += ["-c", shlex.quote(str(s.config))]
+    if s.system_scope:
+        opts.append("--system")
     return opts
 
 
@@ -195,6 +207,10 @@ def common_options(f):
                      expose_value=False, callback=_store("color", color_wanted),
                      help="Colour the output: auto (a terminal, unless NO_COLOR is set; "
                           "FORCE_COLOR forces it), always, never."),
+        click.option("--system", is_flag=True, expose_value=False, callback=_store("system_scope"),
+                     help="The managed scope: write the fleet as policy into the clients' "
+                          "managed files (/etc/claude-code, /etc/codex), with a state of "
+                          "its own (docs/system.md)."),
         click.option("-q", "--quiet", count=True, expose_value=False,
                      callback=_verbosity(-1), help="Print only problems."),
         click.option("-v", "--verbose", count=True, expose_value=False,
