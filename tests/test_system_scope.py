@@ -1,0 +1,160 @@
+"""The managed (system) scope, ``taosync --system`` (docs/system.md): the fleet rendered
+onto Claude Code's and Codex's managed-policy files, with a state of its own.
+
+The managed files live under ``/`` in production; here ``TAOSYNC_SYSTEM_ROOT`` (a test and
+image-build switch) names a directory standing for ``/``. The real clients obeying those
+files is proven in tests/clients/test_real_system.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from conftest import TEST_KEY, snapshot
+
+SYSTEM_FLEET = {
+    "version": 1,
+    "gateway": {"base_url": "https://gw.example.com/api", "key": "${env:TAOTOKEN_API_KEY}"},
+    "models": {"gw-main": {}}, "routes": {"main": "gw-main"}, "default_route": "main",
+    "secrets": "reference",
+    "clients": {"claude-code": {"model": "main"}, "codex": {"model": "main"},
+                "qwen-code": {"model": "main"}},
+}
+
+
+@pytest.fixture
+def sysroot(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "sysroot"
+    root.mkdir()
+    monkeypatch.setenv("TAOSYNC_SYSTEM_ROOT", str(root))
+    return root
+
+
+def write_fleet(path: Path, **changes) -> Path:
+    data = json.loads(json.dumps(SYSTEM_FLEET))
+    data.update(changes)
+    YAML(typ="safe").dump(data, path.open("w"))
+    return path
+
+
+def managed(root: Path) -> tuple[Path, Path]:
+    return (root / "etc/claude-code/managed-settings.json",
+            root / "etc/codex/managed_config.toml")
+
+
+def test_apply_system_writes_the_managed_files_readable_by_every_user(
+        taosync, home, fleet_file, sysroot):
+    write_fleet(fleet_file)
+    r = taosync("apply", "--system", "--no-verify")
+    assert r.rc == 0, r.both
+    claude, codex = managed(sysroot)
+    settings = json.loads(claude.read_text())
+    assert settings["env"]["ANTHROPIC_BASE_URL"] == "https://gw.example.com/api"
+    assert settings["apiKeyHelper"] == "printenv TAOTOKEN_API_KEY"
+    import tomllib
+
+    config = tomllib.loads(codex.read_text())
+    assert config["model_provider"] == "taotoken"
+    assert config["model_providers"]["taotoken"]["env_key"] == "TAOTOKEN_API_KEY"
+    assert config["model_providers"]["taotoken"]["base_url"] == "https://gw.example.com/api/v1"
+    for path in (claude, codex):
+        assert path.stat().st_mode & 0o777 == 0o644
+        assert path.parent.stat().st_mode & 0o777 == 0o755
+        assert TEST_KEY not in path.read_text()
+    # a client without a managed file is named and left out; nothing lands in the home
+    # but taosync's own state, under state_dir()/system
+    assert "qwen-code: has no managed-policy file" in r.err
+    in_home = {p.relative_to(home).as_posix() for p in home.rglob("*") if p.is_file()}
+    assert in_home and all(p.startswith(".local/state/taosync/system/") for p in in_home)
+    # the user scope knows nothing of it
+    user = taosync("status")
+    assert "never applied here" in user.both
+
+
+def test_system_scope_refuses_a_key_in_a_managed_file(taosync, home, fleet_file, sysroot):
+    """A managed file is world-readable policy: an inline key is refused, exit 2,
+    nothing written anywhere."""
+    write_fleet(fleet_file, secrets="inline")
+    before = snapshot(home), snapshot(sysroot)
+    r = taosync("apply", "--system", "--no-verify")
+    assert r.rc == 2, r.both
+    assert "managed file" in r.err and "secrets: reference" in r.err and "Traceback" not in r.err
+    assert TEST_KEY not in r.both
+    assert (snapshot(home), snapshot(sysroot)) == before
+
+
+def test_system_scope_refuses_codex_inline_key_for_auth_json_too(taosync, home, fleet_file,
+                                                                 sysroot):
+    write_fleet(fleet_file, clients={"codex": {"model": "main", "secrets": "inline"}})
+    r = taosync("apply", "--system", "--no-verify")
+    assert r.rc == 2, r.both
+    assert "codex:" in r.err and not any(sysroot.rglob("*.toml"))
+
+
+def test_status_plan_rollback_destroy_work_per_scope(taosync, home, fleet_file, sysroot):
+    write_fleet(fleet_file)
+    assert taosync("apply", "--system", "--no-verify").rc == 0
+    claude, codex = managed(sysroot)
+    assert taosync("status", "--system").rc == 0
+    assert taosync("plan", "--system", "--check").rc == 0
+    # a hand edit of the managed file is drift of the system scope
+    data = json.loads(claude.read_text())
+    data["env"]["ANTHROPIC_BASE_URL"] = "https://elsewhere.example.com"
+    claude.write_text(json.dumps(data))
+    st = taosync("status", "--system")
+    assert st.rc == 1 and "drift" in st.out and "managed-settings.json" in st.out
+    # the next apply re-asserts, rollback puts the hand edit back, its hint keeps --system
+    r = taosync("apply", "--system", "--no-verify", "--yes")
+    assert r.rc == 0, r.both
+    assert "--system rollback" in r.out
+    assert json.loads(claude.read_text())["env"]["ANTHROPIC_BASE_URL"] == \
+        "https://gw.example.com/api"
+    rb = taosync("rollback", "--system", "--yes")
+    assert rb.rc == 0, rb.both
+    assert json.loads(claude.read_text())["env"]["ANTHROPIC_BASE_URL"] == \
+        "https://elsewhere.example.com"
+    # destroy gives back what taosync owns: codex's file was all taosync's
+    d = taosync("destroy", "--system", "--yes")
+    assert d.rc == 0, d.both
+    assert not codex.exists()
+    # the user scope's state never saw any of it
+    assert not (home / ".local/state/taosync/state.json").exists()
+
+
+def test_user_scope_leaves_the_system_scope_alone(taosync, home, fleet_file, sysroot):
+    write_fleet(fleet_file)
+    assert taosync("apply", "--system", "--no-verify").rc == 0
+    before = snapshot(sysroot)
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0, r.both
+    assert (home / ".claude/settings.json").exists()
+    d = taosync("destroy", "--yes")
+    assert d.rc == 0, d.both
+    assert snapshot(sysroot) == before
+    assert taosync("status", "--system").rc == 0
+
+
+def test_root_without_home_keeps_system_state_in_var_lib(tmp_path, sysroot):
+    """Root with --system and no --home: the machine's state, /var/lib/taosync (under
+    the system root here), not root's home; through a real process."""
+    if os.geteuid() != 0:
+        pytest.skip("the state directory chosen for root needs root (or a user namespace)")
+    home = tmp_path / "roothome"
+    home.mkdir()
+    fleet = write_fleet(tmp_path / "fleet.yaml")
+    env = {**os.environ, "HOME": str(home), "TAOTOKEN_API_KEY": TEST_KEY,
+           "TAOSYNC_SYSTEM_ROOT": str(sysroot)}
+    env.pop("XDG_STATE_HOME", None)
+    r = subprocess.run([sys.executable, "-m", "taosync", "-c", str(fleet), "apply", "--system",
+                        "--no-verify"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (sysroot / "var/lib/taosync/state.json").exists()
+    assert not (home / ".local/state/taosync").exists()
+    assert managed(sysroot)[0].exists()
