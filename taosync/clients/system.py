@@ -17,6 +17,9 @@ reason. Facts (clients.md §1, §2, and the shipped binaries):
   sits *below* the user's file and ``requirements.toml`` only constrains (approval,
   sandbox, allowed values), so neither makes the admin's gateway win. ``auth.json`` and
   profile files have no managed counterpart.
+* Qwen Code 0.24.4 reads ``/etc/qwen-code/settings.json`` (macOS ``/Library/Application
+  Support/QwenCode``, Windows ``C:\\ProgramData\\qwen-code``), which overrides user and
+  project settings.
 
 Secrets: a managed file is world-readable by design (every user's client reads it), so
 a key is never written into one — the render must reference it (Claude's ``apiKeyHelper``,
@@ -45,6 +48,11 @@ MANAGED: dict[str, dict[str, dict[str, str]]] = {
     "claude-code": {"settings": {p: d + "/managed-settings.json" for p, d in _CLAUDE_DIRS.items()}},
     "codex": {"config": {"linux": "/etc/codex/managed_config.toml",
                          "darwin": "/etc/codex/managed_config.toml"}},
+    # Qwen Code 0.24.4: the system settings file overrides user and project settings
+    # (its getSystemSettingsPath; QWEN_CODE_SYSTEM_SETTINGS_PATH moves it)
+    "qwen-code": {"settings": {"linux": "/etc/qwen-code/settings.json",
+                               "darwin": "/Library/Application Support/QwenCode/settings.json",
+                               "win32": "C:/ProgramData/qwen-code/settings.json"}},
 }
 #: client id → {file role (or "*" for any other file) → why it is not written at this scope}
 LEFT_OUT: dict[str, dict[str, str]] = {
@@ -155,9 +163,8 @@ def to_system(patches: list, env, registry: Mapping[str, Any]) -> list:
         if client not in MANAGED:
             leave_out(client, NO_SCOPE)
             continue
-        declared = getattr(registry[client], "CLIENT", None)
-        files = getattr(declared, "files", {})
-        role = next((r for r in files if declared.file(r, env) == patch.path), None)
+        declared = registry[client].CLIENT  # a declared client (clients/declare.py)
+        role = next((r for r in declared.files if declared.file(r, env) == patch.path), None)
         target = managed_file(client, role, env) if role is not None else None
         if (target is not None or role in KEY_FILES.get(client, ())) and (
                 patch.secret or any(has_secret(v) for v in (*patch.values.values(),

@@ -33,7 +33,8 @@ from real import stand_in
 
 CLAUDE = binary("TAOSYNC_TEST_CLAUDE_BIN", "claude")
 CODEX = binary("TAOSYNC_TEST_CODEX_BIN", "codex")
-MANAGED = ("claude-code", "codex")  # the /etc directories bound in the namespace
+QWEN = binary("TAOSYNC_TEST_QWEN_BIN", "qwen")
+MANAGED = ("claude-code", "codex", "qwen-code")  # the /etc directories bound in the namespace
 
 #: runs "$@" with the test's directory over /etc: $1 = the real /etc's mount point, $2 = it
 NS_SCRIPT = """set -e
@@ -95,7 +96,8 @@ def _fleet(path: Path, root: str, model: str, secrets: str) -> None:
                "gateway": {"base_url": root, "key": "${env:TAOTOKEN_API_KEY}"},
                "models": {"gw-user": {}, "gw-admin": {}},
                "routes": {"main": model}, "default_route": "main", "secrets": secrets,
-               "clients": {"claude-code": {"model": "main"}, "codex": {"model": "main"}}},
+               "clients": {"claude-code": {"model": "main"}, "codex": {"model": "main"},
+                           "qwen-code": {"model": "main"}}},
               path.open("w"))
 
 
@@ -104,7 +106,12 @@ RUNS = {
                     {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}, "/api/v1/messages"),
     "codex": (CODEX, ["exec", "--skip-git-repo-check", "Reply with OK."], {},
               "/api/v1/responses"),
+    "qwen-code": (QWEN, ["Reply with OK"], {}, "/api/v1/chat/completions"),
 }
+#: the managed file of each client (under the directory bound over /etc)
+MANAGED_FILE = {"claude-code": "claude-code/managed-settings.json",
+                "codex": "codex/managed_config.toml", "qwen-code": "qwen-code/settings.json"}
+ENV_VAR = {"claude-code": "CLAUDE", "codex": "CODEX", "qwen-code": "QWEN"}
 
 
 @pytest.mark.parametrize("client", list(RUNS))
@@ -116,14 +123,17 @@ def test_real_client_obeys_the_managed_file_over_the_users(client, taosync, home
     and the user's file is left as it was."""
     exe, args, extra, path = RUNS[client]
     if exe is None:
-        pytest.skip(f"{client} is not installed (set TAOSYNC_TEST_"
-                    f"{'CLAUDE' if client == 'claude-code' else 'CODEX'}_BIN)")
+        pytest.skip(f"{client} is not installed (set TAOSYNC_TEST_{ENV_VAR[client]}_BIN)")
     _namespaces_or_skip()
     etc = FakeEtc(tmp_path)
     with stand_in(taosync, fleet_file, home, models=["gw-user", "gw-admin"],
                   prefix="/api") as a, \
             stand_in(taosync, fleet_file, home, models=["gw-user", "gw-admin"],
                      prefix="/api") as b:
+        # the user's own privacy switch (Qwen looks nothing up beyond loopback)
+        (home / ".qwen").mkdir()
+        (home / ".qwen/settings.json").write_text(
+            '{"privacy": {"usageStatisticsEnabled": false}}')
         _fleet(fleet_file, a.stub.root, "gw-user", "inline")
         r = taosync("apply", "--no-verify")
         assert r.rc == 0, r.both
@@ -139,12 +149,13 @@ def test_real_client_obeys_the_managed_file_over_the_users(client, taosync, home
                         str(system_fleet), "apply", "--system", "--no-verify"],
                        {**base, "PYTHONPATH": os.pathsep.join(sys.path)}, tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
-        managed = {"claude-code": etc.over / "claude-code" / "managed-settings.json",
-                   "codex": etc.over / "codex" / "managed_config.toml"}[client]
+        managed = etc.over / MANAGED_FILE[client]
         text = managed.read_text()
         assert b.stub.root in text and a.stub.root not in text and TEST_KEY not in text
         assert managed.stat().st_mode & 0o777 == 0o644  # every user's client reads it
         assert managed.parent.stat().st_mode & 0o777 == 0o755
+        # the user's own files are theirs: not a byte changed by the system scope
+        assert {p: p.read_bytes() for p in users} == users
 
         work = home / "work"
         work.mkdir()
@@ -157,8 +168,7 @@ def test_real_client_obeys_the_managed_file_over_the_users(client, taosync, home
         assert "gw-admin" in {r.body.get("model") for r in to_b}
         assert {r.body.get("model") for r in to_b} == {"gw-admin"}
         assert TEST_KEY not in ran.stdout + ran.stderr
-        # the user's own files are theirs: not a byte changed by the system scope
-        assert {p: p.read_bytes() for p in users} == users
+        users = {p: p.read_bytes() for p in users}  # as the client left them (Qwen migrates)
 
         # and the system scope keeps its own state: status --system is in sync, the user
         # scope's status is unaffected, destroy --system gives the managed file back
@@ -171,5 +181,9 @@ def test_real_client_obeys_the_managed_file_over_the_users(client, taosync, home
                         str(system_fleet), "destroy", "--system", "--yes"],
                        {**base, "PYTHONPATH": os.pathsep.join(sys.path)}, tmp_path)
         assert gone.returncode == 0, gone.stdout + gone.stderr
-        assert not managed.exists()
+        # given back: gone, or (Qwen adds its own "$version" to every settings file it
+        # reads, the system one too when it may write it) none of taosync's keys left
+        assert not managed.exists() or b.stub.root not in managed.read_text()
+        if client != "qwen-code":
+            assert not managed.exists()
         assert {p: p.read_bytes() for p in users} == users
