@@ -20,6 +20,9 @@ reason. Facts (clients.md §1, §2, and the shipped binaries):
 * Qwen Code 0.24.4 reads ``/etc/qwen-code/settings.json`` (macOS ``/Library/Application
   Support/QwenCode``, Windows ``C:\\ProgramData\\qwen-code``), which overrides user and
   project settings.
+* opencode 1.18.33 reads ``opencode.json``/``opencode.jsonc`` in ``/etc/opencode`` (macOS
+  ``/Library/Application Support/opencode``, Windows ``%ProgramData%\\opencode``) after the
+  user's and the project's files.
 
 Secrets: a managed file is world-readable by design (every user's client reads it), so
 a key is never written into one — the render must reference it (Claude's ``apiKeyHelper``,
@@ -53,6 +56,11 @@ MANAGED: dict[str, dict[str, dict[str, str]]] = {
     "qwen-code": {"settings": {"linux": "/etc/qwen-code/settings.json",
                                "darwin": "/Library/Application Support/QwenCode/settings.json",
                                "win32": "C:/ProgramData/qwen-code/settings.json"}},
+    # opencode 1.18.33: opencode.json(c) in its managed config directory, merged after the
+    # user's and the project's (its managedConfigDir)
+    "opencode": {"config": {"linux": "/etc/opencode/opencode.json",
+                            "darwin": "/Library/Application Support/opencode/opencode.json",
+                            "win32": "C:/ProgramData/opencode/opencode.json"}},
 }
 #: client id → {file role (or "*" for any other file) → why it is not written at this scope}
 LEFT_OUT: dict[str, dict[str, str]] = {

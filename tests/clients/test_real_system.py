@@ -29,12 +29,14 @@ import pytest
 from ruamel.yaml import YAML
 
 from conftest import TEST_KEY, binary, real_clients_required
+from one_shot import NODE_OFFLINE
 from real import stand_in
 
 CLAUDE = binary("TAOSYNC_TEST_CLAUDE_BIN", "claude")
 CODEX = binary("TAOSYNC_TEST_CODEX_BIN", "codex")
 QWEN = binary("TAOSYNC_TEST_QWEN_BIN", "qwen")
-MANAGED = ("claude-code", "codex", "qwen-code")  # the /etc directories bound in the namespace
+OPENCODE = binary("TAOSYNC_TEST_OPENCODE_BIN", "opencode")
+MANAGED = ("claude-code", "codex", "qwen-code", "opencode")  # the /etc directories bound in the namespace
 
 #: runs "$@" with the test's directory over /etc: $1 = the real /etc's mount point, $2 = it
 NS_SCRIPT = """set -e
@@ -97,7 +99,7 @@ def _fleet(path: Path, root: str, model: str, secrets: str) -> None:
                "models": {"gw-user": {}, "gw-admin": {}},
                "routes": {"main": model}, "default_route": "main", "secrets": secrets,
                "clients": {"claude-code": {"model": "main"}, "codex": {"model": "main"},
-                           "qwen-code": {"model": "main"}}},
+                           "qwen-code": {"model": "main"}, "opencode": {"model": "main"}}},
               path.open("w"))
 
 
@@ -107,11 +109,14 @@ RUNS = {
     "codex": (CODEX, ["exec", "--skip-git-repo-check", "Reply with OK."], {},
               "/api/v1/responses"),
     "qwen-code": (QWEN, ["Reply with OK"], {}, "/api/v1/chat/completions"),
+    "opencode": (OPENCODE, ["run", "Reply with OK."], NODE_OFFLINE, "/api/v1/chat/completions"),
 }
 #: the managed file of each client (under the directory bound over /etc)
 MANAGED_FILE = {"claude-code": "claude-code/managed-settings.json",
-                "codex": "codex/managed_config.toml", "qwen-code": "qwen-code/settings.json"}
-ENV_VAR = {"claude-code": "CLAUDE", "codex": "CODEX", "qwen-code": "QWEN"}
+                "codex": "codex/managed_config.toml", "qwen-code": "qwen-code/settings.json",
+                "opencode": "opencode/opencode.json"}
+ENV_VAR = {"claude-code": "CLAUDE", "codex": "CODEX", "qwen-code": "QWEN",
+           "opencode": "OPENCODE"}
 
 
 @pytest.mark.parametrize("client", list(RUNS))
