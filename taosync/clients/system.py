@@ -22,7 +22,7 @@ reason. Facts (clients.md §1, §2, and the shipped binaries):
   project settings.
 * opencode 1.18.33 reads ``opencode.json``/``opencode.jsonc`` in ``/etc/opencode`` (macOS
   ``/Library/Application Support/opencode``, Windows ``%ProgramData%\\opencode``) after the
-  user's and the project's files.
+  user's and the project's files; Kilo 7.7.7 the same in ``/etc/kilo`` (``kilo.json``).
 
 Secrets: a managed file is world-readable by design (every user's client reads it), so
 a key is never written into one — the render must reference it (Claude's ``apiKeyHelper``,
@@ -61,6 +61,10 @@ MANAGED: dict[str, dict[str, dict[str, str]]] = {
     "opencode": {"config": {"linux": "/etc/opencode/opencode.json",
                             "darwin": "/Library/Application Support/opencode/opencode.json",
                             "win32": "C:/ProgramData/opencode/opencode.json"}},
+    # Kilo CLI 7.7.7 (an opencode fork): its own managed directory, "higher precedence"
+    "kilo": {"config": {"linux": "/etc/kilo/kilo.json",
+                        "darwin": "/Library/Application Support/kilo/kilo.json",
+                        "win32": "C:/ProgramData/kilo/kilo.json"}},
 }
 #: client id → {file role (or "*" for any other file) → why it is not written at this scope}
 LEFT_OUT: dict[str, dict[str, str]] = {

@@ -36,7 +36,8 @@ CLAUDE = binary("TAOSYNC_TEST_CLAUDE_BIN", "claude")
 CODEX = binary("TAOSYNC_TEST_CODEX_BIN", "codex")
 QWEN = binary("TAOSYNC_TEST_QWEN_BIN", "qwen")
 OPENCODE = binary("TAOSYNC_TEST_OPENCODE_BIN", "opencode")
-MANAGED = ("claude-code", "codex", "qwen-code", "opencode")  # the /etc directories bound in the namespace
+KILO = binary("TAOSYNC_TEST_KILO_BIN", "kilo")
+MANAGED = ("claude-code", "codex", "qwen-code", "opencode", "kilo")  # the /etc directories bound in the namespace
 
 #: runs "$@" with the test's directory over /etc: $1 = the real /etc's mount point, $2 = it
 NS_SCRIPT = """set -e
@@ -99,7 +100,8 @@ def _fleet(path: Path, root: str, model: str, secrets: str) -> None:
                "models": {"gw-user": {}, "gw-admin": {}},
                "routes": {"main": model}, "default_route": "main", "secrets": secrets,
                "clients": {"claude-code": {"model": "main"}, "codex": {"model": "main"},
-                           "qwen-code": {"model": "main"}, "opencode": {"model": "main"}}},
+                           "qwen-code": {"model": "main"}, "opencode": {"model": "main"},
+                           "kilo": {"model": "main"}}},
               path.open("w"))
 
 
@@ -110,13 +112,14 @@ RUNS = {
               "/api/v1/responses"),
     "qwen-code": (QWEN, ["Reply with OK"], {}, "/api/v1/chat/completions"),
     "opencode": (OPENCODE, ["run", "Reply with OK."], NODE_OFFLINE, "/api/v1/chat/completions"),
+    "kilo": (KILO, ["run", "Reply with OK."], NODE_OFFLINE, "/api/v1/chat/completions"),
 }
 #: the managed file of each client (under the directory bound over /etc)
 MANAGED_FILE = {"claude-code": "claude-code/managed-settings.json",
                 "codex": "codex/managed_config.toml", "qwen-code": "qwen-code/settings.json",
-                "opencode": "opencode/opencode.json"}
+                "opencode": "opencode/opencode.json", "kilo": "kilo/kilo.json"}
 ENV_VAR = {"claude-code": "CLAUDE", "codex": "CODEX", "qwen-code": "QWEN",
-           "opencode": "OPENCODE"}
+           "opencode": "OPENCODE", "kilo": "KILO"}
 
 
 @pytest.mark.parametrize("client", list(RUNS))
