@@ -105,11 +105,15 @@ class Settings:
 
     def state_dir(self) -> Path:
         """$XDG_STATE_HOME/taosync (or %LOCALAPPDATA%\\taosync), under --home when given;
-        --system: the managed scope's own (:func:`taosync.clients.system.state_dir`)."""
-        if self.system_scope:
-            from taosync.clients.system import state_dir
+        --system: the managed scope's own (/var/lib/taosync for root, else .../system)."""
+        if self.system_scope:  # docs/system.md "State"
+            import os
 
-            return state_dir(self.user_state_dir(), self.home is not None, environ())
+            if self.home is None and getattr(os, "geteuid", lambda: -1)() == 0:
+                # root: the machine's; $TAOSYNC_SYSTEM_ROOT (tests only) stands for "/"
+                root = Path(environ().get("TAOSYNC_SYSTEM_ROOT") or "/")
+                return root / ("ProgramData" if sys.platform == "win32" else "var/lib") / "taosync"
+            return self.user_state_dir() / "system"
         return self.user_state_dir()
 
     def user_state_dir(self) -> Path:

@@ -25,7 +25,7 @@ SYSTEM_FLEET = {
     "models": {"gw-main": {}}, "routes": {"main": "gw-main"}, "default_route": "main",
     "secrets": "reference",
     "clients": {"claude-code": {"model": "main"}, "codex": {"model": "main"},
-                "qwen-code": {"model": "main"}},
+                "llm": {"model": "main"}},
 }
 
 
@@ -70,7 +70,7 @@ def test_apply_system_writes_the_managed_files_readable_by_every_user(
         assert TEST_KEY not in path.read_text()
     # a client without a managed file is named and left out; nothing lands in the home
     # but taosync's own state, under state_dir()/system
-    assert "qwen-code: has no managed-policy file" in r.err
+    assert "llm: has no managed-policy file" in r.err
     in_home = {p.relative_to(home).as_posix() for p in home.rglob("*") if p.is_file()}
     assert in_home and all(p.startswith(".local/state/taosync/system/") for p in in_home)
     # the user scope knows nothing of it

@@ -29,12 +29,12 @@ a key is never written into one — the render must reference it (Claude's ``api
 Codex's ``env_key``), else the run is refused before anything is written.
 
 ``TAOSYNC_SYSTEM_ROOT`` (tests and image builds only, not for production use) names a
-directory that stands for ``/``: the managed files and root's system state go under it.
+directory that stands for ``/``: the managed files and root's system state (settings.py)
+go under it.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping
 
@@ -82,34 +82,12 @@ KEY_FILES: dict[str, set[str]] = {"codex": {"auth"}}
 NO_SCOPE = ("has no managed-policy file taosync writes (docs/system.md); left out at "
             "system scope")
 
-#: where root's system state lives (no --home): the managed scope is the machine's
-_ROOT_STATE = {"win32": "C:/ProgramData/taosync"}
-_ROOT_STATE_DEFAULT = "/var/lib/taosync"
-
-
-def root(environ: Mapping[str, str]) -> Path:
-    """The directory standing for ``/`` (``$TAOSYNC_SYSTEM_ROOT``, else ``/``)."""
-    value = environ.get(ROOT_VAR)
-    return Path(value) if value else Path("/")
-
-
 def _under(base: Path, spelled: str) -> Path:
     """``spelled`` (an absolute path as the client documents it) under ``base``."""
     if base == Path("/"):
         return Path(spelled)
     drive, _, rest = spelled.partition(":") if ":" in spelled[:3] else ("", "", spelled)
     return base.joinpath(*([drive] if drive else []), *PurePosixPath(rest).parts[1:])
-
-
-def state_dir(user_state: Path, sandboxed: bool, environ: Mapping[str, str]) -> Path:
-    """The managed scope's own state: ``/var/lib/taosync`` (``C:/ProgramData/taosync``)
-    for root without --home, else ``<the user's state dir>/system``."""
-    is_root = getattr(os, "geteuid", lambda: -1)() == 0
-    if is_root and not sandboxed:
-        import sys
-
-        return _under(root(environ), _ROOT_STATE.get(sys.platform, _ROOT_STATE_DEFAULT))
-    return user_state / "system"
 
 
 def managed_file(client: str, role: str, env) -> Path | None:

@@ -13,7 +13,8 @@
 # fleet.yaml's gateway.key: ${env:NAME} names it.
 set -eu
 
-VERSION="${VERSION:-latest}"
+VERSION="${VERSION:-0.1.0}"
+REPOSITORY="git+https://github.com/OWNER/taosync.git"  # taosync is not on PyPI
 PACKAGE="${PACKAGE:-}"
 FLEET="${FLEET:-.devcontainer/fleet.yaml}"
 APPLY="${APPLY:-start}"
@@ -49,10 +50,19 @@ fi
 if [ -n "$PACKAGE" ]; then
     SPEC="$PACKAGE"
 elif [ "$VERSION" = "latest" ]; then
-    SPEC="taosync"
+    SPEC="$REPOSITORY"
 else
-    SPEC="taosync==$VERSION"
+    SPEC="$REPOSITORY@v$VERSION"
 fi
+case "$SPEC" in git+*)
+    if ! command -v git >/dev/null 2>&1; then
+        if command -v apt-get >/dev/null 2>&1; then
+            apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends git
+        elif command -v apk >/dev/null 2>&1; then
+            apk add --no-cache git
+        fi
+    fi;;
+esac
 
 umask 022  # the venv and the command are every user's: lifecycle commands run as remoteUser
 mkdir -p "$PREFIX" "$BIN"
