@@ -59,7 +59,12 @@ def state_store(settings):
 
     env = settings.client_env()
     found = {var: env.location(var) for var in LOCATION_VARS}
-    owner = Owner(str(env.home), {var: str(path) for var, path in found.items() if path},
+    home = str(env.home)
+    if settings.system_scope:  # the machine's state: its "home" is the system root, whoever runs
+        from taosync.clients.system import root_of
+
+        home = str(root_of(env))
+    owner = Owner(home, {var: str(path) for var, path in found.items() if path},
                   sandboxed=settings.sandboxed)
     return StateStore(settings.state_dir(), owner=owner)
 

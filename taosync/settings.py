@@ -71,7 +71,8 @@ class Settings:
         from taosync.clients.base import ClientEnv
         from taosync.privilege import act_for_home
 
-        act_for_home(self.home_dir)  # root on another user's home acts with their rights
+        if not self.system_scope:  # --system writes the machine's policy, as root
+            act_for_home(self.home_dir)  # root on another user's home acts with their rights
         return ClientEnv(home=self.home_dir, sandboxed=self.sandboxed,
                          environ=environ().copy())
 

@@ -158,3 +158,49 @@ def test_root_without_home_keeps_system_state_in_var_lib(tmp_path, sysroot):
     assert (sysroot / "var/lib/taosync/state.json").exists()
     assert not (home / ".local/state/taosync").exists()
     assert managed(sysroot)[0].exists()
+
+
+def test_root_with_a_users_home_still_writes_the_machines_policy(tmp_path, sysroot):
+    """``sudo`` keeping a user's HOME: the system scope writes as root (not with that
+    user's rights, as a user-scope run would), and the same state serves root's own HOME
+    next time (the system scope's state belongs to the machine, not to a home)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    alice = tmp_path / "alice"
+    alice.mkdir()
+    os.chown(alice, 4242, 4242)
+    fleet = write_fleet(tmp_path / "fleet.yaml")
+    base = {**os.environ, "TAOTOKEN_API_KEY": TEST_KEY, "TAOSYNC_SYSTEM_ROOT": str(sysroot)}
+    base.pop("XDG_STATE_HOME", None)
+    argv = [sys.executable, "-m", "taosync", "-c", str(fleet)]
+    r = subprocess.run([*argv, "apply", "--system", "--no-verify"],
+                       env={**base, "HOME": str(alice)}, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    claude = managed(sysroot)[0]
+    assert claude.stat().st_uid == 0 and not any(alice.iterdir())
+    roothome = tmp_path / "roothome"
+    roothome.mkdir()
+    st = subprocess.run([*argv, "status", "--system"], env={**base, "HOME": str(roothome)},
+                        capture_output=True, text=True)
+    assert st.returncode == 0, st.stdout + st.stderr
+    assert "nothing to do" in st.stdout
+
+
+def test_system_flag_never_gets_the_user_scopes_certified_answer(tmp_path, sysroot):
+    """The no-op fast path replays the user scope's answers; ``--system`` must take the
+    full path (real processes: the fast path runs only there)."""
+    home = tmp_path / "h"
+    home.mkdir()
+    fleet = write_fleet(tmp_path / "fleet.yaml")
+    env = {**os.environ, "TAOTOKEN_API_KEY": TEST_KEY, "TAOSYNC_SYSTEM_ROOT": str(sysroot),
+           "HOME": str(home)}
+    argv = [sys.executable, "-m", "taosync", "--home", str(home), "-c", str(fleet)]
+    assert subprocess.run([*argv, "apply", "--no-verify"], env=env,
+                          capture_output=True).returncode == 0
+    user = subprocess.run([*argv, "status"], env=env, capture_output=True, text=True)
+    assert user.returncode == 0 and "nothing to do" in user.stdout
+    system = subprocess.run([*argv, "status", "--system"], env=env, capture_output=True,
+                            text=True)
+    assert system.returncode == 1, system.stdout + system.stderr
+    assert "never applied here" in system.stdout + system.stderr
+    assert "--system apply" in system.stdout + system.stderr
