@@ -204,3 +204,14 @@ def test_system_flag_never_gets_the_user_scopes_certified_answer(tmp_path, sysro
     assert system.returncode == 1, system.stdout + system.stderr
     assert "never applied here" in system.stdout + system.stderr
     assert "--system apply" in system.stdout + system.stderr
+
+
+def test_verify_system_probes_the_fleets_values(taosync, home, fleet_file, sysroot):
+    """The clients' read-back knows their user files, not their policy: under --system
+    verify probes what fleet.yaml renders, and says so."""
+    write_fleet(fleet_file)
+    assert taosync("apply", "--system", "--no-verify").rc == 0
+    r = taosync("verify", "--system", "--stub")
+    assert r.rc == 0, r.both
+    assert "--system: verify probes fleet.yaml's values" in r.err
+    assert "claude-code" in r.out and "codex" in r.out
