@@ -215,3 +215,12 @@ def test_verify_system_probes_the_fleets_values(taosync, home, fleet_file, sysro
     assert r.rc == 0, r.both
     assert "--system: verify probes fleet.yaml's values" in r.err
     assert "claude-code" in r.out and "codex" in r.out
+
+
+def test_where_names_the_system_state(taosync, home, fleet_file, sysroot):
+    write_fleet(fleet_file)
+    r = taosync("--json", "where", "--system")
+    assert r.rc == 0, r.both
+    state = json.loads(r.out)["state"]
+    assert state["path"] == str(home / ".local/state/taosync/system")
+    assert state["reason"].startswith("--system: system/ in the user's state directory")
