@@ -436,8 +436,16 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
 def _managed_dirs(writer, the_plan) -> None:
     """--system: a managed file's missing directories are made 0755, not 0700 as in a
     home (engine/system.py): every user's client must read the policy there."""
+    from taosync.errors import WriteFailed
+
     for fp in the_plan.changed:
-        writer.make_dirs(Path(fp.real_path).parent, 0o755)  # only the missing ones
+        folder = Path(fp.real_path).parent
+        try:
+            writer.make_dirs(folder, 0o755)  # only the missing ones
+        except OSError as exc:
+            raise WriteFailed(f"{folder}: cannot be created ({exc.strerror or exc}); the "
+                              "managed files are the machine's: run --system as root (sudo); "
+                              "no client file was changed") from None
 
 
 def fleet_note(ctx: Context, state) -> dict:

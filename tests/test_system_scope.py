@@ -224,3 +224,17 @@ def test_where_names_the_system_state(taosync, home, fleet_file, sysroot):
     state = json.loads(r.out)["state"]
     assert state["path"] == str(home / ".local/state/taosync/system")
     assert state["reason"].startswith("--system: system/ in the user's state directory")
+
+
+def test_a_managed_directory_that_cannot_be_made_is_exit_3_nothing_written(
+        taosync, home, fleet_file, sysroot):
+    """Not root (or /etc read-only): the directory of a managed file cannot be made —
+    exit 3, a message saying so and what to do, no client file written. (``etc`` is a
+    plain file here, which no run as root can write through either.)"""
+    write_fleet(fleet_file)
+    (sysroot / "etc").write_text("not a directory\n")
+    r = taosync("apply", "--system", "--no-verify")
+    assert r.rc == 3, r.both
+    assert "cannot be created" in r.err and "run --system as root" in r.err
+    assert "Traceback" not in r.both
+    assert [p.name for p in sysroot.iterdir()] == ["etc"]
