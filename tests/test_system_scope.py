@@ -71,6 +71,7 @@ def test_apply_system_writes_the_managed_files_readable_by_every_user(
     # a client without a managed file is named and left out; nothing lands in the home
     # but taosync's own state, under state_dir()/system
     assert "llm: has no managed-policy file" in r.err
+    assert "llm: secrets: reference" not in r.err  # its render warnings are moot here
     in_home = {p.relative_to(home).as_posix() for p in home.rglob("*") if p.is_file()}
     assert in_home and all(p.startswith(".local/state/taosync/system/") for p in in_home)
     # the user scope knows nothing of it
@@ -226,15 +227,28 @@ def test_where_names_the_system_state(taosync, home, fleet_file, sysroot):
     assert state["reason"].startswith("--system: system/ in the user's state directory")
 
 
-def test_a_managed_directory_that_cannot_be_made_is_exit_3_nothing_written(
-        taosync, home, fleet_file, sysroot):
+def test_a_managed_directory_that_cannot_be_made_is_exit_3_nothing_written(tmp_path, sysroot):
     """Not root (or /etc read-only): the directory of a managed file cannot be made —
-    exit 3, a message saying so and what to do, no client file written. (``etc`` is a
-    plain file here, which no run as root can write through either.)"""
-    write_fleet(fleet_file)
-    (sysroot / "etc").write_text("not a directory\n")
-    r = taosync("apply", "--system", "--no-verify")
-    assert r.rc == 3, r.both
-    assert "cannot be created" in r.err and "run --system as root" in r.err
-    assert "Traceback" not in r.both
-    assert [p.name for p in sysroot.iterdir()] == ["etc"]
+    exit 3, a message saying so and what to do, no client file written. The system root
+    is made read-only by a bind mount in a private mount namespace (a real process)."""
+    import shutil
+
+    unshare = ["unshare", "--mount", *(() if os.geteuid() == 0 else ("--map-root-user",))]
+    if shutil.which("unshare") is None or subprocess.run(
+            [*unshare, "true"], capture_output=True).returncode != 0:
+        pytest.skip("no private mount namespace here (unshare --mount) to make a read-only /")
+    home = tmp_path / "h"
+    home.mkdir()
+    fleet = write_fleet(tmp_path / "fleet.yaml")
+    root = str(sysroot)
+    script = (f"mount --bind {root} {root} && mount -o remount,bind,ro {root} && "
+              f'exec "$@"')
+    r = subprocess.run([*unshare, "sh", "-c", script, "sh", sys.executable, "-m", "taosync",
+                        "--home", str(home), "-c", str(fleet), "apply", "--system",
+                        "--no-verify"],
+                       env={**os.environ, "TAOTOKEN_API_KEY": TEST_KEY,
+                            "TAOSYNC_SYSTEM_ROOT": root}, capture_output=True, text=True)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "cannot be created" in r.stderr and "run --system as root" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not any(sysroot.iterdir())

@@ -142,6 +142,11 @@ def to_system(patches: list, env, registry: Mapping[str, Any]) -> list:
 
     out: list = []
     said: set[tuple[str, str]] = set()
+    # what a client left out entirely said while rendering is moot here (its key going
+    # inline, say): only the reason it is left out is printed
+    unscoped = {p.client for p in patches if p.client not in MANAGED}
+    env.warnings[:] = [w for w in env.warnings
+                       if getattr(w, "client", str(w).partition(":")[0]) not in unscoped]
 
     def leave_out(client: str, why: str) -> None:
         if (client, why) not in said:
