@@ -82,6 +82,7 @@ KEY_FILES: dict[str, set[str]] = {"codex": {"auth"}}
 NO_SCOPE = ("has no managed-policy file taosync writes (docs/system.md); left out at "
             "system scope")
 
+
 def _under(base: Path, spelled: str) -> Path:
     """``spelled`` (an absolute path as the client documents it) under ``base``."""
     if base == Path("/"):
@@ -99,7 +100,8 @@ def managed_file(client: str, role: str, env) -> Path | None:
 
 
 def root_of(env) -> Path:
-    """:func:`root`, read through the client environment (a cached render knows it read it)."""
+    """The directory standing for ``/`` (``$TAOSYNC_SYSTEM_ROOT``, else ``/``), read through
+    the client environment (so a cached render knows it read it)."""
     value = env.getenv(ROOT_VAR)
     return Path(value) if value else Path("/")
 
