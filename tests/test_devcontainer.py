@@ -64,7 +64,12 @@ def installed(tmp_path_factory):
     base = tmp_path_factory.mktemp("feature")
     prefix, bindir, roothome = base / "prefix", base / "bin", base / "root-home"
     roothome.mkdir()
-    env = _clean_env(roothome, VERSION="0.1.0", PACKAGE=str(ROOT), FLEET=".devcontainer/fleet.yaml",
+    # a copy of the checkout: pip builds in the source tree (build/, *.egg-info), and two
+    # workers building in the same one race
+    source = base / "taosync-src"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "build", "*.egg-info", "__pycache__", "tests", "bench", ".ci"))
+    env = _clean_env(roothome, VERSION="0.1.0", PACKAGE=str(source), FLEET=".devcontainer/fleet.yaml",
                      APPLY="start", ONLY="", VERIFY="false",
                      TAOSYNC_FEATURE_PREFIX=str(prefix), TAOSYNC_FEATURE_BIN=str(bindir))
     r = subprocess.run(["sh", str(FEATURE / "install.sh")], env=env, cwd=base,
