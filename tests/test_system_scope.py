@@ -252,3 +252,28 @@ def test_a_managed_directory_that_cannot_be_made_is_exit_3_nothing_written(tmp_p
     assert "cannot be created" in r.stderr and "run --system as root" in r.stderr
     assert "Traceback" not in r.stderr
     assert not any(sysroot.iterdir())
+
+
+@pytest.mark.parametrize("platform, claude, codex", [
+    ("linux", "/etc/claude-code/managed-settings.json", "/etc/codex/managed_config.toml"),
+    ("darwin", "/Library/Application Support/ClaudeCode/managed-settings.json",
+     "/etc/codex/managed_config.toml"),
+    ("win32", "C:/Program Files/ClaudeCode/managed-settings.json", None),
+])
+def test_the_managed_files_per_platform(tmp_path, platform, claude, codex):
+    """The table (clients/system.py) per platform, and under a system root each path keeps
+    its shape below it; Codex on Windows (which ignores the legacy file) is left out."""
+    from taosync.clients.base import ClientEnv
+    from taosync.clients.system import managed_file
+
+    env = ClientEnv(home=tmp_path, environ={}, platform=platform)
+    got = managed_file("claude-code", "settings", env)
+    assert got is not None and got.as_posix() == claude
+    got_codex = managed_file("codex", "config", env)
+    assert (got_codex.as_posix() if got_codex else None) == codex
+    rooted = ClientEnv(home=tmp_path, environ={"TAOSYNC_SYSTEM_ROOT": str(tmp_path)},
+                       platform=platform)
+    under = managed_file("claude-code", "settings", rooted)
+    assert under is not None and under.as_posix().startswith(tmp_path.as_posix() + "/")
+    assert under.as_posix().endswith("ClaudeCode/managed-settings.json" if platform != "linux"
+                                     else "etc/claude-code/managed-settings.json")
