@@ -277,3 +277,31 @@ def test_the_managed_files_per_platform(tmp_path, platform, claude, codex):
     assert under is not None and under.as_posix().startswith(tmp_path.as_posix() + "/")
     assert under.as_posix().endswith("ClaudeCode/managed-settings.json" if platform != "linux"
                                      else "etc/claude-code/managed-settings.json")
+
+
+def test_what_has_no_managed_counterpart_is_named_and_left_out(taosync, home, fleet_file,
+                                                               sysroot):
+    """Codex's profile files and Claude Code's MCP servers (managed-mcp.json would hide
+    every user's own) are left out with a warning each; Codex's MCP server, in its
+    config, goes to the managed file; an MCP secret inline there is refused."""
+    server = {"command": "npx", "args": ["-y", "docs-mcp"], "env": {"LEVEL": "1"}}
+    write_fleet(fleet_file, clients={"claude-code": {"model": "main"},
+                                     "codex": {"model": "main", "profiles": ["main"]}},
+                mcp_servers={"docs": server})
+    r = taosync("apply", "--system", "--no-verify")
+    assert r.rc == 0, r.both
+    assert "codex: profile files have no managed counterpart" in r.err
+    assert "claude-code: its MCP servers are not written at system scope" in r.err
+    claude, codex = managed(sysroot)
+    assert "mcpServers" not in json.loads(claude.read_text())
+    assert "[mcp_servers.docs]" in codex.read_text()
+    assert not (home / ".codex").exists() and not (home / ".claude.json").exists()
+
+    # the key by reference, but an MCP secret under another name: Codex would get it inline
+    server["env"] = {"TOKEN": "${env:TAOTOKEN_API_KEY}"}
+    write_fleet(fleet_file, clients={"codex": {"model": "main"}}, mcp_servers={"docs": server})
+    before = snapshot(sysroot)
+    r = taosync("apply", "--system", "--no-verify")
+    assert r.rc == 2 and "codex: the key (or an MCP secret)" in r.err, r.both
+    assert TEST_KEY not in r.both
+    assert snapshot(sysroot) == before
