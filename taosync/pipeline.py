@@ -60,7 +60,12 @@ def state_store(settings):
 
     env = settings.client_env()
     found = {var: env.location(var) for var in LOCATION_VARS}
-    owner = Owner(str(env.home), {var: str(path) for var, path in found.items() if path},
+    home = str(env.home)
+    if settings.system_scope:  # the machine's state: its "home" is the system root, whoever runs
+        from taosync.clients.system import root_of
+
+        home = str(root_of(env))
+    owner = Owner(home, {var: str(path) for var, path in found.items() if path},
                   sandboxed=settings.sandboxed)
     return StateStore(settings.state_dir(), owner=owner)
 
@@ -195,7 +200,18 @@ def client_locations(env, client: str | None = None):
         dirs += more_dirs
         files.update(more_files)
     dirs += list(getattr(env, "extra_dirs", ()))  # a project run: the project's root
+    if _system_scope():  # --system: the managed files' directories too
+        from taosync.clients import system
+
+        dirs += system.locations(env, client)
     return [Path(os.path.abspath(d)) for d in dirs], {os.path.abspath(f) for f in files}
+
+
+def _system_scope() -> bool:
+    """This run is ``--system`` (settings.py; docs/system.md)."""
+    from taosync.settings import current
+
+    return current().system_scope
 
 
 def bounds(env, release_moved: bool = False):
@@ -231,6 +247,10 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     project_notes: list[str] = []
     if project is not None:  # the user-level render, turned into the project's files
         patches, project_notes = project_files(settings, store, loaded, patches)
+    if settings.system_scope:  # --system: onto the clients' managed files (docs/system.md)
+        from taosync.clients import system
+
+        patches = system.to_system(patches, env, registry)
     hide_userinfo(patches, fleet.gateway_userinfos())
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in
@@ -431,6 +451,8 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
             if ctx.routes or state.routes:
                 state.routes = recorded_routes(ctx.routes, state.routes)
             noted = fleet_note(ctx, state) if kind == "apply" and the_plan.changed else {}
+            if ctx.settings.system_scope and the_plan.changed:
+                _managed_dirs(store.system, the_plan)
             for attempt in range(MOVED_RETRIES + 1):
                 try:
                     result = execute(the_plan, state, store, inputs=inputs,
@@ -444,6 +466,21 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                                           "is quiet") from None
                     the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
     return the_plan, result
+
+
+def _managed_dirs(writer, the_plan) -> None:
+    """--system: a managed file's missing directories are made 0755, not 0700 as in a
+    home (engine/system.py): every user's client must read the policy there."""
+    from taosync.errors import WriteFailed
+
+    for fp in the_plan.changed:
+        folder = Path(fp.real_path).parent
+        try:
+            writer.make_dirs(folder, 0o755)  # only the missing ones
+        except OSError as exc:
+            raise WriteFailed(f"{folder}: cannot be created ({exc.strerror or exc}); the "
+                              "managed files are the machine's: run --system as root (sudo); "
+                              "no client file was changed") from None
 
 
 def fleet_note(ctx: Context, state) -> dict:

@@ -54,6 +54,8 @@ class Settings:
     trust: bool = field(default=False, repr=False, compare=False)
     #: the trust entries of this project run, as shown (pipeline.project_files)
     trust_entries: list[str] = field(default_factory=list, repr=False, compare=False)
+    #: --system: the managed (policy) scope, with a state of its own (docs/system.md)
+    system_scope: bool = False
 
     @property
     def sandboxed(self) -> bool:
@@ -75,7 +77,8 @@ class Settings:
         from taosync.clients.base import ClientEnv
         from taosync.privilege import act_for_home
 
-        act_for_home(self.home_dir)  # root on another user's home acts with their rights
+        if not self.system_scope:  # --system writes the machine's policy, as root
+            act_for_home(self.home_dir)  # root on another user's home acts with their rights
         return ClientEnv(home=self.home_dir, sandboxed=self.sandboxed,
                          environ=environ().copy(),
                          extra_dirs=(self.project,) if self.project is not None else ())
@@ -109,7 +112,19 @@ class Settings:
         return base / "taosync" / "fleet.yaml"
 
     def state_dir(self) -> Path:
-        """$XDG_STATE_HOME/taosync (or %LOCALAPPDATA%\\taosync), under --home when given."""
+        """$XDG_STATE_HOME/taosync (or %LOCALAPPDATA%\\taosync), under --home when given;
+        --system: the managed scope's own (/var/lib/taosync for root, else .../system)."""
+        if self.system_scope:  # docs/system.md "State"
+            import os
+
+            if self.home is None and getattr(os, "geteuid", lambda: -1)() == 0:
+                # root: the machine's; $TAOSYNC_SYSTEM_ROOT (tests only) stands for "/"
+                root = Path(environ().get("TAOSYNC_SYSTEM_ROOT") or "/")
+                return root / ("ProgramData" if sys.platform == "win32" else "var/lib") / "taosync"
+            return self.user_state_dir() / "system"
+        return self.user_state_dir()
+
+    def user_state_dir(self) -> Path:
         if sys.platform == "win32":
             base = self._location("LOCALAPPDATA") or self.home_dir / "AppData" / "Local"
             return self._scoped(base / "taosync")
@@ -141,6 +156,8 @@ def _options_in_effect() -> list[str]:
         opts += ["-c", shlex.quote(str(s.config))]
     if s.project is not None:
         opts += ["--project", shlex.quote(str(s.project))]
+    if s.system_scope:
+        opts.append("--system")
     return opts
 
 
@@ -201,8 +218,12 @@ def _project(ctx, param, value):
 
 
 def project_command(name: str | None) -> None:
-    """--project goes only with a command that acts on a project scope."""
-    if current().project is not None and name not in PROJECT_COMMANDS:
+    """--project goes only with a command that acts on a project scope, and one scope per
+    run: a project is not the managed (system) scope."""
+    s = current()
+    if s.project is not None and s.system_scope:
+        raise BadInput("--project and --system name two scopes: run one, then the other")
+    if s.project is not None and name not in PROJECT_COMMANDS:
         raise BadInput(f"--project does not go with `{name}`: it works with "
                        f"{', '.join(PROJECT_COMMANDS)} (docs/project.md)")
 
@@ -258,6 +279,10 @@ def common_options(f):
                      help="Project scope: the project files of the repository at DIR "
                           "(default: the git root of the current directory), with its own "
                           "state (docs/project.md)."),
+        click.option("--system", is_flag=True, expose_value=False, callback=_store("system_scope"),
+                     help="The managed scope: write the fleet as policy into the clients' "
+                          "managed files (/etc/claude-code, /etc/codex), with a state of "
+                          "its own (docs/system.md)."),
         click.option("-q", "--quiet", count=True, expose_value=False,
                      callback=_verbosity(-1), help="Print only problems."),
         click.option("-v", "--verbose", count=True, expose_value=False,

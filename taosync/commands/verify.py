@@ -276,6 +276,10 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bo
         on_disk, only = False, tuple(gateway_clients(loaded.fleet, only))
         notes.append("--project probes what the project renders (as --desired) for the "
                      "clients that take a project's gateway: " + ", ".join(only))
+    if on_disk and s.system_scope:  # the clients read back their user files, not policy
+        on_disk = False
+        notes.append("--system: verify probes fleet.yaml's values (status --system says "
+                     "whether the managed files hold them)")
     if use_stub and on_disk and not state.applies:
         on_disk = False  # the offline demo of a fleet not applied yet
         notes.append("nothing was applied here yet: --stub probes fleet.yaml's values")

@@ -123,6 +123,9 @@ def state_lookup(s) -> dict:
         reason = f"the default: ${var} is unset, so {default}/taosync"
     if s.sandboxed:
         reason += " (under --home)"
+    if s.system_scope:  # settings.py: the managed scope's own state
+        reason = ("--system as root: the machine's own, not a home's" if path != s.user_state_dir() / "system"
+                  else f"--system: system/ in the user's state directory ({reason})")
     return {"path": str(path), "reason": reason, "exists": _exists(path)}
 
 

@@ -287,6 +287,8 @@ def certify(settings, run) -> bool:
     from taosync.engine.state import StateStore, write_private
     from taosync.engine.system import RecordingSystem
 
+    if getattr(settings, "system_scope", False):
+        return False  # --system always takes the full path (fastpath.py knows no scope)
     store = StateStore(settings.state_dir())
     key = store.hmac_key(create=False)
     if store.hmac_is_ephemeral:
