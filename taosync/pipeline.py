@@ -230,6 +230,8 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     from taosync.fleet.load import load_fleet
 
     project = getattr(settings, "project", None)
+    if project is not None and settings.system_scope:  # given in either order
+        raise BadInput("--project and --system name two scopes: run one, then the other")
     loaded = load_fleet(path, home=settings.home_dir, environ=env.environ,
                         resolve_key=not no_key, project=project)
     registry = all_clients()
