@@ -1,0 +1,317 @@
+"""The Ansible collection taosync.fleet (ansible/): built with ``ansible-galaxy collection
+build``, installed into a temporary ANSIBLE_COLLECTIONS_PATH, and run by a real
+``ansible-playbook`` — the example of docs/ansible.md — on eleven local hosts, one home
+each: ten good ones (one verifying against the stand-in gateway on 127.0.0.1) and one
+whose fleet is invalid.
+
+Nothing leaks into the machine's home: HOME, ANSIBLE_LOCAL_TEMP and ANSIBLE_REMOTE_TEMP
+are temporary directories. The key reaches taosync as an ``${env:…}`` reference, from the
+environment ansible-playbook runs in; a test-only callback (tests/ansible_callbacks/)
+records every task result as JSON for the assertions, while the default callback's output
+(``-v``, ``-vvv``, ``--diff``) is searched for the key."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, snapshot
+
+BIN = Path(sys.executable).parent
+ANSIBLE_PLAYBOOK = BIN / "ansible-playbook"
+GALAXY = BIN / "ansible-galaxy"
+pytestmark = pytest.mark.skipif(
+    not ANSIBLE_PLAYBOOK.exists(),
+    reason="ansible-core is not installed in this environment (the test extra pins it: "
+           "pip install -e '.[test]')")
+
+KEY = "sk-7f3a9c2e5b1d40685e0c4a9d"
+#: any run of 8 characters of the key past its prefix would be a leak (the redacted
+#: form keeps the last 4)
+KEY_PIECES = [KEY[i:i + 8] for i in range(3, len(KEY) - 7)]
+GOOD = ["alice-laptop", "bob-devbox", "carol-gpu", "host04", "host05", "host06", "host07",
+        "host08", "host09", "stub-box"]
+BAD = "bad-box"
+#: the user's own files in every home, before taosync: given back byte for byte
+USER_FILES = {
+    ".claude/settings.json": '{\n  "theme": "dark",\n  "permissions": {"allow": ["Bash(ls)"]}\n}\n',
+    ".aider.conf.yml": "# my aider settings\ndark-mode: true\n",
+}
+DOC = ROOT / "docs" / "ansible.md"
+
+
+def doc_files() -> dict[str, str]:
+    """The example's files, from docs/ansible.md's ```LANG title="NAME"``` blocks."""
+    text = DOC.read_text(encoding="utf-8")
+    return dict(re.findall(r'^```\w+ title="([^"]+)"\n(.*?)^```', text, re.S | re.M))
+
+
+def no_secret(text: str, where: str) -> None:
+    for piece in KEY_PIECES:
+        assert piece not in text, f"{where} holds part of the key: {piece!r}"
+
+
+class World:
+    """The controller's project: the example's files, a test inventory, the installed
+    collection, an environment of its own; ``play`` runs ansible-playbook once."""
+
+    def __init__(self, tmp: Path, stub_root: str):
+        self.tmp = tmp
+        self.project = tmp / "project"
+        self.homes = {h: tmp / "homes" / h for h in [*GOOD, BAD]}
+        self.runs = 0
+        for name, text in doc_files().items():
+            path = self.project / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        for home in self.homes.values():
+            for rel, text in USER_FILES.items():
+                (home / rel).parent.mkdir(parents=True, exist_ok=True)
+                (home / rel).write_text(text, encoding="utf-8")
+        for d in ("ctl-home", "local-tmp", "remote-tmp", "collections", "dist"):
+            (tmp / d).mkdir()
+        hosts = {}
+        for h, home in self.homes.items():
+            hosts[h] = {"taosync_home": str(home), "taosync_verify": False}
+        hosts["alice-laptop"]["taosync_on_drift"] = "overwrite"
+        hosts["bob-devbox"]["taosync_on_drift"] = "keep"
+        hosts["carol-gpu"]["taosync_on_drift"] = "fail"
+        hosts["stub-box"].update(taosync_verify=True, taosync_host_fleet={
+            "gateway": {"base_url": stub_root}})
+        hosts[BAD]["taosync_host_fleet"] = {"routes": {"fast": "no-such-model"}}
+        inventory = {"devboxes": {
+            "hosts": hosts,
+            "vars": {"ansible_connection": "local",
+                     "ansible_python_interpreter": sys.executable}}}
+        (self.project / "test-hosts.yml").write_text(json.dumps(inventory, indent=1))
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("ANSIBLE_", "XDG_", "TAOSYNC_"))}
+        self.env.update(
+            HOME=str(tmp / "ctl-home"), PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
+            TAOTOKEN_API_KEY=KEY, ANSIBLE_LOCAL_TEMP=str(tmp / "local-tmp"),
+            ANSIBLE_REMOTE_TEMP=str(tmp / "remote-tmp"),
+            ANSIBLE_COLLECTIONS_PATH=str(tmp / "collections"),
+            ANSIBLE_CONFIG=str(tmp / "no-ansible.cfg"), ANSIBLE_NOCOLOR="1",
+            ANSIBLE_CALLBACK_PLUGINS=str(ROOT / "tests" / "ansible_callbacks"),
+            ANSIBLE_CALLBACKS_ENABLED="taosync_record", ANSIBLE_FORKS="6",
+            ANSIBLE_RETRY_FILES_ENABLED="0", LC_ALL="C.UTF-8")
+        self.env.pop("NO_COLOR", None)
+
+    def install(self) -> None:
+        build = subprocess.run([str(GALAXY), "collection", "build", str(ROOT / "ansible"),
+                                "--output-path", str(self.tmp / "dist")],
+                               env=self.env, capture_output=True, text=True, timeout=120)
+        assert build.returncode == 0, build.stdout + build.stderr
+        tarball = self.tmp / "dist" / "taosync-fleet-0.1.0.tar.gz"
+        assert tarball.is_file(), build.stdout
+        inst = subprocess.run([str(GALAXY), "collection", "install", str(tarball),
+                               "-p", str(self.tmp / "collections")],
+                              env=self.env, capture_output=True, text=True, timeout=120)
+        assert inst.returncode == 0, inst.stdout + inst.stderr
+        assert (self.tmp / "collections" / "ansible_collections" / "taosync" / "fleet" /
+                "plugins" / "modules" / "apply.py").is_file()
+
+    def play(self, *args: str) -> "Play":
+        self.runs += 1
+        record = self.tmp / f"record-{self.runs}.jsonl"
+        env = dict(self.env, TAOSYNC_ANSIBLE_RECORD=str(record))
+        proc = subprocess.run(
+            [str(ANSIBLE_PLAYBOOK), "-i", "inventory.ini", "-i", "test-hosts.yml",
+             "site.yml", *args], cwd=self.project, env=env, capture_output=True,
+            text=True, timeout=300, stdin=subprocess.DEVNULL)
+        output = proc.stdout + proc.stderr
+        no_secret(output, f"ansible-playbook {' '.join(args)}")
+        lines = record.read_text().splitlines() if record.exists() else []
+        no_secret("\n".join(lines), "the recorded results")
+        return Play(proc.returncode, output, [json.loads(line) for line in lines])
+
+    def trees(self) -> dict[str, dict[str, str]]:
+        return {h: snapshot(home) for h, home in self.homes.items()}
+
+
+class Play:
+    def __init__(self, rc: int, output: str, records: list[dict]):
+        self.rc, self.output, self.records = rc, output, records
+        self.recap = {m[0]: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m[1])}
+                      for m in re.findall(r"^(\S+)\s+: (ok=.*)$", output, re.M)}
+
+    def result(self, host: str, action: str = "taosync.fleet.apply") -> dict:
+        found = [r for r in self.records if r["host"] == host and r["action"] == action]
+        assert len(found) == 1, (host, action, self.output[-3000:])
+        return found[0]
+
+
+def without_certificate(trees: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    return {h: {f: d for f, d in t.items() if f != ".local/state/taosync/certificate.json"}
+            for h, t in trees.items()}
+
+
+def files_of(home: Path) -> dict[str, bytes]:
+    return {rel: (home / rel).read_bytes() for rel in snapshot(home)}
+
+
+def test_the_docs_example_on_eleven_hosts(tmp_path):
+    from taosync.stub import Stub
+
+    with Stub(key=KEY, models=["gpt-4o-mini", "claude-sonnet-4-20250514"]) as stub:
+        w = World(tmp_path, stub.root)
+        w.install()
+        before = w.trees()
+
+        # check mode: nothing written anywhere, no request, redacted diffs of what would change
+        check = w.play("--check", "--diff", "-v")
+        assert w.trees() == before, "check mode wrote something"
+        assert not stub.requests, "check mode sent a request"
+        assert check.rc == 2, check.output[-3000:]  # the bad host failed; nothing else
+        for h in GOOD:
+            r = check.result(h)
+            assert r["status"] == "ok" and r["result"]["changed"] is True, (h, r)
+            shown = {d["after_header"]: d for d in r["result"]["diff"]}
+            settings = shown["~/.claude/settings.json"]
+            assert '"theme": "dark"' in settings["before"]
+            assert "ANTHROPIC_AUTH_TOKEN" in settings["after"]
+            assert re.search(r'"ANTHROPIC_AUTH_TOKEN": "sk-…\w{4}"', settings["after"])
+            assert "~/.codex/auth.json" in shown and shown["~/.codex/auth.json"]["before"] == ""
+            assert {f["display"] for f in r["result"]["files"] if f["changed"]} == set(shown)
+        assert "ANTHROPIC_AUTH_TOKEN" in check.output  # the diff shows on the terminal
+        bad = check.result(BAD)
+        assert bad["status"] == "failed"
+        assert re.search(r"fleet\.yaml:\d+:\d+: routes\.fast: route 'fast' names "
+                         r"'no-such-model', which is not in models", bad["result"]["msg"])
+        assert bad["result"]["problems"][0]["file"] == "fleet.yaml"
+
+        # the real run: every good host changes, the bad one fails alone and stays as it was
+        real = w.play("--diff", "-v")
+        assert real.rc == 2
+        after = w.trees()
+        assert after[BAD] == before[BAD]
+        for h in GOOD:
+            assert real.recap[h]["changed"] == 1 and real.recap[h]["failed"] == 0, h
+            assert after[h] != before[h]
+            home = w.homes[h]
+            settings = json.loads((home / ".claude/settings.json").read_text())
+            assert settings["theme"] == "dark" and settings["permissions"]  # the user's keys
+            assert settings["env"]["ANTHROPIC_AUTH_TOKEN"] == KEY
+            assert (home / ".codex/auth.json").stat().st_mode & 0o777 == 0o600
+            assert (home / ".aider.conf.yml").read_text().startswith("# my aider settings\n")
+        assert real.recap[BAD]["failed"] == 1
+        fast = {h: (w.homes[h] / ".codex/config.toml").read_text() for h in GOOD}
+        assert 'model = "qwen2.5-coder-32b"' in fast["carol-gpu"]  # the host override
+        assert 'model = "gpt-4o-mini"' in fast["alice-laptop"]
+        assert "llm.example.com" in fast["alice-laptop"] and stub.root in fast["stub-box"]
+        verified = real.result("stub-box")["result"]
+        assert verified["verify"]["passed"] and not verified["verify"]["failed"], verified
+        assert stub.posts(), "verify: true sent no request to the stand-in"
+        assert "verify" not in real.result("host04")["result"]
+
+        # idempotent: a second run changes nothing on any host (-vvv: still no secret)
+        again = w.play("--diff", "-vvv")
+        # byte for byte, but for the no-op certificate a first no-op run leaves so that the
+        # next one takes taosync's fast path (docs/performance.md)
+        assert without_certificate(w.trees()) == without_certificate(after)
+        for h in GOOD:
+            assert again.recap[h]["changed"] == 0 and again.recap[h]["failed"] == 0, h
+            assert again.result(h)["result"]["changed"] is False
+
+        # hand edits on three hosts: the health report names them, then each on_drift
+        for h in ("alice-laptop", "bob-devbox", "carol-gpu"):
+            cfg = w.homes[h] / ".codex/config.toml"
+            cfg.write_text(re.sub(r'^model = ".*"$', 'model = "mine"', cfg.read_text(),
+                                  count=1, flags=re.M))
+        edited = w.trees()
+        health = w.play("--tags", "health", "-v")
+        assert health.rc == 2 and w.trees() == edited
+        for h in ("alice-laptop", "bob-devbox", "carol-gpu"):
+            facts = health.result(h, "taosync.fleet.status")["result"]["taosync_status"]
+            states = {f["display"]: f["state"] for f in facts["files"]}
+            assert states["~/.codex/config.toml"] == "drift" and facts["in_sync"] is False
+            assert states["~/.claude/settings.json"] == "in_sync"
+        facts = health.result("host04", "taosync.fleet.status")["result"]["taosync_status"]
+        assert facts["in_sync"] is True and facts["summary"]["drift"] == 0
+        routes = health.result("stub-box", "taosync.fleet.status")["result"][
+            "taosync_status"]["routes"]
+        assert routes and all(r["last_ok"] for r in routes.values()), routes
+
+        held = w.homes["alice-laptop"] / ".local/state/taosync/lock"
+        released = hold_lock(held, seconds=2.0)
+        drift = w.play("--diff", "-v")
+        alice = drift.result("alice-laptop")["result"]
+        assert drift.recap["alice-laptop"]["changed"] == 1
+        assert [d["key"] for d in alice["drift"]] == ["model"]
+        alice_cfg = w.homes["alice-laptop"] / ".codex/config.toml"
+        assert 'model = "gpt-4o-mini"' in alice_cfg.read_text()  # overwrite
+        assert alice_cfg.stat().st_mtime >= released[0], "it did not wait for the lock"
+        bob = drift.result("bob-devbox")["result"]
+        assert drift.recap["bob-devbox"]["changed"] == 0 and drift.recap["bob-devbox"]["failed"] == 0
+        assert "~/.codex/config.toml" in bob["kept"] and "~/.codex/auth.json" in bob["kept"]
+        kept = without_certificate(w.trees())["bob-devbox"]
+        assert kept == without_certificate(edited)["bob-devbox"]  # keep
+        carol = drift.result("carol-gpu")
+        assert carol["status"] == "failed" and "on_drift=fail" in carol["result"]["msg"]
+        assert "~/.codex/config.toml model" in carol["result"]["msg"]
+        assert w.trees()["carol-gpu"] == edited["carol-gpu"]  # fail: nothing written
+        for h in GOOD[3:]:
+            assert drift.recap[h]["changed"] == 0 and drift.recap[h]["failed"] == 0, h
+
+        # state: absent gives every file back: the user's files byte for byte, and with
+        # purge nothing else is left (a hand-edited file keeps the edit, and only it)
+        gone = w.play("-e", "taosync_state=absent", "-e", "taosync_purge=true", "--diff", "-v")
+        final = w.trees()
+        for h in GOOD:
+            assert gone.recap[h]["changed"] == 1 and gone.recap[h]["failed"] == 0, h
+            if h in ("bob-devbox", "carol-gpu"):
+                left = files_of(w.homes[h])
+                assert left.pop(".codex/config.toml").startswith(b'model = "mine"\n')
+                assert left == {rel: text.encode() for rel, text in USER_FILES.items()}
+            else:
+                assert final[h] == before[h], h
+        assert final[BAD] == before[BAD]
+
+
+def hold_lock(path: Path, seconds: float) -> list[float]:
+    """Hold taosync's lock on ``path`` (as another taosync would) for ``seconds`` from a
+    thread; the list gets the time it was released."""
+    fd = os.open(path, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    released: list[float] = [float("inf")]
+
+    def release():
+        time.sleep(seconds)
+        released[0] = time.time()
+        os.close(fd)
+
+    threading.Thread(target=release, daemon=True).start()
+    return released
+
+
+def test_plan_json_gives_redacted_whole_texts(home, fleet_file):
+    """plan --json's before/after (what the collection's --diff shows): the whole texts,
+    the key redacted on both sides; an unchanged file has neither."""
+    from conftest import TEST_KEY
+
+    (home / ".claude").mkdir()
+    (home / ".claude/settings.json").write_text(
+        json.dumps({"env": {"ANTHROPIC_AUTH_TOKEN": TEST_KEY}, "theme": "dark"}))
+    run = lambda *a: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "taosync", *a, "--json", "--home", str(home), "-c",
+         str(fleet_file), "--only", "claude-code"], capture_output=True, text=True)
+    plan = json.loads(run("plan").stdout)
+    f = next(f for f in plan["files"] if f["display"] == "~/.claude/settings.json")
+    assert f["action"] == "update"
+    assert '"theme": "dark"' in f["before"] and '"theme": "dark"' in f["after"]
+    assert "ANTHROPIC_AUTH_TOKEN" in f["before"] and "ANTHROPIC_BASE_URL" in f["after"]
+    for side in (f["before"], f["after"]):
+        assert TEST_KEY not in side and TEST_KEY[3:11] not in side
+    assert run("apply", "--no-verify", "--yes").returncode == 0
+    plan = json.loads(run("plan").stdout)
+    assert all("before" not in f and "after" not in f for f in plan["files"])
