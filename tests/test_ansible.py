@@ -315,3 +315,33 @@ def test_plan_json_gives_redacted_whole_texts(home, fleet_file):
     assert run("apply", "--no-verify", "--yes").returncode == 0
     plan = json.loads(run("plan").stdout)
     assert all("before" not in f and "after" not in f for f in plan["files"])
+
+
+def test_the_install_role_pins_taosync_into_a_venv(tmp_path):
+    """The role taosync.fleet.install, from the local checkout (taosync_pip_spec): a venv
+    whose taosync says the pinned version, linked where taosync_link says; a second run
+    keeps the link; a wrong pin fails the play."""
+    w = World(tmp_path, "http://127.0.0.1:9")
+    w.install()
+    venv, link = tmp_path / "opt-taosync", tmp_path / "bin" / "taosync"
+    link.parent.mkdir()
+    (w.project / "install.yml").write_text(json.dumps([{
+        "hosts": "localhost", "gather_facts": False,
+        "roles": [{"role": "taosync.fleet.install", "vars": {
+            "taosync_pip_spec": str(ROOT), "taosync_venv": str(venv),
+            "taosync_link": str(link), "taosync_python": sys.executable}}]}]))
+
+    def play(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(ANSIBLE_PLAYBOOK), "-i", "localhost,", "-c", "local", "-e",
+             f"ansible_python_interpreter={sys.executable}", "install.yml", *extra],
+            cwd=w.project, env=dict(w.env, TAOSYNC_ANSIBLE_RECORD=str(tmp_path / "r.jsonl")),
+            capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+
+    done = play()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    version = subprocess.run([str(link), "--version"], capture_output=True, text=True)
+    assert version.stdout.strip() == "taosync, version 0.1.0"
+    assert os.path.realpath(link) == str(venv / "bin" / "taosync")
+    wrong = play("-e", "taosync_version=9.9.9")
+    assert wrong.returncode == 2 and "Check the installed version" in wrong.stdout
