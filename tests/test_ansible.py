@@ -345,3 +345,49 @@ def test_the_install_role_pins_taosync_into_a_venv(tmp_path):
     assert os.path.realpath(link) == str(venv / "bin" / "taosync")
     wrong = play("-e", "taosync_version=9.9.9")
     assert wrong.returncode == 2 and "Check the installed version" in wrong.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="acting on another user's home needs root (CI runs as root)")
+def test_root_on_a_users_home_leaves_only_the_users_files(tmp_path):
+    """The apply module run as root with ``home`` set to another user's home (what a
+    play without become_user does): every file and directory taosync and the module
+    create there — the client files, taosync's state, the carried fleet — is the user's."""
+    (tmp_path / "ansible_collections" / "taosync").mkdir(parents=True)
+    (tmp_path / "ansible_collections" / "taosync" / "fleet").symlink_to(ROOT / "ansible")
+    import tempfile
+
+    # the user must reach their home: not under pytest's root-only (0700) directories
+    outer = Path(tempfile.mkdtemp(prefix="taosync-ansible-home-"))
+    outer.chmod(0o755)
+    home = outer / "home"
+    home.mkdir()
+    os.chown(home, 65534, 65534)
+    try:
+        _apply_as_root(tmp_path, home)
+    finally:
+        shutil.rmtree(outer)
+
+
+def _apply_as_root(tmp_path: Path, home: Path) -> None:
+    fleet = {"version": 1, "gateway": {"base_url": "https://llm.example.com",
+                                       "key": "${env:TAOTOKEN_API_KEY}"},
+             "models": {"m": {}}, "routes": {"fast": "m"}, "default_route": "fast",
+             "clients": {"claude-code": {"model": "fast"}, "codex": {"model": "fast"}}}
+    args = tmp_path / "args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {
+        "content": fleet, "home": str(home), "verify": False,
+        "executable": str(BIN / "taosync")}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "TAOSYNC_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "ansible_collections.taosync.fleet.plugins.modules.apply",
+         str(args)], env=dict(env, PYTHONPATH=str(tmp_path), TAOTOKEN_API_KEY=KEY),
+        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    result = json.loads(done.stdout)
+    assert result["changed"] is True, result.get("msg")
+    made = [p for p in home.rglob("*")]
+    assert any(p.name == "auth.json" for p in made) and any(p.name == "task.yaml" or
+                                                            p.name == "fleet.yaml" for p in made)
+    assert {(p.lstat().st_uid, p.lstat().st_gid) for p in made} == {(65534, 65534)}, \
+        [str(p) for p in made if p.lstat().st_uid != 65534]
+    no_secret(done.stdout + done.stderr, "the module's output")
