@@ -347,14 +347,84 @@ def test_the_install_role_pins_taosync_into_a_venv(tmp_path):
     assert wrong.returncode == 2 and "Check the installed version" in wrong.stdout
 
 
+SMALL_FLEET = {"version": 1, "gateway": {"base_url": "https://llm.example.com",
+                                        "key": "${env:TAOTOKEN_API_KEY}"},
+               "models": {"m": {}}, "routes": {"fast": "m"}, "default_route": "fast",
+               "clients": {"claude-code": {"model": "fast"}, "codex": {"model": "fast"}}}
+
+
+def run_module(tmp_path: Path, name: str, params: dict, env: dict | None = None,
+               check: bool = False) -> tuple[dict, str]:
+    """One module of the collection run as Ansible runs it on a node (its arguments in a
+    file), from ansible/ itself: its result, and all it printed."""
+    where = tmp_path / "modules"
+    if not where.exists():
+        (where / "ansible_collections" / "taosync").mkdir(parents=True)
+        (where / "ansible_collections" / "taosync" / "fleet").symlink_to(ROOT / "ansible")
+    args = tmp_path / "args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {
+        "executable": str(BIN / "taosync"), **params,
+        **({"_ansible_check_mode": True} if check else {})}}))
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("XDG_", "TAOSYNC_", "TAOTOKEN_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", f"ansible_collections.taosync.fleet.plugins.modules.{name}",
+         str(args)], env=dict(base, PYTHONPATH=str(where), **(env or {})),
+        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    printed = done.stdout + done.stderr
+    no_secret(printed, f"the {name} module's output")
+    return json.loads(done.stdout), printed
+
+
+def test_secret_env_is_never_logged_and_a_failed_verify_fails_the_task(tmp_path):
+    """The key handed over in ``secret_env`` (no_log) reaches taosync and no output; a
+    verify that fails after writing fails the task, saying what was written."""
+    from taosync.stub import Stub
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with Stub(key="sk-another-key-00000000000000", models=["m"]) as stub:
+        fleet = dict(SMALL_FLEET, gateway={"base_url": stub.root,
+                                           "key": "${env:TAOTOKEN_API_KEY}"})
+        result, _ = run_module(tmp_path, "apply", {
+            "content": fleet, "home": str(home), "secret_env": {"TAOTOKEN_API_KEY": KEY}})
+        assert stub.posts(), "verify sent nothing"
+    assert result["failed"] is True and result["changed"] is True, result
+    assert "verify failed" in result["msg"] and "taosync rollback" in result["msg"]
+    assert "codex (m): the gateway rejected the key" in result["msg"]
+    assert result["invocation"]["module_args"]["secret_env"] != {"TAOTOKEN_API_KEY": KEY}
+    auth = json.loads((home / ".codex/auth.json").read_text())
+    assert auth["OPENAI_API_KEY"] == KEY  # taosync got the key, from secret_env only
+
+
+def test_a_held_lock_is_waited_for_and_check_mode_takes_none(tmp_path):
+    """A second taosync on the same home: the module waits for its lock; check mode
+    (taosync plan) neither takes the lock nor writes anything."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"TAOTOKEN_API_KEY": KEY}
+    params = {"content": SMALL_FLEET, "home": str(home), "verify": False}
+    first, _ = run_module(tmp_path, "apply", params, env)
+    assert first["changed"] is True
+    cfg = home / ".codex/config.toml"
+    cfg.write_text(cfg.read_text().replace('model = "m"', 'model = "mine"'))
+    released = hold_lock(home / ".local/state/taosync/lock", seconds=1.5)
+    before = snapshot(home)
+    checked, _ = run_module(tmp_path, "apply", dict(params, on_drift="overwrite"), env,
+                            check=True)
+    assert checked["changed"] is True and snapshot(home) == before
+    assert released[0] == float("inf"), "check mode waited for the lock"
+    done, _ = run_module(tmp_path, "apply", dict(params, on_drift="overwrite"), env)
+    assert done["changed"] is True and done["drift"][0]["key"] == "model"
+    assert 'model = "m"' in cfg.read_text() and cfg.stat().st_mtime >= released[0]
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
                     reason="acting on another user's home needs root (CI runs as root)")
 def test_root_on_a_users_home_leaves_only_the_users_files(tmp_path):
     """The apply module run as root with ``home`` set to another user's home (what a
     play without become_user does): every file and directory taosync and the module
     create there — the client files, taosync's state, the carried fleet — is the user's."""
-    (tmp_path / "ansible_collections" / "taosync").mkdir(parents=True)
-    (tmp_path / "ansible_collections" / "taosync" / "fleet").symlink_to(ROOT / "ansible")
     import tempfile
 
     # the user must reach their home: not under pytest's root-only (0700) directories
@@ -370,24 +440,12 @@ def test_root_on_a_users_home_leaves_only_the_users_files(tmp_path):
 
 
 def _apply_as_root(tmp_path: Path, home: Path) -> None:
-    fleet = {"version": 1, "gateway": {"base_url": "https://llm.example.com",
-                                       "key": "${env:TAOTOKEN_API_KEY}"},
-             "models": {"m": {}}, "routes": {"fast": "m"}, "default_route": "fast",
-             "clients": {"claude-code": {"model": "fast"}, "codex": {"model": "fast"}}}
-    args = tmp_path / "args.json"
-    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {
-        "content": fleet, "home": str(home), "verify": False,
-        "executable": str(BIN / "taosync")}}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "TAOSYNC_"))}
-    done = subprocess.run(
-        [sys.executable, "-m", "ansible_collections.taosync.fleet.plugins.modules.apply",
-         str(args)], env=dict(env, PYTHONPATH=str(tmp_path), TAOTOKEN_API_KEY=KEY),
-        capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    result = json.loads(done.stdout)
+    result, _ = run_module(tmp_path, "apply", {"content": SMALL_FLEET, "home": str(home),
+                                               "verify": False},
+                           {"TAOTOKEN_API_KEY": KEY})
     assert result["changed"] is True, result.get("msg")
-    made = [p for p in home.rglob("*")]
+    made = list(home.rglob("*"))
     assert any(p.name == "auth.json" for p in made) and any(p.name == "task.yaml" or
                                                             p.name == "fleet.yaml" for p in made)
     assert {(p.lstat().st_uid, p.lstat().st_gid) for p in made} == {(65534, 65534)}, \
         [str(p) for p in made if p.lstat().st_uid != 65534]
-    no_secret(done.stdout + done.stderr, "the module's output")

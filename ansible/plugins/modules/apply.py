@@ -168,8 +168,9 @@ def present(t, module):
         t.settle()
         rc, data = t.run(t.args("apply", *extra, only=only), ok=(0, 1))
         if rc == 1:  # written, then verify failed (taosync rollback undoes it)
-            t.fail(t.named(data.get("error")) or "verify failed", changed=bool(data.get("changed")),
-                   files=file_rows(data), verify=data.get("verify"), apply_id=data.get("apply_id"))
+            t.fail(_verify_failed(t, data), changed=bool(data.get("changed")),
+                   files=file_rows(data), verify=data.get("verify"),
+                   apply_id=data.get("apply_id"))
     result = dict(changed=bool(data.get("changed")), files=file_rows(data), drift=drift,
                   kept=kept)
     for key in ("apply_id", "replaced", "verify"):
@@ -204,6 +205,22 @@ def absent(t, module):
     n = sum(1 for f in result["files"] if f["changed"])
     result["msg"] = "%s %d file(s) back" % ("would give" if module.check_mode else "gave", n)
     return _with_diff(result, data, module)
+
+
+def _verify_failed(t, data):
+    """What the terminal's last line says: what was written, why each probe failed (the
+    diagnosis, redacted by taosync), and how to undo it."""
+    if data.get("error"):
+        return t.named(data["error"])
+    causes = []
+    for r in (data.get("verify") or {}).get("results") or []:
+        if not r.get("ok") and not r.get("standby"):
+            cause = (r.get("diagnosis") or {}).get("cause") or "HTTP %s" % r.get("status")
+            line = "%s (%s): %s" % (", ".join(r.get("clients") or []), r.get("model"), cause)
+            if line not in causes:
+                causes.append(line)
+    return ("verify failed: apply #%s wrote %s file(s); to undo it: taosync rollback\n%s"
+            % (data.get("apply_id"), data.get("changed"), "\n".join(causes)))
 
 
 def _made_dirs(where):
