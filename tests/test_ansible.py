@@ -19,7 +19,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -120,6 +119,10 @@ class World:
         assert inst.returncode == 0, inst.stdout + inst.stderr
         assert (self.tmp / "collections" / "ansible_collections" / "taosync" / "fleet" /
                 "plugins" / "modules" / "apply.py").is_file()
+        for module in ("apply", "status"):  # docs/ansible.md sends readers to ansible-doc
+            doc = subprocess.run([str(BIN / "ansible-doc"), f"taosync.fleet.{module}"],
+                                 env=self.env, capture_output=True, text=True, timeout=120)
+            assert doc.returncode == 0 and "secret_env" in doc.stdout, doc.stdout + doc.stderr
 
     def play(self, *args: str) -> "Play":
         self.runs += 1
@@ -242,15 +245,12 @@ def test_the_docs_example_on_eleven_hosts(tmp_path):
             "taosync_status"]["routes"]
         assert routes and all(r["last_ok"] for r in routes.values()), routes
 
-        held = w.homes["alice-laptop"] / ".local/state/taosync/lock"
-        released = hold_lock(held, seconds=2.0)
         drift = w.play("--diff", "-v")
         alice = drift.result("alice-laptop")["result"]
         assert drift.recap["alice-laptop"]["changed"] == 1
         assert [d["key"] for d in alice["drift"]] == ["model"]
         alice_cfg = w.homes["alice-laptop"] / ".codex/config.toml"
         assert 'model = "gpt-4o-mini"' in alice_cfg.read_text()  # overwrite
-        assert alice_cfg.stat().st_mtime >= released[0], "it did not wait for the lock"
         bob = drift.result("bob-devbox")["result"]
         assert drift.recap["bob-devbox"]["changed"] == 0 and drift.recap["bob-devbox"]["failed"] == 0
         assert "~/.codex/config.toml" in bob["kept"] and "~/.codex/auth.json" in bob["kept"]
@@ -278,20 +278,10 @@ def test_the_docs_example_on_eleven_hosts(tmp_path):
         assert final[BAD] == before[BAD]
 
 
-def hold_lock(path: Path, seconds: float) -> list[float]:
-    """Hold taosync's lock on ``path`` (as another taosync would) for ``seconds`` from a
-    thread; the list gets the time it was released."""
+def take_lock(path: Path) -> int:
     fd = os.open(path, os.O_RDWR)
     fcntl.flock(fd, fcntl.LOCK_EX)
-    released: list[float] = [float("inf")]
-
-    def release():
-        time.sleep(seconds)
-        released[0] = time.time()
-        os.close(fd)
-
-    threading.Thread(target=release, daemon=True).start()
-    return released
+    return fd
 
 
 def test_plan_json_gives_redacted_whole_texts(home, fleet_file):
@@ -357,6 +347,15 @@ def run_module(tmp_path: Path, name: str, params: dict, env: dict | None = None,
                check: bool = False) -> tuple[dict, str]:
     """One module of the collection run as Ansible runs it on a node (its arguments in a
     file), from ansible/ itself: its result, and all it printed."""
+    done = subprocess.run(**module_call(tmp_path, name, params, env, check),
+                          capture_output=True, text=True, timeout=120)
+    printed = done.stdout + done.stderr
+    no_secret(printed, f"the {name} module's output")
+    return json.loads(done.stdout), printed
+
+
+def module_call(tmp_path: Path, name: str, params: dict, env: dict | None = None,
+                check: bool = False) -> dict:
     where = tmp_path / "modules"
     if not where.exists():
         (where / "ansible_collections" / "taosync").mkdir(parents=True)
@@ -367,13 +366,9 @@ def run_module(tmp_path: Path, name: str, params: dict, env: dict | None = None,
         **({"_ansible_check_mode": True} if check else {})}}))
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("XDG_", "TAOSYNC_", "TAOTOKEN_"))}
-    done = subprocess.run(
-        [sys.executable, "-m", f"ansible_collections.taosync.fleet.plugins.modules.{name}",
-         str(args)], env=dict(base, PYTHONPATH=str(where), **(env or {})),
-        capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    printed = done.stdout + done.stderr
-    no_secret(printed, f"the {name} module's output")
-    return json.loads(done.stdout), printed
+    return {"args": [sys.executable, "-m",
+                     f"ansible_collections.taosync.fleet.plugins.modules.{name}", str(args)],
+            "env": dict(base, PYTHONPATH=str(where), **(env or {})), "cwd": tmp_path}
 
 
 def test_secret_env_is_never_logged_and_a_failed_verify_fails_the_task(tmp_path):
@@ -408,15 +403,24 @@ def test_a_held_lock_is_waited_for_and_check_mode_takes_none(tmp_path):
     assert first["changed"] is True
     cfg = home / ".codex/config.toml"
     cfg.write_text(cfg.read_text().replace('model = "m"', 'model = "mine"'))
-    released = hold_lock(home / ".local/state/taosync/lock", seconds=1.5)
+    held = take_lock(home / ".local/state/taosync/lock")
     before = snapshot(home)
-    checked, _ = run_module(tmp_path, "apply", dict(params, on_drift="overwrite"), env,
-                            check=True)
-    assert checked["changed"] is True and snapshot(home) == before
-    assert released[0] == float("inf"), "check mode waited for the lock"
-    done, _ = run_module(tmp_path, "apply", dict(params, on_drift="overwrite"), env)
+    # held all along: a check mode that took the lock would wait 60 s, then fail (exit 3)
+    checked, _ = run_module(tmp_path, "apply", dict(params, on_drift="overwrite", lock_timeout=0),
+                            env, check=True)
+    assert checked["changed"] is True and snapshot(home) == before, checked.get("msg")
+    waiting = subprocess.Popen(**module_call(tmp_path, "apply",
+                                             dict(params, on_drift="overwrite"), env),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    assert waiting.poll() is None, "it did not wait for the lock"
+    assert snapshot(home) == before
+    os.close(held)
+    out, err = waiting.communicate(timeout=120)
+    no_secret(out + err, "the apply module's output")
+    done = json.loads(out)
     assert done["changed"] is True and done["drift"][0]["key"] == "model"
-    assert 'model = "m"' in cfg.read_text() and cfg.stat().st_mtime >= released[0]
+    assert 'model = "m"' in cfg.read_text()
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,

@@ -13,9 +13,9 @@ short_description: Render a taosync fleet into every AI coding client's files on
 version_added: "0.1.0"
 description:
   - Runs C(taosync) on the managed node through its JSON contract (C(status --json),
-    C(plan --json), C(apply --json), C(destroy --json)): only the keys taosync owns change
+    C(plan --json), C(apply --json), C(destroy --json)); only the keys taosync owns change
     in each client file; the user's own keys, comments and formatting stay.
-  - Idempotent (a second run reports C(changed=false)). Check mode is C(taosync plan):
+  - Idempotent (a second run reports C(changed=false)). Check mode is C(taosync plan);
     nothing is written (not even taosync's state or lock) and no request is sent.
     Diff mode gives one before/after per file with every secret redacted on both sides.
   - Never prompts. Hand edits of owned keys are handled per I(on_drift).
@@ -34,7 +34,7 @@ options:
     type: raw
   include:
     description:
-      - Base fleets merged under the fleet (taosync's C(include:): in order, the fleet on
+      - Base fleets merged under the fleet (taosync's C(include:); in order, the fleet on
         top). Each is a path on the managed node, or C({name, content}) written beside
         I(content) as C(name).
     type: list

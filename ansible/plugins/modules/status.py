@@ -14,9 +14,9 @@ version_added: "0.1.0"
 description:
   - Runs C(taosync status --json), C(plan --json) and C(stats --json --by route) on the
     managed node; writes nothing, sends no request, never reports C(changed).
-  - Sets the fact C(taosync_status) (also returned): per file C(in_sync), C(drift) (an
-    owned key edited by hand) or C(pending) (the fleet would change it), and per route
-    the last verify probe.
+  - Sets the fact C(taosync_status) (also returned). Per file C(in_sync), C(drift) (an
+    owned key edited by hand) or C(pending) (the fleet would change it); per route the
+    last verify probe.
 options:
   config:
     description: Path of a fleet.yaml on the managed node. Mutually exclusive with I(content).
