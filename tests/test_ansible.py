@@ -128,11 +128,13 @@ class World:
         self.runs += 1
         record = self.tmp / f"record-{self.runs}.jsonl"
         env = dict(self.env, TAOSYNC_ANSIBLE_RECORD=str(record))
+        started = time.monotonic()
         proc = subprocess.run(
             [str(ANSIBLE_PLAYBOOK), "-i", "inventory.ini", "-i", "test-hosts.yml",
              "site.yml", *args], cwd=self.project, env=env, capture_output=True,
             text=True, timeout=300, stdin=subprocess.DEVNULL)
         output = proc.stdout + proc.stderr
+        print(f"ansible-playbook {' '.join(args)}: {time.monotonic() - started:.1f} s")
         no_secret(output, f"ansible-playbook {' '.join(args)}")
         lines = record.read_text().splitlines() if record.exists() else []
         no_secret("\n".join(lines), "the recorded results")
@@ -453,3 +455,40 @@ def _apply_as_root(tmp_path: Path, home: Path) -> None:
                                                             p.name == "fleet.yaml" for p in made)
     assert {(p.lstat().st_uid, p.lstat().st_gid) for p in made} == {(65534, 65534)}, \
         [str(p) for p in made if p.lstat().st_uid != 65534]
+
+
+def test_config_and_include_paths_on_the_node_and_absent_step_by_step(tmp_path):
+    """``config`` and ``include`` as paths on the managed node (a problem in the base
+    fleet located there, nothing written); ``state: absent`` in check mode writes
+    nothing, then gives every file back, then has nothing left to do."""
+    home, nodes = tmp_path / "home", tmp_path / "node"
+    home.mkdir()
+    nodes.mkdir()
+    (home / ".codex").mkdir()
+    (home / ".codex/config.toml").write_text("# mine\nmodel_reasoning_effort = \"high\"\n")
+    original = snapshot(home)
+    team = dict(SMALL_FLEET, routes={"fast": "nope"})
+    (nodes / "team.yaml").write_text(json.dumps(team, indent=1))
+    (nodes / "fleet.yaml").write_text("routes:\n  fast: m\n")
+    env = {"TAOTOKEN_API_KEY": KEY}
+    params = {"config": str(nodes / "fleet.yaml"), "include": [str(nodes / "team.yaml")],
+              "home": str(home), "verify": False}
+    # the host's fleet.yaml mends the route: valid as merged
+    done, _ = run_module(tmp_path, "apply", params, env)
+    assert done["changed"] is True and snapshot(home) != original
+    applied = snapshot(home)
+    (nodes / "fleet.yaml").write_text("routes:\n  fast: nope\n")
+    bad, _ = run_module(tmp_path, "apply", params, env)
+    assert bad["failed"] is True and bad["changed"] is False
+    assert re.search(r"fleet\.yaml:2:9: routes\.fast: route 'fast' names 'nope'", bad["msg"])
+    assert bad["problems"][0]["line"] == 2 and snapshot(home) == applied
+
+    gone = dict(params, state="absent")
+    dry, _ = run_module(tmp_path, "apply", gone, env, check=True)
+    assert dry["changed"] is True and snapshot(home) == applied
+    back, _ = run_module(tmp_path, "apply", dict(gone, purge=True), env)
+    assert back["changed"] is True and snapshot(home) == original
+    assert sorted(p.name for p in home.iterdir()) == [".codex"]  # no state dirs left
+    again, _ = run_module(tmp_path, "apply", dict(gone, purge=True), env)
+    assert again["changed"] is False and snapshot(home) == original
+    assert sorted(p.name for p in home.iterdir()) == [".codex"]
