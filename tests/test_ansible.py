@@ -292,8 +292,11 @@ def test_plan_json_gives_redacted_whole_texts(home, fleet_file):
     from conftest import TEST_KEY
 
     (home / ".claude").mkdir()
-    (home / ".claude/settings.json").write_text(
-        json.dumps({"env": {"ANTHROPIC_AUTH_TOKEN": TEST_KEY}, "theme": "dark"}))
+    user_token = "ghp_UserOwnToken0123456789abcdefXYZ"  # the user's, far from taosync's keys
+    (home / ".claude/settings.json").write_text(json.dumps(
+        {"env": {"ANTHROPIC_AUTH_TOKEN": TEST_KEY}, "theme": "dark",
+         **{f"k{i}": i for i in range(20)}, "mcpServers": {"gh": {"env": {
+             "GITHUB_TOKEN": user_token}}}}, indent=2))
     run = lambda *a: subprocess.run(  # noqa: E731
         [sys.executable, "-m", "taosync", *a, "--json", "--home", str(home), "-c",
          str(fleet_file), "--only", "claude-code"], capture_output=True, text=True)
@@ -304,6 +307,7 @@ def test_plan_json_gives_redacted_whole_texts(home, fleet_file):
     assert "ANTHROPIC_AUTH_TOKEN" in f["before"] and "ANTHROPIC_BASE_URL" in f["after"]
     for side in (f["before"], f["after"]):
         assert TEST_KEY not in side and TEST_KEY[3:11] not in side
+        assert '"GITHUB_TOKEN"' in side and user_token[4:12] not in side
     assert run("apply", "--no-verify", "--yes").returncode == 0
     plan = json.loads(run("plan").stdout)
     assert all("before" not in f and "after" not in f for f in plan["files"])
