@@ -374,7 +374,8 @@ def module_call(tmp_path: Path, name: str, params: dict, env: dict | None = None
             if not k.startswith(("XDG_", "TAOSYNC_", "TAOTOKEN_"))}
     return {"args": [sys.executable, "-m",
                      f"ansible_collections.taosync.fleet.plugins.modules.{name}", str(args)],
-            "env": dict(base, PYTHONPATH=str(where), **(env or {})), "cwd": tmp_path}
+            "env": dict(base, PYTHONPATH=str(where), PYTHONDONTWRITEBYTECODE="1", **(env or {})),
+            "cwd": tmp_path}
 
 
 def test_secret_env_is_never_logged_and_a_failed_verify_fails_the_task(tmp_path):
