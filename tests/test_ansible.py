@@ -368,6 +368,12 @@ def run_module(tmp_path: Path, name: str, params: dict, env: dict | None = None,
     return json.loads(done.stdout), printed
 
 
+def node_tmp(tmp_path: Path) -> Path:
+    """The managed node's TMPDIR in the module tests (to see the module leave none)."""
+    (tmp_path / "node-tmp").mkdir(exist_ok=True)
+    return tmp_path / "node-tmp"
+
+
 def module_call(tmp_path: Path, name: str, params: dict, env: dict | None = None,
                 check: bool = False) -> dict:
     where = tmp_path / "modules"
@@ -382,7 +388,8 @@ def module_call(tmp_path: Path, name: str, params: dict, env: dict | None = None
             if not k.startswith(("XDG_", "TAOSYNC_", "TAOTOKEN_"))}
     return {"args": [sys.executable, "-m",
                      f"ansible_collections.taosync.fleet.plugins.modules.{name}", str(args)],
-            "env": dict(base, PYTHONPATH=str(where), PYTHONDONTWRITEBYTECODE="1", **(env or {})),
+            "env": dict(base, PYTHONPATH=str(where), PYTHONDONTWRITEBYTECODE="1",
+                        TMPDIR=str(node_tmp(tmp_path)), **(env or {})),
             "cwd": tmp_path}
 
 
@@ -505,3 +512,4 @@ def test_config_and_include_paths_on_the_node_and_absent_step_by_step(tmp_path):
     again, _ = run_module(tmp_path, "apply", dict(gone, purge=True), env)
     assert again["changed"] is False and snapshot(home) == original
     assert sorted(p.name for p in home.iterdir()) == [".codex"]
+    assert not list(node_tmp(tmp_path).iterdir()), "a temporary directory was left"

@@ -58,14 +58,18 @@ class Taosync(object):
         # a fleet that does not validate leaves nothing on the host), then settle()
         self.dir = self.tmp
         self.config = None
-        self.exe = p["executable"] or module.get_bin_path(
-            "taosync", opt_dirs=[os.path.expanduser(d) for d in BIN_DIRS])
-        if not self.exe:
-            self.fail("taosync is not installed on this host (not on PATH nor in %s): "
-                      "run the role taosync.fleet.install first, or set executable"
-                      % ", ".join(BIN_DIRS))
-        self.home = os.path.abspath(os.path.expanduser(p["home"])) if p["home"] else None
-        self.config = self._fleet(p)
+        try:
+            self.exe = p["executable"] or module.get_bin_path(
+                "taosync", opt_dirs=[os.path.expanduser(d) for d in BIN_DIRS])
+            if not self.exe:
+                self.fail("taosync is not installed on this host (not on PATH nor in %s): "
+                          "run the role taosync.fleet.install first, or set executable"
+                          % ", ".join(BIN_DIRS))
+            self.home = os.path.abspath(os.path.expanduser(p["home"])) if p["home"] else None
+            self.config = self._fleet(p)
+        except BaseException:  # the temporary directory never outlives the task
+            self.cleanup()
+            raise
 
     def settle(self):
         """Before a write: move the carried fleet files to their lasting place (see
