@@ -503,6 +503,11 @@ def test_config_and_include_paths_on_the_node_and_absent_step_by_step(tmp_path):
     assert re.search(r"fleet\.yaml:2:9: routes\.fast: route 'fast' names 'nope'", bad["msg"])
     assert bad["problems"][0]["line"] == 2 and snapshot(home) == applied
 
+    missing, _ = run_module(tmp_path, "apply", dict(params, config=str(nodes / "gone.yaml")),
+                            env)
+    assert missing["failed"] is True and str(nodes / "gone.yaml") in missing["msg"], missing
+    assert snapshot(home) == applied
+
     gone = dict(params, state="absent")
     dry, _ = run_module(tmp_path, "apply", gone, env, check=True)
     assert dry["changed"] is True and snapshot(home) == applied
