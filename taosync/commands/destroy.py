@@ -57,7 +57,11 @@ def destroy(yes, purge, dry_run):
                       **plan_json(teardown.plan, ctx)})
         return 0
     if not (teardown.plan.changed or purge):  # one line, as every command says it
-        if not s.json:
+        if s.json:  # the contract: one object, nothing given back
+            ui.emit_json({"destroy_id": None, "purge": purge, "exact": teardown.exact,
+                          "dirs_removed": [], "skipped": teardown.skipped,
+                          **plan_json(teardown.plan, ctx)})
+        else:
             say_skipped(teardown.skipped, home)
             ui.out(ui.nothing_to_do("taosync owns nothing here but the files of clients "
                                     "set managed: false, left as they are"

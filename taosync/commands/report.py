@@ -90,6 +90,8 @@ def plan_json(plan, ctx) -> dict:
     home = ctx.settings.home_dir
     files = []
     for fp in plan.files:
+        scrub = ui.redactor() or ctx.key
+        texts = fp.texts(scrub) if fp.changed and _may_diff(ctx) else None
         files.append({
             "path": str(fp.path), "display": display_path(fp.path, home),
             "clients": fp.clients, "format": fp.format, "action": fp.action,
@@ -97,7 +99,8 @@ def plan_json(plan, ctx) -> dict:
             "changes": [{"key": c.path, "kind": c.kind,
                          "old": shown(c.old, c.secret, ctx.key),
                          "new": shown(c.new, c.secret, ctx.key)} for c in fp.changes],
-            "diff": fp.diff(ui.redactor() or ctx.key) if _may_diff(ctx) else None,
+            "diff": fp.diff(scrub) if _may_diff(ctx) else None,
+            **({"before": texts[0], "after": texts[1]} if texts else {}),
             **({"sensitive": fp.sensitive} if fp.sensitive else {}),
             **({"kept": fp.kept} if fp.kept else {}),
         })

@@ -87,14 +87,7 @@ class FilePlan:
         a Redactor first learns the values either text holds under a secret-looking
         name, or at all in a credential store (the user's own tokens, in keys taosync
         does not own), to hide them wherever else they show."""
-        if hasattr(redactor, "add"):
-            from taosync.fleet.looks_secret import secrets_in
-
-            texts = (self.old_text,) if self.old_text == self.new_text else \
-                (self.old_text, self.new_text)
-            for text in texts:
-                for value in secrets_in(text, self.path.name):
-                    redactor.add(value)
+        self._learn(redactor)
         text = ""  # an unchanged file: difflib would index every line to find no change
         if self.old_text != self.new_text:
             old = (self.old_text or "").splitlines(keepends=True)
@@ -108,6 +101,27 @@ class FilePlan:
                     tofile=label if self.new_text is not None else "/dev/null"))
             )
         return redactor.scrub(text) if redactor is not None else text
+
+    def texts(self, redactor) -> tuple[str | None, str | None]:
+        """The whole text before and after (``None``: no file), each scrubbed by
+        ``redactor`` as :meth:`diff` is: ``plan --json``'s ``before``/``after``, for a
+        tool that shows its own diff (Ansible's ``--diff``)."""
+        self._learn(redactor)
+        old, new = self.old_text, self.new_text
+        return (None if old is None else redactor.scrub(old),
+                None if new is None else redactor.scrub(new))
+
+    def _learn(self, redactor) -> None:
+        """Teach a Redactor the values either text holds under a secret-looking name,
+        or at all in a credential store, so a scrub hides them wherever they show."""
+        if hasattr(redactor, "add"):
+            from taosync.fleet.looks_secret import secrets_in
+
+            texts = (self.old_text,) if self.old_text == self.new_text else \
+                (self.old_text, self.new_text)
+            for text in texts:
+                for value in secrets_in(text, self.path.name):
+                    redactor.add(value)
 
 
 @dataclass
