@@ -32,6 +32,12 @@ def status(only, no_key):
         the_plan = pipeline.make_plan(ctx, state, only_set)
     protect(ctx, state, the_plan, drift)
     warn_held(the_plan.held, ctx, the_plan.moved_vars)
+    from taosync.doctor.redirection import here_warning
+    from taosync.engine.system import current as system
+
+    guard = here_warning(system().cwd(), ctx.patches, ctx.key)  # the key-redirection guard
+    if guard:
+        ui.warn(guard)
     drifted_files = {d.path for d in drift}
     pending = [fp for fp in the_plan.changed]
     home = s.home_dir

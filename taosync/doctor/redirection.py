@@ -484,7 +484,7 @@ def project_root(start: Path) -> Path:
     from taosync.engine.dotfiles import work_tree
 
     start = Path(os.path.abspath(start))
-    return work_tree(start / ".") or start
+    return work_tree(start / ".git") or start  # .git: its parents are start and up
 
 
 def scan(root: Path, side: UserSide, redactor: Any = None) -> list[Finding]:
@@ -635,7 +635,7 @@ def here_warning(cwd: Path, patches: Iterable[Any], key: Any) -> str | None:
     System, so a certified answer records every path it looked at."""
     from taosync.engine.dotfiles import work_tree
 
-    root = work_tree(Path(os.path.abspath(cwd)) / ".")
+    root = work_tree(Path(os.path.abspath(cwd)) / ".git")  # its parents: cwd first
     if root is None:
         return None
     side = UserSide.from_patches(patches, key_env(key))
