@@ -434,7 +434,8 @@ def _verdict(pf: ProjectFile, changes: list[Change], urls_away, keys, key_vars,
             sent_to.append(url)
     if sent_to:
         url = _safe(sent_to[0])
-        beside = " (beside the key the file sets)" if keys else ""
+        beside = " (beside the key the file sets)" if any(
+            not _names_var(v) for _, v in keys) else ""
         return SENT, url, f"your key would be sent to {url}{beside}"
     if urls_away:
         url = _safe(urls_away[0][1])
@@ -494,15 +495,19 @@ def scan(root: Path, side: UserSide, redactor: Any = None) -> list[Finding]:
     for pf in PROJECT_FILES:
         for name in pf.names:
             wanted.setdefault(name, []).append(pf)
-    found: list[tuple[str, Path]] = []
+    out: list[Finding] = []
+    inside = {name.split("/")[0] for name in wanted if "/" in name}  # looked at from above
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in PRUNE)
+        dirnames[:] = sorted(d for d in dirnames if d not in PRUNE and d not in inside)
         here = Path(dirpath)
-        for name in wanted:
-            parent, _, base = name.rpartition("/")
-            if (not parent and base in filenames) or (parent and (here / name).is_file()):
-                found.append((name, here / name))
-    return _judge_all(found, wanted, root, side, redactor)
+        present = {name for name in wanted if (here / name).is_file()}
+        for pf in PROJECT_FILES:
+            names = [n for n in pf.names if n in present]
+            for name in names[:1] if pf.reach == "up" else names:  # the nearest one wins
+                f = _judge_file(pf, here / name, root, side, redactor)
+                if f is not None:
+                    out.append(f)
+    return sorted(out, key=lambda f: (f.file, f.client))
 
 
 def scan_here(cwd: Path, root: Path, side: UserSide, redactor: Any = None) -> list[Finding]:
@@ -534,16 +539,6 @@ def scan_here(cwd: Path, root: Path, side: UserSide, redactor: Any = None) -> li
         if f is not None:
             out.append(f)
     return out
-
-
-def _judge_all(found, wanted, root: Path, side: UserSide, redactor) -> list[Finding]:
-    out: list[Finding] = []
-    for name, path in found:
-        for pf in wanted[name]:
-            f = _judge_file(pf, path, root, side, redactor)
-            if f is not None:
-                out.append(f)
-    return sorted(out, key=lambda f: (f.file, f.client))
 
 
 def _judge_file(pf: ProjectFile, path: Path, root: Path, side: UserSide,
