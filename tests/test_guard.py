@@ -344,3 +344,14 @@ def test_fast_path_still_answers_in_a_repository(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=60)
     assert "RC 0 False" in done.stderr, done.stderr
+
+
+def test_docs_page_names_every_file_of_the_table():
+    """docs/guard.md's per-client table names each file the guard's table watches."""
+    page = (ROOT / "docs/guard.md").read_text(encoding="utf-8")
+    for pf in PROJECT_FILES:
+        for name in pf.names:
+            short = name.replace(".jsonc", ".json(c)").replace("opencode.json(c)", "opencode.json")
+            assert f"`{name}`" in page or short in page or name.rstrip("c") + "(c)" in page, name
+    for word in ("pre-commit", "taosync-guard", "GitHub Actions", "doctor --project"):
+        assert word in page
