@@ -56,7 +56,7 @@ Examples:
               help="Check the local GPU runtimes (nvidia-smi, nvcc, sycl-ls) even when the "
                    "gateway is remote (by default only for a local or private one).")
 @click.option("--project", "project", is_flag=False, flag_value=".", default=None,
-              metavar="[DIR]", type=click.Path(file_okay=False, path_type=Path),
+              metavar="[DIR]", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Only the key-redirection guard: list each project file or .env under the "
                    "git root of DIR (default: here) that moves a client's URL or key away "
                    "from the fleet; exit 1 when one would send your key away. File names "

@@ -331,9 +331,11 @@ def _names_var(value: Any) -> str | None:
 
 
 def judge(pf: ProjectFile, rel: str, data: Any, side: UserSide,
-          redactor: Any = None) -> Finding | None:
+          redactor: Any = None, siblings: Iterable[tuple[str, Any]] = ()) -> Finding | None:
     """What project file ``rel`` (parsed: ``data``) does to client ``pf.client``, or None
-    when it sets nothing the guard watches."""
+    when it sets nothing the guard watches. ``siblings``: (name, data) of the other files
+    of ``pf`` in the same directory, which the client merges with it (Claude Code's
+    ``settings.local.json``): a key set there goes with this file's URL."""
     client = pf.client
     user_paths = side.paths.get(client, set())
     changes: list[Change] = []
@@ -385,6 +387,17 @@ def judge(pf: ProjectFile, rel: str, data: Any, side: UserSide,
     hidden = bool(pf.hides) and bool(side.urls.get(client))
     if not changes and not hidden:
         return None
+    if urls_away:  # a key the client merges in from a file beside this one
+        for name, other in siblings:
+            for setting in pf.settings:
+                if setting.changes in ("key", "key_var") and not setting.ignored:
+                    for kp, value in _matches(other, setting.path):
+                        if value not in (None, "") and not isinstance(value, (dict, list)):
+                            if redactor is not None and isinstance(value, str):
+                                redactor.add(value)
+                            (keys if setting.changes == "key" else key_vars).append(
+                                (kp, value if setting.changes == "key" else _text_of(value)))
+                            changes.append(Change(".".join(kp), "key", None, f"in {name}"))
     key, url, detail = _verdict(pf, changes, urls_away, keys, key_vars, config, hidden, side)
     return Finding(client, rel, changes, key, url, detail, pf.reach)
 
@@ -503,11 +516,31 @@ def scan(root: Path, side: UserSide, redactor: Any = None) -> list[Finding]:
         present = {name for name in wanted if (here / name).is_file()}
         for pf in PROJECT_FILES:
             names = [n for n in pf.names if n in present]
-            for name in names[:1] if pf.reach == "up" else names:  # the nearest one wins
-                f = _judge_file(pf, here / name, root, side, redactor)
-                if f is not None:
-                    out.append(f)
+            out += _judge_dir(pf, here, names[:1] if pf.reach == "up" else names, root,
+                              side, redactor)  # "up": the nearest one wins
     return sorted(out, key=lambda f: (f.file, f.client))
+
+
+def _judge_dir(pf: ProjectFile, here: Path, names: list[str], root: Path, side: UserSide,
+               redactor) -> list[Finding]:
+    """The findings of ``pf``'s files ``names`` in one directory, each judged with the
+    others beside it (the client merges them)."""
+    parsed = [(name, _load(here / name, pf.format)) for name in names]
+    out = []
+    for name, (text, data, error) in parsed:
+        if text is None:
+            continue
+        rel = _relative(here / name, root)
+        if error:
+            out.append(Finding(pf.client, rel, [], KEPT, None, error))
+            continue
+        if pf.format == "dotenv" and redactor is not None and isinstance(data, dict):
+            _hide_tokens(data, redactor)
+        siblings = [(n, d) for n, (t, d, e) in parsed if n != name and t is not None and not e]
+        f = judge(pf, rel, data, side, redactor, siblings)
+        if f is not None:
+            out.append(f)
+    return out
 
 
 def scan_here(cwd: Path, root: Path, side: UserSide, redactor: Any = None) -> list[Finding]:
@@ -524,44 +557,43 @@ def scan_here(cwd: Path, root: Path, side: UserSide, redactor: Any = None) -> li
     chain = [cwd, *[p for p in cwd.parents if p == root or root in p.parents]]
     if root not in chain:
         chain = [cwd]
-    found: list[tuple[str, Path, ProjectFile]] = []
+    out: list[Finding] = []
     for pf in PROJECT_FILES:
         dirs = [cwd] if pf.reach == "cwd" else chain
         for d in dirs:
             hit = [name for name in pf.names if system.kind(d / name) == "file"]
-            for name in hit:
-                found.append((name, d / name, pf))
+            out += _judge_dir(pf, d, hit[:1] if pf.reach == "up" else hit, root, side,
+                              redactor)
             if hit and pf.reach == "up":
                 break  # the nearest wins
-    out: list[Finding] = []
-    for name, path, pf in found:
-        f = _judge_file(pf, path, root, side, redactor)
-        if f is not None:
-            out.append(f)
     return out
 
 
-def _judge_file(pf: ProjectFile, path: Path, root: Path, side: UserSide,
-                redactor) -> Finding | None:
+def _load(path: Path, fmt: str) -> tuple[str | None, Any, str]:
+    """(text or None when unreadable, parsed data, why it cannot be parsed or "")."""
     text = _read(path)
     if text is None:
-        return None
+        return None, None, ""
     try:
-        rel = str(path.relative_to(root))
-    except ValueError:
-        rel = str(path)
-    try:
-        data = _parse(text, pf.format) if text.strip() else {}
+        return text, (_parse(text, fmt) if text.strip() else {}), ""
     except Exception as exc:  # noqa: BLE001 - a file the client itself would refuse
-        return Finding(pf.client, rel, [], KEPT, None,
-                       f"cannot be parsed ({type(exc).__name__}): the client may refuse it")
-    if pf.format == "dotenv" and redactor is not None and isinstance(data, dict):
-        from taosync.fleet.looks_secret import secret_name
+        return text, None, f"cannot be parsed ({type(exc).__name__}): the client may refuse it"
 
-        for name, value in data.items():  # the repository's own tokens, whatever their use
-            if isinstance(value, str) and secret_name(str(name)):
-                redactor.add(value)
-    return judge(pf, rel, data, side, redactor)
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _hide_tokens(data: dict, redactor: Any) -> None:
+    """The repository's own tokens in a ``.env``, whatever their use, are never printed."""
+    from taosync.fleet.looks_secret import secret_name
+
+    for name, value in data.items():
+        if isinstance(value, str) and secret_name(str(name)):
+            redactor.add(value)
 
 
 def clients_covered() -> list[str]:
