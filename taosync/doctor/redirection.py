@@ -426,7 +426,8 @@ def _verdict(pf: ProjectFile, changes: list[Change], urls_away, keys, key_vars,
         if from_env:
             return (SENT, url, f"hides {pf.hides}: your key (from the environment) would be "
                     f"sent to {url}")
-        return (REPLACED, url, f"hides {pf.hides}: requests go to {url} without your key")
+        return (REPLACED, url, f"hides {pf.hides}, where your key is: Gemini has no key "
+                f"and stops (its URL: {url})")
     sent_to: list[str] = []
     for kp, url in urls_away:
         if "*" not in _wild(pf, kp):
