@@ -440,3 +440,25 @@ def test_pre_commit_runs_the_guard_hook(tmp_path):
     (repo / ".claude/settings.json").write_text(json.dumps({"model": "gw-main"}))
     good = run_hook()
     assert good.returncode == 0 and "Passed" in good.stdout, good.stdout + good.stderr
+
+
+def test_dotenv_replaces_a_key_read_by_reference(taosync, tmp_path):
+    """Under secrets: reference Continue's key is ${{ secrets.NAME }}, filled from a cwd
+    .env before ~/.continue/.env: a repository .env setting NAME replaces the key (and
+    the repository's value is never printed)."""
+    from ruamel.yaml import YAML
+
+    path = every_client_fleet(tmp_path)
+    yaml = YAML(typ="safe")
+    data = yaml.load(path.read_text())
+    data["clients"]["continue"]["secrets"] = "reference"
+    with path.open("w") as fh:
+        yaml.dump(data, fh)
+    repo = _repo(tmp_path)
+    (repo / ".env").write_text("TAOTOKEN_API_KEY=sk-app-own-0123456789abcdef\n")
+    r, answer = _doctor(taosync, path, repo)
+    by = {f["client"]: f for f in answer["findings"]}
+    assert by["continue"]["key"] == REPLACED, answer
+    assert by["continue"]["changes"] == [{"path": "TAOTOKEN_API_KEY", "changes": "key",
+                                          "value": None}]
+    assert "sk-app-own-0123456789abcdef" not in r.out + r.err

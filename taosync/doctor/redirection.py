@@ -192,6 +192,9 @@ class UserSide:
     paths: dict[str, set[tuple]] = field(default_factory=dict)
     key_vars: set[str] = field(default_factory=set)
     texts: dict[str, set[str]] = field(default_factory=dict)
+    #: per client, the variables its key is read from: a ``.env`` name taosync put the key
+    #: under, a ``${{ secrets.NAME }}`` template (Continue)
+    client_vars: dict[str, set[str]] = field(default_factory=dict)
     extra_urls: set[str] = field(default_factory=set)  # a project overlay's gateway
     known: bool = False  # a fleet was there to compare with
 
@@ -204,10 +207,14 @@ class UserSide:
             urls = side.urls.setdefault(patch.client, set())
             paths = side.paths.setdefault(patch.client, set())
             texts = side.texts.setdefault(patch.client, set())
+            own = side.client_vars.setdefault(patch.client, set())
             for kp, value in patch.values.items():
                 paths.add(tuple(str(p) for p in kp))
                 if isinstance(value, str):
                     texts.add(value)
+                    own.update(_TEMPLATE.findall(value))
+                if patch.format == "dotenv" and len(kp) == 1 and _is_secret(value):
+                    own.add(str(kp[0]))
                 if isinstance(value, str) and value.startswith(("http://", "https://")):
                     urls.add(value)
                 if isinstance(value, str) and kp and str(kp[-1]) in ("api_key_env_var",
@@ -220,7 +227,8 @@ class UserSide:
         ``envKey``, a ``${{ secrets.NAME }}``, an ``apiKeyHelper`` printing it)."""
         texts = self.texts.get(client, set())
         return {v for v in self.key_vars
-                if any(re.search(rf"\b{re.escape(v)}\b", t) for t in texts)}
+                if any(re.search(rf"\b{re.escape(v)}\b", t) for t in texts)} \
+            | self.client_vars.get(client, set())
 
     def is_fleet(self, client: str, url: str) -> bool:
         """``url`` is one the fleet renders for ``client`` (or any of its gateway URLs), or
@@ -237,6 +245,15 @@ class UserSide:
             if want == root or want.startswith(root + "/"):
                 return True
         return False
+
+
+_TEMPLATE = re.compile(r"\$\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def _is_secret(value: Any) -> bool:
+    from taosync.fleet.secrets import Secret
+
+    return isinstance(value, Secret)
 
 
 def _norm(url: str) -> str:
