@@ -462,3 +462,20 @@ def test_dotenv_replaces_a_key_read_by_reference(taosync, tmp_path):
     assert by["continue"]["changes"] == [{"path": "TAOTOKEN_API_KEY", "changes": "key",
                                           "value": None}]
     assert "sk-app-own-0123456789abcdef" not in r.out + r.err
+
+
+@pytest.mark.parametrize("url,fleet", [
+    ("https://gw.example/api", True), ("https://gw.example:443/api/v1/", True),
+    ("https://gw.example/api/v1/chat", True), ("https://gw.example/apix", False),
+    ("https://gw.example@evil.example/api", False), ("http://gw.example/api", False),
+    ("https://gw.example:99999/api", False), ("https://mcp.example/mcp", False)])
+def test_what_counts_as_the_fleets_url(url, fleet):
+    """The fleet's: a URL rendered for the client, or under its gateway root on the same
+    scheme, host and port — not a user:password@ trick, not an MCP server's URL."""
+    from taosync.doctor.redirection import UserSide
+    from taosync.engine.patch import Patch
+
+    patch = Patch(Path("/h/x.json"), "json", {("base",): "https://gw.example/api/v1",
+                                                ("mcp", "s", "url"): "https://mcp.example/mcp"},
+                  "opencode")
+    assert UserSide.from_patches([patch]).is_fleet("opencode", url) is fleet

@@ -215,7 +215,8 @@ class UserSide:
                     own.update(_TEMPLATE.findall(value))
                 if patch.format == "dotenv" and len(kp) == 1 and _is_secret(value):
                     own.add(str(kp[0]))
-                if isinstance(value, str) and value.startswith(("http://", "https://")):
+                if isinstance(value, str) and value.startswith(("http://", "https://")) \
+                        and not any("mcp" in str(p).lower() for p in kp):  # not a server's
                     urls.add(value)
                 if isinstance(value, str) and kp and str(kp[-1]) in ("api_key_env_var",
                                                                       "envKey", "key_env"):
@@ -261,7 +262,10 @@ def _norm(url: str) -> str:
 
     parts = urlsplit(url.strip())
     host = (parts.hostname or "").lower()
-    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    except ValueError:  # not a port: a URL no gateway of the fleet has
+        port = parts.netloc
     return f"{parts.scheme.lower()}://{host}:{port}{parts.path.rstrip('/')}"
 
 
