@@ -263,7 +263,7 @@ def _norm(url: str) -> str:
     parts = urlsplit(url.strip())
     host = (parts.hostname or "").lower()
     try:
-        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+        port = str(parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower()))
     except ValueError:  # not a port: a URL no gateway of the fleet has
         port = parts.netloc
     return f"{parts.scheme.lower()}://{host}:{port}{parts.path.rstrip('/')}"
@@ -579,11 +579,27 @@ def scan_here(cwd: Path, root: Path, side: UserSide, redactor: Any = None) -> li
     chain = [cwd, *[p for p in cwd.parents if p == root or root in p.parents]]
     if root not in chain:
         chain = [cwd]
+    kinds: dict[Path, str | None] = {}
+
+    def is_file(path: Path) -> bool:
+        """A file there: its directory looked at first (``.claude/`` is rarely there), and
+        each path once (every path looked at is an input of a certified answer)."""
+        if path.parent not in chain and not is_dir(path.parent):
+            return False
+        if path not in kinds:
+            kinds[path] = system.kind(path)
+        return kinds[path] == "file"
+
+    def is_dir(path: Path) -> bool:
+        if path not in kinds:
+            kinds[path] = system.kind(path)
+        return kinds[path] == "dir"
+
     out: list[Finding] = []
     for pf in PROJECT_FILES:
         dirs = [cwd] if pf.reach == "cwd" else chain
         for d in dirs:
-            hit = [name for name in pf.names if system.kind(d / name) == "file"]
+            hit = [name for name in pf.names if is_file(d / name)]
             out += _judge_dir(pf, d, hit[:1] if pf.reach == "up" else hit, root, side,
                               redactor)
             if hit and pf.reach == "up":
