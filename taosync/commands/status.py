@@ -35,7 +35,8 @@ def status(only, no_key):
     from taosync.doctor.redirection import here_warning
     from taosync.engine.system import current as system
 
-    guard = here_warning(system().cwd(), ctx.patches, ctx.key)  # the key-redirection guard
+    guard = here_warning(system().cwd(), ctx.patches, ctx.key,  # the key-redirection guard
+                         ctx.store.root)
     if guard:
         ui.warn(guard)
     drifted_files = {d.path for d in drift}

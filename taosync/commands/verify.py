@@ -291,7 +291,7 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bo
         from taosync.engine.system import current as system
 
         guard = here_warning(system().cwd(), render_patches(loaded.fleet, loaded.key, env),
-                             loaded.key)  # the key-redirection guard
+                             loaded.key, store.root)  # the key-redirection guard
         if guard:
             ui.warn(guard)
     return rc

@@ -352,7 +352,8 @@ def _names_var(value: Any) -> str | None:
 
 
 def judge(pf: ProjectFile, rel: str, data: Any, side: UserSide,
-          redactor: Any = None, siblings: Iterable[tuple[str, Any]] = ()) -> Finding | None:
+          redactor: Any = None, siblings: Iterable[tuple[str, Any]] = (),
+          owned: dict | None = None) -> Finding | None:
     """What project file ``rel`` (parsed: ``data``) does to client ``pf.client``, or None
     when it sets nothing the guard watches. ``siblings``: (name, data) of the other files
     of ``pf`` in the same directory, which the client merges with it (Claude Code's
@@ -375,6 +376,11 @@ def judge(pf: ProjectFile, rel: str, data: Any, side: UserSide,
                 continue
             shown = ".".join(kp)
             plain = None if setting.changes == "key" else _safe(_text_of(value))
+            if _taosyncs(owned, kp, value):  # its key still replaces the user's
+                changes.append(Change(shown, _shown_kind(setting), plain, TAOSYNC_WROTE))
+                if setting.changes == "key":
+                    keys.append((kp, value))
+                continue
             if setting.ignored:
                 changes.append(Change(shown, setting.changes, plain, setting.ignored))
                 continue
@@ -405,7 +411,7 @@ def judge(pf: ProjectFile, rel: str, data: Any, side: UserSide,
                 config = True
             else:
                 changes.append(Change(shown, "model", plain))
-    hidden = bool(pf.hides) and bool(side.urls.get(client))
+    hidden = bool(pf.hides) and bool(side.urls.get(client)) and not owned
     if not changes and not hidden:
         return None
     if urls_away:  # a key the client merges in from a file beside this one
@@ -449,6 +455,8 @@ def _verdict(pf: ProjectFile, changes: list[Change], urls_away, keys, key_vars,
                     f"sent to {url}")
         return (REPLACED, url, f"hides {pf.hides}, where your key is: Gemini has no key "
                 f"and stops (its URL: {url})")
+    if all(c.note == TAOSYNC_WROTE for c in changes):
+        return KEPT, None, "written by taosync for this project (taosync apply --project)"
     sent_to: list[str] = []
     for kp, url in urls_away:
         if "*" not in _wild(pf, kp):
@@ -488,6 +496,51 @@ def _verdict(pf: ProjectFile, changes: list[Change], urls_away, keys, key_vars,
     return KEPT, None, "changes only the model: your key stays with the fleet"
 
 
+#: the note of a value taosync's project scope wrote (and that is still as it wrote it)
+TAOSYNC_WROTE = "written by taosync"
+
+
+def _shown_kind(setting: Setting) -> str:
+    return {"key_var": "key", "config": "url"}.get(setting.changes, setting.changes)
+
+
+def _taosyncs(owned: dict | None, kp: tuple, value: Any) -> bool:
+    """The project scope's state owns ``kp`` in this file with this value (a key's value
+    is not kept there: owned is enough)."""
+    if not owned:
+        return False
+    from taosync.formats.base import keypath_str
+
+    mine = owned.get(keypath_str(tuple(kp)))
+    return mine is not None and (mine.value is None or mine.value == value)
+
+
+def project_owned(state_dir: Path | None, root: Path) -> dict[str, dict]:
+    """What ``taosync apply --project`` wrote in ``root``, by its own state (the project
+    scope's sub-directory of the user's state directory: ``projects/<16 hex of sha256 of
+    the root>``): absolute file path → keypath text → owned key. Empty when none."""
+    if state_dir is None:
+        return {}
+    if state_dir.parent.name == "projects":  # a project scope's own: the user's is above
+        state_dir = state_dir.parent.parent
+    import hashlib
+
+    from taosync.engine.state import StateStore
+
+    out: dict[str, dict] = {}
+    for where in dict.fromkeys((str(root), os.path.realpath(root))):
+        store = StateStore(state_dir / "projects" / hashlib.sha256(where.encode())
+                           .hexdigest()[:16])
+        try:
+            state = store.load()
+        except Exception:  # noqa: BLE001 - a damaged project state is its own command's to say
+            continue
+        for path, fs in state.files.items():
+            out[path] = dict(fs.owned)
+            out[os.path.realpath(path)] = dict(fs.owned)
+    return out
+
+
 def _wild(pf: ProjectFile, kp: tuple) -> tuple:
     """The table's path that matched ``kp``."""
     for s in pf.settings:
@@ -523,7 +576,8 @@ def project_root(start: Path) -> Path:
     return work_tree(start / ".git") or start  # .git: its parents are start and up
 
 
-def scan(root: Path, side: UserSide, redactor: Any = None) -> list[Finding]:
+def scan(root: Path, side: UserSide, redactor: Any = None,
+         owned: dict[str, dict] | None = None) -> list[Finding]:
     """Every project file under ``root`` a client would read when started somewhere in
     the tree (pruned: :data:`PRUNE`), judged."""
     wanted: dict[str, list[ProjectFile]] = {}
@@ -539,12 +593,12 @@ def scan(root: Path, side: UserSide, redactor: Any = None) -> list[Finding]:
         for pf in PROJECT_FILES:
             names = [n for n in pf.names if n in present]
             out += _judge_dir(pf, here, names[:1] if pf.reach == "up" else names, root,
-                              side, redactor)  # "up": the nearest one wins
+                              side, redactor, owned)  # "up": the nearest one wins
     return sorted(out, key=lambda f: (f.file, f.client))
 
 
 def _judge_dir(pf: ProjectFile, here: Path, names: list[str], root: Path, side: UserSide,
-               redactor) -> list[Finding]:
+               redactor, owned: dict[str, dict] | None = None) -> list[Finding]:
     """The findings of ``pf``'s files ``names`` in one directory, each judged with the
     others beside it (the client merges them)."""
     parsed = [(name, _load(here / name, pf.format)) for name in names]
@@ -559,13 +613,15 @@ def _judge_dir(pf: ProjectFile, here: Path, names: list[str], root: Path, side: 
         if pf.format == "dotenv" and redactor is not None and isinstance(data, dict):
             _hide_tokens(data, redactor)
         siblings = [(n, d) for n, (t, d, e) in parsed if n != name and t is not None and not e]
-        f = judge(pf, rel, data, side, redactor, siblings)
+        f = judge(pf, rel, data, side, redactor, siblings,
+                  (owned or {}).get(str(here / name)))
         if f is not None:
             out.append(f)
     return out
 
 
-def scan_here(cwd: Path, root: Path, side: UserSide, redactor: Any = None) -> list[Finding]:
+def scan_here(cwd: Path, root: Path, side: UserSide, redactor: Any = None,
+              owned: dict[str, dict] | None = None) -> list[Finding]:
     """The project files a client started in ``cwd`` reads (between ``root`` and ``cwd``),
     read through the System (a certified run records each path looked at)."""
     from taosync.engine.system import current
@@ -601,7 +657,7 @@ def scan_here(cwd: Path, root: Path, side: UserSide, redactor: Any = None) -> li
         for d in dirs:
             hit = [name for name in pf.names if is_file(d / name)]
             out += _judge_dir(pf, d, hit[:1] if pf.reach == "up" else hit, root, side,
-                              redactor)
+                              redactor, owned)
             if hit and pf.reach == "up":
                 break  # the nearest wins
     return out
@@ -691,10 +747,17 @@ def doctor_project(s: Any, start: Path | None) -> tuple[Path, list[Finding], str
     side, redactor, why = fleet_side(s)
     side.extra_urls |= overlay_urls(root)
     ui.use_redactor(redactor)
-    return root, scan(root, side, redactor), why
+    return root, scan(root, side, redactor, project_owned(user_state_dir(s), root)), why
 
 
-def here_warning(cwd: Path, patches: Iterable[Any], key: Any) -> str | None:
+def user_state_dir(s: Any) -> Path:
+    """The user scope's state directory (the project scope's lives under it)."""
+    d = s.state_dir()
+    return d.parent.parent if d.parent.name == "projects" else d
+
+
+def here_warning(cwd: Path, patches: Iterable[Any], key: Any,
+                 state_dir: Path | None = None) -> str | None:
     """The one line ``status``/``verify`` print inside a git work tree where a project
     file moves a client's URL or key away from the fleet, else None. Reads through the
     System, so a certified answer records every path it looked at."""
@@ -705,7 +768,8 @@ def here_warning(cwd: Path, patches: Iterable[Any], key: Any) -> str | None:
         return None
     side = UserSide.from_patches(patches, key_env(key))
     side.extra_urls |= overlay_urls(root)
-    found = [f for f in scan_here(cwd, root, side) if f.redirects]
+    found = [f for f in scan_here(cwd, root, side, owned=project_owned(state_dir, root))
+             if f.redirects]
     if not found:
         return None
     sent = [f for f in found if f.key == SENT]
