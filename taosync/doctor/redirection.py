@@ -77,7 +77,7 @@ _OPENCODE = (_s("provider.*.options.baseURL", "url"), _s("provider.*.options.api
              _s("model", "model"), _s("small_model", "model"))
 _DOTENV_OPENAI = (_s("OPENAI_BASE_URL", "url"), _s("OPENAI_API_KEY", "key"),
                   _s("OPENAI_MODEL", "model"))
-_CODEX_IGNORED = "Codex ignores it at project level (clients.md §18)"
+_CODEX_IGNORED = "ignored at project level"
 
 #: every project-level file or ``.env`` a client reads that can change its URL, key or
 #: model (clients.md §18 and §15–17); Hermes, llm and shell-gpt read none
