@@ -777,5 +777,5 @@ def here_warning(cwd: Path, patches: Iterable[Any], key: Any,
     what = (f"would send your key to {first.url}" if first.key == SENT
             else first.detail)
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-    return (f"{first.file} {what} when {first.client} runs here{more}: "
-            f"`taosync doctor --project` lists them")
+    return (f"key-redirection guard: {first.file} {what} when {first.client} runs "
+            f"here{more}; `taosync doctor --project` lists them")
