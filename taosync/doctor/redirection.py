@@ -756,20 +756,25 @@ def user_state_dir(s: Any) -> Path:
     return d.parent.parent if d.parent.name == "projects" else d
 
 
-def here_warning(cwd: Path, patches: Iterable[Any], key: Any,
-                 state_dir: Path | None = None) -> str | None:
-    """The one line ``status``/``verify`` print inside a git work tree where a project
-    file moves a client's URL or key away from the fleet, else None. Reads through the
-    System, so a certified answer records every path it looked at."""
+def here_findings(cwd: Path, patches: Iterable[Any], key: Any,
+                  state_dir: Path | None = None) -> list[Finding]:
+    """The redirections a client started in ``cwd`` would meet, when ``cwd`` is inside a
+    git work tree (else none). Reads through the System, so a certified answer records
+    every path it looked at."""
     from taosync.engine.dotfiles import work_tree
 
     root = work_tree(Path(os.path.abspath(cwd)) / ".git")  # its parents: cwd first
     if root is None:
-        return None
+        return []
     side = UserSide.from_patches(patches, key_env(key))
     side.extra_urls |= overlay_urls(root)
-    found = [f for f in scan_here(cwd, root, side, owned=project_owned(state_dir, root))
-             if f.redirects]
+    return [f for f in scan_here(cwd, root, side, owned=project_owned(state_dir, root))
+            if f.redirects]
+
+
+def here_warning(found: list[Finding]) -> str | None:
+    """The one line ``status``/``verify`` print for :func:`here_findings`, naming the
+    guard; None when there are none."""
     if not found:
         return None
     sent = [f for f in found if f.key == SENT]
