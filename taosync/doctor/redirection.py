@@ -454,7 +454,7 @@ def _verdict(pf: ProjectFile, changes: list[Change], urls_away, keys, key_vars,
             return (SENT, url, f"hides {pf.hides}: your key (from the environment) would be "
                     f"sent to {url}")
         return (REPLACED, url, f"hides {pf.hides}, where your key is: Gemini has no key "
-                f"and stops (its URL: {url})")
+                "and stops" + (f" (its URL: {url})" if urls_away else ""))
     if all(c.note == TAOSYNC_WROTE for c in changes):
         return KEPT, None, "written by taosync for this project (taosync apply --project)"
     sent_to: list[str] = []
