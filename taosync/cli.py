@@ -106,7 +106,9 @@ EXIT_CODES = {
                1: "a probe of such a model failed, a route has no healthy candidate, a "
                   "client has no files, or (--strict) a standby failed", 2: BAD},
     "stats": {0: OK, 2: BAD},
-    "doctor": {0: "nothing is broken (warnings allowed)", 1: "an error line", 2: BAD},
+    "doctor": {0: "nothing is broken (warnings allowed)",
+               1: "an error line; with --project: a project file would send your key away",
+               2: BAD},
     "stub": {0: "stopped cleanly", 2: BAD + " or the port is taken"},
     "watch": {0: "stopped cleanly (Ctrl-C, SIGTERM)", 2: BAD, 3: WRITE},
     "init": {0: OK, 2: BAD + " or the file exists (--force)", 3: WRITE},

@@ -21,6 +21,10 @@ Fix texts name the fleet's own URLs and fields, never a vendor's. Everything pri
 through the run's redactor. The checks are :mod:`taosync.doctor`'s; this module only
 prints them.
 
+``--project [DIR]`` runs the key-redirection guard instead (:mod:`taosync.doctor.redirection`,
+docs/guard.md): every project file or ``.env`` in the repository that moves a client's base
+URL or key away from the fleet; exit 1 when one would send the user's key away.
+
 Exit 0 unless something is definitely broken (1): an error line (the key cannot be
 resolved, a client file does not parse, the gateway host does not resolve, a loopback
 proxy in the way has nothing listening …). 2: fleet.yaml cannot be read (the other
@@ -30,6 +34,7 @@ checks still run).
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 
 import click
 
@@ -40,19 +45,48 @@ RESULTS = {"ok": "ok", "warn": "warning", "fail": "error", "info": "info", "miss
 STYLES = {"ok": "ok", "warn": "warn", "fail": "fail", "info": "dim", "missing": "dim"}
 
 
-@click.command("doctor")
+def _project_option(f):
+    """doctor's ``--project [DIR]`` — unless the global options carry one already (the
+    project scope's, which puts DIR's root into the settings: doctor reads it there)."""
+    if any("--project" in getattr(p, "opts", ()) for p in getattr(f, "__click_params__", ())):
+        return f
+    return click.option(
+        "--project", "project", is_flag=False, flag_value=".", default=None,
+        metavar="[DIR]", type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="Only the key-redirection guard: list each project file or .env under the git "
+             "root of DIR (default: here) that moves a client's URL or key away from the "
+             "fleet; exit 1 when one would send your key away. File names after DIR are "
+             "ignored (pre-commit passes them).")(f)
+
+
+@click.command("doctor", epilog="""\b
+Examples:
+  taosync doctor                   # every check, ok / warning / error
+  taosync doctor --project         # the repository here: files that redirect your key
+  taosync doctor --project . --json
+""")
+@_project_option
 @common_options
 @click.option("--local", "local", is_flag=True,
               help="Check the local GPU runtimes (nvidia-smi, nvcc, sycl-ls) even when the "
                    "gateway is remote (by default only for a local or private one).")
-def doctor(local: bool = False) -> int:
+@click.argument("files", nargs=-1, type=click.UNPROCESSED, required=False)
+def doctor(local: bool = False, project: Path | None = None, files: tuple = ()) -> int:
     """Check state, client files and binaries, overrides, proxies, runtimes: ok/warning/error.
 
-    Run it before blaming the gateway: one line per check, exit 1 on any error."""
+    Run it before blaming the gateway: one line per check, exit 1 on any error. With
+    --project: the repository's files that would send your key elsewhere (docs/guard.md)."""
     from taosync import ui
     from taosync.doctor.checks import run_checks
 
     s = current()
+    if project is None:
+        project = getattr(s, "project", None)  # the global --project, where there is one
+    if files and project is None:
+        raise click.UsageError(f"unexpected argument {files[0]!r} (file names are taken "
+                               "only with --project, as pre-commit passes them)")
+    if project is not None:
+        return _guard(s, project)
     checks, rc, unusable = run_checks(s, local)
     if s.json:
         ui.emit_json({"checks": [asdict(c) for c in checks],
@@ -84,3 +118,46 @@ def _print(checks: list, verbosity: int) -> None:
             ui.problem(line)
         else:
             ui.out(line)
+
+
+#: how a finding's verdict is printed: its word, and its style
+VERDICTS = {"sent": ("key sent", "fail"), "replaced": ("redirect", "warn"), "kept": ("ok", "ok")}
+
+
+def _guard(s, start: Path) -> int:
+    """``doctor --project``: one line per project file and client, then the count."""
+    from taosync import ui
+    from taosync.doctor.redirection import SENT, doctor_project
+
+    root, findings, why = doctor_project(s, start)
+    sent = [f for f in findings if f.key == SENT]
+    rc = 1 if sent else 0
+    if s.json:
+        ui.emit_json({"project": str(root), "fleet": why is None,
+                      "findings": [f.as_json() for f in findings],
+                      "key_sent": len(sent),
+                      "redirects": sum(f.redirects for f in findings)}, exit_code=rc)
+        return rc
+    ui.out(f"project {root}" + (f" ({why})" if why else ""))
+    width = max((len(f.client) for f in findings), default=0)
+    for f in findings:
+        word, style = VERDICTS[f.key]
+        what = ", ".join(c.path + (f" = {c.value}" if c.value is not None else "")
+                         + (f" ({c.note})" if c.note else "") for c in f.changes)
+        line = (f"{ui.style(f'{word:<8}', style)} {f.client:<{width}}  {f.file}: "
+                f"{what + ': ' if what else ''}{f.detail}")
+        if f.key == SENT and s.verbosity < 0:
+            ui.problem(line)
+        else:
+            ui.out(line)
+    redirects = sum(f.redirects for f in findings)
+    if sent:
+        ui.out(ui.style(f"{len(sent)} file{'s' if len(sent) != 1 else ''} would send your key "
+                        "away", "fail") + (f", {redirects - len(sent)} more redirect"
+                                           if redirects > len(sent) else ""))
+    elif redirects:
+        ui.out(ui.style("no file sends your key away", "ok")
+               + f" ({redirects} redirect{'s' if redirects != 1 else ''} a client)")
+    else:
+        ui.out(ui.style("clean", "ok") + ": no project file redirects a client's URL or key")
+    return rc

@@ -32,6 +32,14 @@ def status(only, no_key):
         the_plan = pipeline.make_plan(ctx, state, only_set)
     protect(ctx, state, the_plan, drift)
     warn_held(the_plan.held, ctx, the_plan.moved_vars)
+    from taosync.doctor.redirection import here_findings, here_warning
+    from taosync.engine.system import current as system
+
+    redirects = here_findings(system().cwd(), ctx.patches, ctx.key,  # the guard, here
+                              ctx.store.root)
+    guard = here_warning(redirects)
+    if guard:
+        ui.warn(guard)
     drifted_files = {d.path for d in drift}
     pending = [fp for fp in the_plan.changed]
     home = s.home_dir
@@ -50,6 +58,7 @@ def status(only, no_key):
             **({"sensitive": {str(fp.path): fp.sensitive for fp in the_plan.files
                               if fp.sensitive}} if no_key else {}),
             **({"routes": state.routes} if state.routes else {}),
+            **({"redirects": [f.as_json() for f in redirects]} if redirects else {}),
         }, exit_code=rc)
     else:
         if not state.applies:

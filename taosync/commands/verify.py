@@ -298,4 +298,13 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bo
 
         for line in variables.notes(loaded.fleet, loaded.key, env):  # a stale exported key
             ui.warn(line)
+        from taosync.doctor.checks import render_patches
+        from taosync.doctor.redirection import here_findings, here_warning
+        from taosync.engine.system import current as system
+
+        guard = here_warning(here_findings(  # the key-redirection guard, here
+            system().cwd(), render_patches(loaded.fleet, loaded.key, env), loaded.key,
+            store.root))
+        if guard:
+            ui.warn(guard)
     return rc
