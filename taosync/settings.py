@@ -205,7 +205,8 @@ def _store(attr: str, convert=None):
 
 
 #: the commands that act on a project scope (docs/project.md); --project elsewhere is bad input
-PROJECT_COMMANDS = ("plan", "diff", "apply", "status", "verify", "rollback", "log", "destroy")
+PROJECT_COMMANDS = ("plan", "diff", "apply", "status", "verify", "rollback", "log", "destroy",
+                    "doctor")  # doctor --project: the key-redirection guard (docs/guard.md)
 
 
 def _project(ctx, param, value):
