@@ -421,7 +421,10 @@ class FleetLogic:
         """The fleet as client ``client`` sees it: ``gateway`` (its URLs, headers and key
         reference) is the client's own gateway. Every reader of ``fleet.gateway`` that
         acts for one client reads it through this."""
-        name = self.gateway_of(client)
+        return self.on_gateway(self.gateway_of(client))
+
+    def on_gateway(self, name: str) -> Any:
+        """The fleet as a client on gateway ``name`` sees it (itself for the default)."""
         if name == self.default_gateway_name():
             return self
         rt = self._run_time

@@ -356,9 +356,10 @@ class FleetBase(FleetLogic, _Strict):
     def _default_gateway(self) -> "FleetBase":
         """``gateway`` answers as the default gateway when only ``gateways:`` is given
         (as the run-time view does: fleet/gateways.py)."""
-        self._run_time.own_gateway = self.gateway is not None
+        own: Gateway | None = self.gateway
+        self._run_time.own_gateway = own is not None
         table = self.gateways_all()
-        name = self.default_gateway or ("default" if self.gateway is not None else
+        name = self.default_gateway or ("default" if own is not None else
                                         next(iter(table)) if len(table) == 1 else None)
         if name is None or name not in table:
             raise ValueError("no gateway: write gateway:, or gateways: with default_gateway")
