@@ -309,3 +309,78 @@ def test_plan_hides_the_second_gateways_key_and_header(world):
     no_secret(done.stdout + done.stderr)
     cat = cli(home, fleet, "cat", str(home / ".codex/auth.json"))
     no_secret(cat.stdout + cat.stderr)
+
+
+# -- use --help: every example runs, on a terminal, in a fleet that has its gateways --------
+
+def test_every_use_help_example_runs(tmp_path):
+    """Each example as written (verify included), on a terminal, against two stand-ins."""
+    from on_a_terminal import run_on_a_terminal
+    from taosync.stub import Stub
+    from test_docs import examples
+
+    found = examples("use")
+    assert len(found) >= 3
+    with Stub(key=KEY_A, models=["m1"]) as a, Stub(key=KEY_B, models=["m1"]) as b:
+        for i, example in enumerate(found):
+            home = tmp_path / f"home{i}"
+            home.mkdir()
+            fleet = tmp_path / f"fleet{i}.yaml"
+            fleet.write_text(f"""version: 1
+gateways:
+  home: {{base_url: "{a.root}", key: "${{env:GW_KEY_A}}"}}
+  work: {{base_url: "{b.root}", key: "${{env:GW_KEY_B}}"}}
+default_gateway: home
+models: {{m1: {{}}}}
+clients:
+  claude-code: {{}}
+  codex: {{gateway: work}}
+""")
+            rc, out = run_on_a_terminal(["--home", str(home), "-c", str(fleet),
+                                         *example.split()[1:]], None, env=environ())
+            assert rc == 0, f"{example}: exit {rc}\n{out[-3000:]}"
+            assert "switch:" in out and "Traceback" not in out
+            no_secret(out)
+
+
+# -- import: two gateways stay two ---------------------------------------------------------
+
+@pytest.mark.parametrize("same_url", [False, True])
+def test_import_keeps_two_gateways_apart_and_round_trips(run, home, tmp_path, monkeypatch,
+                                                         same_url):
+    """Claude Code on one gateway, Codex on another (another URL, or the same URL with
+    another key): import proposes two gateways, each client on its own, and a plan of
+    the proposal (each key exported) changes none of the URLs or keys import read."""
+    from clients.helpers import KEY_ONE, KEY_TWO, edit_json, populate
+
+    populate(home, "claude", "codex")
+    if not same_url:
+        cfg = home / ".codex/config.toml"
+        cfg.write_text(cfg.read_text().replace("https://gw.example.com/api/v1",
+                                               "https://llm.corp.example/v1"))
+    edit_json(home / ".codex/auth.json", lambda d: d.update(OPENAI_API_KEY=KEY_TWO))
+    r = run("import", "--json")
+    data = json.loads(r.out)
+    assert r.rc == 0, data["findings"]
+    fleet = data["fleet"]
+    name = "gw" if same_url else "corp"  # from the host: gw.example.com, llm.corp.example
+    assert list(fleet["gateways"]) == [name]
+    assert fleet["gateway"]["base_url"] == "https://gw.example.com/api"
+    assert fleet["gateways"][name]["base_url"] == (
+        "https://gw.example.com/api" if same_url else "https://llm.corp.example")
+    assert fleet["clients"]["codex"]["gateway"] == name
+    assert "gateway" not in fleet["clients"]["claude-code"]
+    assert not [f for f in data["findings"] if f["kind"] == "conflict"]
+    no_secret(r.out + r.err, KEY_ONE, KEY_TWO)
+    # the round trip: each gateway's key exported, nothing import read changes
+    proposal = tmp_path / "proposed.yaml"
+    proposal.write_text(data["yaml"])
+    monkeypatch.setenv(data["key"]["env"], KEY_ONE)
+    other = fleet["gateways"][name]["key"]
+    monkeypatch.setenv(other[len("${env:"):-1], KEY_TWO)
+    plan = run("plan", "--json", config=proposal)
+    assert plan.rc == 0, plan.both
+    changed = {(f["display"], c["key"]) for f in json.loads(plan.out)["files"]
+               for c in f["changes"]}
+    read = {(i["file"], i["key"]) for i in data["read"] if i["what"] in ("url", "key")}
+    assert read and not read & changed, read & changed
