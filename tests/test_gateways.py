@@ -384,3 +384,19 @@ def test_import_keeps_two_gateways_apart_and_round_trips(run, home, tmp_path, mo
                for c in f["changes"]}
     read = {(i["file"], i["key"]) for i in data["read"] if i["what"] in ("url", "key")}
     assert read and not read & changed, read & changed
+
+
+# -- doctor ----------------------------------------------------------------------------------
+
+def test_doctor_checks_each_gateways_key_and_hides_them(world):
+    home, fleet = world
+    done = cli(home, fleet, "--json", "doctor")
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    assert checks["gateway.key"]["status"] == "ok"
+    assert checks["gateways.work.key"]["status"] == "ok"
+    assert "${env:GW_KEY_B}" in checks["gateways.work.key"]["detail"]
+    no_secret(done.stdout + done.stderr)
+    missing = cli(home, fleet, "--json", "doctor", GW_KEY_B="")
+    assert missing.returncode == 1
+    failed = [c for c in json.loads(missing.stdout)["checks"] if c["status"] == "fail"]
+    assert any(c["name"] == "gateways.work.key" and "GW_KEY_B" in c["detail"] for c in failed)

@@ -411,6 +411,11 @@ class FleetLogic:
             return self.default_gateway
         return "default" if self._run_time.own_gateway else next(iter(self.gateways_all()))
 
+    def gateway_path(self, name: str) -> str:
+        """Where gateway ``name`` is written: ``gateway`` or ``gateways.NAME``."""
+        return "gateway" if name == "default" and self._run_time.own_gateway \
+            else f"gateways.{name}"
+
     def gateway_of(self, client: str) -> str:
         """The name of the gateway client ``client`` (as spelled in fleet.yaml) is on."""
         entry = getattr(self.clients, client_attrs()[client], None)
