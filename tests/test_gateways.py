@@ -400,3 +400,27 @@ def test_doctor_checks_each_gateways_key_and_hides_them(world):
     assert missing.returncode == 1
     failed = [c for c in json.loads(missing.stdout)["checks"] if c["status"] == "fail"]
     assert any(c["name"] == "gateways.work.key" and "GW_KEY_B" in c["detail"] for c in failed)
+
+
+# -- docs/gateways.md: its example fleet is what it says ------------------------------------
+
+def test_the_docs_example_renders_as_it_says(tmp_path):
+    """The fleet in docs/gateways.md: valid, Claude Code on the default gateway, Codex
+    and Gemini CLI on home with home's key; ``use home --dry-run`` shows the edit."""
+    text = (ROOT / "docs/gateways.md").read_text(encoding="utf-8")
+    example = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    home = tmp_path / "home"
+    home.mkdir()
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(example)
+    keys = {"CORP_KEY": KEY_A, "TAOTOKEN_API_KEY": KEY_B}
+    done = cli(home, fleet, "apply", "--no-verify", "-y", **keys)
+    assert done.returncode == 0, done.stderr
+    assert claude(home)["ANTHROPIC_BASE_URL"] == "https://llm.corp.example/api"
+    assert claude(home)["ANTHROPIC_AUTH_TOKEN"] == KEY_A
+    assert codex_url(home) == "https://taotoken.net/api/v1" and codex_key(home) == KEY_B
+    gemini = (home / ".gemini/.env").read_text()
+    assert "https://taotoken.net/gemini" in gemini and KEY_B in gemini
+    dry = cli(home, fleet, "use", "home", "--dry-run", **keys)
+    assert dry.returncode == 0 and "-default_gateway: default" in dry.stdout
+    assert "+default_gateway: home" in dry.stdout
