@@ -424,3 +424,21 @@ def test_the_docs_example_renders_as_it_says(tmp_path):
     dry = cli(home, fleet, "use", "home", "--dry-run", **keys)
     assert dry.returncode == 0 and "-default_gateway: default" in dry.stdout
     assert "+default_gateway: home" in dry.stdout
+
+
+@pytest.mark.parametrize("text, where, said", [
+    ("version: 1\nmodels:\n  m1: {}\n", ":1:1:", "no gateway: write gateway:"),
+    ("version: 1\ngateways:\n  a: {base_url: 'http://127.0.0.1:1/api', key: '${env:GW_KEY_A}'}\n"
+     "  b: {base_url: 'http://127.0.0.1:2/api', key: '${env:GW_KEY_A}'}\nmodels:\n  m1: {}\n",
+     ":2:1: gateways:", "default_gateway: a"),
+    ("version: 1\ngateways:\n  9bad: {base_url: 'http://127.0.0.1:1/api', key: "
+     "'${env:GW_KEY_A}'}\nmodels:\n  m1: {}\n", ":3:3: gateways.9bad:", "not a gateway name"),
+])
+def test_a_fleet_without_a_clear_gateway_is_located(tmp_path, text, where, said):
+    home = tmp_path / "home"
+    home.mkdir()
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(text)
+    done = cli(home, fleet, "apply", "--no-verify", "-y")
+    assert done.returncode == 2 and f"{fleet}{where}" in done.stderr and said in done.stderr
+    assert "Traceback" not in done.stderr and not any(home.iterdir())
