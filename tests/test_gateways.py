@@ -442,3 +442,27 @@ def test_a_fleet_without_a_clear_gateway_is_located(tmp_path, text, where, said)
     done = cli(home, fleet, "apply", "--no-verify", "-y")
     assert done.returncode == 2 and f"{fleet}{where}" in done.stderr and said in done.stderr
     assert "Traceback" not in done.stderr and not any(home.iterdir())
+
+
+# -- MCP ${gateway.key}: the gateway of the client the server is written into ---------------
+
+def test_mcp_gateway_references_follow_each_clients_gateway(world):
+    home, fleet = world
+    fleet.write_text(fleet_text(tail="mcp_servers:\n  s:\n    command: echo\n"
+                                     "    env: {TOK: 'Bearer ${gateway.key}', "
+                                     "URL: '${gateway.base_url}'}\n"))
+    done = cli(home, fleet, "apply", "--no-verify", "-y")
+    assert done.returncode == 0, done.stderr
+    import tomllib
+
+    codex_env = tomllib.loads((home / ".codex/config.toml").read_text())["mcp_servers"]["s"]["env"]
+    assert codex_env == {"TOK": f"Bearer {KEY_B}", "URL": "http://127.0.0.1:10/api"}
+    assert (home / ".codex/config.toml").stat().st_mode & 0o077 == 0
+    claude_env = json.loads((home / ".claude.json").read_text())["mcpServers"]["s"]["env"]
+    assert claude_env == {"TOK": f"Bearer {KEY_A}", "URL": "http://127.0.0.1:9/api"}
+    for path in (home / ".local/state/taosync").rglob("*.json"):
+        no_secret(path.read_text())  # the work key inside a longer value: not in the state
+    assert cli(home, fleet, "plan", "--check").returncode == 0
+    rotated = cli(home, fleet, "plan", "--check", GW_KEY_B=KEY_B2)
+    assert rotated.returncode == 1
+    no_secret(done.stdout + done.stderr + rotated.stdout + rotated.stderr)
