@@ -732,14 +732,17 @@ def _unwritable(value: Any) -> bool:
         ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or c in "\u2028\u2029" for c in value)
 
 
+#: host labels that name no gateway (``api.``, ``llm.``, ``.com``)
+_GENERIC_LABELS = frozenset("api www gateway llm ai com net org io dev".split())
+
+
 def _gateway_name(url: str, taken: set[str]) -> str:
     """A gateway name from its URL's host (``llm.corp.example`` → ``corp``; an address
     or localhost → ``gateway2``…), not yet ``taken`` (which it joins)."""
     import re as _re
 
     host = (urlsplit(url).hostname or "").lower()
-    labels = [p for p in host.split(".") if p and p not in
-              ("api", "www", "gateway", "llm", "ai", "com", "net", "org", "io", "dev")]
+    labels = [p for p in host.split(".") if p and p not in _GENERIC_LABELS]
     base = labels[0] if labels and not _re.fullmatch(r"[0-9]+", labels[0]) \
         and host != "localhost" else "gateway"
     base = _re.sub(r"[^a-z0-9_-]", "-", base)
