@@ -224,11 +224,10 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
         key = Secret(NO_KEY_VALUE, "--no-key")
     patches = []
     for name in fleet.enabled_clients():  # each client on its own gateway (docs/gateways.md)
-        own = fleet.key_for(name, key)
-        rendered = registry[name].render(fleet.for_client(name), own, env)
-        if own is not key and own is not None:
-            hide_key_text(rendered, own)
-        patches.extend(rendered)
+        patches.extend(registry[name].render(fleet.for_client(name),
+                                             fleet.key_for(name, key), env))
+    for other in fleet.gateway_keys().values():  # in MCP values (${gateway.key} of a
+        hide_key_text(patches, other)            # client on it, ${gateways.NAME.key})
     hide_userinfo(patches, fleet.all_gateway_userinfos())
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in

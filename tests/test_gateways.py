@@ -466,3 +466,27 @@ def test_mcp_gateway_references_follow_each_clients_gateway(world):
     rotated = cli(home, fleet, "plan", "--check", GW_KEY_B=KEY_B2)
     assert rotated.returncode == 1
     no_secret(done.stdout + done.stderr + rotated.stdout + rotated.stderr)
+
+
+def test_mcp_names_a_gateway_by_name(world):
+    """``${gateways.work.key}`` in a server every client gets: work's key for each, the
+    file 0600, never in the state; an unknown gateway there is a located error."""
+    home, fleet = world
+    fleet.write_text(fleet_text(tail="mcp_servers:\n  s:\n    command: echo\n"
+                                     "    env: {TOK: 'Bearer ${gateways.work.key}', "
+                                     "URL: '${gateways.work.openai_base_url}', "
+                                     "MINE: '${gateways.default.key}'}\n"))
+    done = cli(home, fleet, "apply", "--no-verify", "-y")
+    assert done.returncode == 0, done.stderr
+    claude_env = json.loads((home / ".claude.json").read_text())["mcpServers"]["s"]["env"]
+    assert claude_env == {"TOK": f"Bearer {KEY_B}", "URL": "http://127.0.0.1:10/api/v1",
+                          "MINE": KEY_A}
+    assert (home / ".claude.json").stat().st_mode & 0o077 == 0
+    for path in (home / ".local/state/taosync").rglob("*.json"):
+        no_secret(path.read_text())
+    assert cli(home, fleet, "plan", "--check").returncode == 0
+    assert cli(home, fleet, "plan", "--check", GW_KEY_B=KEY_B2).returncode == 1
+    no_secret(done.stdout + done.stderr)
+    fleet.write_text(fleet.read_text().replace("gateways.work.key", "gateways.wrk.key"))
+    bad = cli(home, fleet, "validate")
+    assert bad.returncode == 2 and "did you mean ${gateways.work.key}" in bad.stderr, bad.stderr

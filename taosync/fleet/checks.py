@@ -136,7 +136,9 @@ class CrossChecks:
 
         servers = data.get("mcp_servers")
         if isinstance(servers, dict) and models_ok and routes_ok:
-            known = fleet_reference_names(model_ids, route_names)
+            from taosync.fleet.gateways import named
+
+            known = fleet_reference_names(model_ids, route_names, list(named(data)))
             for name, server in servers.items():
                 self.check_references(("mcp_servers", name), server, known)
 
@@ -236,11 +238,16 @@ def control_character(text: str) -> str | None:
     return f"U+{ord(match.group(0)):04X}" if match else None
 
 
-def fleet_reference_names(model_ids: Iterable[str], route_names: Iterable[str]) -> list[str]:
-    """Every ``${…}`` name :meth:`Fleet.reference_value` can satisfy for this catalogue."""
+def fleet_reference_names(model_ids: Iterable[str], route_names: Iterable[str],
+                          gateway_names: Iterable[str] = ()) -> list[str]:
+    """Every ``${…}`` name :meth:`Fleet.reference_value` can satisfy for this catalogue
+    (and these named gateways: ``${gateways.NAME.key}``, … — docs/gateways.md)."""
+    from taosync.fleet.logic import GATEWAY_REFERENCE_FIELDS
+
     return (["gateway.base_url", "gateway.key", "gateway.anthropic_base_url",
              "gateway.openai_base_url", "default_route"]
-            + [f"routes.{r}" for r in route_names] + [f"models.{m}" for m in model_ids])
+            + [f"routes.{r}" for r in route_names] + [f"models.{m}" for m in model_ids]
+            + [f"gateways.{g}.{f}" for g in gateway_names for f in GATEWAY_REFERENCE_FIELDS])
 
 
 def _client_options(clients: dict) -> Iterator[tuple[str, dict, str, dict]]:

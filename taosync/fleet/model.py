@@ -225,7 +225,8 @@ class McpStdio(_McpServer):
     env: dict[str, str] = Field(
         default_factory=dict,
         description="Environment for the server; values may use ${gateway.base_url}, "
-        "${gateway.key}, ${routes.NAME}, ${models.ID}, ${default_route}, or be a secret: "
+        "${gateway.key} (the gateway of the client it is written into), "
+        "${gateways.NAME.key}, ${routes.NAME}, ${models.ID}, ${default_route}, or be a secret: "
         "${env:NAME}, ${file:PATH}, ${cmd:COMMAND}, ${shell:COMMAND} (resolved like "
         "gateway.key; the file holding it is written 0600).",
     )
