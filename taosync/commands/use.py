@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import click
 
+from taosync.clients.registry import complete
 from taosync.confirm import APPLY_ASKS, yes_option
 from taosync.settings import common_options, current
 
@@ -36,7 +37,7 @@ Examples:
 Undo: taosync use with the gateway you were on (the line before says which).""")
 @common_options
 @click.argument("name", shell_complete=_complete_gateway)
-@click.option("--only", "only", metavar="CLIENT",
+@click.option("--only", "only", metavar="CLIENT", shell_complete=complete,
               help="Switch this one client (its clients.CLIENT.gateway), not the default.")
 @click.option("--dry-run", is_flag=True, help="Show the fleet.yaml edit; write nothing.")
 @click.option("--no-verify", is_flag=True, help="Do not send the verification requests.")
