@@ -490,3 +490,25 @@ def test_mcp_names_a_gateway_by_name(world):
     fleet.write_text(fleet.read_text().replace("gateways.work.key", "gateways.wrk.key"))
     bad = cli(home, fleet, "validate")
     assert bad.returncode == 2 and "did you mean ${gateways.work.key}" in bad.stderr, bad.stderr
+
+
+# -- protocols: a client on a gateway that does not serve what it speaks --------------------
+
+@pytest.mark.parametrize("clients, ok", [
+    ("  claude-code: {gateway: work}\n", False),           # Messages; work serves openai
+    ("  codex: {gateway: work}\n", True),
+    ("  hermes: {gateway: work, protocol: anthropic-messages}\n", False),
+    ("  hermes: {gateway: work}\n", True),                  # openai-chat by default
+    ("  claude-code: {}\n  codex: {gateway: work}\n", True),  # claude on default: not checked
+])
+def test_a_client_its_gateway_does_not_speak_for_is_located(world, clients, ok):
+    home, fleet = world
+    fleet.write_text(fleet_text(extra_b="    protocols: [openai]\n", clients=clients))
+    done = cli(home, fleet, "validate")
+    if ok:
+        assert done.returncode == 0, done.stderr
+        return
+    assert done.returncode == 2, done.stderr
+    assert "serves only openai (its protocols:)" in done.stderr
+    line = next(ln for ln in done.stderr.splitlines() if "serves only" in ln)
+    assert line.startswith(f"{fleet}:") and ".gateway:" in line

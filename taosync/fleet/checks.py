@@ -132,6 +132,8 @@ class CrossChecks:
                 self.report.error(path, why)
             for path, why in _unmet_requirements(clients, data):
                 self.report.error(path, why)
+            for path, why in _unspoken_protocols(clients, data):
+                self.report.error(path, why)
         self.check_gateways(data)
 
         servers = data.get("mcp_servers")
@@ -316,6 +318,33 @@ def _unmet_requirements(clients: dict, data: dict) -> Iterator[tuple[PathT, str]
                 on = (f" (its gateway is {gateway_name})"
                       if gateway_name is not None and len(table) > 1 else "")
                 yield ("clients", name), f"needs {shown}{on}: {why}"
+
+
+def _unspoken_protocols(clients: dict, data: dict) -> Iterator[tuple[PathT, str]]:
+    """(path, why) of every enabled client on a gateway whose ``protocols:`` list leaves
+    out the protocol the client speaks (``x-speaks`` in the schema; a client's own
+    ``protocol`` option, e.g. Hermes' ``anthropic-messages``, says which it uses)."""
+    from taosync.fleet.gateways import client_gateway, named
+
+    table = named(data)
+    for name, entry in client_entries().items():
+        cfg = clients.get(name)
+        speaks = entry.get("x-speaks")
+        if not isinstance(cfg, dict) or cfg.get("enabled") is False or not speaks:
+            continue
+        gateway_name = client_gateway(data, name)
+        gateway = table.get(gateway_name or "")
+        served = gateway.get("protocols") if isinstance(gateway, dict) else None
+        if not isinstance(served, list):
+            continue
+        chosen = cfg.get("protocol", entry.get("properties", {}).get("protocol", {})
+                         .get("default"))
+        family = chosen.split("-")[0] if isinstance(chosen, str) else speaks
+        if family not in served:
+            at = ("clients", name, "gateway") if "gateway" in cfg else ("clients", name)
+            yield at, (f"{name} speaks {family}, and gateway {gateway_name} serves only "
+                       f"{', '.join(map(str, served)) or 'nothing'} (its protocols:); put "
+                       f"{name} on a gateway that serves {family}")
 
 
 def _url_problem(url: str) -> str | None:

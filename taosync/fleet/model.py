@@ -65,6 +65,10 @@ class Gateway(_Strict):
         "protocol; without /v1. Gemini CLI needs it.",
         pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://",
     )
+    protocols: list[Literal["anthropic", "openai", "gemini"]] | None = Field(
+        None, description="The wire protocols this gateway serves (anthropic: Messages, "
+        "openai: Chat Completions and Responses, gemini: generateContent); a client that "
+        "speaks none of them cannot be put on it (a located error). Default: not checked.")
     headers: dict[str, str] = Field(
         default_factory=dict,
         description="Extra HTTP headers every client sends to the gateway (e.g. "
@@ -180,6 +184,9 @@ def client_model(declaration: ClientDeclaration) -> type[_Client]:
     extra = {}
     if declaration.REQUIRES:  # fleet keys the client cannot work without: checked where
         extra["x-requires"] = dict(declaration.REQUIRES)  # it is enabled
+    speaks = getattr(getattr(declaration, "CLIENT", None), "root", None)
+    if declaration.GATEWAY and isinstance(speaks, str):  # the protocol family it speaks
+        extra["x-speaks"] = speaks  # (a `protocol` option, where it has one, says more)
     if not declaration.GATEWAY:  # what a slot there is told (fleet/schema_errors.py)
         extra["x-mcp-only"] = (f"{declaration.TITLE} takes no custom gateway, only MCP "
                                f"servers from its files (the fleet's mcp_servers)")
