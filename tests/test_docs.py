@@ -525,6 +525,7 @@ PROVEN_ELSEWHERE = {
     "edit": "tests/test_verbs_help_examples.py (editor scripts, a fleet in a git clone)",
     "update": "tests/test_verbs_help_examples.py (a fleet in a git clone with a remote)",
     "secret": "tests/test_stores.py (a file-backed keyring; the value on stdin)",
+    "use": "tests/test_gateways.py (a fleet with the gateways home and work)",
 }
 
 
@@ -604,7 +605,8 @@ JSON_RUNS = {
     "prune": ["prune", "--dry-run"], "destroy": ["destroy", "--yes"], "managed": ["managed"],
     "verify": ["verify"], "stats": ["stats"], "doctor": ["doctor"], "init": ["init", "new.yaml"],
     "import": ["import"], "route": ["route", "fast", "--explain"], "env": ["env"],
-    "forget": ["forget", "cline"], "adopt": ["adopt", "--yes"],  # nothing to adopt: one object too
+    "forget": ["forget", "cline"], "use": ["use", "default", "--no-verify"],
+    "adopt": ["adopt", "--yes"],  # nothing to adopt: one object too
     "completion": ["completion", "bash"], "cat": ["cat", "~/.codex/config.toml"],
     "where": ["where"], "help": ["help", "apply"],
 }

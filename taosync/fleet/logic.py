@@ -71,7 +71,9 @@ if TYPE_CHECKING:
 #: Anything else in ``${…}`` (``${HOME}``, ``${VAR:-x}``) is written as it is; clients.md records
 #: Gemini CLI and Qwen Code expanding it in settings.json, Claude Code only in a project's
 #: ``.mcp.json``, the others not at all (so in a secret's value it is an error: fleet/checks.py).
-FLEET_REFERENCE = re.compile(r"\$\{((?:gateway|routes|models)\.[^}]*|default_route)\}")
+FLEET_REFERENCE = re.compile(r"\$\{((?:gateways?|routes|models)\.[^}]*|default_route)\}")
+#: the fields of a gateway an MCP value may name (``${gateway.FIELD}``, ``${gateways.NAME.FIELD}``)
+GATEWAY_REFERENCE_FIELDS = ("base_url", "key", "anthropic_base_url", "openai_base_url")
 
 #: a key reference (``${env:…}``, ``${file:…}``, ``${cmd:…}``, ``${shell:…}``) inside a value
 SECRET_REFERENCE = re.compile(r"\$\{" + REFERENCE_HEAD + r"(?P<arg>[^}]*)\}")
@@ -337,9 +339,24 @@ class RunTime:
     key, so every client renders the same) and each choosing route's model (the pipeline
     gives it from the verify history before any client renders)."""
 
-    __slots__ = ("mcp_secrets", "gateway_secrets", "route_choices")
+    __slots__ = ("mcp_secrets", "gateway_secrets", "route_choices", "own_gateway",
+                 "gateway_keys", "gateway_secrets_by", "gateway_table", "views",
+                 "default_key")
 
     def __init__(self) -> None:
+        #: the fleet has a ``gateway:`` of its own (the gateway named ``default``)
+        self.own_gateway = True
+        #: gateway name → its resolved key, for each gateway but the default one (whose
+        #: key the pipeline hands every render); absent: not resolved
+        self.gateway_keys: dict[str, Secret] = {}
+        #: gateway name → its header values as secrets (None: not given by the loader)
+        self.gateway_secrets_by: dict[str, dict[str, Secret]] | None = None
+        #: gateway name → its fields (:meth:`FleetLogic.gateways_all`), once asked
+        self.gateway_table: dict | None = None
+        #: gateway name → the fleet as a client on that gateway sees it
+        self.views: dict[str, Any] = {}
+        #: the default gateway's resolved key (None: not resolved, or not given)
+        self.default_key: Secret | None = None
         #: MCP env/header value text → its resolved secret
         self.mcp_secrets: dict[str, McpSecret] = {}
         #: header name → its value as a secret; None: not given (a fleet built without
@@ -347,6 +364,18 @@ class RunTime:
         self.gateway_secrets: dict[str, Secret] | None = None
         #: route name → the candidate it resolves to
         self.route_choices: dict[str, str] = {}
+
+    def for_gateway(self, name: str) -> "RunTime":
+        """A copy for the fleet as a client on gateway ``name`` sees it: that gateway's
+        header secrets answer as ``gateway.headers``; the rest is shared."""
+        out = RunTime()
+        out.mcp_secrets, out.route_choices = self.mcp_secrets, self.route_choices
+        out.own_gateway, out.gateway_keys = self.own_gateway, self.gateway_keys
+        out.default_key = self.default_key
+        out.gateway_secrets_by, out.gateway_table = self.gateway_secrets_by, self.gateway_table
+        if self.gateway_secrets_by is not None:
+            out.gateway_secrets = self.gateway_secrets_by.get(name, {})
+        return out
 
 
 class FleetLogic:
@@ -366,7 +395,77 @@ class FleetLogic:
         routing: RoutingFields
         clients: Any
         mcp_servers: Mapping[str, McpServerFields]
+        gateways: Mapping[str, GatewayFields]
+        default_gateway: str | None
         _run_time: RunTime
+
+    # ---- named gateways (docs/gateways.md; plain-data answers in fleet/gateways.py)
+
+    def gateways_all(self) -> dict[str, Any]:
+        """Every gateway by name: ``gateway:`` as ``default``, then ``gateways:``."""
+        rt = self._run_time
+        if rt.gateway_table is None:
+            table: dict[str, Any] = {"default": self.gateway} if rt.own_gateway else {}
+            for name, gateway in self.gateways.items():
+                table.setdefault(name, gateway)
+            rt.gateway_table = table
+        return rt.gateway_table
+
+    def default_gateway_name(self) -> str:
+        """The gateway a client that names none is on."""
+        if self.default_gateway:
+            return self.default_gateway
+        return "default" if self._run_time.own_gateway else next(iter(self.gateways_all()))
+
+    def gateway_path(self, name: str) -> str:
+        """Where gateway ``name`` is written: ``gateway`` or ``gateways.NAME``."""
+        return "gateway" if name == "default" and self._run_time.own_gateway \
+            else f"gateways.{name}"
+
+    def gateway_of(self, client: str) -> str:
+        """The name of the gateway client ``client`` (as spelled in fleet.yaml) is on."""
+        entry = getattr(self.clients, client_attrs()[client], None)
+        own = getattr(entry, "gateway", None) if entry is not None else None
+        return own or self.default_gateway_name()
+
+    def for_client(self, client: str) -> Any:
+        """The fleet as client ``client`` sees it: ``gateway`` (its URLs, headers and key
+        reference) is the client's own gateway. Every reader of ``fleet.gateway`` that
+        acts for one client reads it through this."""
+        return self.on_gateway(self.gateway_of(client))
+
+    def on_gateway(self, name: str) -> Any:
+        """The fleet as a client on gateway ``name`` sees it (itself for the default)."""
+        if name == self.default_gateway_name():
+            return self
+        rt = self._run_time
+        self.gateways_all()  # filled before the view shares it
+        if name not in rt.views:
+            rt.views[name] = self._with_gateway(name)
+        return rt.views[name]
+
+    def key_for(self, client: str, key: "Secret | None") -> "Secret | None":
+        """The key client ``client`` sends: ``key`` (the default gateway's) for a client
+        on the default gateway, else its own gateway's (``key`` when it was not resolved:
+        ``--no-key``'s placeholder)."""
+        name = self.gateway_of(client)
+        if name == self.default_gateway_name():
+            return key
+        return self._run_time.gateway_keys.get(name, key)
+
+    def attach_gateway_keys(self, keys: dict[str, Secret],
+                            default: "Secret | None" = None) -> None:
+        """Give the fleet each non-default gateway's resolved key (name → secret), and
+        the default gateway's (for ``${gateways.NAME.key}``)."""
+        self._run_time.gateway_keys = dict(keys)
+        self._run_time.default_key = default
+
+    def gateway_keys(self) -> dict[str, Secret]:
+        """Each non-default gateway's resolved key (name → secret)."""
+        return dict(self._run_time.gateway_keys)
+
+    def _with_gateway(self, name: str) -> Any:  # the model and the view each build it
+        raise NotImplementedError
 
     def model_for(self, slot: str | None) -> str:
         """The catalogue id a client slot means: a route name first, else a model id."""
@@ -474,6 +573,8 @@ class FleetLogic:
         }
         if name in gateway:
             return gateway[name]
+        if name.startswith("gateways."):
+            return self._named_reference(name, key)
         if name == "default_route":
             return self.model_for(None)
         kind, _, rest = name.partition(".")
@@ -482,6 +583,26 @@ class FleetLogic:
         if kind == "models" and rest in self.models:
             return rest
         raise KeyError(f"unknown reference ${{{name}}}")
+
+    def _named_reference(self, name: str, key: "Secret | None") -> str:
+        """``${gateways.NAME.FIELD}``: a named gateway's URL or key, whichever client the
+        value is written into (``key`` stands in when the keys were not resolved)."""
+        gateway_name, _, field = name[len("gateways."):].rpartition(".")
+        table = self.gateways_all()
+        if gateway_name not in table or field not in GATEWAY_REFERENCE_FIELDS:
+            raise KeyError(f"unknown reference ${{{name}}}")
+        g = table[gateway_name]
+        if field == "key":
+            rt = self._run_time
+            found = rt.default_key if gateway_name == self.default_gateway_name() \
+                else rt.gateway_keys.get(gateway_name)
+            found = found if found is not None else key
+            if found is None:
+                raise KeyError(f"{name} is not resolved")
+            return found.reveal()
+        return {"base_url": g.base_url,
+                "anthropic_base_url": g.anthropic_base_url or g.base_url,
+                "openai_base_url": g.openai_base_url or g.base_url + "/v1"}[field]
 
     def expand(self, text: str, key: "Secret | None") -> str:
         """``text`` with every fleet reference replaced (other ``${…}`` left as is)."""
@@ -492,11 +613,15 @@ class FleetLogic:
         loader resolves them once, with the key, so every client renders the same."""
         self._run_time.mcp_secrets = dict(resolved)
 
-    def attach_gateway_secrets(self, resolved: dict[str, Secret]) -> None:
+    def attach_gateway_secrets(self, resolved: dict[str, Secret],
+                               by_name: dict[str, dict[str, Secret]] | None = None) -> None:
         """Give the fleet its ``gateway.headers`` values as secrets (header name → a
         :class:`McpSecret` for a key reference, a :class:`Secret` for a literal); the
-        loader resolves them with the key, as it does the MCP secrets."""
+        loader resolves them with the key, as it does the MCP secrets. ``by_name``: every
+        named gateway's (gateway name → its headers)."""
         self._run_time.gateway_secrets = dict(resolved)
+        if by_name is not None:
+            self._run_time.gateway_secrets_by = {n: dict(h) for n, h in by_name.items()}
 
     def gateway_headers(self) -> dict[str, Secret]:
         """Every ``gateway.headers`` value as a :class:`Secret` (redacted, revealed only on
@@ -514,16 +639,30 @@ class FleetLogic:
                 self.gateway.openai_base_url, self.gateway.gemini_base_url)
         return list(dict.fromkeys(u for u in map(url_userinfo, urls) if u))
 
+    def all_gateway_userinfos(self) -> list[str]:
+        """The ``user:password`` written into any URL of any gateway."""
+        urls = [u for g in self.gateways_all().values()
+                for u in (g.base_url, g.anthropic_base_url, g.openai_base_url,
+                          g.gemini_base_url)]
+        return list(dict.fromkeys(u for u in map(url_userinfo, urls) if u))
+
     def gateway_credentials(self) -> list[Secret]:
         """Every gateway credential besides the key, for the run's redactor: each URL's
-        userinfo (and its password alone), and each header value."""
+        userinfo (and its password alone) and each header value, of every gateway, and
+        the key of each gateway but the default one."""
         out = []
-        for userinfo in self.gateway_userinfos():
+        for userinfo in self.all_gateway_userinfos():
             out.append(Secret(userinfo, "URL userinfo"))
             password = userinfo.partition(":")[2]
             if password:
                 out.append(Secret(password, "URL password"))
         out += self.gateway_headers().values()
+        for headers in (self._run_time.gateway_secrets_by or {}).values():
+            out += [h for h in headers.values() if h not in out]
+        if self._run_time.gateway_secrets_by is None:  # a test's model: literal values
+            out += [Secret(v, "literal") for g in self.gateways.values()
+                    for v in g.headers.values()]
+        out += self._run_time.gateway_keys.values()
         return out
 
     def mcp_servers_expanded(self, key: "Secret | None") -> dict:

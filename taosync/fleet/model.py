@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Annotated, Any, ClassVar, Literal, Mapping, Protocol, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
 
 from taosync.fleet.logic import FleetLogic, RunTime, attr_name
 
@@ -65,6 +65,10 @@ class Gateway(_Strict):
         "protocol; without /v1. Gemini CLI needs it.",
         pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://",
     )
+    protocols: list[Literal["anthropic", "openai", "gemini"]] | None = Field(
+        None, description="The wire protocols this gateway serves (anthropic: Messages, "
+        "openai: Chat Completions and Responses, gemini: generateContent); a client that "
+        "speaks none of them cannot be put on it (a located error). Default: not checked.")
     headers: dict[str, str] = Field(
         default_factory=dict,
         description="Extra HTTP headers every client sends to the gateway (e.g. "
@@ -105,6 +109,9 @@ class _Client(_Strict):
         None, description="Override the fleet-wide secrets mode for this client."
     )
     mcp: bool = Field(True, description="Write the fleet's mcp_servers into this client.")
+    gateway: str | None = Field(
+        None, description="The named gateway (a key of `gateways:`, or `default` for "
+        "`gateway:`) this client talks to; default: default_gateway.")
 
 
 class OptionDeclaration(Protocol):
@@ -177,6 +184,9 @@ def client_model(declaration: ClientDeclaration) -> type[_Client]:
     extra = {}
     if declaration.REQUIRES:  # fleet keys the client cannot work without: checked where
         extra["x-requires"] = dict(declaration.REQUIRES)  # it is enabled
+    speaks = getattr(getattr(declaration, "CLIENT", None), "root", None)
+    if declaration.GATEWAY and isinstance(speaks, str):  # the protocol family it speaks
+        extra["x-speaks"] = speaks  # (a `protocol` option, where it has one, says more)
     if not declaration.GATEWAY:  # what a slot there is told (fleet/schema_errors.py)
         extra["x-mcp-only"] = (f"{declaration.TITLE} takes no custom gateway, only MCP "
                                f"servers from its files (the fleet's mcp_servers)")
@@ -222,7 +232,8 @@ class McpStdio(_McpServer):
     env: dict[str, str] = Field(
         default_factory=dict,
         description="Environment for the server; values may use ${gateway.base_url}, "
-        "${gateway.key}, ${routes.NAME}, ${models.ID}, ${default_route}, or be a secret: "
+        "${gateway.key} (the gateway of the client it is written into), "
+        "${gateways.NAME.key}, ${routes.NAME}, ${models.ID}, ${default_route}, or be a secret: "
         "${env:NAME}, ${file:PATH}, ${cmd:COMMAND}, ${shell:COMMAND} (resolved like "
         "gateway.key; the file holding it is written 0600).",
     )
@@ -325,7 +336,19 @@ class FleetBase(FleetLogic, _Strict):
         "file wins over all): paths relative to this file, or ~/…. Mappings merge key by "
         "key; lists and scalars are replaced. `taosync watch` re-applies when one changes.",
     )
-    gateway: Gateway = Field(description="The LLM gateway every client talks to.")
+    # None when only gateways: is given: the validator below makes it the default one
+    gateway: Gateway = Field(  # type: ignore[assignment]
+        None, description="The LLM gateway every client talks to (the gateway named "
+        "`default`). Either this, `gateways:`, or both.")
+    gateways: dict[str, Gateway] = Field(
+        default_factory=dict,
+        description="Named gateways (name → the same fields as gateway:); a client picks "
+        "one with `gateway: NAME`, the others use default_gateway. `taosync use NAME` "
+        "switches. See docs/gateways.md.")
+    default_gateway: str | None = Field(
+        None, description="The gateway clients use when their entry names none: a key of "
+        "gateways:, or `default` (gateway:). Default: `default` when gateway: is set, else "
+        "the only named gateway.")
     models: dict[str, Model] = Field(
         min_length=1, description="The catalogue: model id (as the gateway names it) → details."
     )
@@ -362,6 +385,25 @@ class FleetBase(FleetLogic, _Strict):
                              description="How routes with candidates read the verify history.")
     #: what the loader and the router give the fleet at run time; never in the schema
     _run_time: RunTime = PrivateAttr(default_factory=RunTime)
+
+    @model_validator(mode="after")
+    def _default_gateway(self) -> "FleetBase":
+        """``gateway`` answers as the default gateway when only ``gateways:`` is given
+        (as the run-time view does: fleet/gateways.py)."""
+        own: Gateway | None = self.gateway
+        self._run_time.own_gateway = own is not None
+        table = self.gateways_all()
+        name = self.default_gateway or ("default" if own is not None else
+                                        next(iter(table)) if len(table) == 1 else None)
+        if name is None or name not in table:
+            raise ValueError("no gateway: write gateway:, or gateways: with default_gateway")
+        self.__dict__["gateway"] = table[name]
+        return self
+
+    def _with_gateway(self, name: str) -> "FleetBase":
+        copy_ = self.model_copy(update={"gateway": self.gateways_all()[name]}, deep=False)
+        copy_._run_time = self._run_time.for_gateway(name)
+        return copy_
 
 
 def fleet_model(declarations: Mapping[str, ClientDeclaration]) -> type[FleetBase]:
