@@ -212,7 +212,7 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     from taosync.fleet.load import load_fleet
 
     loaded = load_fleet(path, home=settings.home_dir, environ=env.environ,
-                        resolve_key=not no_key)
+                        resolve_key=not no_key, profile=settings.profile_name())
     registry = all_clients()
     fleet, key = loaded.fleet, loaded.key
     assert fleet is not None  # load_fleet builds the view unless asked not to (model=False)
@@ -223,7 +223,12 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
 
         key = Secret(NO_KEY_VALUE, "--no-key")
     patches = []
+    profile = settings.profile_name()
+    left_out = []
     for name in fleet.enabled_clients():
+        if profile is not None and not registry[name].ISOLATION:
+            left_out.append(name)  # no way to run it isolated: the profile leaves it out
+            continue
         patches.extend(registry[name].render(fleet, key, env))
     hide_userinfo(patches, fleet.gateway_userinfos())
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
@@ -231,6 +236,9 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
                                                          grouped_warnings(env.warnings)]
     unmanaged = fleet.unmanaged_clients()
     warnings += no_mcp_note(fleet, registry)
+    if left_out:
+        warnings.append(f"info: profile {profile!r} leaves out {', '.join(left_out)}: "
+                        "no variable or home of its own runs it isolated (docs/profiles.md)")
     warnings += variables.notes(fleet, key, env)
     if no_key:
         return Context(settings, loaded, env, store, key, warnings, patches, {}, no_key=True,
@@ -297,7 +305,7 @@ def loaded_fleet(ctx: Context):
         from taosync.fleet.load import load_fleet
 
         ctx.loaded = load_fleet(ctx.settings.config_path(), home=ctx.settings.home_dir,
-                                environ=ctx.env.environ)
+                                environ=ctx.env.environ, profile=ctx.settings.profile_name())
     return ctx.loaded
 
 
@@ -426,7 +434,8 @@ def fleet_note(ctx: Context, state) -> dict:
 
         try:
             loaded = load_fleet(ctx.settings.config_path(), home=ctx.settings.home_dir,
-                                environ=ctx.env.environ, resolve_key=False, model=False)
+                                environ=ctx.env.environ, resolve_key=False, model=False,
+                                profile=ctx.settings.profile_name())
         except TaosyncError:
             return {}
     now = fleet_changes.snapshot(loaded.data, key_value=ctx.key.reveal(),

@@ -48,6 +48,9 @@ class Settings:
     home_shown: bool = field(default=False, repr=False, compare=False)
     #: certify this run's no-op answers when it ends (apply sets it; cli.py, engine/certificate.py)
     certify: bool = field(default=False, repr=False, compare=False)
+    #: --profile NAME (else $TAOSYNC_PROFILE): the isolated instance this run acts on, with
+    #: its own client files and state (docs/profiles.md, taosync/clients/isolation.py)
+    profile: str | None = None
 
     @property
     def sandboxed(self) -> bool:
@@ -65,7 +68,17 @@ class Settings:
 
     def client_env(self):
         """Where client files live; its environment is the System's (a certified run
-        records each variable a client looks at)."""
+        records each variable a client looks at). Under a profile: the profile's root,
+        each client's isolation variable pointing into it."""
+        env = self._user_env()
+        name = self.profile_name()
+        if name is None:
+            return env
+        from taosync.clients.isolation import profile_env
+
+        return profile_env(env, name, self.profile_root(name))
+
+    def _user_env(self):
         from taosync.clients.base import ClientEnv
         from taosync.privilege import act_for_home
 
@@ -74,7 +87,28 @@ class Settings:
                          environ=environ().copy())
 
     def _location(self, var: str) -> Path | None:
-        return self.client_env().location(var)
+        return self._user_env().location(var)
+
+    # -- profiles (docs/profiles.md) -------------------------------------------------------
+
+    def profile_name(self) -> str | None:
+        """--profile, else $TAOSYNC_PROFILE (``taosync exec`` and ``env --profile`` set
+        it), else None: the user scope. A name that is no safe directory name is bad input."""
+        name = self.profile or environ().get("TAOSYNC_PROFILE") or None
+        if name is not None:
+            from taosync.fleet.profiles import check_name
+
+            check_name(name, "--profile" if self.profile else "$TAOSYNC_PROFILE")
+        return name
+
+    def profile_root(self, name: str) -> Path:
+        """The profile's config root: $XDG_DATA_HOME/taosync/profiles/NAME (under --home
+        when given); its clients' files live there, as under a home of their own."""
+        if sys.platform == "win32":
+            base = self._location("LOCALAPPDATA") or self.home_dir / "AppData" / "Local"
+        else:
+            base = self._location("XDG_DATA_HOME") or self.home_dir / ".local" / "share"
+        return base / "taosync" / "profiles" / name
 
     def config_path(self) -> Path:
         """-c, else $TAOSYNC_CONFIG, else ./fleet.yaml, else $XDG_CONFIG_HOME/taosync/fleet.yaml."""
@@ -105,9 +139,14 @@ class Settings:
         """$XDG_STATE_HOME/taosync (or %LOCALAPPDATA%\\taosync), under --home when given."""
         if sys.platform == "win32":
             base = self._location("LOCALAPPDATA") or self.home_dir / "AppData" / "Local"
-            return base / "taosync"
+            return self._scoped(base / "taosync")
         base = self._location("XDG_STATE_HOME") or self.home_dir / ".local" / "state"
-        return base / "taosync"
+        return self._scoped(base / "taosync")
+
+    def _scoped(self, state: Path) -> Path:
+        """A profile's state lives apart: state_dir()/profiles/NAME."""
+        name = self.profile_name()
+        return state if name is None else state / "profiles" / name
 
 
 def _options_in_effect() -> list[str]:
@@ -123,6 +162,8 @@ def _options_in_effect() -> list[str]:
         opts += ["--home", shlex.quote(display_home(s.home, system().cwd()))]
     if s.config is not None:
         opts += ["-c", shlex.quote(str(s.config))]
+    if s.profile is not None:  # $TAOSYNC_PROFILE is still set for the next command
+        opts += ["--profile", shlex.quote(s.profile)]
     return opts
 
 
@@ -189,6 +230,10 @@ def common_options(f):
                      expose_value=False, callback=_store("home", lambda p: p.expanduser().absolute()),
                      help="Use DIR as the home directory for every client file and for "
                           "taosync's state (sandboxes, dotfiles CI, tests)."),
+        click.option("--profile", metavar="NAME", expose_value=False,
+                     callback=_store("profile"),
+                     help="Act on profile NAME of fleet.yaml (else $TAOSYNC_PROFILE): its own "
+                          "client files and state (docs/profiles.md)."),
         click.option("--json", "json_", is_flag=True, expose_value=False,
                      callback=_store("json"), help="Machine-readable output."),
         click.option("--color", type=click.Choice(["auto", "always", "never"]),

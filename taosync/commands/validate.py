@@ -28,7 +28,8 @@ def validate(no_key: bool, explain: bool = False) -> int:
     s = current()
     path = s.config_path()
     try:
-        loaded = load_fleet(path, home=s.home_dir, resolve_key=not no_key, model=False)
+        loaded = load_fleet(path, home=s.home_dir, resolve_key=not no_key, model=False,
+                            profile=s.profile_name())
     except FleetInvalid as exc:
         return report_invalid(exc)
 

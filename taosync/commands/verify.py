@@ -213,12 +213,14 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
 
     path = s.config_path()
     try:
-        return load_fleet(path, home=s.home_dir, environ=env.environ), []
+        return load_fleet(path, home=s.home_dir, environ=env.environ,
+                          profile=s.profile_name()), []
     except TaosyncError as first:
         if not stub:
             raise
         try:
-            loaded = load_fleet(path, home=s.home_dir, environ=env.environ, resolve_key=False)
+            loaded = load_fleet(path, home=s.home_dir, environ=env.environ, resolve_key=False,
+                                profile=s.profile_name())
         except TaosyncError:
             raise first from None
         why = "; ".join(p.message for p in getattr(first, "problems", [])) or first.message

@@ -128,19 +128,21 @@ class Loaded:
 
 def load_fleet(path: Path, *, home: Path, environ: Mapping[str, str] | None = None,
                resolve_key: bool = True, model: bool = True,
-               key_timeout: float | None = None, resolve_mcp: bool | None = None) -> Loaded:
+               key_timeout: float | None = None, resolve_mcp: bool | None = None,
+               profile: str | None = None) -> Loaded:
     """Load, check and (by default) resolve fleet.yaml; raise :class:`FleetInvalid`.
 
     ``home`` is what ``~`` means in ``${file:~/…}`` (``--home``). ``model=False`` skips
     building the typed fleet (``taosync validate`` needs only the checks).
     ``resolve_mcp`` (default: as ``resolve_key``): resolve the MCP secrets; when not,
     each renders as the ``--no-key`` placeholder (doctor resolves the key alone when
-    only an MCP secret fails).
+    only an MCP secret fails). ``profile``: merge that entry of ``profiles:`` onto the
+    fleet first (fleet/profiles.py).
     """
     return _Loader(Path(path), home=home, environ=environ, resolve_key=resolve_key,
                    key_timeout=key_timeout,
                    resolve_mcp=resolve_key if resolve_mcp is None else resolve_mcp,
-                   ).run(build_model=model)
+                   profile=profile).run(build_model=model)
 
 
 # -- the pipeline -------------------------------------------------------------------
@@ -178,12 +180,14 @@ class _Loader:
 
     def __init__(self, path: Path, *, home: Path, environ: Mapping[str, str] | None,
                  resolve_key: bool, key_timeout: float | None,
-                 resolve_mcp: bool | None = None) -> None:
+                 resolve_mcp: bool | None = None, profile: str | None = None) -> None:
         self.path = path
+        self.profile = profile
         self.findings = Findings()
         self.source = YamlSource(path, self.findings)
         self.includes = Includes(self.source, self.findings, home=home, environ=environ)
         located = Located(self.findings, self.includes)
+        self.located = located
         self.schema = SchemaErrors(located)
         self.cross = CrossChecks(located)
         self.secrets = SecretSteps(located, home=home, environ=environ,
@@ -239,10 +243,26 @@ class _Loader:
         data = self.includes.merge(data, fast)
         if self.includes.failed:
             raise _Stop  # what the fleet lacks now is the include's doing: report it alone
+        if self.profile is not None:
+            self.with_profile(data)
         self.cross.normalise_urls(data)
         self.schema.check_schema(data)
         self.cross.cross_check(data)
         return data
+
+    def with_profile(self, data: dict) -> None:
+        """Merge the profile in effect onto ``data`` as an include merges (its values
+        come from this file); an unknown profile or gateway stops the load, located."""
+        from taosync.fleet import includes, profiles
+
+        root = self.includes.root
+        errors = len(self.findings.errors)
+        profiles.overlay(
+            data, str(self.profile), lambda path, msg: self.located.error(path, msg, "key"),
+            lambda into, over, path: includes._deep_merge(into, over, root, path,
+                                                          self.includes.origins))
+        if len(self.findings.errors) > errors:
+            raise _Stop
 
     # ---- 8. the model
 
