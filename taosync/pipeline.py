@@ -596,3 +596,37 @@ def stand_in(wanted: bool):
     from taosync.stub import Stub
 
     return Stub
+
+
+def profile_states(ctx: Context) -> dict[str, bool]:
+    """In the user scope: each profile fleet.yaml declares → whether it was ever applied
+    (its state exists). A profile is applied on its own (``apply --profile NAME``), never
+    by a plain apply (docs/profiles.md); status and apply say which are not. Empty under
+    a profile, and for a fleet that declares none."""
+    if ctx.settings.profile_name() is not None:
+        return {}
+    from taosync.engine.system import current
+    from taosync.fleet.profiles import declared
+
+    data = ctx.loaded.data if ctx.loaded is not None else None
+    if data is None:
+        from taosync.errors import TaosyncError
+        from taosync.fleet.load import load_fleet
+
+        try:
+            data = load_fleet(ctx.settings.config_path(), home=ctx.settings.home_dir,
+                              environ=ctx.env.environ, resolve_key=False, model=False).data
+        except TaosyncError:
+            return {}
+    root = ctx.settings.state_dir() / "profiles"
+    return {name: current().exists(root / name / "state.json") for name in declared(data)}
+
+
+def profiles_line(states: dict[str, bool]) -> str | None:
+    """``profiles: work (applied), home (never applied: taosync apply --profile home)``."""
+    if not states:
+        return None
+    parts = [f"{name} (applied)" if done else
+             f"{name} (never applied: {again('apply')} --profile {name})"
+             for name, done in states.items()]
+    return "profiles: " + ", ".join(parts) + "; each is applied with --profile NAME"
