@@ -225,12 +225,13 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     patches = []
     profile = settings.profile_name()
     left_out = []
-    for name in fleet.enabled_clients():
+    for name in fleet.enabled_clients():  # each client on its own gateway (docs/gateways.md)
         if profile is not None and not registry[name].ISOLATION:
             left_out.append(name)  # no way to run it isolated: the profile leaves it out
             continue
-        patches.extend(registry[name].render(fleet, key, env))
-    hide_userinfo(patches, fleet.gateway_userinfos())
+        patches.extend(registry[name].render(fleet.for_client(name),
+                                             fleet.key_for(name, key), env))
+    hide_userinfo(patches, fleet.all_gateway_userinfos())
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in
                                                          grouped_warnings(env.warnings)]
@@ -251,7 +252,7 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
             probed=env.probed, routes=cache_routes(fleet, routes),
             includes=dict(loaded.sources[1:])),
         key_ref=loaded.key_ref, patches=patches, key=key, warnings=warnings,
-        clients=list(fleet.enabled_clients()))
+        clients=list(fleet.enabled_clients()), others=list(fleet.gateway_keys().values()))
     return Context(settings, loaded, env, store, key, warnings, patches, entry, routes=routes,
                    unmanaged=unmanaged, consulted=consulted)
 

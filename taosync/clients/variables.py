@@ -27,16 +27,21 @@ from taosync.clients.base import ClientEnv, same_key
 FIX = 'eval "$(taosync env --with-key)"'
 
 
-def gather(fleet: Any, env: ClientEnv) -> dict[str, dict[str, bool]]:
+def gather(fleet: Any, env: ClientEnv, key: Any = None,
+           keys: dict[str, Any] | None = None) -> dict[str, dict[str, bool]]:
     """variable → {client title: True when its files leave the key to the variable,
-    False when the variable, set, wins over the key its files hold}."""
+    False when the variable, set, wins over the key its files hold}. Each client is
+    asked on its own gateway; ``keys`` (given) gets variable → the key of the first
+    client reading it (``key`` is the default gateway's)."""
     from taosync.clients.registry import get
 
     out: dict[str, dict[str, bool]] = {}
     for client_id in fleet.enabled_clients():
         module = get(client_id)
-        for var, needs in module.key_variables(fleet, env).items():
+        for var, needs in module.key_variables(fleet.for_client(client_id), env).items():
             out.setdefault(var, {})[module.TITLE] = needs
+            if keys is not None:
+                keys.setdefault(var, fleet.key_for(client_id, key))
     return out
 
 
@@ -60,9 +65,10 @@ def notes(fleet: Any, key: Any, env: ClientEnv) -> list[str]:
     ref = parse_reference(fleet.gateway.key)
     missing: dict[str, list[str]] = {}
     stale: dict[str, list[str]] = {}
-    for var, clients in gather(fleet, env).items():
+    keys: dict[str, Any] = {}
+    for var, clients in gather(fleet, env, key, keys).items():
         value = env.getenv(var)
-        if value is not None and value.strip() and not same_key(value, key):
+        if value is not None and value.strip() and not same_key(value, keys[var]):
             stale[var] = list(clients)
         elif not (value or "").strip():
             needing = [title for title, needs in clients.items() if needs]
@@ -93,7 +99,8 @@ def exported(fleet: Any, key: Any, env: ClientEnv) -> dict[str, str]:
     from taosync.clients.registry import get
     from taosync.fleet.logic import McpSecret
 
-    out = {var: key.reveal() for var in gather(fleet, env)}
+    keys: dict[str, Any] = {}
+    out = {var: keys[var].reveal() for var in gather(fleet, env, key, keys)}
     secrets = [value for server in fleet.mcp_servers_expanded(key).values()
                for value in (server.env if server.kind == "stdio" else server.headers).values()
                if isinstance(value, McpSecret) and value.ref.kind == "env"]
@@ -101,7 +108,8 @@ def exported(fleet: Any, key: Any, env: ClientEnv) -> dict[str, str]:
         return out
     for client_id in fleet.enabled_clients():
         quiet = dataclasses.replace(env, warnings=[], consulted={}, probed={})
-        written = [v for patch in get(client_id).render(fleet, key, quiet)
+        written = [v for patch in get(client_id).render(fleet.for_client(client_id),
+                                                        fleet.key_for(client_id, key), quiet)
                    for v in patch.values.values()]
         for secret in secrets:
             inner = secret.reveal()[len(secret.prefix):len(secret.reveal()) - len(secret.suffix)]

@@ -70,12 +70,20 @@ def fingerprint(*, fleet_sha: str, key, hmac_key: bytes, home, sandboxed: bool,
 
 
 def store(*, fingerprint: dict, key_ref, patches: list, key,
-          warnings: list[str], clients: list[str]) -> dict:
-    """The cache entry saved in the state (no key in it)."""
+          warnings: list[str], clients: list[str], others: list | None = None) -> dict:
+    """The cache entry saved in the state (no key in it). ``others``: the keys of the
+    fleet's other named gateways — each is stored as its reference (an MCP token), and
+    a render that holds one inside a longer text is not cached at all."""
     if key_ref.kind == "literal":
         return {}  # the key is in fleet.yaml itself: nothing to resolve it from
     try:
+        for other in others or ():
+            if not hasattr(other, "text"):  # a literal key of a named gateway
+                raise _Literal()
         dumped = [_dump_patch(p, key) for p in patches]
+        if others and any(o.reveal() in text for o in others
+                          for text in _strings(dumped)):
+            raise _Literal()
     except _Literal:
         return {}  # a literal secret (a header, a URL's password): the state never holds it
     return {
@@ -85,6 +93,17 @@ def store(*, fingerprint: dict, key_ref, patches: list, key,
         "warnings": [key.scrub(w) for w in warnings],
         "patches": dumped,
     }
+
+
+def _strings(value) -> list[str]:
+    """Every string inside a dumped value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [t for v in value for t in _strings(v)]
+    return []
 
 
 class _Literal(Exception):

@@ -13,6 +13,9 @@ from taosync.fleet.problems import PathT, closest, did_you_mean
 from taosync.fleet.schema_errors import _URL_FIELDS
 from taosync.terminal import C0_C1
 
+#: what a gateway's name may be (it becomes part of a variable name: TAOTOKEN_<NAME>_…)
+GATEWAY_NAME = r"[A-Za-z][A-Za-z0-9_-]*"
+
 if TYPE_CHECKING:
     from taosync.fleet.problems import Reporter
 
@@ -26,14 +29,18 @@ class CrossChecks:
     # ---- 4. URLs
 
     def normalise_urls(self, data: dict) -> None:
-        gateway = data.get("gateway")
-        if not isinstance(gateway, dict):
-            return
+        from taosync.fleet.gateways import named, paths
+
+        where = paths(data)
+        for gateway_name, gateway in named(data).items():
+            self.normalise_gateway(gateway, where[gateway_name])
+
+    def normalise_gateway(self, gateway: dict, at: PathT) -> None:
         for name in _URL_FIELDS:
             url = gateway.get(name)
             if not isinstance(url, str):
                 continue
-            path = ("gateway", name)
+            path = (*at, name)
             problem = _url_problem(url)
             if problem:
                 self.report.error(path, problem)
@@ -125,12 +132,51 @@ class CrossChecks:
                 self.report.error(path, why)
             for path, why in _unmet_requirements(clients, data):
                 self.report.error(path, why)
+        self.check_gateways(data)
 
         servers = data.get("mcp_servers")
         if isinstance(servers, dict) and models_ok and routes_ok:
             known = fleet_reference_names(model_ids, route_names)
             for name, server in servers.items():
                 self.check_references(("mcp_servers", name), server, known)
+
+    def check_gateways(self, data: dict) -> None:
+        """Named gateways: ``default`` named once, ``default_gateway`` and every client's
+        ``gateway:`` name a gateway the fleet has, and some gateway is the default."""
+        from taosync.fleet.gateways import DEFAULT, default_name, named
+
+        more = data.get("gateways")
+        for name in (more if isinstance(more, dict) else ()):
+            if not re.fullmatch(GATEWAY_NAME, str(name)):
+                self.report.error(("gateways", name), f"{str(name)!r} is not a gateway name: "
+                                  "start with a letter; letters, digits, _ and - (it becomes "
+                                  "part of a variable name: TAOTOKEN_<NAME>_BASE_URL)", at="key")
+        if isinstance(more, dict) and DEFAULT in more and isinstance(data.get("gateway"), dict):
+            self.report.error(("gateways", DEFAULT), "the gateway named default is gateway: "
+                              "already; give this one another name, or move gateway: here",
+                              at="key")
+        table = named(data)
+        listing = f" (gateways: {', '.join(table)})" if table else ""
+        if not table:
+            if "gateway" not in data and "gateways" not in data:
+                self.report.error((), "no gateway: write gateway: (base_url, key), or "
+                                  "gateways: {NAME: {base_url, key}} with default_gateway",
+                                  at="key")
+            return
+        chosen = data.get("default_gateway")
+        if isinstance(chosen, str) and chosen not in table:
+            self.report.error(("default_gateway",), f"'{chosen}' is not a gateway"
+                              f"{did_you_mean(chosen, list(table))}{listing}")
+        elif default_name(data) is None:
+            self.report.error(("gateways",), f"{len(table)} named gateways and no "
+                              f"gateway: — say which one clients use by default: "
+                              f"default_gateway: {next(iter(table))}", at="key")
+        clients = data.get("clients")
+        for client, entry in (clients.items() if isinstance(clients, dict) else ()):
+            own = entry.get("gateway") if isinstance(entry, dict) else None
+            if isinstance(own, str) and own not in table:
+                self.report.error(("clients", client, "gateway"), f"'{own}' is not a gateway"
+                                  f"{did_you_mean(own, list(table))}{listing}")
 
     def check_candidates(self, name: str, target: dict, models: dict, routes: dict) -> None:
         """Each candidate of a choosing route is a catalogue model, named once."""
@@ -236,17 +282,33 @@ def _reserved(clients: dict) -> Iterator[tuple[PathT, str]]:
 def _unmet_requirements(clients: dict, data: dict) -> Iterator[tuple[PathT, str]]:
     """(path, why) of every enabled client whose fleet key it requires is missing
     (``x-requires`` in the schema: dotted fleet path → why, e.g. Gemini CLI's
-    ``gateway.gemini_base_url``)."""
+    ``gateway.gemini_base_url``). A ``gateway.…`` key is read from the client's own
+    gateway (``clients.X.gateway``, else the default one)."""
+    from taosync.fleet.gateways import DEFAULT, client_gateway, named
+
+    table = named(data)
     for name, entry in client_entries().items():
         cfg = clients.get(name)
         if not isinstance(cfg, dict) or cfg.get("enabled") is False:
             continue
+        gateway_name = client_gateway(data, name)
         for dotted, why in entry.get("x-requires", {}).items():
             value: Any = data
-            for part in dotted.split("."):
+            parts = dotted.split(".")
+            shown = dotted
+            if parts[0] == "gateway" and gateway_name is not None:
+                if gateway_name not in table:
+                    continue  # an unknown gateway name is reported on its own
+                value = table[gateway_name]
+                parts = parts[1:]
+                if gateway_name != DEFAULT or "gateway" not in data:
+                    shown = ".".join(("gateways", gateway_name, *parts))
+            for part in parts:
                 value = value.get(part) if isinstance(value, dict) else None
             if value in (None, ""):
-                yield ("clients", name), f"needs {dotted}: {why}"
+                on = (f" (its gateway is {gateway_name})"
+                      if gateway_name is not None and len(table) > 1 else "")
+                yield ("clients", name), f"needs {shown}{on}: {why}"
 
 
 def _url_problem(url: str) -> str | None:

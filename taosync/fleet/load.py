@@ -50,7 +50,7 @@ from taosync.fleet.problems import (Findings, FleetInvalid, PathT, Problem, _ord
 from taosync.fleet.resolve import SecretSteps
 from taosync.fleet.schema import client_entries
 from taosync.fleet.schema_errors import SchemaErrors
-from taosync.fleet.secrets import SENSITIVE, Reference, Secret
+from taosync.fleet.secrets import SENSITIVE, Reference, Secret, parse_reference
 from taosync.fleet.yaml_source import YamlSource, _NotFast
 
 # what callers and tests read from this module, wherever it now lives
@@ -115,10 +115,16 @@ class Loaded:
                 for k, v in node.items():
                     walk(v, (*path, k))
                 return
-            shown = self.key_ref.describe() if path == ("gateway", "key") else node
-            if path[:2] == ("gateway", "headers") and isinstance(node, str):
+            shown = node
+            named = path[:1] == ("gateways",) and len(path) > 2
+            if (path == ("gateway", "key") or named and path[2] == "key") \
+                    and isinstance(node, str):
+                shown = parse_reference(node).describe()
+            if (path[:2] == ("gateway", "headers") or named and path[2] == "headers") \
+                    and isinstance(node, str):
                 shown = node if "${" in node else SENSITIVE  # a header value is a secret
-            elif path[:1] == ("gateway",) and isinstance(node, str) and url_userinfo(node):
+            elif (path[:1] == ("gateway",) or named) and isinstance(node, str) \
+                    and url_userinfo(node):
                 shown = node.replace(f"//{url_userinfo(node)}@", "//…@", 1)
             out.append((format_path(path), shown, self.origin_of(path)))
 
@@ -218,7 +224,9 @@ class _Loader:
         fleet = self.build_model(data) if build_model else None
         if fleet is not None:
             fleet.attach_mcp_secrets(self.secrets.mcp_secrets)
-            fleet.attach_gateway_secrets(self.secrets.gateway_secrets)
+            fleet.attach_gateway_secrets(self.secrets.gateway_secrets,
+                                         self.secrets.gateway_secrets_by)
+            fleet.attach_gateway_keys(self.secrets.gateway_keys)
         findings.scrub(self.secrets.known())
         key_ref = self.secrets.key_ref
         assert key_ref is not None  # a missing or blank key is an error above

@@ -337,9 +337,21 @@ class RunTime:
     key, so every client renders the same) and each choosing route's model (the pipeline
     gives it from the verify history before any client renders)."""
 
-    __slots__ = ("mcp_secrets", "gateway_secrets", "route_choices")
+    __slots__ = ("mcp_secrets", "gateway_secrets", "route_choices", "own_gateway",
+                 "gateway_keys", "gateway_secrets_by", "gateway_table", "views")
 
     def __init__(self) -> None:
+        #: the fleet has a ``gateway:`` of its own (the gateway named ``default``)
+        self.own_gateway = True
+        #: gateway name → its resolved key, for each gateway but the default one (whose
+        #: key the pipeline hands every render); absent: not resolved
+        self.gateway_keys: dict[str, Secret] = {}
+        #: gateway name → its header values as secrets (None: not given by the loader)
+        self.gateway_secrets_by: dict[str, dict[str, Secret]] | None = None
+        #: gateway name → its fields (:meth:`FleetLogic.gateways_all`), once asked
+        self.gateway_table: dict | None = None
+        #: gateway name → the fleet as a client on that gateway sees it
+        self.views: dict[str, Any] = {}
         #: MCP env/header value text → its resolved secret
         self.mcp_secrets: dict[str, McpSecret] = {}
         #: header name → its value as a secret; None: not given (a fleet built without
@@ -347,6 +359,17 @@ class RunTime:
         self.gateway_secrets: dict[str, Secret] | None = None
         #: route name → the candidate it resolves to
         self.route_choices: dict[str, str] = {}
+
+    def for_gateway(self, name: str) -> "RunTime":
+        """A copy for the fleet as a client on gateway ``name`` sees it: that gateway's
+        header secrets answer as ``gateway.headers``; the rest is shared."""
+        out = RunTime()
+        out.mcp_secrets, out.route_choices = self.mcp_secrets, self.route_choices
+        out.own_gateway, out.gateway_keys = self.own_gateway, self.gateway_keys
+        out.gateway_secrets_by, out.gateway_table = self.gateway_secrets_by, self.gateway_table
+        if self.gateway_secrets_by is not None:
+            out.gateway_secrets = self.gateway_secrets_by.get(name, {})
+        return out
 
 
 class FleetLogic:
@@ -366,7 +389,66 @@ class FleetLogic:
         routing: RoutingFields
         clients: Any
         mcp_servers: Mapping[str, McpServerFields]
+        gateways: Mapping[str, GatewayFields]
+        default_gateway: str | None
         _run_time: RunTime
+
+    # ---- named gateways (docs/gateways.md; plain-data answers in fleet/gateways.py)
+
+    def gateways_all(self) -> dict[str, Any]:
+        """Every gateway by name: ``gateway:`` as ``default``, then ``gateways:``."""
+        rt = self._run_time
+        if rt.gateway_table is None:
+            table: dict[str, Any] = {"default": self.gateway} if rt.own_gateway else {}
+            for name, gateway in self.gateways.items():
+                table.setdefault(name, gateway)
+            rt.gateway_table = table
+        return rt.gateway_table
+
+    def default_gateway_name(self) -> str:
+        """The gateway a client that names none is on."""
+        if self.default_gateway:
+            return self.default_gateway
+        return "default" if self._run_time.own_gateway else next(iter(self.gateways_all()))
+
+    def gateway_of(self, client: str) -> str:
+        """The name of the gateway client ``client`` (as spelled in fleet.yaml) is on."""
+        entry = getattr(self.clients, client_attrs()[client], None)
+        own = getattr(entry, "gateway", None) if entry is not None else None
+        return own or self.default_gateway_name()
+
+    def for_client(self, client: str) -> Any:
+        """The fleet as client ``client`` sees it: ``gateway`` (its URLs, headers and key
+        reference) is the client's own gateway. Every reader of ``fleet.gateway`` that
+        acts for one client reads it through this."""
+        name = self.gateway_of(client)
+        if name == self.default_gateway_name():
+            return self
+        rt = self._run_time
+        self.gateways_all()  # filled before the view shares it
+        if name not in rt.views:
+            rt.views[name] = self._with_gateway(name)
+        return rt.views[name]
+
+    def key_for(self, client: str, key: "Secret | None") -> "Secret | None":
+        """The key client ``client`` sends: ``key`` (the default gateway's) for a client
+        on the default gateway, else its own gateway's (``key`` when it was not resolved:
+        ``--no-key``'s placeholder)."""
+        name = self.gateway_of(client)
+        if name == self.default_gateway_name():
+            return key
+        return self._run_time.gateway_keys.get(name, key)
+
+    def attach_gateway_keys(self, keys: dict[str, Secret]) -> None:
+        """Give the fleet each non-default gateway's resolved key (name → secret)."""
+        self._run_time.gateway_keys = dict(keys)
+
+    def gateway_keys(self) -> dict[str, Secret]:
+        """Each non-default gateway's resolved key (name → secret)."""
+        return dict(self._run_time.gateway_keys)
+
+    def _with_gateway(self, name: str) -> Any:  # the model and the view each build it
+        raise NotImplementedError
 
     def model_for(self, slot: str | None) -> str:
         """The catalogue id a client slot means: a route name first, else a model id."""
@@ -492,11 +574,15 @@ class FleetLogic:
         loader resolves them once, with the key, so every client renders the same."""
         self._run_time.mcp_secrets = dict(resolved)
 
-    def attach_gateway_secrets(self, resolved: dict[str, Secret]) -> None:
+    def attach_gateway_secrets(self, resolved: dict[str, Secret],
+                               by_name: dict[str, dict[str, Secret]] | None = None) -> None:
         """Give the fleet its ``gateway.headers`` values as secrets (header name → a
         :class:`McpSecret` for a key reference, a :class:`Secret` for a literal); the
-        loader resolves them with the key, as it does the MCP secrets."""
+        loader resolves them with the key, as it does the MCP secrets. ``by_name``: every
+        named gateway's (gateway name → its headers)."""
         self._run_time.gateway_secrets = dict(resolved)
+        if by_name is not None:
+            self._run_time.gateway_secrets_by = {n: dict(h) for n, h in by_name.items()}
 
     def gateway_headers(self) -> dict[str, Secret]:
         """Every ``gateway.headers`` value as a :class:`Secret` (redacted, revealed only on
@@ -514,16 +600,30 @@ class FleetLogic:
                 self.gateway.openai_base_url, self.gateway.gemini_base_url)
         return list(dict.fromkeys(u for u in map(url_userinfo, urls) if u))
 
+    def all_gateway_userinfos(self) -> list[str]:
+        """The ``user:password`` written into any URL of any gateway."""
+        urls = [u for g in self.gateways_all().values()
+                for u in (g.base_url, g.anthropic_base_url, g.openai_base_url,
+                          g.gemini_base_url)]
+        return list(dict.fromkeys(u for u in map(url_userinfo, urls) if u))
+
     def gateway_credentials(self) -> list[Secret]:
         """Every gateway credential besides the key, for the run's redactor: each URL's
-        userinfo (and its password alone), and each header value."""
+        userinfo (and its password alone) and each header value, of every gateway, and
+        the key of each gateway but the default one."""
         out = []
-        for userinfo in self.gateway_userinfos():
+        for userinfo in self.all_gateway_userinfos():
             out.append(Secret(userinfo, "URL userinfo"))
             password = userinfo.partition(":")[2]
             if password:
                 out.append(Secret(password, "URL password"))
         out += self.gateway_headers().values()
+        for headers in (self._run_time.gateway_secrets_by or {}).values():
+            out += [h for h in headers.values() if h not in out]
+        if self._run_time.gateway_secrets_by is None:  # a test's model: literal values
+            out += [Secret(v, "literal") for g in self.gateways.values()
+                    for v in g.headers.values()]
+        out += self._run_time.gateway_keys.values()
         return out
 
     def mcp_servers_expanded(self, key: "Secret | None") -> dict:

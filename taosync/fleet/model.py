@@ -15,7 +15,8 @@ from __future__ import annotations
 import copy
 from typing import Annotated, Any, ClassVar, Literal, Mapping, Protocol, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, create_model
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, create_model,
+                      model_validator)
 
 from taosync.fleet.logic import FleetLogic, RunTime, attr_name
 from taosync.fleet.profiles import NAME_PATTERN as PROFILE_NAME
@@ -106,6 +107,9 @@ class _Client(_Strict):
         None, description="Override the fleet-wide secrets mode for this client."
     )
     mcp: bool = Field(True, description="Write the fleet's mcp_servers into this client.")
+    gateway: str | None = Field(
+        None, description="The named gateway (a key of `gateways:`, or `default` for "
+        "`gateway:`) this client talks to; default: default_gateway.")
 
 
 class OptionDeclaration(Protocol):
@@ -324,7 +328,18 @@ class FleetBase(FleetLogic, _Strict):
         "file wins over all): paths relative to this file, or ~/…. Mappings merge key by "
         "key; lists and scalars are replaced. `taosync watch` re-applies when one changes.",
     )
-    gateway: Gateway = Field(description="The LLM gateway every client talks to.")
+    gateway: Gateway = Field(
+        None, description="The LLM gateway every client talks to (the gateway named "
+        "`default`). Either this, `gateways:`, or both.")
+    gateways: dict[str, Gateway] = Field(
+        default_factory=dict,
+        description="Named gateways (name → the same fields as gateway:); a client picks "
+        "one with `gateway: NAME`, the others use default_gateway. `taosync use NAME` "
+        "switches. See docs/gateways.md.")
+    default_gateway: str | None = Field(
+        None, description="The gateway clients use when their entry names none: a key of "
+        "gateways:, or `default` (gateway:). Default: `default` when gateway: is set, else "
+        "the only named gateway.")
     models: dict[str, Model] = Field(
         min_length=1, description="The catalogue: model id (as the gateway names it) → details."
     )
@@ -362,6 +377,25 @@ class FleetBase(FleetLogic, _Strict):
                              description="How routes with candidates read the verify history.")
     #: what the loader and the router give the fleet at run time; never in the schema
     _run_time: RunTime = PrivateAttr(default_factory=RunTime)
+
+    @model_validator(mode="after")
+    def _default_gateway(self) -> "FleetBase":
+        """``gateway`` answers as the default gateway when only ``gateways:`` is given
+        (as the run-time view does: fleet/gateways.py)."""
+        if self.gateway is None:
+            self._run_time.own_gateway = False
+            name = self.default_gateway or (next(iter(self.gateways)) if len(self.gateways)
+                                            == 1 else None)
+            if name is None or name not in self.gateways:
+                raise ValueError("no gateway: write gateway:, or gateways: with "
+                                 "default_gateway")
+            self.__dict__["gateway"] = self.gateways[name]
+        return self
+
+    def _with_gateway(self, name: str) -> "FleetBase":
+        copy_ = self.model_copy(update={"gateway": self.gateways_all()[name]}, deep=False)
+        copy_._run_time = self._run_time.for_gateway(name)
+        return copy_
 
 
 def fleet_model(declarations: Mapping[str, ClientDeclaration]) -> type[FleetBase]:

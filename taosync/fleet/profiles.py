@@ -5,8 +5,8 @@ mcp_servers, …}}``. A run under ``--profile NAME`` merges the entry onto the f
 before the schema and the cross-checks see it, key by key as ``include:`` merges a base
 fleet (mappings merge deeply, anything else is replaced), so everything after the load —
 render, plan, verify — sees one ordinary fleet. ``gateway: NAME`` picks one of the
-fleet's gateways: the single ``gateway:`` is the one named ``default``; with named
-``gateways:`` it becomes ``default_gateway``.
+fleet's gateways (the single ``gateway:`` is the one named ``default``) and becomes the
+fleet's ``default_gateway``: every client that names no gateway of its own talks to it.
 
 Only the names are known here; where a profile's files go is the clients' business
 (taosync/clients/isolation.py), what chooses one the settings' (``--profile``).
@@ -43,12 +43,10 @@ def declared(data: dict) -> list[str]:
 
 def gateway_names(data: dict) -> list[str]:
     """The gateways a profile may name: ``default`` (the single ``gateway:``) and each of
-    ``gateways:``."""
-    names = ["default"] if isinstance(data.get("gateway"), dict) else []
-    gateways = data.get("gateways")
-    if isinstance(gateways, dict):
-        names += [str(n) for n in gateways if n not in names]
-    return names
+    ``gateways:`` (fleet/gateways.py)."""
+    from taosync.fleet.gateways import named
+
+    return list(named(data))
 
 
 def overlay(data: dict, name: str, report, merge) -> dict:
@@ -79,8 +77,7 @@ def overlay(data: dict, name: str, report, merge) -> dict:
                    f"profile {name!r} names gateway {gateway!r}, which this fleet does not "
                    f"have; its gateways: {', '.join(known) or 'none'}")
             return data
-        if "gateways" in data:
-            data["default_gateway"] = gateway
+        data["default_gateway"] = gateway  # clients naming no gateway of their own
     unknown = [k for k in entry if k not in OVERLAY_KEYS]
     if unknown:
         return data  # the schema names them, located in the profile

@@ -42,8 +42,15 @@ class SecretSteps:
         self.key_ref: Reference | None = None
         #: MCP env/header value text → its resolved secret
         self.mcp_secrets: dict[str, McpSecret] = {}
-        #: gateway.headers name → its value as a secret
+        #: gateway.headers name → its value as a secret (the default gateway's)
         self.gateway_secrets: dict[str, Secret] = {}
+        #: gateway name → its headers as secrets, for every gateway
+        self.gateway_secrets_by: dict[str, dict[str, Secret]] = {}
+        #: gateway name → its resolved key, for each gateway but the default one (an
+        #: McpSecret for a reference, so the render cache keeps the reference, not the key)
+        self.gateway_keys: dict[str, Secret] = {}
+        #: gateway name → its key reference as written, for each gateway but the default
+        self.gateway_key_refs: dict[str, Reference] = {}
 
     @property
     def timeout(self) -> float:
@@ -51,45 +58,76 @@ class SecretSteps:
         return self._timeout if self._timeout is not None else _secrets.CMD_TIMEOUT
 
     def run(self, data: dict) -> None:
+        from taosync.fleet.gateways import default_name, named, paths
+
         self.prefetch(data)
-        self.check_key(data)
+        table, where, default = named(data), paths(data), default_name(data)
+        found: tuple[Secret | None, Reference | None] = (None, None)
+        for name, gateway in table.items():
+            if name == default:
+                found = self.check_key(gateway, where[name])
+            else:
+                key, ref = self.check_key(gateway, where[name])
+                if ref is not None:
+                    self.gateway_key_refs[name] = ref
+                if key is not None:
+                    raw = gateway["key"]
+                    self.gateway_keys[name] = key if ref is None or ref.kind == "literal" \
+                        else McpSecret(raw, "", ref, "", key)
+        self.key, self.key_ref = found
         self.check_mcp_secrets(data)
-        self.check_gateway_headers(data)
+        for name, gateway in table.items():
+            self.gateway_secrets_by[name] = self.check_gateway_headers(gateway, where[name],
+                                                                       data)
+        self.gateway_secrets = self.gateway_secrets_by.get(default or "", {})
 
     def prefetch(self, data: dict) -> None:
         """Every 1Password reference of the fleet (key, MCP secrets, gateway headers) read
         in one call before any is resolved, so one unlock serves the run (fleet/stores.py);
         what fails is reported where each reference stands, as it is resolved."""
-        raw = data.get("gateway")
-        gateway: dict = raw if isinstance(raw, dict) else {}
-        key = gateway.get("key")
-        refs = [parse_reference(key)] if self.resolve_key and isinstance(key, str) else []
+        from taosync.fleet.gateways import named
+
+        gateways = list(named(data).values())
+        keys = [g.get("key") for g in gateways]
+        refs = [parse_reference(k) for k in keys if self.resolve_key and isinstance(k, str)]
         texts: list[str] = []
         if self.resolve_mcp:
             texts = [text for _, text, _ in mcp_secret_values(data.get("mcp_servers"))]
-            headers = gateway.get("headers")
-            if isinstance(headers, dict):
-                texts += [v for v in headers.values() if isinstance(v, str)]
+            for gateway in gateways:
+                headers = gateway.get("headers")
+                if isinstance(headers, dict):
+                    texts += [v for v in headers.values() if isinstance(v, str)]
         prefetch_stores(refs, texts, self.environ if self.environ is not None else os.environ,
                         self.timeout)
 
     def known(self) -> list[Secret]:
         """Every secret a message must not hold: what was resolved, and a literal key."""
         values: list[Secret] = [*self.mcp_secrets.values(), *self.gateway_secrets.values()]
+        for headers in self.gateway_secrets_by.values():
+            values += headers.values()
+        values += self.gateway_keys.values()
         if self.key is not None:
             values.append(self.key)
-        if self.key_ref is not None and self.key_ref.kind == "literal" \
-                and _secrets.shell_style_variable(self.key_ref.arg) is None:  # not a key
-            values.append(Secret(self.key_ref.arg.strip()))
+        for ref in (self.key_ref, *self.gateway_key_refs.values()):
+            if ref is not None and ref.kind == "literal" \
+                    and _secrets.shell_style_variable(ref.arg) is None:  # not a key
+                values.append(Secret(ref.arg.strip()))
         return values
 
-    def check_key(self, data: dict) -> None:
-        """``gateway.key``: a reference taosync knows, resolved (a literal is warned about)."""
-        gateway = data.get("gateway")
+    def check_key(self, gateway: dict, at: PathT = ("gateway",)
+                  ) -> tuple[Secret | None, Reference | None]:
+        """``gateway.key`` (or a named gateway's key, at ``at``): a reference taosync
+        knows, resolved (a literal is warned about). Returns (key, reference)."""
+        self.key_ref = None
+        self.key = None
+        self._check_key(gateway, at)
+        return self.key, self.key_ref
+
+    def _check_key(self, gateway: dict, at: PathT) -> None:
         raw = gateway.get("key") if isinstance(gateway, dict) else None
         if not isinstance(raw, str):
             return  # the schema step reported it
-        path = ("gateway", "key")
+        path = (*at, "key")
         if not raw.strip():  # min_length lets "  " (or a no-break space) through
             self.report.error(path, f"the key reference is blank; write {_secrets.FORMS}")
             return
@@ -162,18 +200,19 @@ class SecretSteps:
             return None
         return McpSecret(text, prefix, ref, suffix, resolved)
 
-    def check_gateway_headers(self, data: dict) -> None:
+    def check_gateway_headers(self, gateway: dict, at: PathT, data: dict
+                              ) -> dict[str, Secret]:
         """``gateway.headers``: each name an HTTP token and each value free of control
         characters (a CR/LF would smuggle a header of its own into the client's request);
         each value is a secret, resolved here as an MCP secret is (``${env:…}``,
         ``${file:…}``, ``${cmd:…}``); a literal that looks like a credential is warned
-        about as a literal key is."""
-        gateway = data.get("gateway")
+        about as a literal key is. Returns header name → its value as a secret."""
+        out: dict[str, Secret] = {}
         headers = gateway.get("headers") if isinstance(gateway, dict) else None
         if not isinstance(headers, dict):
-            return
+            return out
         for name, text in headers.items():
-            path = ("gateway", "headers", name)
+            path = (*at, "headers", name)
             if not isinstance(name, str) or not _HTTP_TOKEN.fullmatch(name):
                 self.report.error(path, f"{_shown_name(name)} is not an HTTP header name: use "
                                   "letters, digits and !#$%&'*+.^_`|~- only (RFC 7230 token)",
@@ -203,7 +242,7 @@ class SecretSteps:
                     self.report.warn(path, "a literal secret in fleet.yaml: anyone who can read "
                                      "this file (or your dotfiles repo) has it; use ${env:NAME}, "
                                      "${file:PATH} or ${cmd:COMMAND}")
-                self.gateway_secrets[name] = Secret(text, "literal")
+                out[name] = Secret(text, "literal")
                 continue
             secret = self.resolve_secret(path, text, parts)
             if secret is None:
@@ -213,14 +252,14 @@ class SecretSteps:
                 self.report.error(path, f"{secret.ref.describe()} gives a value holding the "
                                   f"control character {bad}: a header value is one line of text")
                 continue
-            self.gateway_secrets[name] = secret
-        references = [name for name, value in self.gateway_secrets.items()
-                      if isinstance(value, McpSecret)]
+            out[name] = secret
+        references = [name for name, value in out.items() if isinstance(value, McpSecret)]
         if references and _reference_mode_anywhere(data):
-            self.report.warn(("gateway", "headers"), f"secrets: reference keeps the key off disk, "
+            self.report.warn((*at, "headers"), f"secrets: reference keeps the key off disk, "
                              f"not gateway.headers: {', '.join(references)} "
                              f"{'is' if len(references) == 1 else 'are'} written resolved into "
                              f"each client's file (mode 0600), as verify then sends them", at="key")
+        return out
 
 
 #: an RFC 7230 token: what a header name may be made of

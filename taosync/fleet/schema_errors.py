@@ -236,7 +236,8 @@ def _pattern_message(path: PathT, pattern: str, inst) -> str:
 
 
 def _sensitive(path: PathT) -> bool:
-    return path == ("gateway", "key") or any(p in ("env", "headers") for p in path
+    return path == ("gateway", "key") or (len(path) == 3 and path[0] == "gateways"
+                                          and path[2] == "key") or any(p in ("env", "headers") for p in path
                                              if isinstance(p, str))
 
 

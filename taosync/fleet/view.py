@@ -74,8 +74,19 @@ class FleetView(FleetLogic, Node):
     __slots__ = ("_run_time",)
 
     def __init__(self, data: dict, schema: dict):
-        super().__init__(data, schema, schema.get("$defs", {}))
+        from taosync.fleet.gateways import with_default
+
+        own = isinstance(data.get("gateway"), dict)
+        super().__init__(with_default(data), schema, schema.get("$defs", {}))
         self._run_time = RunTime()
+        self._run_time.own_gateway = own
+
+    def _with_gateway(self, name: str) -> "FleetView":
+        from taosync.fleet.gateways import named
+
+        view = FleetView({**self._data, "gateway": named(self._data)[name]}, self._schema)
+        view._run_time = self._run_time.for_gateway(name)
+        return view
 
 
 def _resolve(schema: dict, defs: dict) -> dict:

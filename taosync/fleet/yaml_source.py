@@ -337,7 +337,7 @@ class YamlSource:
         """A located error for the first control character in a key or value (never
         quoting it: it may be a secret), unless it is free text allowed to span lines.
         True when refused."""
-        if path[:2] == _OWN_RULE:
+        if path[:2] == _OWN_RULE or (path[:1] == ("gateways",) and path[2:3] == ("headers",)):
             return False
         allowed = "\n\t" if path in _MULTILINE else (
             "\t" if at == "value" and len(path) == 4 and path[0] == "mcp_servers"
