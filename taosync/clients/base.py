@@ -101,6 +101,8 @@ class ProbeSpec:
     secret: Any = None
     #: on-disk probes only: where each value was read
     origins: tuple["Origin", ...] = ()
+    #: the named gateway the client is on (verify fills it: docs/gateways.md)
+    gateway: str | None = None
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ taosync adopt takes values you edited by hand into fleet.yaml instead.""")
               help="Only with --dry-run (else exit 2: nothing can be written without the "
                    "key). " + NO_KEY_HELP)
 def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, message,
-          pulled=None):
+          pulled=None, switched=None):
     """Write the fleet into every client's files, changing only owned keys."""
     import contextlib
 
@@ -113,6 +113,7 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
     done = {str(fp.path) for fp in result.written}  # not the files skipped at a prompt
     written_over = [r for r in replaced if r["path"] in done]
     report = {**({"pulled": pulled} if pulled is not None else {}),
+              **({"switched": switched} if switched is not None else {}),
               "apply_id": result.apply_id,
               **({"record_kind": result.kind} if result.apply_id else {}),
               **plan_json(the_plan, ctx), "replaced": written_over}

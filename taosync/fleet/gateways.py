@@ -68,13 +68,12 @@ def client_gateway(data: Any, client: str) -> str | None:
 
 
 def with_default(data: dict) -> dict:
-    """``data`` with ``gateway`` set to the default gateway when only ``gateways:`` is
-    given (a shallow copy; ``data`` itself is left as written)."""
-    if isinstance(data.get("gateway"), dict):
-        return data
+    """``data`` with ``gateway`` set to the default gateway (``default_gateway``, or the
+    only named one when there is no ``gateway:``): a shallow copy; ``data`` itself is
+    left as written."""
     name = default_name(data)
     table = named(data)
-    if name is None or name not in table:
+    if name is None or name not in table or table[name] is data.get("gateway"):
         return data
     return {**data, "gateway": table[name]}
 

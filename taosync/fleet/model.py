@@ -328,7 +328,8 @@ class FleetBase(FleetLogic, _Strict):
         "file wins over all): paths relative to this file, or ~/…. Mappings merge key by "
         "key; lists and scalars are replaced. `taosync watch` re-applies when one changes.",
     )
-    gateway: Gateway = Field(
+    # None when only gateways: is given: the validator below makes it the default one
+    gateway: Gateway = Field(  # type: ignore[assignment]
         None, description="The LLM gateway every client talks to (the gateway named "
         "`default`). Either this, `gateways:`, or both.")
     gateways: dict[str, Gateway] = Field(
@@ -382,14 +383,13 @@ class FleetBase(FleetLogic, _Strict):
     def _default_gateway(self) -> "FleetBase":
         """``gateway`` answers as the default gateway when only ``gateways:`` is given
         (as the run-time view does: fleet/gateways.py)."""
-        if self.gateway is None:
-            self._run_time.own_gateway = False
-            name = self.default_gateway or (next(iter(self.gateways)) if len(self.gateways)
-                                            == 1 else None)
-            if name is None or name not in self.gateways:
-                raise ValueError("no gateway: write gateway:, or gateways: with "
-                                 "default_gateway")
-            self.__dict__["gateway"] = self.gateways[name]
+        self._run_time.own_gateway = self.gateway is not None
+        table = self.gateways_all()
+        name = self.default_gateway or ("default" if self.gateway is not None else
+                                        next(iter(table)) if len(table) == 1 else None)
+        if name is None or name not in table:
+            raise ValueError("no gateway: write gateway:, or gateways: with default_gateway")
+        self.__dict__["gateway"] = table[name]
         return self
 
     def _with_gateway(self, name: str) -> "FleetBase":

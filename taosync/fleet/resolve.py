@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from taosync.fleet import secrets as _secrets
 from taosync.fleet.checks import control_character
@@ -123,7 +123,7 @@ class SecretSteps:
         self._check_key(gateway, at)
         return self.key, self.key_ref
 
-    def _check_key(self, gateway: dict, at: PathT) -> None:
+    def _check_key(self, gateway: Any, at: PathT) -> None:
         raw = gateway.get("key") if isinstance(gateway, dict) else None
         if not isinstance(raw, str):
             return  # the schema step reported it
@@ -200,7 +200,7 @@ class SecretSteps:
             return None
         return McpSecret(text, prefix, ref, suffix, resolved)
 
-    def check_gateway_headers(self, gateway: dict, at: PathT, data: dict
+    def check_gateway_headers(self, gateway: Any, at: PathT, data: dict
                               ) -> dict[str, Secret]:
         """``gateway.headers``: each name an HTTP token and each value free of control
         characters (a CR/LF would smuggle a header of its own into the client's request);

@@ -76,17 +76,23 @@ class FleetView(FleetLogic, Node):
     def __init__(self, data: dict, schema: dict):
         from taosync.fleet.gateways import with_default
 
-        own = isinstance(data.get("gateway"), dict)
-        super().__init__(with_default(data), schema, schema.get("$defs", {}))
+        super().__init__(data, schema, schema.get("$defs", {}))
         self._run_time = RunTime()
-        self._run_time.own_gateway = own
+        self._run_time.own_gateway = isinstance(data.get("gateway"), dict)
+        self.gateways_all()  # read as written, before gateway becomes the default one
+        self._data = with_default(data)
+        self._seen.pop("gateway", None)
 
     def _with_gateway(self, name: str) -> "FleetView":
-        from taosync.fleet.gateways import named
-
-        view = FleetView({**self._data, "gateway": named(self._data)[name]}, self._schema)
+        view = FleetView(self._data, self._schema)
+        view._data = {**self._data, "gateway": self._gateway_data(name)}
+        view._seen.pop("gateway", None)
         view._run_time = self._run_time.for_gateway(name)
         return view
+
+    def _gateway_data(self, name: str) -> dict:
+        """Gateway ``name``'s fields as written."""
+        return self.gateways_all()[name]._data
 
 
 def _resolve(schema: dict, defs: dict) -> dict:

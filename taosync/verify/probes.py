@@ -53,6 +53,8 @@ class ProbeGroup:
     #: a route's other candidate, probed so the route can choose: no client is on it, so
     #: its failure is a warning (``verify --strict``: a failure)
     standby: bool = False
+    #: the named gateway of the first client it stands for
+    gateway: str | None = None
 
     @property
     def key(self) -> tuple:
@@ -82,7 +84,8 @@ def group_specs(specs: Iterable[Any], fleet: Any = None) -> list[ProbeGroup]:
                 base_url=spec.base_url, stream=spec.stream, headers=tuple(spec.headers),
                 backend=entry.backend if entry else None, secret=spec.secret,
                 timeout=entry.timeout if entry else None,
-                retries=entry.retries if entry else None)
+                retries=entry.retries if entry else None,
+                gateway=getattr(spec, "gateway", None))
         group.add(spec.client, spec.route, spec.origins)
     return list(groups.values())
 
@@ -102,8 +105,21 @@ def collect_specs(fleet: Any, key: Any, env: Any, only: Iterable[str] | None = N
     enabled (unless ``strict=False``: after an apply that touched a disabled client, there
     is just nothing to probe), or a route no enabled client uses."""
     clients = _select(fleet, only, route, strict)
-    specs = [spec for module in clients for spec in module.probes(fleet, key, env)]
+    specs = [on_gateway(spec, fleet, module.ID, key) for module in clients
+             for spec in module.probes(fleet.for_client(module.ID),
+                                       fleet.key_for(module.ID, key), env)]
     return group_specs(_on_route(specs, route, clients, only, strict), fleet)
+
+
+def on_gateway(spec: Any, fleet: Any, client: str, key: Any) -> Any:
+    """``spec`` naming the gateway its client is on, and carrying that gateway's key when
+    it is not the default one's (the runner sends ``spec.secret`` over the run's key)."""
+    from dataclasses import replace
+
+    name = fleet.gateway_of(client)
+    own = fleet.key_for(client, key)
+    return replace(spec, gateway=name,
+                   secret=spec.secret if spec.secret is not None or own is key else own)
 
 
 def collect_on_disk(fleet: Any, key: Any, env: Any, only: Iterable[str] | None = None,
@@ -113,8 +129,10 @@ def collect_on_disk(fleet: Any, key: Any, env: Any, only: Iterable[str] | None =
     files as they are; also each client's :class:`~taosync.clients.base.OnDisk` (its drift
     from fleet.yaml, and why it cannot be probed, if so)."""
     clients = _select(fleet, only, route, strict)
-    found = [module.on_disk(fleet, key, env) for module in clients]
-    specs = [spec for disk in found for spec in disk.probes]
+    found = [module.on_disk(fleet.for_client(module.ID), fleet.key_for(module.ID, key), env)
+             for module in clients]
+    specs = [on_gateway(spec, fleet, module.ID, key)
+             for module, disk in zip(clients, found) for spec in disk.probes]
     unprobed = any(disk.problems for disk in found)
     return group_specs(_on_route(specs, route, clients, only, strict and not unprobed),
                        fleet), found

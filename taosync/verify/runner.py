@@ -55,6 +55,7 @@ class ProbeResult:
     configured_url: str | None = None  # the client's own URL, when probing a stand-in
     standby: bool = False  # a route's other candidate, no client on it (ProbeGroup.standby)
     key: Any = field(default=None, repr=False)  # the Secret sent (never serialised)
+    gateway: str | None = None  # the named gateway probed (docs/gateways.md)
 
     @property
     def route(self) -> str:
@@ -68,6 +69,7 @@ class ProbeResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "clients": list(self.clients),
+            "gateway": self.gateway,
             "routes": [r for r in self.routes if r],
             "model": self.model,
             "backend": self.backend,
@@ -212,7 +214,7 @@ async def _send(client: Any, group: ProbeGroup, key: Any, verify: Any,
         backend=group.backend, protocol=group.protocol, ok=False,
         url=dx.scrub(display_url(url), key),
         configured_url=dx.scrub(display_url(group.url), key) if base_override else None,
-        key=key, standby=group.standby)
+        key=key, standby=group.standby, gateway=group.gateway)
     timeout = float(group.timeout or verify.timeout)  # models.<id>.timeout overrides
     if dx.key_unsendable(key):
         problem = dx.key_problem(key) or "cannot be sent in an HTTP header"

@@ -163,7 +163,10 @@ def verify_fleet(fleet: Any, key: Any, env: Any, *, state_dir: Any = None,
         on_start(len(groups))
     if stub:
         # without the key the stand-in cannot tell a right key from a wrong one
-        with stub(key=None if unresolved else key, models=list(fleet.models)) as server:
+        # one stand-in answers every gateway: with several keys it cannot hold to one
+        several = bool(fleet.gateway_keys())
+        with stub(key=None if unresolved or several else key,
+                  models=list(fleet.models)) as server:
             report.stub_root = server.root
             if on_groups is not None:
                 on_groups(groups, report)
@@ -306,7 +309,9 @@ def known_cells(item: Any) -> list[str]:
     shown = ", ".join(routes) if routes else "—"
     if getattr(item, "standby", False):
         shown += " (standby)"
-    return [", ".join(item.clients), shown, item.model, item.backend or "—"]
+    gateway = getattr(item, "gateway", None)
+    on = f" @{gateway}" if gateway and gateway != "default" else ""  # docs/gateways.md
+    return [", ".join(item.clients) + on, shown, item.model, item.backend or "—"]
 
 
 def _cells(r: Any) -> list[str]:
@@ -404,6 +409,7 @@ def _relative_to_gateway(group: Any, fleet: Any) -> Any:
 
     from taosync.protocols import registry
 
-    base = fleet.gateway.base_url.rstrip("/") + registry.get(group.protocol).BASE_SUFFIX
+    gateway = fleet.gateways_all().get(group.gateway or "", fleet.gateway)
+    base = gateway.base_url.rstrip("/") + registry.get(group.protocol).BASE_SUFFIX
     return replace(group, base_url=base) if group.url.startswith(base) else group
 
