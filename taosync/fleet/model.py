@@ -371,6 +371,7 @@ class FleetBase(FleetLogic, _Strict):
         default_factory=dict,
         description="Isolated instances: NAME → an overlay of this fleet that `--profile NAME` "
         "renders into its own config root (docs/profiles.md).",
+        json_schema_extra={"additionalProperties": False},  # a name that is no directory name
     )
     verify: Verify = Field(default_factory=lambda: Verify.model_validate({}),
                            description="How `taosync verify` probes each backend.")
