@@ -100,8 +100,7 @@ def _without_userinfo(values: dict[str, str], warn=None) -> dict[str, str]:
 
 @click.command("env", epilog="""\b
 Examples:
-  eval "$(taosync env)"
-  taosync env --shell fish | source
+  taosync env --shell powershell
   taosync env --profile work > .envrc      # direnv: this directory uses profile work
   taosync env --aliases >> ~/.bash_aliases # claude-work, codex-home, …
 """)
@@ -124,7 +123,7 @@ def env(shell: str, with_key: bool, aliases: bool) -> int:
     if aliases:
         from taosync.commands.profile_shell import aliases as profile_aliases
 
-        lines = profile_aliases(shell)
+        lines = profile_aliases(shell, quote)
         if s.json:
             ui.emit_json({"aliases": lines})
         else:

@@ -56,12 +56,12 @@ def _enabled(data: dict) -> list[str]:
     return list(FleetView(data, load_schema()).enabled_clients())
 
 
-def aliases(shell: str) -> list[str]:
+def aliases(shell: str, quote) -> list[str]:
     """One alias (or function) per declared profile × client that profile runs: the client
-    with its isolation variables set, any variable that would lead it elsewhere unset."""
+    with its isolation variables set, any variable that would lead it elsewhere unset
+    (``quote``: env's quoting for ``shell``)."""
     from taosync.clients import isolation
     from taosync.clients.registry import all as all_clients
-    from taosync.commands.env import quote
     from taosync.fleet.profiles import declared
 
     s = current()
