@@ -385,3 +385,17 @@ def test_the_help_examples_of_exec_run(home, fleet_file, tmp_path):
         r = subprocess.run(["sh", "-c", line], env=env, capture_output=True, text=True,
                            timeout=120, cwd=tmp_path)
         assert r.returncode == 0, (line, r.stdout, r.stderr)
+
+
+def test_validate_checks_every_profile_merged_located_in_the_profile(taosync, home, tmp_path):
+    fleet = _fleet(tmp_path / "f.yaml", {"work": {"routes": {"fast": "no-such-model"}}})
+    r = taosync("validate", "--no-key", config=fleet)
+    assert r.rc == 2, r.both
+    line = next(i for i, text in enumerate(fleet.read_text().splitlines(), 1)
+                if "no-such-model" in text)
+    said = " ".join(r.err.split())
+    assert "with profile 'work'" in said
+    assert f"f.yaml:{line}:" in said and "profiles.work.routes.fast" in said, said
+    r = taosync("--profile", "work", "plan", "--no-key", config=fleet)
+    assert r.rc == 2 and f"f.yaml:{line}:" in " ".join(r.err.split())
+    assert list(home.rglob("*")) == []

@@ -162,6 +162,8 @@ class Located:
     def __init__(self, findings: Findings, includes: Includes) -> None:
         self.findings = findings
         self.includes = includes
+        #: under --profile: a merged path → where the profile wrote it (fleet/profiles.py)
+        self.remap = None
 
     @property
     def reported(self) -> set[PathT]:
@@ -174,6 +176,8 @@ class Located:
         self._add(path, message, at, "warning")
 
     def _add(self, path: PathT, message: str, at: str, severity: str) -> None:
+        if self.remap is not None:
+            path = self.remap(path)
         source = self.includes.origin(path)
         line, col = source.position(path, at)
         self.findings.at(source.file, line, col, message, path, severity)
@@ -271,6 +275,10 @@ class _Loader:
                                                           self.includes.origins))
         if len(self.findings.errors) > errors:
             raise _Stop
+        name = str(self.profile)
+        entry = (data.get("profiles") or {}).get(name)
+        if isinstance(entry, dict):  # a problem in what the profile set is located there
+            self.located.remap = lambda path: profiles.written_at(entry, name, path)
 
     # ---- 8. the model
 

@@ -83,3 +83,17 @@ def overlay(data: dict, name: str, report, merge) -> dict:
         return data  # the schema names them, located in the profile
     merge(data, entry, ())
     return data
+
+
+def written_at(entry: dict, name: str, path: tuple) -> tuple:
+    """Where ``path`` of the merged fleet was written: under ``profiles.NAME`` when the
+    profile's entry set it (the whole path, or a prefix that replaced what was below),
+    else ``path`` itself."""
+    node: Any = entry
+    for i, part in enumerate(path):
+        if not isinstance(node, dict) or part not in node or (i == 0 and part == "gateway"):
+            return path
+        node = node[part]
+        if not isinstance(node, dict):  # a value the profile replaced whole
+            return ("profiles", name, *path)
+    return ("profiles", name, *path)
