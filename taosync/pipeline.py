@@ -253,6 +253,10 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
             includes=dict(loaded.sources[1:])),
         key_ref=loaded.key_ref, patches=patches, key=key, warnings=warnings,
         clients=list(fleet.enabled_clients()), others=list(fleet.gateway_keys().values()))
+    if entry:  # status names the profiles on a cached render too (fleet.yaml is an input)
+        from taosync.fleet.profiles import declared
+
+        entry["profiles"] = declared(loaded.data)
     return Context(settings, loaded, env, store, key, warnings, patches, entry, routes=routes,
                    unmanaged=unmanaged, consulted=consulted)
 
@@ -609,18 +613,10 @@ def profile_states(ctx: Context) -> dict[str, bool]:
     from taosync.engine.system import current
     from taosync.fleet.profiles import declared
 
-    data = ctx.loaded.data if ctx.loaded is not None else None
-    if data is None:
-        from taosync.errors import TaosyncError
-        from taosync.fleet.load import load_fleet
-
-        try:
-            data = load_fleet(ctx.settings.config_path(), home=ctx.settings.home_dir,
-                              environ=ctx.env.environ, resolve_key=False, model=False).data
-        except TaosyncError:
-            return {}
+    names = (declared(ctx.loaded.data) if ctx.loaded is not None
+             else list(ctx.cache_entry.get("profiles") or ()))  # what the cached render saw
     root = ctx.settings.state_dir() / "profiles"
-    return {name: current().exists(root / name / "state.json") for name in declared(data)}
+    return {name: current().exists(root / name / "state.json") for name in names}
 
 
 def profiles_line(states: dict[str, bool]) -> str | None:

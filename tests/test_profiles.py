@@ -8,6 +8,7 @@ command inside one. The real clients prove it in tests/clients/test_real_profile
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -261,6 +262,11 @@ def test_the_no_op_certificate_never_answers_across_scopes(home, fleet_file):
     again = _cli(home, fleet_file, "status")  # the user's answer is still the user's
     assert again.returncode == 0
     assert again.stdout.splitlines()[0] == user.stdout.splitlines()[0]
+    # a fleet that declares profiles keeps its fast path: replayed (click never imported),
+    # naming the profiles as the full path does
+    timed = _cli(home, fleet_file, "status", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert not re.search(r"\| +click$", timed.stderr, re.M), "not the fast path"
+    assert "profiles: work (applied), home (never applied" in timed.stdout, timed.stdout
     r = _cli(home, fleet_file, "apply", env={"TAOSYNC_PROFILE": "home"})
     assert "profiles/home" in r.stdout, r.stdout + r.stderr  # not the user's no-op
 
