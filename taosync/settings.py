@@ -70,7 +70,7 @@ class Settings:
         """Where client files live; its environment is the System's (a certified run
         records each variable a client looks at). Under a profile: the profile's root,
         each client's isolation variable pointing into it."""
-        env = self._user_env()
+        env = self.user_env()
         name = self.profile_name()
         if name is None:
             return env
@@ -78,7 +78,8 @@ class Settings:
 
         return profile_env(env, name, self.profile_root(name))
 
-    def _user_env(self):
+    def user_env(self):
+        """The user scope's ClientEnv (a profile's root and state are found from it)."""
         from taosync.clients.base import ClientEnv
         from taosync.privilege import act_for_home
 
@@ -87,7 +88,7 @@ class Settings:
                          environ=environ().copy())
 
     def _location(self, var: str) -> Path | None:
-        return self._user_env().location(var)
+        return self.user_env().location(var)
 
     # -- profiles (docs/profiles.md) -------------------------------------------------------
 
