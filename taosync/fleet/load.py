@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from taosync.fleet.checks import CrossChecks
 from taosync.fleet.includes import Includes, owner_of
@@ -163,7 +163,7 @@ class Located:
         self.findings = findings
         self.includes = includes
         #: under --profile: a merged path → where the profile wrote it (fleet/profiles.py)
-        self.remap = None
+        self.remap: Callable[[PathT], PathT] | None = None
 
     @property
     def reported(self) -> set[PathT]:
