@@ -78,8 +78,10 @@ RULES = ["apply", "route_pin", "route_candidates", "context_window", "rotate_key
          "hand_add_user_key", "client_rewrite", "rollback", "redo", "destroy", "forget",
          "manage_again", "adopt", "set_fault", "clear_faults", "verify", "read_only",
          "unset_mcp_secret", "shell_style_key", "damaged_state", "cat", "toggle_failover",
-         "fail_choice", "update", "keyring_key",
-         "profile_declare", "profile_run"]  # lane profiles
+         "fail_choice", "update", "keyring_key"]
+#: lane profiles: declare a profile; apply/verify/status/destroy --profile (TaosyncMachine
+#: draws them; a machine whose rules_here is built from RULES alone, WatchMachine, not)
+PROFILE_RULES = ["profile_declare", "profile_run"]
 CHECKS = "abcdefghi"
 
 
@@ -93,7 +95,7 @@ _CHECKS = set(os.environ.get("TAOSYNC_STATEFUL_CHECKS", CHECKS).replace(",", "")
 #: secrets (c) does not look for, e.g. ``user#2`` while hunting past a known leak of it
 _UNCHECKED_SECRETS = _names("TAOSYNC_STATEFUL_UNCHECKED_SECRETS") or set()
 for _name in (_ONLY or set()) | _SKIP:
-    assert _name in RULES, f"unknown rule {_name!r}; rules: {', '.join(RULES)}"
+    assert _name in RULES + PROFILE_RULES, f"unknown rule {_name!r}; rules: {', '.join(RULES)}"
 
 
 #: action name → (method name, {argument: strategy}, weight), filled by @action
@@ -106,7 +108,7 @@ def action(name: str, **strategies):
     """A step the machine may take (one rule draws among them, so every sequence mixes
     them: Hypothesis would otherwise leave whole rules out of most sequences).
     TAOSYNC_STATEFUL_RULES / _SKIP switch actions off by name."""
-    assert name in RULES, name
+    assert name in RULES + PROFILE_RULES, name
 
     def register(f):
         ACTIONS[name] = (f.__name__, strategies, WEIGHTS.get(name, 1))
@@ -162,7 +164,7 @@ class TaosyncMachine(RuleBasedStateMachine):
     #: a ``taosync watch`` runs alongside (WatchMachine): files change on their own
     watched = False
     #: the rules this machine draws from
-    rules_here = frozenset(RULES)
+    rules_here = frozenset(RULES + PROFILE_RULES)
 
     def __init__(self):
         super().__init__()
@@ -892,7 +894,7 @@ class TaosyncMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.ready)
     @rule(data=st.data())
     def act(self, data):
-        names = [n for n in RULES if n in self.rules_here and n in ACTIONS
+        names = [n for n in RULES + PROFILE_RULES if n in self.rules_here and n in ACTIONS
                  and (_ONLY is None or n in _ONLY) and n not in _SKIP]
         weighted = [n for n in names for _ in range(ACTIONS[n][2])]
         name = data.draw(st.sampled_from(weighted), label="action")
@@ -1090,10 +1092,7 @@ class WatchMachine(TaosyncMachine):
     watched = True
 
     rules_here = frozenset(RULES) - {"rotate_key", "rotate_mcp_secret", "switch_team",
-                                     "unset_mcp_secret", "damaged_state", "update",
-                                     # lane profiles: a watch re-applies the user scope
-                                     # while a profile run is checked for leaving it alone
-                                     "profile_declare", "profile_run"}
+                                     "unset_mcp_secret", "damaged_state", "update"}
     checks_log = False
 
     @initialize()
