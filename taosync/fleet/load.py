@@ -255,16 +255,18 @@ class _Loader:
         data = self.includes.merge(data, fast)
         if self.includes.failed:
             raise _Stop  # what the fleet lacks now is the include's doing: report it alone
-        if self.profile is not None:
-            self.with_profile(data)
+        unknown = self.profile is not None and not self.with_profile(data)
         self.cross.normalise_urls(data)
         self.schema.check_schema(data)
         self.cross.cross_check(data)
+        if unknown:
+            raise _Stop  # no such profile (or gateway): the fleet's own problems are said too
         return data
 
-    def with_profile(self, data: dict) -> None:
+    def with_profile(self, data: dict) -> bool:
         """Merge the profile in effect onto ``data`` as an include merges (its values
-        come from this file); an unknown profile or gateway stops the load, located."""
+        come from this file); False (reported, located) for an unknown profile or
+        gateway: the load stops after the fleet's own checks."""
         from taosync.fleet import includes, profiles
 
         root = self.includes.root
@@ -274,11 +276,12 @@ class _Loader:
             lambda into, over, path: includes._deep_merge(into, over, root, path,
                                                           self.includes.origins))
         if len(self.findings.errors) > errors:
-            raise _Stop
+            return False
         name = str(self.profile)
         entry = (data.get("profiles") or {}).get(name)
         if isinstance(entry, dict):  # a problem in what the profile set is located there
             self.located.remap = lambda path: profiles.written_at(entry, name, path)
+        return True
 
     # ---- 8. the model
 
