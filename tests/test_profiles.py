@@ -262,8 +262,14 @@ def test_the_no_op_certificate_never_answers_across_scopes(home, fleet_file):
     again = _cli(home, fleet_file, "status")  # the user's answer is still the user's
     assert again.returncode == 0
     assert again.stdout.splitlines()[0] == user.stdout.splitlines()[0]
-    # a fleet that declares profiles keeps its fast path: replayed (click never imported),
-    # naming the profiles as the full path does
+    # the user scope's answer names whether each profile is applied, so the certificate
+    # made before work was applied no longer holds (status said "never applied") ...
+    timed = _cli(home, fleet_file, "status", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert re.search(r"\| +click$", timed.stderr, re.M), "the fast path answered a stale answer"
+    assert "profiles: work (applied), home (never applied" in timed.stdout, timed.stdout
+    # ... and a fleet that declares profiles keeps its fast path: after the next (no-op)
+    # apply, replayed (click never imported), naming the profiles as the full path does
+    assert _cli(home, fleet_file, "apply", "--no-verify").returncode == 0
     timed = _cli(home, fleet_file, "status", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert not re.search(r"\| +click$", timed.stderr, re.M), "not the fast path"
     assert "profiles: work (applied), home (never applied" in timed.stdout, timed.stdout
@@ -405,3 +411,17 @@ def test_validate_checks_every_profile_merged_located_in_the_profile(taosync, ho
     r = taosync("--profile", "work", "plan", "--no-key", config=fleet)
     assert r.rc == 2 and f"f.yaml:{line}:" in " ".join(r.err.split())
     assert list(home.rglob("*")) == []
+
+
+def test_destroy_gives_a_profile_back_after_it_left_the_fleet(taosync, home, tmp_path, fleet_file):
+    """destroy --profile reads the profile's state, not fleet.yaml: a profile removed from
+    the fleet is still given back; the user scope is left alone."""
+    assert taosync("apply", "--no-verify").rc == 0
+    user = _files(home)
+    assert taosync("--profile", "home", "apply", "--no-verify").rc == 0
+    assert (home / ROOTS / "home/.claude/settings.json").exists()
+    gone = _fleet(tmp_path / "gone.yaml", {"work": {}})
+    r = taosync("--profile", "home", "destroy", "--yes", config=gone)
+    assert r.rc == 0, r.both
+    assert not (home / ROOTS / "home/.claude/settings.json").exists()
+    assert _files(home) == user
