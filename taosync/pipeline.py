@@ -231,6 +231,8 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
             continue
         patches.extend(registry[name].render(fleet.for_client(name),
                                              fleet.key_for(name, key), env))
+    for other in fleet.gateway_keys().values():  # in MCP values (${gateway.key} of a
+        hide_key_text(patches, other)            # client on it, ${gateways.NAME.key})
     hide_userinfo(patches, fleet.all_gateway_userinfos())
     # whole lines, compiler style: "fleet.yaml:7:13: path: warning: …" / "warning: …"
     warnings = [w.format() for w in loaded.warnings] + [f"warning: {w}" for w in
@@ -259,6 +261,44 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
         entry["profiles"] = declared(loaded.data)
     return Context(settings, loaded, env, store, key, warnings, patches, entry, routes=routes,
                    unmanaged=unmanaged, consulted=consulted)
+
+
+def hide_key_text(patches, key) -> None:
+    """Make every rendered string that holds ``key`` — a named gateway's key, which the
+    planner does not know as the key (``${gateway.key}`` in an MCP value of a client on
+    that gateway) — a Joined secret around it (in place): the file is written 0600, the
+    state keeps a keyed hash, the render cache the key's reference."""
+    from taosync.fleet.logic import Joined
+    from taosync.fleet.secrets import Secret
+
+    text = key.reveal()
+    if not text:
+        return
+
+    def hide(value):
+        if isinstance(value, Secret):
+            return value
+        if isinstance(value, str):
+            if text not in value:
+                return value
+            if value == text:
+                return key
+            pieces = value.split(text)
+            parts: list = [pieces[0]]
+            for piece in pieces[1:]:
+                parts += [key, piece]
+            return Joined([p for p in parts if p != ""])
+        if isinstance(value, list):
+            return [hide(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(hide(v) for v in value)
+        if isinstance(value, dict):
+            return {k: hide(v) for k, v in value.items()}
+        return value
+
+    for patch in patches:
+        for attr in ("values", "skeleton", "volatile"):
+            setattr(patch, attr, {kp: hide(v) for kp, v in getattr(patch, attr).items()})
 
 
 def hide_userinfo(patches, userinfos) -> None:

@@ -269,10 +269,13 @@ class World:
         self.env["XDG_DATA_HOME"] = str(self.root / "keyring-data")
         self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.stub = Stub(key=None, models=MODELS).start()
+        # lane gateways (issue 26): the stand-in for the named gateway "work"
+        self.stub_work = Stub(key=None, models=MODELS).start()
         self.ran: list[Ran] = []
 
     def close(self) -> None:
         self.stub.stop()
+        self.stub_work.stop()  # lane gateways
         shutil.rmtree(self.root, ignore_errors=True)
 
     # -- processes ---------------------------------------------------------------------
@@ -355,8 +358,10 @@ class World:
             fleet = loaded.fleet
             resolve_routes(fleet, StateStore(self.state_dir))
             registry = all_clients()
+            # each client on its own gateway, with its key (lane gateways, issue 26)
             patches = [patch for name in fleet.enabled_clients()
-                       for patch in registry[name].render(fleet, loaded.key, env)]
+                       for patch in registry[name].render(fleet.for_client(name),
+                                                          fleet.key_for(name, loaded.key), env)]
         finally:
             os.environ.clear()
             os.environ.update(saved)

@@ -179,7 +179,8 @@ def test_every_client_declares_the_contract():
         assert all(var.isupper() for var in mod.LOCATION_VARS)
         assert all(callable(getattr(mod, fn)) for fn in ("render", "probes", "on_disk",
                                                         "observe", "locations"))
-        assert {o.name for o in mod.OPTIONS}.isdisjoint({"enabled", "secrets", "mcp"})
+        assert {o.name for o in mod.OPTIONS}.isdisjoint({"enabled", "secrets", "mcp",
+                                                         "gateway"})
     root = Path(__file__).resolve().parent.parent / "taosync"
     ids = "|".join(re.escape(i) for i in all_clients())
     found = subprocess.run(["grep", "-rnE", f"[\"']({ids})[\"']", str(root), "--include=*.py"],

@@ -529,6 +529,7 @@ PROVEN_ELSEWHERE = {
     "secret": "tests/test_stores.py (a file-backed keyring; the value on stdin)",
     # lane profiles: exec runs inside a profile, which the example fleet does not declare
     "exec": "tests/test_profiles.py (a fleet with profiles work and home, stand-in clients)",
+    "use": "tests/test_gateways.py (a fleet with the gateways home and work)",
 }
 
 
@@ -608,7 +609,8 @@ JSON_RUNS = {
     "prune": ["prune", "--dry-run"], "destroy": ["destroy", "--yes"], "managed": ["managed"],
     "verify": ["verify"], "stats": ["stats"], "doctor": ["doctor"], "init": ["init", "new.yaml"],
     "import": ["import"], "route": ["route", "fast", "--explain"], "env": ["env"],
-    "forget": ["forget", "cline"], "adopt": ["adopt", "--yes"],  # nothing to adopt: one object too
+    "forget": ["forget", "cline"], "use": ["use", "default", "--no-verify"],
+    "adopt": ["adopt", "--yes"],  # nothing to adopt: one object too
     "completion": ["completion", "bash"], "cat": ["cat", "~/.codex/config.toml"],
     "where": ["where"], "help": ["help", "apply"],
 }

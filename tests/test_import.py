@@ -55,21 +55,24 @@ def test_messy_home_conflicts_are_side_by_side_and_never_merged(run, home, tmp_p
     r = run("import")
     assert r.rc == 1
     assert_no_key(r.out, r.err)
-    # stderr: each conflict with both sides
-    assert "conflict: 2 different gateways" in r.err
-    assert "https://gw.example.com/api/v1" in r.err and "https://old-gw.example.net/v1" in r.err
-    assert "conflict: 2 different keys" in r.err
-    assert "sk-…0001 [key 1]" in r.err and "sk-…0002 [key 2]" in r.err
+    # stderr: each conflict with both sides; two gateways (each with its key) are kept
+    # apart as named gateways (issue 26), not a conflict any more
+    assert "conflict: 2 different gateways" not in r.err
+    assert "2 gateways kept apart: gateway: for claude-code; gateways.old-gw for codex" in r.err
+    assert "conflict: 2 different keys" not in r.err
+    assert "export TAOTOKEN_OLD_GW_API_KEY=" in r.err
     assert "cline uses provider 'anthropic'" in r.err
     assert "MCP server 'docs' is defined differently" in r.err
     assert "npx -y some-mcp@2" in r.err and "npx -y some-mcp (env: DOCS_DIR)" in r.err
     assert "/v1/v1/messages" in r.err
     # stdout: the proposal, with the same conflicts as comments on top
     head = r.out.split("version: 1")[0]
-    assert "# CONFLICTS" in head and "old-gw.example.net" in head and "[key 2]" in head
+    assert "# CONFLICTS" in head and "MCP server 'docs'" in head
     # a tie (1 client each) goes to the first client in registry order: claude-code
     assert "base_url: https://gw.example.com/api  #" in r.out
-    assert "codex:  # on another gateway until now" in r.out
+    assert "  old-gw:\n    base_url: https://old-gw.example.net  # from codex" in r.out
+    assert 'key: "${env:TAOTOKEN_OLD_GW_API_KEY}"' in r.out
+    assert "  codex:\n    gateway: old-gw" in r.out
     assert "cline:" not in r.out.split("clients:")[1].split("mcp_servers:")[0]
 
     proposal = tmp_path / "proposed.yaml"
@@ -195,7 +198,7 @@ def test_values_with_line_breaks_cannot_escape_their_comment(run, home, tmp_path
     cfg.write_text(cfg.read_text().replace(
         '"https://gw.example.com/api/v1"', '"https://evil.example/v1\\nversion: 2\\u2028x: 1"'))
     r = run("import")
-    assert r.rc == 1 and "2 different gateways" in r.err
+    assert r.rc == 1 and "2 different gateways" in r.err  # no fleet can hold that URL
     proposal = tmp_path / "proposed.yaml"
     proposal.write_text(r.out)
     assert not any(line.startswith(("version: 2", "x: 1")) for line in r.out.splitlines())

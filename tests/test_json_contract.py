@@ -145,6 +145,8 @@ def test_apply_status_rollback_forget_log_destroy_succeed(taosync):
     assert contract(taosync("rollback", "--json"), 0)["kind"] == "rollback"
     contract(taosync("apply", "--no-verify", "--json"), 0)
     assert contract(taosync("forget", "aider", "--json"), 0)["forgot"] == "aider"
+    assert contract(taosync("use", "default", "--no-verify", "--json"),
+                    0)["switched"]["gateway"] == "default"
     contract(taosync("destroy", "--yes", "--json"), 0)
 
 
@@ -165,6 +167,7 @@ def test_status_items_carry_the_display_path(taosync, home):
     (("route", "fas"), 1),
     (("rollback",), 2),
     (("forget", "nosuchclient"), 2),
+    (("use", "nosuchgateway"), 2),
     (("stats", "--since", "bogus"), 2),
     (("log", "--bogus"), 2),
     (("prune", "--bogus"), 2),

@@ -82,6 +82,7 @@ RULES = ["apply", "route_pin", "route_candidates", "context_window", "rotate_key
 #: lane profiles: declare a profile; apply/verify/status/destroy --profile (TaosyncMachine
 #: draws them; a machine whose rules_here is built from RULES alone, WatchMachine, not)
 PROFILE_RULES = ["profile_declare", "profile_run"]
+RULES += ["add_gateway", "move_client", "rotate_work_key", "use_gateway"]  # lane gateways
 CHECKS = "abcdefghi"
 
 
@@ -1357,5 +1358,139 @@ def test_profiles_stay_apart_from_the_user_scope():
         step(m.profile_run, "p1", "destroy")
         step(m.profile_run, "p2", "destroy")
         step(m.apply, False, True)
+    finally:
+        m.teardown()
+
+
+# -- lane gateways (issue 26, build 1): named gateways ------------------------------------------
+# A second gateway ("work": its own stand-in, key and secret header), a client moved onto
+# it and back, its key rotated, and `taosync use NAME --only CLIENT` / `use default`. Every
+# invariant above holds as it is: (b) against the oracle's render (each client on its own
+# gateway), (c) no spelling of the work key or header in any output. `use work` without
+# --only is not drawn: it makes the work key the fleet's "resolved key", which (i)'s model
+# of "key rotated" (self.key) does not follow; tests/test_gateways.py proves that switch.
+
+WORK_KEY_VAR, WORK_HEADER_VAR = "ST_WORK_KEY", "ST_WORK_HEADER"
+#: the clients drawn to move (Gemini CLI too: "work" has a Gemini root)
+MOVABLE = ["claude-code", "codex", "gemini-cli", "qwen-code", "continue"]
+
+
+def _work_gateway(self) -> dict:
+    return {"base_url": self.w.stub_work.root, "key": f"${{env:{WORK_KEY_VAR}}}",
+            "gemini_base_url": self.w.stub_work.root,
+            "headers": {"X-Work-Auth": f"${{env:{WORK_HEADER_VAR}}}"}}
+
+
+@action("add_gateway")
+def _add_gateway(self):
+    """Add (or drop, when no client is on it) the named gateway "work"."""
+    if "gateways" in self.main:
+        if not any(isinstance(c, dict) and c.get("gateway") == "work"
+                   for c in self.main["clients"].values()):
+            del self.main["gateways"]
+            self.write_fleet()
+        return
+    if WORK_KEY_VAR not in self.w.env:
+        _rotate_work_key_now(self)
+    self.w.env[WORK_HEADER_VAR] = self.new_secret("hdr")
+    self.main["gateways"] = {"work": _work_gateway(self)}
+    self.write_fleet()
+
+
+@action("move_client", client=st.sampled_from(MOVABLE))
+def _move_client(self, client):
+    """Move a client onto "work" (when it exists), or back to the default gateway."""
+    entry = self.main["clients"].get(client)
+    if not isinstance(entry, dict):
+        return
+    if entry.get("gateway"):
+        entry.pop("gateway")
+    elif "gateways" in self.main:
+        entry["gateway"] = "work"
+    else:
+        return
+    self.write_fleet()
+
+
+def _rotate_work_key_now(self):
+    self.w.env[WORK_KEY_VAR] = key = self.new_secret("sk")
+    self.w.stub_work._key = key
+
+
+@action("rotate_work_key")
+def _rotate_work_key(self):
+    """A new key for "work" (the stand-in accepts only it): the next plan, status and
+    apply see it, from a shell too, never "nothing to do" over it."""
+    _rotate_work_key_now(self)
+
+
+@action("use_gateway", gateway=st.sampled_from(["default", "work", "wrok"]),
+        client=st.sampled_from(MOVABLE))
+def _use_gateway(self, gateway, client):
+    """``taosync use NAME --only CLIENT`` (``use default``: the default gateway by name):
+    a comment-kept fleet.yaml edit and an apply; an unknown NAME or a client not in the
+    fleet is bad input that writes nothing."""
+    name = gateway
+    before = self.w.snapshot()
+    only = not (name == "default" and client == "codex")  # else: plain `use default`
+    args = ["use", name, *(["--only", client] if only else []), "--no-verify", "--yes"]
+    known = name in ("default", *self.main.get("gateways", {}))
+    configured = isinstance(self.main["clients"].get(client), dict)
+    r = self.sh(*args)
+    if not known or (only and not configured):
+        assert r.rc == 2 and self.w.snapshot() == before, f"use {name}: bad input wrote:\n{r}"
+        return
+    if self.unconfirmed(r, before):
+        self.reload_fleet()
+        self.log_unknown = True
+        return
+    assert r.rc == 0, f"use {name}:\n{r}"
+    assert f"→ {name}" in r.out, r
+    self.reload_fleet()
+    self.log_unknown = True  # taosync edited fleet.yaml (as forget and adopt do)
+    self.after_fleet_edit()
+    self.after_apply()
+
+
+TaosyncMachine._add_gateway = _add_gateway
+TaosyncMachine._move_client = _move_client
+TaosyncMachine._rotate_work_key = _rotate_work_key
+TaosyncMachine._use_gateway = _use_gateway
+
+
+def test_named_gateways_keep_one_truth():
+    """The machine and its invariants through one fixed sequence with a second named
+    gateway, so every run drives it: add "work", move Claude Code and Codex onto it,
+    apply, rotate its key (seen from a shell: never "nothing to do"), verify (each client
+    at its own stand-in with its own key), `use default --only claude-code`, and back."""
+    m = TaosyncMachine()
+
+    def step(f, *args):
+        f(*args)
+        m.check_after_every_step()
+
+    try:
+        m.start()
+        step(m._add_gateway)
+        step(m._move_client, "claude-code")
+        step(m._move_client, "codex")
+        step(m.apply, False, True)
+        settings = json.loads((m.w.home / ".claude/settings.json").read_text())
+        assert settings["env"]["ANTHROPIC_BASE_URL"] == m.w.stub_work.root
+        step(m._rotate_work_key)
+        plan = m.w.run("plan", "--check")
+        assert plan.rc == 1 and "nothing to do" not in plan.out, plan
+        step(m.apply, True, True)
+        assert any(r.path.startswith("/v1/messages") for r in m.w.stub_work.requests)
+        step(m.verify)
+        step(m._use_gateway, "default", "claude-code")
+        assert "gateway" not in m.main["clients"]["codex"] or \
+            m.main["clients"]["codex"]["gateway"] == "work"
+        settings = json.loads((m.w.home / ".claude/settings.json").read_text())
+        assert settings["env"]["ANTHROPIC_BASE_URL"] == m.w.stub.root
+        step(m._use_gateway, "work", "gemini-cli")
+        step(m.rotate_key)
+        step(m.apply, False, True)
+        step(m.rollback, True)
     finally:
         m.teardown()

@@ -13,7 +13,9 @@ candidates exports the candidate chosen from the verify history. With
 ``gateway.gemini_base_url`` also Gemini CLI's own GOOGLE_GEMINI_BASE_URL (and GEMINI_API_KEY
 with --with-key): what a headless run in a folder Gemini does not trust needs, since it
 reads ``~/.gemini/.env`` only in trusted folders. Values are single-quoted for the shell,
-so nothing in them is expanded.
+so nothing in them is expanded. Each named gateway other than the default one gets
+TAOTOKEN_<NAME>_BASE_URL, _OPENAI_BASE_URL, _ANTHROPIC_BASE_URL (_GEMINI_BASE_URL) and,
+with --with-key, _API_KEY (docs/gateways.md).
 """
 
 from __future__ import annotations
@@ -81,6 +83,31 @@ def variables(view: dict, key=None, warn=None) -> dict[str, str]:
     return out
 
 
+def named_variables(fleet, with_key: bool, warn=None) -> dict[str, str]:
+    """TAOTOKEN_<NAME>_BASE_URL, _OPENAI_BASE_URL, _ANTHROPIC_BASE_URL (and, with
+    ``with_key``, _API_KEY and _GEMINI_BASE_URL when set) for each gateway but the default
+    one, whose URLs are the plain TAOTOKEN_* (docs/gateways.md)."""
+    from taosync.fleet.gateways import env_prefix
+
+    out: dict[str, str] = {}
+    default = fleet.default_gateway_name()
+    keys = fleet.gateway_keys()
+    for name in fleet.gateways_all():
+        if name == default:
+            continue
+        view = fleet.on_gateway(name)
+        prefix = env_prefix(name)
+        values = {f"{prefix}BASE_URL": view.gateway.base_url,
+                  f"{prefix}OPENAI_BASE_URL": view.openai_url,
+                  f"{prefix}ANTHROPIC_BASE_URL": view.anthropic_url}
+        if view.gateway.gemini_base_url:
+            values[f"{prefix}GEMINI_BASE_URL"] = view.gateway.gemini_base_url
+        if with_key and name in keys:
+            values[f"{prefix}API_KEY"] = keys[name].reveal()
+        out.update(values if with_key else _without_userinfo(values, warn))
+    return out
+
+
 def _without_userinfo(values: dict[str, str], warn=None) -> dict[str, str]:
     """The URLs without their ``user:password@``: a credential, printed (as the key is)
     only with --with-key."""
@@ -135,6 +162,7 @@ def env(shell: str, with_key: bool, aliases: bool) -> int:
         for p in loaded.warnings:
             ui.warn(p.format())
     values = variables(view, loaded.key if with_key else None, ui.warn)
+    values.update(named_variables(loaded.fleet, with_key, ui.warn))
     if with_key:  # every variable taosync's files leave the key or an MCP secret to
         from taosync.clients.variables import exported
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import click
 
+from taosync.clients.registry import complete
 from taosync.confirm import APPLY_ASKS, yes_option
 from taosync.settings import common_options, current
 
@@ -36,7 +37,7 @@ Examples:
 Undo: taosync use with the gateway you were on (the line before says which).""")
 @common_options
 @click.argument("name", shell_complete=_complete_gateway)
-@click.option("--only", "only", metavar="CLIENT",
+@click.option("--only", "only", metavar="CLIENT", shell_complete=complete,
               help="Switch this one client (its clients.CLIENT.gateway), not the default.")
 @click.option("--dry-run", is_flag=True, help="Show the fleet.yaml edit; write nothing.")
 @click.option("--no-verify", is_flag=True, help="Do not send the verification requests.")
@@ -65,7 +66,8 @@ def use(name, only, dry_run, no_verify, yes):
         hint = closest(name, list(table))
         raise BadInput(f"no gateway {name!r}" + (f" (did you mean {hint}?)" if hint else "")
                        + f"; gateways: {', '.join(table)}")
-    configured = data.get("clients") if isinstance(data.get("clients"), dict) else {}
+    raw = data.get("clients")
+    configured: dict = raw if isinstance(raw, dict) else {}
     if only is not None:
         pipeline.check_only([only])
         if not isinstance(configured.get(only), dict):
@@ -122,6 +124,7 @@ def _check_edit(edit, s) -> None:
     import dataclasses
     import os
     import tempfile
+    from pathlib import Path
 
     from taosync.fleet.load import FleetInvalid, load_fleet
 
@@ -131,7 +134,7 @@ def _check_edit(edit, s) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(edit.new_text)
         try:
-            load_fleet(tmp, home=s.home_dir, environ=s.client_env().environ,
+            load_fleet(Path(tmp), home=s.home_dir, environ=s.client_env().environ,
                        resolve_key=False, model=False)
         except FleetInvalid as exc:
             def moved(p):

@@ -365,12 +365,13 @@ def render_patches(fleet: Any, key: Any, env: Any) -> list:
     patches: list = []
     for name in fleet.enabled_clients():
         try:
-            patches += registry[name].render(fleet, key, env)
+            patches += registry[name].render(fleet.for_client(name),
+                                             fleet.key_for(name, key), env)
         except TaosyncError:
             continue
     from taosync.pipeline import hide_userinfo
 
-    hide_userinfo(patches, fleet.gateway_userinfos())  # as apply renders them
+    hide_userinfo(patches, fleet.all_gateway_userinfos())  # as apply renders them
     return patches
 
 
@@ -452,9 +453,16 @@ def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int, An
         from taosync.verify.diagnose import key_problem
 
         problem = key_problem(key)
-        checks.append(Check("fleet", "gateway.key", "warn" if problem else "ok",
+        label = fleet.gateway_path(fleet.default_gateway_name()) + ".key"
+        checks.append(Check("fleet", label, "warn" if problem else "ok",
                             f"{key.redacted()} from {loaded.key_ref.describe()}"
                             + (f": the key {problem}" if problem else "")))
+        for name, other in fleet.gateway_keys().items():  # each named gateway's own key
+            problem = key_problem(other)
+            checks.append(Check("fleet", fleet.gateway_path(name) + ".key",
+                                "warn" if problem else "ok",
+                                f"{other.redacted()} from {other.source}"
+                                + (f": the key {problem}" if problem else "")))
     return loaded, checks, 1 if failed else 0, None
 
 

@@ -141,7 +141,9 @@ def _listening(host: str, port: int, timeout: float = 0.5) -> bool:
 
 
 def gateway_urls(fleet: Any) -> list[str]:
-    urls = [fleet.gateway.base_url, fleet.anthropic_url, fleet.openai_url]
+    urls = [url for name in fleet.gateways_all()  # every named gateway (docs/gateways.md)
+            for view in (fleet.on_gateway(name),)
+            for url in (view.gateway.base_url, view.anthropic_url, view.openai_url)]
     return list(dict.fromkeys(urls))
 
 

@@ -132,11 +132,15 @@ class CrossChecks:
                 self.report.error(path, why)
             for path, why in _unmet_requirements(clients, data):
                 self.report.error(path, why)
+            for path, why in _unspoken_protocols(clients, data):
+                self.report.error(path, why)
         self.check_gateways(data)
 
         servers = data.get("mcp_servers")
         if isinstance(servers, dict) and models_ok and routes_ok:
-            known = fleet_reference_names(model_ids, route_names)
+            from taosync.fleet.gateways import named
+
+            known = fleet_reference_names(model_ids, route_names, list(named(data)))
             for name, server in servers.items():
                 self.check_references(("mcp_servers", name), server, known)
 
@@ -236,11 +240,16 @@ def control_character(text: str) -> str | None:
     return f"U+{ord(match.group(0)):04X}" if match else None
 
 
-def fleet_reference_names(model_ids: Iterable[str], route_names: Iterable[str]) -> list[str]:
-    """Every ``${…}`` name :meth:`Fleet.reference_value` can satisfy for this catalogue."""
+def fleet_reference_names(model_ids: Iterable[str], route_names: Iterable[str],
+                          gateway_names: Iterable[str] = ()) -> list[str]:
+    """Every ``${…}`` name :meth:`Fleet.reference_value` can satisfy for this catalogue
+    (and these named gateways: ``${gateways.NAME.key}``, … — docs/gateways.md)."""
+    from taosync.fleet.logic import GATEWAY_REFERENCE_FIELDS
+
     return (["gateway.base_url", "gateway.key", "gateway.anthropic_base_url",
              "gateway.openai_base_url", "default_route"]
-            + [f"routes.{r}" for r in route_names] + [f"models.{m}" for m in model_ids])
+            + [f"routes.{r}" for r in route_names] + [f"models.{m}" for m in model_ids]
+            + [f"gateways.{g}.{f}" for g in gateway_names for f in GATEWAY_REFERENCE_FIELDS])
 
 
 def _client_options(clients: dict) -> Iterator[tuple[str, dict, str, dict]]:
@@ -309,6 +318,33 @@ def _unmet_requirements(clients: dict, data: dict) -> Iterator[tuple[PathT, str]
                 on = (f" (its gateway is {gateway_name})"
                       if gateway_name is not None and len(table) > 1 else "")
                 yield ("clients", name), f"needs {shown}{on}: {why}"
+
+
+def _unspoken_protocols(clients: dict, data: dict) -> Iterator[tuple[PathT, str]]:
+    """(path, why) of every enabled client on a gateway whose ``protocols:`` list leaves
+    out the protocol the client speaks (``x-speaks`` in the schema; a client's own
+    ``protocol`` option, e.g. Hermes' ``anthropic-messages``, says which it uses)."""
+    from taosync.fleet.gateways import client_gateway, named
+
+    table = named(data)
+    for name, entry in client_entries().items():
+        cfg = clients.get(name)
+        speaks = entry.get("x-speaks")
+        if not isinstance(cfg, dict) or cfg.get("enabled") is False or not speaks:
+            continue
+        gateway_name = client_gateway(data, name)
+        gateway = table.get(gateway_name or "")
+        served = gateway.get("protocols") if isinstance(gateway, dict) else None
+        if not isinstance(served, list):
+            continue
+        chosen = cfg.get("protocol", entry.get("properties", {}).get("protocol", {})
+                         .get("default"))
+        family = chosen.split("-")[0] if isinstance(chosen, str) else speaks
+        if family not in served:
+            at = ("clients", name, "gateway") if "gateway" in cfg else ("clients", name)
+            yield at, (f"{name} speaks {family}, and gateway {gateway_name} serves only "
+                       f"{', '.join(map(str, served)) or 'nothing'} (its protocols:); put "
+                       f"{name} on a gateway that serves {family}")
 
 
 def _url_problem(url: str) -> str | None:

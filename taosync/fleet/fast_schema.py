@@ -15,7 +15,7 @@ class Unsupported(Exception):
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$id", "$schema",
                           "$comment", "deprecated", "readOnly", "writeOnly", "$defs",
                           "x-kind", "x-slot", "x-reserved", "x-requires",
-                          "x-mcp-only"})
+                          "x-mcp-only", "x-speaks"})
 
 
 def fast_valid(schema: dict, instance) -> bool:

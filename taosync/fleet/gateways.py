@@ -79,9 +79,7 @@ def with_default(data: dict) -> dict:
 
 
 def env_prefix(name: str) -> str:
-    """The variable prefix ``taosync env`` exports a named gateway under:
-    ``TAOTOKEN_<NAME>_`` (upper case, ``-`` as ``_``); the default gateway keeps the
-    plain ``TAOTOKEN_``."""
-    if name == DEFAULT:
-        return "TAOTOKEN_"
+    """The variable prefix ``taosync env`` exports a gateway other than the default one
+    under: ``TAOTOKEN_<NAME>_`` (upper case, ``-`` as ``_``); the default gateway keeps
+    the plain ``TAOTOKEN_``."""
     return "TAOTOKEN_" + name.upper().replace("-", "_") + "_"

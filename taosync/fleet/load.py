@@ -230,7 +230,7 @@ class _Loader:
             fleet.attach_mcp_secrets(self.secrets.mcp_secrets)
             fleet.attach_gateway_secrets(self.secrets.gateway_secrets,
                                          self.secrets.gateway_secrets_by)
-            fleet.attach_gateway_keys(self.secrets.gateway_keys)
+            fleet.attach_gateway_keys(self.secrets.gateway_keys, self.secrets.key)
         findings.scrub(self.secrets.known())
         key_ref = self.secrets.key_ref
         assert key_ref is not None  # a missing or blank key is an error above

@@ -71,7 +71,9 @@ if TYPE_CHECKING:
 #: Anything else in ``${…}`` (``${HOME}``, ``${VAR:-x}``) is written as it is; clients.md records
 #: Gemini CLI and Qwen Code expanding it in settings.json, Claude Code only in a project's
 #: ``.mcp.json``, the others not at all (so in a secret's value it is an error: fleet/checks.py).
-FLEET_REFERENCE = re.compile(r"\$\{((?:gateway|routes|models)\.[^}]*|default_route)\}")
+FLEET_REFERENCE = re.compile(r"\$\{((?:gateways?|routes|models)\.[^}]*|default_route)\}")
+#: the fields of a gateway an MCP value may name (``${gateway.FIELD}``, ``${gateways.NAME.FIELD}``)
+GATEWAY_REFERENCE_FIELDS = ("base_url", "key", "anthropic_base_url", "openai_base_url")
 
 #: a key reference (``${env:…}``, ``${file:…}``, ``${cmd:…}``, ``${shell:…}``) inside a value
 SECRET_REFERENCE = re.compile(r"\$\{" + REFERENCE_HEAD + r"(?P<arg>[^}]*)\}")
@@ -338,7 +340,8 @@ class RunTime:
     gives it from the verify history before any client renders)."""
 
     __slots__ = ("mcp_secrets", "gateway_secrets", "route_choices", "own_gateway",
-                 "gateway_keys", "gateway_secrets_by", "gateway_table", "views")
+                 "gateway_keys", "gateway_secrets_by", "gateway_table", "views",
+                 "default_key")
 
     def __init__(self) -> None:
         #: the fleet has a ``gateway:`` of its own (the gateway named ``default``)
@@ -352,6 +355,8 @@ class RunTime:
         self.gateway_table: dict | None = None
         #: gateway name → the fleet as a client on that gateway sees it
         self.views: dict[str, Any] = {}
+        #: the default gateway's resolved key (None: not resolved, or not given)
+        self.default_key: Secret | None = None
         #: MCP env/header value text → its resolved secret
         self.mcp_secrets: dict[str, McpSecret] = {}
         #: header name → its value as a secret; None: not given (a fleet built without
@@ -366,6 +371,7 @@ class RunTime:
         out = RunTime()
         out.mcp_secrets, out.route_choices = self.mcp_secrets, self.route_choices
         out.own_gateway, out.gateway_keys = self.own_gateway, self.gateway_keys
+        out.default_key = self.default_key
         out.gateway_secrets_by, out.gateway_table = self.gateway_secrets_by, self.gateway_table
         if self.gateway_secrets_by is not None:
             out.gateway_secrets = self.gateway_secrets_by.get(name, {})
@@ -411,6 +417,11 @@ class FleetLogic:
             return self.default_gateway
         return "default" if self._run_time.own_gateway else next(iter(self.gateways_all()))
 
+    def gateway_path(self, name: str) -> str:
+        """Where gateway ``name`` is written: ``gateway`` or ``gateways.NAME``."""
+        return "gateway" if name == "default" and self._run_time.own_gateway \
+            else f"gateways.{name}"
+
     def gateway_of(self, client: str) -> str:
         """The name of the gateway client ``client`` (as spelled in fleet.yaml) is on."""
         entry = getattr(self.clients, client_attrs()[client], None)
@@ -421,7 +432,10 @@ class FleetLogic:
         """The fleet as client ``client`` sees it: ``gateway`` (its URLs, headers and key
         reference) is the client's own gateway. Every reader of ``fleet.gateway`` that
         acts for one client reads it through this."""
-        name = self.gateway_of(client)
+        return self.on_gateway(self.gateway_of(client))
+
+    def on_gateway(self, name: str) -> Any:
+        """The fleet as a client on gateway ``name`` sees it (itself for the default)."""
         if name == self.default_gateway_name():
             return self
         rt = self._run_time
@@ -439,9 +453,12 @@ class FleetLogic:
             return key
         return self._run_time.gateway_keys.get(name, key)
 
-    def attach_gateway_keys(self, keys: dict[str, Secret]) -> None:
-        """Give the fleet each non-default gateway's resolved key (name → secret)."""
+    def attach_gateway_keys(self, keys: dict[str, Secret],
+                            default: "Secret | None" = None) -> None:
+        """Give the fleet each non-default gateway's resolved key (name → secret), and
+        the default gateway's (for ``${gateways.NAME.key}``)."""
         self._run_time.gateway_keys = dict(keys)
+        self._run_time.default_key = default
 
     def gateway_keys(self) -> dict[str, Secret]:
         """Each non-default gateway's resolved key (name → secret)."""
@@ -556,6 +573,8 @@ class FleetLogic:
         }
         if name in gateway:
             return gateway[name]
+        if name.startswith("gateways."):
+            return self._named_reference(name, key)
         if name == "default_route":
             return self.model_for(None)
         kind, _, rest = name.partition(".")
@@ -564,6 +583,26 @@ class FleetLogic:
         if kind == "models" and rest in self.models:
             return rest
         raise KeyError(f"unknown reference ${{{name}}}")
+
+    def _named_reference(self, name: str, key: "Secret | None") -> str:
+        """``${gateways.NAME.FIELD}``: a named gateway's URL or key, whichever client the
+        value is written into (``key`` stands in when the keys were not resolved)."""
+        gateway_name, _, field = name[len("gateways."):].rpartition(".")
+        table = self.gateways_all()
+        if gateway_name not in table or field not in GATEWAY_REFERENCE_FIELDS:
+            raise KeyError(f"unknown reference ${{{name}}}")
+        g = table[gateway_name]
+        if field == "key":
+            rt = self._run_time
+            found = rt.default_key if gateway_name == self.default_gateway_name() \
+                else rt.gateway_keys.get(gateway_name)
+            found = found if found is not None else key
+            if found is None:
+                raise KeyError(f"{name} is not resolved")
+            return found.reveal()
+        return {"base_url": g.base_url,
+                "anthropic_base_url": g.anthropic_base_url or g.base_url,
+                "openai_base_url": g.openai_base_url or g.base_url + "/v1"}[field]
 
     def expand(self, text: str, key: "Secret | None") -> str:
         """``text`` with every fleet reference replaced (other ``${…}`` left as is)."""

@@ -67,6 +67,10 @@ class Gateway(_Strict):
         "protocol; without /v1. Gemini CLI needs it.",
         pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://",
     )
+    protocols: list[Literal["anthropic", "openai", "gemini"]] | None = Field(
+        None, description="The wire protocols this gateway serves (anthropic: Messages, "
+        "openai: Chat Completions and Responses, gemini: generateContent); a client that "
+        "speaks none of them cannot be put on it (a located error). Default: not checked.")
     headers: dict[str, str] = Field(
         default_factory=dict,
         description="Extra HTTP headers every client sends to the gateway (e.g. "
@@ -182,6 +186,9 @@ def client_model(declaration: ClientDeclaration) -> type[_Client]:
     extra = {}
     if declaration.REQUIRES:  # fleet keys the client cannot work without: checked where
         extra["x-requires"] = dict(declaration.REQUIRES)  # it is enabled
+    speaks = getattr(getattr(declaration, "CLIENT", None), "root", None)
+    if declaration.GATEWAY and isinstance(speaks, str):  # the protocol family it speaks
+        extra["x-speaks"] = speaks  # (a `protocol` option, where it has one, says more)
     if not declaration.GATEWAY:  # what a slot there is told (fleet/schema_errors.py)
         extra["x-mcp-only"] = (f"{declaration.TITLE} takes no custom gateway, only MCP "
                                f"servers from its files (the fleet's mcp_servers)")
@@ -227,7 +234,8 @@ class McpStdio(_McpServer):
     env: dict[str, str] = Field(
         default_factory=dict,
         description="Environment for the server; values may use ${gateway.base_url}, "
-        "${gateway.key}, ${routes.NAME}, ${models.ID}, ${default_route}, or be a secret: "
+        "${gateway.key} (the gateway of the client it is written into), "
+        "${gateways.NAME.key}, ${routes.NAME}, ${models.ID}, ${default_route}, or be a secret: "
         "${env:NAME}, ${file:PATH}, ${cmd:COMMAND}, ${shell:COMMAND} (resolved like "
         "gateway.key; the file holding it is written 0600).",
     )
@@ -384,9 +392,10 @@ class FleetBase(FleetLogic, _Strict):
     def _default_gateway(self) -> "FleetBase":
         """``gateway`` answers as the default gateway when only ``gateways:`` is given
         (as the run-time view does: fleet/gateways.py)."""
-        self._run_time.own_gateway = self.gateway is not None
+        own: Gateway | None = self.gateway
+        self._run_time.own_gateway = own is not None
         table = self.gateways_all()
-        name = self.default_gateway or ("default" if self.gateway is not None else
+        name = self.default_gateway or ("default" if own is not None else
                                         next(iter(table)) if len(table) == 1 else None)
         if name is None or name not in table:
             raise ValueError("no gateway: write gateway:, or gateways: with default_gateway")

@@ -171,9 +171,59 @@ class _Builder:
                             f"will point {', '.join(others)} at it")
         return gw, chosen
 
+    def more_gateways(self, clients: list[Observation], primary: set[str]
+                      ) -> list[tuple[str, dict, set[str]]]:
+        """The gateways beside the primary one, kept apart as named gateways (docs/
+        gateways.md) instead of pointing every client at one: (name, gateway, clients)
+        per other root (and per other literal key on one root). The conflict "N different
+        gateways" becomes a note."""
+        groups: list[tuple[str, dict, set[str]]] = []
+        taken = {"default"}
+        rest = [o for o in clients if o.client not in primary]
+        for part in _by_key([o for o in clients if o.client in primary])[1:]:
+            chosen = {o.client for o in part}
+            groups.append((_gateway_name(self.gateway_root(clients, primary), taken),
+                           dict(self.last_gateway), chosen))
+        while rest:
+            mark_read, mark_found = len(self.read), len(self.findings)
+            gw, chosen = self.gateway(rest)
+            del self.read[mark_read:]  # each URL was read (and noted) once already
+            del self.findings[mark_found:]
+            if not chosen:
+                break
+            if any(_unwritable(v) for v in gw.values()):
+                rest = [o for o in rest if o.client not in chosen]
+                continue  # a URL no fleet may hold: those clients stay a conflict
+            on = [o for o in rest if o.client in chosen]
+            for part in _by_key(on):
+                groups.append((_gateway_name(gw["base_url"], taken), dict(gw),
+                               {o.client for o in part}))
+            rest = [o for o in rest if o.client not in chosen]
+        if groups and not any(o.client not in primary and
+                              o.client not in {c for g in groups for c in g[2]}
+                              for o in clients):
+            self.findings[:] = [f for f in self.findings
+                                if not (f.kind == "conflict" and f.topic == "gateway")]
+        if groups:
+            self.add("note", "gateway", f"{len(groups) + 1} gateways kept apart: gateway: for "
+                     f"{', '.join(sorted(primary - {c for g in groups for c in g[2]}))}; "
+                     + "; ".join(f"gateways.{n} for {', '.join(sorted(c))}"
+                                 for n, _, c in groups)
+                     + " (taosync use NAME switches)")
+        return groups
+
+    def gateway_root(self, clients: list[Observation], primary: set[str]) -> str:
+        """The primary gateway again, quietly (its base_url; kept in last_gateway)."""
+        mark_read, mark_found = len(self.read), len(self.findings)
+        self.last_gateway, _ = self.gateway([o for o in clients if o.client in primary])
+        del self.read[mark_read:]
+        del self.findings[mark_found:]
+        return self.last_gateway["base_url"]
+
     # ---- 3. the key
 
-    def key(self, clients: list[Observation], gw_clients: set[str]) -> dict:
+    def key(self, clients: list[Observation], gw_clients: set[str],
+            default_env: str = DEFAULT_KEY_ENV) -> dict:
         names: dict[str, list[str]] = {}
         for o in clients:
             for seen in o.key_envs:
@@ -200,7 +250,7 @@ class _Builder:
                 env, reference = None, Reference(*stored).describe() if stored is not None \
                     else f"${{shell:{helper.value}}}"
             else:
-                env, reference = DEFAULT_KEY_ENV, f"${{env:{DEFAULT_KEY_ENV}}}"
+                env, reference = default_env, f"${{env:{default_env}}}"
 
         found: list[tuple[str, Seen]] = []
         for o in clients:
@@ -588,7 +638,10 @@ class _Builder:
             return Proposal(None, "", self.findings, self.read, sources,
                             {"reference": None}, {})
         gw, primary = self.gateway(clients)
-        key = self.key(clients, primary)
+        named = self.more_gateways(clients, primary)
+        if named:  # the clients on the other gateways have keys of their own
+            primary = primary - {c for _, _, chosen in named for c in chosen}
+        key = self.key([o for o in clients if not named or o.client in primary], primary)
         model_ids, routes, default, assignments = self.routes(clients, primary)
         if not model_ids:
             self.add("problem", "models",
@@ -601,9 +654,22 @@ class _Builder:
             gw["headers"] = headers
         gw["key"] = key["reference"]
 
+        gateways: dict[str, dict] = {}
+        on: dict[str, str] = {}
+        for name, g, chosen in named:
+            from taosync.fleet.gateways import env_prefix
+
+            group = [o for o in clients if o.client in chosen]
+            found = self.key(group, chosen, default_env=env_prefix(name) + "API_KEY")
+            g["key"] = found["reference"]
+            gateways[name] = g
+            on.update({c: name for c in chosen})
+            if found["env"] is not None and found["export_hint"]:
+                self.add("note", "key", f"gateway {name} ({', '.join(sorted(chosen))}): "
+                         f"{found['export_hint']}")
         client_cfg: dict[str, dict] = {}
         for o in clients:
-            cfg: dict = {}
+            cfg: dict = {"gateway": on[o.client]} if o.client in on else {}
             for slot, route in assignments.get(o.client, {}).items():
                 _set_slot(cfg, slot, route)
             settings = dict(o.settings)
@@ -619,6 +685,8 @@ class _Builder:
         for extra in ("anthropic_base_url", "openai_base_url", "gemini_base_url", "headers"):
             if extra in gw:
                 data["gateway"][extra] = gw[extra]
+        if gateways:
+            data["gateways"] = gateways
         data["models"] = {m: {} for m in model_ids}
         data["routes"] = routes
         if default is not None:
@@ -628,10 +696,63 @@ class _Builder:
         if mcp:
             data["mcp_servers"] = mcp
         gateway_info = {"base_url": gw["base_url"], "clients": sorted(primary, key=lambda c: self.order[c]),
-                        "others": [o.client for o in clients if o.client not in primary]}
+                        "others": [o.client for o in clients if o.client not in primary
+                                   and o.client not in on],
+                        **({"gateways": {n: sorted(c) for n, _, c in named}} if named else {})}
         text = emit(data, self, key, gateway_info, sources)
         return Proposal(data, text, self.findings, self.read, sources, key, gateway_info,
                         mcp_secrets=self.mcp_secrets, secrets=list(self.secret_values))
+
+
+def _by_key(clients: list[Observation]) -> list[list[Observation]]:
+    """Clients on one gateway root, split by the literal key their files hold (the first
+    key found first; a client holding none goes with the first)."""
+    parts: list[tuple[Any, list[Observation]]] = []
+    loose: list[Observation] = []
+    for o in clients:
+        secret = o.keys[0].value if o.keys else None
+        if secret is None:
+            loose.append(o)
+            continue
+        for held, members in parts:
+            if held == secret:
+                members.append(o)
+                break
+        else:
+            parts.append((secret, [o]))
+    if not parts:
+        return [loose]
+    parts[0][1].extend(loose)
+    return [members for _, members in parts]
+
+
+def _unwritable(value: Any) -> bool:
+    """A value holding a control character or a line separator (refused by the loader)."""
+    return isinstance(value, str) and any(
+        ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or c in "\u2028\u2029" for c in value)
+
+
+#: host labels that name no gateway (``api.``, ``llm.``, ``.com``)
+_GENERIC_LABELS = frozenset("api www gateway llm ai com net org io dev".split())
+
+
+def _gateway_name(url: str, taken: set[str]) -> str:
+    """A gateway name from its URL's host (``llm.corp.example`` → ``corp``; an address
+    or localhost → ``gateway2``…), not yet ``taken`` (which it joins)."""
+    import re as _re
+
+    host = (urlsplit(url).hostname or "").lower()
+    labels = [p for p in host.split(".") if p and p not in _GENERIC_LABELS]
+    base = labels[0] if labels and not _re.fullmatch(r"[0-9]+", labels[0]) \
+        and host != "localhost" else "gateway"
+    base = _re.sub(r"[^a-z0-9_-]", "-", base)
+    if not _re.match(r"[a-z]", base):
+        base = "gw-" + base
+    name, n = base, 2
+    while name in taken or name == "gateway":
+        name, n = f"{base}{n}", n + 1
+    taken.add(name)
+    return name
 
 
 def _looks_secret(label: str, text: Any) -> bool:

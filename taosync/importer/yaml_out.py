@@ -120,8 +120,12 @@ def emit(data: dict, builder: Any, key: dict, gateway: dict,
                                      "before applying:")):
         head += _findings_block([f for f in findings if f.kind == kind], title)
     lines = head + ["version: 1", ""]
-    for section in ("gateway", "models", "routes"):
-        lines += _block({section: data[section]}, 0, comments, ()) + [""]
+    for name, users in gateway.get("gateways", {}).items():
+        comments[("gateways", name, "base_url")] = "from " + ", ".join(users)
+        comments[("gateways", name, "key")] = "the key is never copied here"
+    for section in ("gateway", "gateways", "models", "routes"):
+        if section in data:
+            lines += _block({section: data[section]}, 0, comments, ()) + [""]
     if "default_route" in data:
         lines += [f"default_route: {scalar(data['default_route'])}", ""]
     lines += ["clients:                 # a slot takes a route name (or a model id)"]
