@@ -230,10 +230,10 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     from taosync.fleet.load import load_fleet
 
     project = getattr(settings, "project", None)
-    if project is not None and settings.system_scope:  # given in either order
-        raise BadInput("--project and --system name two scopes: run one, then the other")
+    settings.one_scope()  # the options given in any order
     loaded = load_fleet(path, home=settings.home_dir, environ=env.environ,
-                        resolve_key=not no_key, project=project)
+                        resolve_key=not no_key, project=project,
+                        profile=settings.profile_name())
     registry = all_clients()
     fleet, key = loaded.fleet, loaded.key
     assert fleet is not None  # load_fleet builds the view unless asked not to (model=False)
@@ -244,7 +244,12 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
 
         key = Secret(NO_KEY_VALUE, "--no-key")
     patches = []
+    profile = settings.profile_name()
+    left_out = []
     for name in fleet.enabled_clients():  # each client on its own gateway (docs/gateways.md)
+        if profile is not None and not registry[name].ISOLATION:
+            left_out.append(name)  # no way to run it isolated: the profile leaves it out
+            continue
         patches.extend(registry[name].render(fleet.for_client(name),
                                              fleet.key_for(name, key), env))
     project_notes: list[str] = []
@@ -262,6 +267,9 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
                                                          grouped_warnings(env.warnings)]
     unmanaged = fleet.unmanaged_clients()
     warnings += no_mcp_note(fleet, registry)
+    if left_out:
+        warnings.append(f"info: profile {profile!r} leaves out {', '.join(left_out)}: "
+                        "no variable or home of its own runs it isolated (docs/profiles.md)")
     warnings += variables.notes(fleet, key, env)
     warnings += project_notes
     if no_key:
@@ -276,6 +284,10 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
             includes=dict(loaded.sources[1:])),
         key_ref=loaded.key_ref, patches=patches, key=key, warnings=warnings,
         clients=list(fleet.enabled_clients()), others=list(fleet.gateway_keys().values()))
+    if entry:  # status names the profiles on a cached render too (fleet.yaml is an input)
+        from taosync.fleet.profiles import declared
+
+        entry["profiles"] = declared(loaded.data)
     return Context(settings, loaded, env, store, key, warnings, patches, entry, routes=routes,
                    unmanaged=unmanaged, consulted=consulted)
 
@@ -393,7 +405,7 @@ def loaded_fleet(ctx: Context):
         from taosync.fleet.load import load_fleet
 
         ctx.loaded = load_fleet(ctx.settings.config_path(), home=ctx.settings.home_dir,
-                                environ=ctx.env.environ)
+                                environ=ctx.env.environ, profile=ctx.settings.profile_name())
     return ctx.loaded
 
 
@@ -539,7 +551,8 @@ def fleet_note(ctx: Context, state) -> dict:
 
         try:
             loaded = load_fleet(ctx.settings.config_path(), home=ctx.settings.home_dir,
-                                environ=ctx.env.environ, resolve_key=False, model=False)
+                                environ=ctx.env.environ, resolve_key=False, model=False,
+                                profile=ctx.settings.profile_name())
         except TaosyncError:
             return {}
     now = fleet_changes.snapshot(loaded.data, key_value=ctx.key.reveal(),
@@ -700,3 +713,29 @@ def stand_in(wanted: bool):
     from taosync.stub import Stub
 
     return Stub
+
+
+def profile_states(ctx: Context) -> dict[str, bool]:
+    """In the user scope: each profile fleet.yaml declares → whether it was ever applied
+    (its state exists). A profile is applied on its own (``apply --profile NAME``), never
+    by a plain apply (docs/profiles.md); status and apply say which are not. Empty under
+    a profile, and for a fleet that declares none."""
+    if ctx.settings.profile_name() is not None:
+        return {}
+    from taosync.engine.system import current
+    from taosync.fleet.profiles import declared
+
+    names = (declared(ctx.loaded.data) if ctx.loaded is not None
+             else list(ctx.cache_entry.get("profiles") or ()))  # what the cached render saw
+    root = ctx.settings.state_dir() / "profiles"
+    return {name: current().exists(root / name / "state.json") for name in names}
+
+
+def profiles_line(states: dict[str, bool]) -> str | None:
+    """``profiles: work (applied), home (never applied: taosync apply --profile home)``."""
+    if not states:
+        return None
+    parts = [f"{name} (applied)" if done else
+             f"{name} (never applied: {again('apply')} --profile {name})"
+             for name, done in states.items()]
+    return "profiles: " + ", ".join(parts) + "; each is applied with --profile NAME"

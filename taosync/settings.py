@@ -56,6 +56,9 @@ class Settings:
     trust_entries: list[str] = field(default_factory=list, repr=False, compare=False)
     #: --system: the managed (policy) scope, with a state of its own (docs/system.md)
     system_scope: bool = False
+    #: --profile NAME (else $TAOSYNC_PROFILE): the isolated instance this run acts on, with
+    #: its own client files and state (docs/profiles.md, taosync/clients/isolation.py)
+    profile: str | None = None
 
     @property
     def sandboxed(self) -> bool:
@@ -73,7 +76,18 @@ class Settings:
 
     def client_env(self):
         """Where client files live; its environment is the System's (a certified run
-        records each variable a client looks at)."""
+        records each variable a client looks at). Under a profile: the profile's root,
+        each client's isolation variable pointing into it."""
+        env = self.user_env()
+        name = self.profile_name()
+        if name is None:
+            return env
+        from taosync.clients.isolation import profile_env
+
+        return profile_env(env, name, self.profile_root(name))
+
+    def user_env(self):
+        """The user scope's ClientEnv (a profile's root and state are found from it)."""
         from taosync.clients.base import ClientEnv
         from taosync.privilege import act_for_home
 
@@ -84,7 +98,28 @@ class Settings:
                          extra_dirs=(self.project,) if self.project is not None else ())
 
     def _location(self, var: str) -> Path | None:
-        return self.client_env().location(var)
+        return self.user_env().location(var)
+
+    # -- profiles (docs/profiles.md) -------------------------------------------------------
+
+    def profile_name(self) -> str | None:
+        """--profile, else $TAOSYNC_PROFILE (``taosync exec`` and ``env --profile`` set
+        it), else None: the user scope. A name that is no safe directory name is bad input."""
+        name = self.profile or environ().get("TAOSYNC_PROFILE") or None
+        if name is not None:
+            from taosync.fleet.profiles import check_name
+
+            check_name(name, "--profile" if self.profile else "$TAOSYNC_PROFILE")
+        return name
+
+    def profile_root(self, name: str) -> Path:
+        """The profile's config root: $XDG_DATA_HOME/taosync/profiles/NAME (under --home
+        when given); its clients' files live there, as under a home of their own."""
+        if sys.platform == "win32":
+            base = self._location("LOCALAPPDATA") or self.home_dir / "AppData" / "Local"
+        else:
+            base = self._location("XDG_DATA_HOME") or self.home_dir / ".local" / "share"
+        return base / "taosync" / "profiles" / name
 
     def config_path(self) -> Path:
         """-c, else $TAOSYNC_CONFIG, else ./fleet.yaml, else $XDG_CONFIG_HOME/taosync/fleet.yaml."""
@@ -133,12 +168,28 @@ class Settings:
 
     def _scoped(self, root: Path) -> Path:
         """The state directory of the scope in force: a project's is its own sub-directory
-        (``projects/<16 hex of sha256 of its root>``), so it never touches the user's."""
+        (``projects/<16 hex of sha256 of its root>``), a profile's ``profiles/NAME``, so
+        neither touches the user's."""
+        self.one_scope()
+        name = self.profile_name()
+        if name is not None:
+            return root / "profiles" / name
         if self.project is None:
             return root
         import hashlib
 
         return root / "projects" / hashlib.sha256(str(self.project).encode()).hexdigest()[:16]
+
+    def one_scope(self) -> None:
+        """One scope per run: a project, a profile and the managed (system) scope each have
+        files and a state of their own, so two of them at once is bad input."""
+        named = [what for what, on in (
+            ("--project", self.project is not None),
+            ("--profile" if self.profile else "$TAOSYNC_PROFILE", self.profile_name() is not None),
+            ("--system", self.system_scope)) if on]
+        if len(named) > 1:
+            raise BadInput(f"{' and '.join(named)} name {len(named)} scopes: a run acts on "
+                           "one (run one, then the other)")
 
 
 def _options_in_effect() -> list[str]:
@@ -158,6 +209,8 @@ def _options_in_effect() -> list[str]:
         opts += ["--project", shlex.quote(str(s.project))]
     if s.system_scope:
         opts.append("--system")
+    if s.profile is not None:  # $TAOSYNC_PROFILE is still set for the next command
+        opts += ["--profile", shlex.quote(s.profile)]
     return opts
 
 
@@ -220,10 +273,9 @@ def _project(ctx, param, value):
 
 def project_command(name: str | None) -> None:
     """--project goes only with a command that acts on a project scope, and one scope per
-    run: a project is not the managed (system) scope."""
+    run (Settings.one_scope)."""
     s = current()
-    if s.project is not None and s.system_scope:
-        raise BadInput("--project and --system name two scopes: run one, then the other")
+    s.one_scope()
     if s.project is not None and name not in PROJECT_COMMANDS:
         raise BadInput(f"--project does not go with `{name}`: it works with "
                        f"{', '.join(PROJECT_COMMANDS)} (docs/project.md)")
@@ -269,6 +321,10 @@ def common_options(f):
                      expose_value=False, callback=_store("home", lambda p: p.expanduser().absolute()),
                      help="Use DIR as the home directory for every client file and for "
                           "taosync's state (sandboxes, dotfiles CI, tests)."),
+        click.option("--profile", metavar="NAME", expose_value=False,
+                     callback=_store("profile"),
+                     help="Act on profile NAME of fleet.yaml (else $TAOSYNC_PROFILE): its own "
+                          "client files and state (docs/profiles.md)."),
         click.option("--json", "json_", is_flag=True, expose_value=False,
                      callback=_store("json"), help="Machine-readable output."),
         click.option("--color", type=click.Choice(["auto", "always", "never"]),

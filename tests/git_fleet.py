@@ -55,4 +55,7 @@ class GitRepo:
         return git(self.mine, "rev-parse", "HEAD")
 
     def text(self, rel: str) -> str:
+        """``rel`` as the remote has it now (the user may have pushed since the last
+        publish: a stale copy would make publish commit nothing)."""
+        git(self.upstream, "pull", "-q", "--ff-only")
         return (self.upstream / rel).read_text()

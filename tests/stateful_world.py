@@ -32,6 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 #: write, 70 internal error)
 DOCUMENTED_EXIT_CODES = {0, 1, 2, 3, 70}
 
+# -- lane profiles: where the profiles' roots and states sit under the home (no XDG
+# variable inside it); the user scope is everything else
+PROFILE_AREAS = (".local/share/taosync/profiles/", ".local/state/taosync/profiles/")
+
 MODELS = ["gpt-4o-mini", "claude-sonnet-4-20250514", "gpt-4.1", "nvidia/deepseek-r1",
           "intel/llama-7b"]
 #: client → its slots (routes); gemini-cli stays on ``fast``, which never gets candidates
@@ -299,14 +303,19 @@ class World:
 
     # -- files -------------------------------------------------------------------------
 
-    def snapshot(self, *, state: bool = True, certificate: bool = True) -> dict[str, str]:
+    def snapshot(self, *, state: bool = True, certificate: bool = True,
+                 profiles: bool = False) -> dict[str, str]:
         """relative path → sha256 of every file under the home (taosync's state dir
-        left out unless ``state``; its certificate.json unless ``certificate``)."""
+        left out unless ``state``; its certificate.json unless ``certificate``; the
+        profiles' roots and states — lane profiles — unless ``profiles``, and then only
+        they)."""
         out = {}
         for dirpath, _dirs, files in os.walk(self.home):
             for name in files:
                 p = Path(dirpath, name)
                 rel = str(p.relative_to(self.home))
+                if rel.startswith(PROFILE_AREAS) != profiles:  # lane profiles
+                    continue
                 if not state and rel.startswith(".local/state/taosync"):
                     continue
                 if not certificate and rel == ".local/state/taosync/certificate.json":

@@ -450,6 +450,8 @@ def examples(name: str) -> list[str]:
 #: an example that does not end 0 on a terminal, and why (each code is in its --help)
 EXIT = {
     "taosync destroy": (1, "it asks (y/N) on the terminal; the test answers n"),
+    # lane profiles: tests/test_profiles.py runs it in a fleet that declares profile work
+    "taosync env --profile work > .envrc": (2, "the example fleet declares no profile work"),
 }
 #: an example that takes back an earlier step: that step first, as a user would
 AFTER = {"taosync rollback --redo": "taosync rollback"}
@@ -525,6 +527,8 @@ PROVEN_ELSEWHERE = {
     "edit": "tests/test_verbs_help_examples.py (editor scripts, a fleet in a git clone)",
     "update": "tests/test_verbs_help_examples.py (a fleet in a git clone with a remote)",
     "secret": "tests/test_stores.py (a file-backed keyring; the value on stdin)",
+    # lane profiles: exec runs inside a profile, which the example fleet does not declare
+    "exec": "tests/test_profiles.py (a fleet with profiles work and home, stand-in clients)",
     "use": "tests/test_gateways.py (a fleet with the gateways home and work)",
 }
 

@@ -94,6 +94,17 @@ def test_an_invalid_fleet_fails_with_located_problems(taosync, broken, args):
                    for p in data["problems"]), data["problems"]
 
 
+def test_exec_fails_by_the_contract_before_it_runs_anything(taosync, broken):
+    """(lane profiles) ``exec`` prints no object of its own — COMMAND replaces it — but
+    its bad input keeps the contract: an unknown profile, an invalid fleet (located)."""
+    data = failed(taosync("--json", *("exec", "nope", "--", "true")), 2)
+    assert "no profile 'nope'" in data["error"] + " ".join(p["message"] for p in data["problems"])
+    broken()
+    data = failed(taosync("--json", "exec", "work", "--", "true"), 2)
+    assert any(p["file"].endswith("fleet.yaml") and p["line"] == 3
+               for p in data["problems"]), data["problems"]
+
+
 def test_validate_failure_matches_its_own_problems(taosync, broken):
     broken()
     data = failed(taosync("validate", "--json"), 2)

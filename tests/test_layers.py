@@ -198,9 +198,11 @@ def test_format_and_settings_contracts_import_nothing_above_them():
     # run records those reads: engine/certificate.py); root on another user's home acts
     # with its owner's rights from the moment settings name the home (taosync/privilege.py);
     # it hands next-step hints the options in effect (taosync/hints.py, paths' home spelling)
+    # (lane profiles) --profile: the name's check and the profile's ClientEnv
     assert graph["taosync.settings"] <= {"taosync.errors", "taosync.clients.base",
                                          "taosync.engine.system", "taosync.privilege",
-                                         "taosync.hints", "taosync.paths"}
+                                         "taosync.hints", "taosync.paths",
+                                         "taosync.fleet.profiles", "taosync.clients.isolation"}
 
 
 def test_watch_imports_no_command_module_and_no_click():

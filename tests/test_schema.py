@@ -65,9 +65,9 @@ def test_every_mapping_forbids_unknown_keys_and_says_what_it_is():
     objects = list(_objects(data))
     from taosync.clients import registry
 
-    # Fleet, its 9 own $defs (Clients, Gateway, McpHttp, McpStdio, Model, ProjectOverlay,
-    # Route, Routing, Verify) and one options object per registered client
-    assert len(objects) == 1 + 9 + len(registry.ids())
+    # Fleet, its 10 own $defs (Clients, Gateway, McpHttp, McpStdio, Model, Profile,
+    # ProjectOverlay, Route, Routing, Verify) and one options object per registered client
+    assert len(objects) == 1 + 10 + len(registry.ids())
     for where, obj in objects:
         assert obj.get("additionalProperties") is False, where
     for name, prop in data["properties"].items():

@@ -68,7 +68,7 @@ from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, p
 
 from git_fleet import git
 from stateful_world import (CHAINS, CLIENTS, DOCUMENTED_EXIT_CODES, KEY_VAR, KEYRING_REFERENCE,
-                            KEYRING_SERVICE, KEYRING_USER, MCP_VAR, MISSING,
+                            KEYRING_SERVICE, KEYRING_USER, MCP_VAR, MISSING, PROFILE_AREAS,
                             MODELS, TEAM_VAR, Watch, World, dump_yaml, find_secrets, get_path,
                             changed_keys, fleet_keys, leaves, read_doc, safe_yaml, secret)
 
@@ -79,6 +79,9 @@ RULES = ["apply", "route_pin", "route_candidates", "context_window", "rotate_key
          "manage_again", "adopt", "set_fault", "clear_faults", "verify", "read_only",
          "unset_mcp_secret", "shell_style_key", "damaged_state", "cat", "toggle_failover",
          "fail_choice", "update", "keyring_key"]
+#: lane profiles: declare a profile; apply/verify/status/destroy --profile (TaosyncMachine
+#: draws them; a machine whose rules_here is built from RULES alone, WatchMachine, not)
+PROFILE_RULES = ["profile_declare", "profile_run"]
 RULES += ["add_gateway", "move_client", "rotate_work_key", "use_gateway"]  # lane gateways
 CHECKS = "abcdefghi"
 
@@ -106,7 +109,7 @@ _CHECKS = set(os.environ.get("TAOSYNC_STATEFUL_CHECKS", CHECKS).replace(",", "")
 #: secrets (c) does not look for, e.g. ``user#2`` while hunting past a known leak of it
 _UNCHECKED_SECRETS = _names("TAOSYNC_STATEFUL_UNCHECKED_SECRETS") or set()
 for _name in (_ONLY or set()) | _SKIP:
-    assert _name in RULES, f"unknown rule {_name!r}; rules: {', '.join(RULES)}"
+    assert _name in RULES + PROFILE_RULES, f"unknown rule {_name!r}; rules: {', '.join(RULES)}"
 
 
 #: action name → (method name, {argument: strategy}, weight), filled by @action
@@ -119,7 +122,7 @@ def action(name: str, **strategies):
     """A step the machine may take (one rule draws among them, so every sequence mixes
     them: Hypothesis would otherwise leave whole rules out of most sequences).
     TAOSYNC_STATEFUL_RULES / _SKIP switch actions off by name."""
-    assert name in RULES, name
+    assert name in RULES + PROFILE_RULES, name
 
     def register(f):
         ACTIONS[name] = (f.__name__, strategies, WEIGHTS.get(name, 1))
@@ -175,7 +178,7 @@ class TaosyncMachine(RuleBasedStateMachine):
     #: a ``taosync watch`` runs alongside (WatchMachine): files change on their own
     watched = False
     #: the rules this machine draws from
-    rules_here = frozenset(RULES)
+    rules_here = frozenset(RULES + PROFILE_RULES)
 
     def __init__(self):
         super().__init__()
@@ -930,13 +933,76 @@ class TaosyncMachine(RuleBasedStateMachine):
             assert not leaked, f"{', '.join(leaked)} in {rel}, a file git tracks"
 
     # -- end of lane project -------------------------------------------------------------
+    # -- lane profiles: declare a profile; apply, verify, status, destroy --profile ------
+    # Invariant (check_profiles_apart): a profile run never changes the user scope's
+    # files or state, and no other step changes a profile's (docs/profiles.md).
+
+    PROFILES = ("p1", "p2")
+
+    def profile_area(self) -> dict[str, str]:
+        return self.w.snapshot(profiles=True)
+
+    @action("profile_declare", profile=st.sampled_from(PROFILES),
+            model=st.sampled_from(MODELS), drop=st.sampled_from([None, *sorted(CLIENTS)]))
+    def profile_declare(self, profile, model, drop):
+        """Declare (or redeclare) profile ``profile``: fast on ``model``, ``drop`` left out."""
+        name = profile
+        overlay: dict = {"routes": {"fast": model}}
+        if drop is not None:
+            overlay["clients"] = {drop: {"enabled": False}}
+        self.main.setdefault("profiles", {})[name] = overlay
+        self.write_fleet()
+
+    @action("profile_run", profile=st.sampled_from(PROFILES),
+            op=st.sampled_from(["apply", "verify", "status", "destroy"]))
+    def profile_run(self, profile, op):
+        name = profile
+        user = self.w.snapshot()
+        args = {"apply": ["apply", "--no-verify", "--yes"], "verify": ["verify"],
+                "status": ["status"], "destroy": ["destroy", "--yes"]}[op]
+        r = self.sh("--profile", name, *args)
+        assert self.w.snapshot() == user, (
+            f"a profile run changed the user scope's files or state:\n{r}")
+        declared = name in (self.main.get("profiles") or {})
+        if not declared:  # never applied either: destroy (it reads the state) has nothing
+            if op == "destroy":
+                assert r.rc == 0 and "nothing to do" in r.out, r
+            else:
+                assert r.rc == 2 and f"no profile {name!r}" in " ".join(r.err.split()), r
+            assert self.profile_area() == getattr(self, "profiles_seen", {}), (
+                f"an unknown profile wrote:\n{r}")
+        elif op == "apply" and r.rc == 0:
+            # the option and $TAOSYNC_PROFILE (which the fast path may read) agree
+            full = self.sh("--profile", name, "status")
+            self.w.env["TAOSYNC_PROFILE"] = name
+            try:
+                env = self.sh("status")
+            finally:
+                del self.w.env["TAOSYNC_PROFILE"]
+            assert full.rc == 0 and "nothing to do" in full.out, full
+            assert env.words == full.words, f"the env spelling answered otherwise:\n{env}\n{full}"
+        elif op == "destroy" and r.rc == 0:
+            root = self.w.home / PROFILE_AREAS[0] / name
+            held = [str(p) for p in root.rglob("*") if p.is_file()
+                    and any(v in p.read_text(errors="replace")
+                            for n, v in self.secrets.items() if n.startswith(("sk#", "ghp#")))]
+            assert not held, f"destroy --profile left the fleet's secrets in {held}:\n{r}"
+        self.profiles_seen = self.profile_area()
+
+    @invariant()
+    def check_profiles_apart(self):
+        """No step but a profile run changes a profile's files or state."""
+        if not self.ready:
+            return
+        assert self.profile_area() == getattr(self, "profiles_seen", {}), (
+            "a step that was no profile run changed a profile's files or state")
 
     # -- the one rule ------------------------------------------------------------------
 
     @precondition(lambda self: self.ready)
     @rule(data=st.data())
     def act(self, data):
-        names = [n for n in RULES if n in self.rules_here and n in ACTIONS
+        names = [n for n in RULES + PROFILE_RULES if n in self.rules_here and n in ACTIONS
                  and (_ONLY is None or n in _ONLY) and n not in _SKIP]
         weighted = [n for n in names for _ in range(ACTIONS[n][2])]
         name = data.draw(st.sampled_from(weighted), label="action")
@@ -1394,6 +1460,45 @@ def test_a_project_scope_keeps_to_itself():
     finally:
         m.teardown()
 # -- end of lane project ---------------------------------------------------------------------
+# -- lane profiles ----------------------------------------------------------------------
+
+def test_profiles_stay_apart_from_the_user_scope():
+    """The same machine and invariants through one fixed sequence of profile steps, so
+    every run drives them: two profiles declared, applied, verified, hand-edited, checked
+    and destroyed between user-scope applies, rollbacks and destroys — and no profile run
+    touches the user scope, no user-scope step a profile (check_profiles_apart)."""
+    m = TaosyncMachine()
+
+    def step(f, *args):
+        f(*args)
+        m.check_after_every_step()
+        m.check_profiles_apart()
+
+    try:
+        m.start()
+        step(m.profile_run, "p1", "status")  # not declared yet: exit 2, nothing written
+        step(m.profile_declare, "p1", "gpt-4.1", None)
+        step(m.profile_declare, "p2", "intel/llama-7b", "codex")
+        step(m.profile_run, "p1", "apply")
+        step(m.profile_run, "p2", "apply")
+        assert (m.w.home / PROFILE_AREAS[0] / "p1/.claude/settings.json").exists()
+        assert not (m.w.home / PROFILE_AREAS[0] / "p2/.codex").exists()
+        step(m.apply, False, True)
+        step(m.profile_run, "p1", "verify")
+        step(m.rotate_key)
+        step(m.apply, False, True)
+        step(m.profile_run, "p2", "status")
+        step(m.profile_run, "p2", "apply")
+        step(m.rollback, True)
+        step(m.destroy)
+        step(m.profile_run, "p1", "status")
+        step(m.profile_run, "p1", "destroy")
+        step(m.profile_run, "p2", "destroy")
+        step(m.apply, False, True)
+    finally:
+        m.teardown()
+
+
 # -- lane gateways (issue 26, build 1): named gateways ------------------------------------------
 # A second gateway ("work": its own stand-in, key and secret header), a client moved onto
 # it and back, its key rotated, and `taosync use NAME --only CLIENT` / `use default`. Every

@@ -32,6 +32,9 @@ from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
 
 ID = "aider"
 BINARY = "aider"  # taosync doctor shows its --version
+#: a profile's instance (docs/profiles.md): no variable of its own moves its files, so a
+#: separate HOME (the profile's root)
+ISOLATION = {"HOME": "."}
 SUMMARY = "aider (.aider.conf.yml, openai/<id>): model, weak_model, editor_model."
 TARGETS = [
     "~/.aider.conf.yml: model, weak-model, editor-model (openai/<id>), openai-api-base, "

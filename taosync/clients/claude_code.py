@@ -37,6 +37,8 @@ BINARY = "claude"  # taosync doctor shows its --version
 TITLE = "Claude Code"
 SUMMARY = "Claude Code (Anthropic Messages): model, haiku, sonnet, opus slots."
 LOCATION_VARS = ("CLAUDE_CONFIG_DIR",)
+#: a profile's instance (docs/profiles.md): variable → its directory under the profile's root
+ISOLATION = {"CLAUDE_CONFIG_DIR": ".claude"}
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("model", "Route or model id for ANTHROPIC_MODEL (default: default_route)."),

@@ -36,6 +36,8 @@ BINARY = "cline"  # taosync doctor shows its --version
 SUMMARY = "Cline (OpenAI-compatible provider): model, editors, legacy."
 #: environment variables naming a directory (LOCATION_VARS) or one file it reads
 LOCATION_VARS = ("CLINE_DIR", "CLINE_DATA_DIR")
+#: a profile's instance (docs/profiles.md): variable → its directory under the profile's root
+ISOLATION = {"CLINE_DIR": ".cline"}
 LOCATION_FILES = ("CLINE_MCP_SETTINGS_PATH",)
 TARGETS = [
     "~/.cline/data/settings/providers.json ($CLINE_DIR, $CLINE_DATA_DIR): the "

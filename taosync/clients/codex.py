@@ -29,6 +29,8 @@ ID = "codex"
 BINARY = "codex"  # taosync doctor shows its --version
 SUMMARY = "Codex CLI (OpenAI Responses): model, profiles, provider_id."
 LOCATION_VARS = ("CODEX_HOME",)
+#: a profile's instance (docs/profiles.md): variable → its directory under the profile's root
+ISOLATION = {"CODEX_HOME": ".codex"}
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("model", "Route or model id for `model` (default: default_route)."),

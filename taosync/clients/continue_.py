@@ -34,6 +34,8 @@ ID = "continue"
 BINARY = "cn"  # taosync doctor shows its --version
 SUMMARY = "Continue (config.yaml models): roles → route or model id."
 LOCATION_VARS = ("CONTINUE_GLOBAL_DIR",)
+#: a profile's instance (docs/profiles.md): variable → its directory under the profile's root
+ISOLATION = {"CONTINUE_GLOBAL_DIR": ".continue"}
 TARGETS = [
     "~/.continue/config.yaml ($CONTINUE_GLOBAL_DIR): models[name=<model id>] and "
     "mcpServers[name=<name>]",

@@ -41,6 +41,8 @@ TITLE = "Factory Droid"
 SUMMARY = ("Factory Droid (settings.json customModels, the whole catalogue): model, "
            "spec_model.")
 LOCATION_VARS = ("FACTORY_HOME_OVERRIDE",)
+#: a profile's instance (docs/profiles.md): variable → its directory under the profile's root
+ISOLATION = {"FACTORY_HOME_OVERRIDE": "."}
 TARGETS = [
     "~/.factory/settings.json ($FACTORY_HOME_OVERRIDE/.factory): customModels "
     "[displayName=taotoken/<id>] per catalogue model, sessionDefaultSettings.model, "

@@ -29,6 +29,8 @@ ID = "gemini-cli"
 BINARY = "gemini"  # taosync doctor shows its --version
 SUMMARY = "Gemini CLI (Gemini generateContent; needs gateway.gemini_base_url): model."
 LOCATION_VARS = ("GEMINI_CLI_HOME",)
+#: a profile's instance (docs/profiles.md): variable → its directory under the profile's root
+ISOLATION = {"GEMINI_CLI_HOME": "."}
 #: fleet keys it cannot work without (checked, located, wherever it is enabled)
 REQUIRES = {"gateway.gemini_base_url": (
     "Gemini CLI speaks only Gemini's protocol (POST …/v1beta/models/{model}:"

@@ -27,6 +27,9 @@ from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
 
 ID = "gptme"
 BINARY = "gptme"  # taosync doctor shows its --version
+#: a profile's instance (docs/profiles.md): no variable of its own moves its files, so a
+#: separate HOME (the profile's root)
+ISOLATION = {"HOME": "."}
 SUMMARY = "gptme ([[providers]] + [env] MODEL = <provider>/<id>): model."
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (

@@ -43,6 +43,8 @@ BINARY = "hermes"  # taosync doctor shows its --version
 TITLE = "Hermes Agent"
 SUMMARY = "Hermes Agent (config.yaml providers + .env key): model, protocol, failover."
 LOCATION_VARS = ("HERMES_HOME",)
+#: a profile's instance (docs/profiles.md): variable → its directory under the profile's root
+ISOLATION = {"HERMES_HOME": ".hermes"}
 
 #: what Hermes 0.19.0 sends besides the gateway's headers (seen by the stand-in gateway)
 OPENAI_HEADERS = {"User-Agent": "OpenAI/Python 2.24.0", "X-Stainless-Lang": "python"}

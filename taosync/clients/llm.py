@@ -25,6 +25,8 @@ ID = "llm"
 BINARY = "llm"  # taosync doctor shows its --version
 SUMMARY = "llm (extra-openai-models.yaml, the whole catalogue): model (the default)."
 LOCATION_VARS = ("LLM_USER_PATH",)
+#: a profile's instance (docs/profiles.md): variable → its directory under the profile's root
+ISOLATION = {"LLM_USER_PATH": ".config/io.datasette.llm"}
 TARGETS = [
     "~/.config/io.datasette.llm/extra-openai-models.yaml ($LLM_USER_PATH): one entry per "
     "catalogue model ([model_id=<id>])",

@@ -29,6 +29,8 @@ ID = "mistral-vibe"
 BINARY = "vibe"  # taosync doctor shows its --version
 SUMMARY = "Mistral Vibe (config.toml [[models]] + .env key): model."
 LOCATION_VARS = ("VIBE_HOME",)
+#: a profile's instance (docs/profiles.md): variable → its directory under the profile's root
+ISOLATION = {"VIBE_HOME": ".vibe"}
 #: its fleet.yaml options (beyond enabled, secrets, mcp)
 OPTIONS = (
     slot_option("model", "Route or model id for `active_model` (default: default_route); "

@@ -186,12 +186,13 @@ class Family(declare.Declared):
 
     def exports(self) -> dict[str, Any]:
         """What a flavour's module holds (plugin.py): FLAVOR, its constants (ID, TITLE,
-        SUMMARY, BINARY, LOCATION_VARS, OPTIONS, TARGETS, OWNED_FILES, KEY_REFERENCE,
-        MCP_REFERENCE, INSTALL) and functions (render, probes, on_disk, observe,
+        SUMMARY, BINARY, LOCATION_VARS, ISOLATION, OPTIONS, TARGETS, OWNED_FILES,
+        KEY_REFERENCE, MCP_REFERENCE, INSTALL) and functions (render, probes, on_disk, observe,
         locations), all from the flavour: ``globals().update(CLIENT.exports())``."""
         f = self.flavor
         return {"FLAVOR": f, "ID": f.id, "TITLE": f.title, "SUMMARY": f.summary,
                 "BINARY": f.binary, "LOCATION_VARS": ("XDG_CONFIG_HOME",),
+                "ISOLATION": {"XDG_CONFIG_HOME": ".config"},
                 "OPTIONS": OPTIONS, "TARGETS": targets(f), "OWNED_FILES": owned_files(f),
                 "KEY_REFERENCE": KEY_REFERENCE, "MCP_REFERENCE": MCP_REFERENCE,
                 "INSTALL": f.install, "render": self.render, "probes": self.probes,

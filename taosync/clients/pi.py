@@ -47,6 +47,8 @@ BINARY = "pi"  # taosync doctor shows its --version (pi prints it on stderr)
 TITLE = "Pi"
 SUMMARY = "Pi (models.json provider + settings.json default): model, protocol."
 LOCATION_VARS = ("PI_CODING_AGENT_DIR",)
+#: a profile's instance (docs/profiles.md): variable → its directory under the profile's root
+ISOLATION = {"PI_CODING_AGENT_DIR": ".pi/agent"}
 #: Pi has no MCP client: the fleet's mcp_servers are not written for it
 MCP = False
 TARGETS = [

@@ -31,6 +31,9 @@ class ClientPlugin(Protocol):
     OPTIONS: Sequence[Option]
     LOCATION_VARS: Sequence[str]
     LOCATION_FILES: Sequence[str]
+    #: how a profile runs its own instance (docs/profiles.md): variable → the directory it
+    #: names under the profile's root (``HOME``: a separate home); empty: no profiles
+    ISOLATION: Mapping[str, str]
     MCP: bool
     #: fleet keys the client cannot work without, with why (checked where it is enabled)
     REQUIRES: Mapping[str, str]
@@ -83,6 +86,7 @@ def no_key_variables(fleet: Any, env: ClientEnv) -> dict[str, bool]:
 DEFAULTS: dict[str, Any] = {
     "LOCATION_VARS": (),  # no variable moves its files (they sit under the home)
     "LOCATION_FILES": (),  # no variable names a single file of it
+    "ISOLATION": {},  # no way to run an isolated instance: profiles leave it out
     "REQUIRES": {},  # no fleet key beyond the gateway's is needed
     # it reads MCP servers (False: the fleet's are not written for it); a declaration
     # says so itself (no McpShape: no MCP)

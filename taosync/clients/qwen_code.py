@@ -26,6 +26,8 @@ ID = "qwen-code"
 BINARY = "qwen"  # taosync doctor shows its --version
 SUMMARY = "Qwen Code (OpenAI Chat Completions): model."
 LOCATION_VARS = ("QWEN_HOME",)
+#: a profile's instance (docs/profiles.md): variable → its directory under the profile's root
+ISOLATION = {"QWEN_HOME": ".qwen"}
 OPTIONS = (
     slot_option("model", "Route or model id for model.name (default: default_route)."),
 )

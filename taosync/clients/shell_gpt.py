@@ -23,6 +23,9 @@ from taosync.clients.base import ClientEnv, Observation, Seen, slot_option
 
 ID = "shell-gpt"
 BINARY = "sgpt"  # taosync doctor shows its --version
+#: a profile's instance (docs/profiles.md): no variable of its own moves its files, so a
+#: separate HOME (the profile's root)
+ISOLATION = {"HOME": "."}
 SUMMARY = "shell-gpt (sgpt, .sgptrc): model."
 TARGETS = [
     "~/.config/shell_gpt/.sgptrc: API_BASE_URL, OPENAI_API_KEY, DEFAULT_MODEL",

@@ -152,6 +152,10 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
     if s.json:
         ui.emit_json(report, exit_code=rc)
         return rc
+    line = pipeline.profiles_line({n: done for n, done in pipeline.profile_states(ctx).items()
+                                   if not done})
+    if line is not None and s.verbosity >= 0:  # a profile never applied: say how
+        ui.out(line)
     last = confirm.replaced_line(result, [] if shown_replaced else written_over,
                                  verify_failed=rc != 0)
     if last is not None:  # the last line: what was written, replaced, and the undo

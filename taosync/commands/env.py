@@ -125,7 +125,12 @@ def _without_userinfo(values: dict[str, str], warn=None) -> dict[str, str]:
     return out
 
 
-@click.command("env")
+@click.command("env", epilog="""\b
+Examples:
+  taosync env --shell powershell
+  taosync env --profile work > .envrc      # direnv: this directory uses profile work
+  taosync env --aliases >> ~/.bash_aliases # claude-work, codex-home, …
+""")
 @common_options
 @click.option("--shell", "shell", type=click.Choice(["sh", "fish", "powershell"]),
               default="sh", show_default=True,
@@ -133,12 +138,25 @@ def _without_userinfo(values: dict[str, str], warn=None) -> dict[str, str]:
 @click.option("--with-key", is_flag=True,
               help=f"Also export {KEY_VAR} with the resolved key, and every variable the "
               "clients' files read the key or an MCP secret from.")
-def env(shell: str, with_key: bool) -> int:
+@click.option("--aliases", is_flag=True,
+              help="Print instead an alias (fish, PowerShell: a function) per profile and "
+              "client binary, e.g. claude-work (docs/profiles.md).")
+def env(shell: str, with_key: bool, aliases: bool) -> int:
     """Print shell exports of the gateway URLs and route models (the key only with --with-key)."""
     from taosync import ui
     from taosync.commands.route import load_view
 
     s = current()
+    if aliases:
+        from taosync.commands.profile_shell import aliases as profile_aliases
+
+        lines = profile_aliases(shell, quote)
+        if s.json:
+            ui.emit_json({"aliases": lines})
+        else:
+            for text in lines:
+                click.echo(text)
+        return 0
     loaded, view = load_view(resolve_key=with_key)
     if s.verbosity >= 0:
         for p in loaded.warnings:
@@ -149,6 +167,13 @@ def env(shell: str, with_key: bool) -> int:
         from taosync.clients.variables import exported
 
         values.update(exported(loaded.fleet, loaded.key, s.client_env()))
+    profile = s.profile_name()
+    if profile is not None:  # the shell uses the profile's isolated instance (direnv)
+        from taosync.commands.profile_shell import home_note, isolation_exports
+
+        values.update(isolation_exports(profile))
+        if s.verbosity >= 0 and not s.json:
+            ui.warn(home_note(profile))
     if s.json:
         ui.emit_json(values, reveal=with_key)  # the key itself, as asked
         return 0

@@ -222,7 +222,8 @@ def unmanaged_clients(ctx, state) -> set[str]:
 
         try:
             loaded = load_fleet(ctx.settings.config_path(), home=ctx.settings.home_dir,
-                                environ=ctx.env.environ, resolve_key=False)
+                                environ=ctx.env.environ, resolve_key=False,
+                                profile=ctx.settings.profile_name())
         except TaosyncError:
             return set(state.forgotten)
     return loaded.fleet.unmanaged_clients()

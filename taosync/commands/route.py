@@ -27,7 +27,8 @@ def load_view(resolve_key: bool = False):
     from taosync.pipeline import resolve_routes
 
     s = current()
-    loaded = load_fleet(s.config_path(), home=s.home_dir, resolve_key=resolve_key)
+    loaded = load_fleet(s.config_path(), home=s.home_dir, resolve_key=resolve_key,
+                        profile=s.profile_name())
     choices = resolve_routes(loaded.fleet, StateStore(s.state_dir()))
     return loaded, dict(fleet_view(loaded.fleet), choices=choices)
 

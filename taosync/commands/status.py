@@ -44,6 +44,7 @@ def status(only, no_key):
     pending = [fp for fp in the_plan.changed]
     home = s.home_dir
     rc = 1 if drift or pending else 0
+    profiles = pipeline.profile_states(ctx)
     if s.json:
         ui.emit_json({
             "applied": bool(state.applies),
@@ -59,6 +60,8 @@ def status(only, no_key):
                               if fp.sensitive}} if no_key else {}),
             **({"routes": state.routes} if state.routes else {}),
             **({"redirects": [f.as_json() for f in redirects]} if redirects else {}),
+            **({"profiles": {n: {"applied": done} for n, done in profiles.items()}}
+               if profiles else {}),
         }, exit_code=rc)
     else:
         if not state.applies:
@@ -100,6 +103,9 @@ def status(only, no_key):
                        f"preferred, since {rec['since']} ({reason})")
         if not drift and not pending:
             ui.out(ui.nothing_to_do(f"{ui.files_match(len(the_plan.files))}, no drift"))
+        line = pipeline.profiles_line(profiles)
+        if line is not None:
+            ui.out(line)
     return rc
 
 

@@ -144,10 +144,12 @@ def _fleet(s, *, resolve_key: bool):
         from taosync.fleet.load import load_fleet
 
         try:
-            return load_fleet(path, home=s.home_dir, resolve_key=resolve_key)
+            return load_fleet(path, home=s.home_dir, resolve_key=resolve_key,
+                              profile=s.profile_name())
         except TaosyncError:
             if not resolve_key:
                 return None
-            return load_fleet(path, home=s.home_dir, resolve_key=False)
+            return load_fleet(path, home=s.home_dir, resolve_key=False,
+                              profile=s.profile_name())
     except TaosyncError:
         return None

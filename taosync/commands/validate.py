@@ -28,9 +28,20 @@ def validate(no_key: bool, explain: bool = False) -> int:
     s = current()
     path = s.config_path()
     try:
-        loaded = load_fleet(path, home=s.home_dir, resolve_key=not no_key, model=False)
+        loaded = load_fleet(path, home=s.home_dir, resolve_key=not no_key, model=False,
+                            profile=s.profile_name())
     except FleetInvalid as exc:
         return report_invalid(exc)
+    if s.profile_name() is None:  # each profile merged onto the fleet is checked too
+        from taosync.fleet.profiles import declared
+
+        for name in declared(loaded.data):
+            try:
+                load_fleet(path, home=s.home_dir, resolve_key=False, model=False, profile=name)
+            except FleetInvalid as exc:
+                if not s.json:
+                    ui.problem(f"with profile {name!r} (--profile {name}) merged:")
+                return report_invalid(exc)
 
     data = loaded.data
     clients = [name for name, cfg in (data.get("clients") or {}).items()

@@ -214,13 +214,14 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
     path = s.config_path()
     project = getattr(s, "project", None)
     try:
-        return load_fleet(path, home=s.home_dir, environ=env.environ, project=project), []
+        return load_fleet(path, home=s.home_dir, environ=env.environ, project=project,
+                          profile=s.profile_name()), []
     except TaosyncError as first:
         if not stub:
             raise
         try:
             loaded = load_fleet(path, home=s.home_dir, environ=env.environ, resolve_key=False,
-                                project=project)
+                                project=project, profile=s.profile_name())
         except TaosyncError:
             raise first from None
         why = "; ".join(p.message for p in getattr(first, "problems", [])) or first.message

@@ -114,7 +114,7 @@ def state_lookup(s) -> dict:
     var = "LOCALAPPDATA" if sys.platform == "win32" else "XDG_STATE_HOME"
     default = "~/AppData/Local" if sys.platform == "win32" else "~/.local/state"
     path = s.state_dir()
-    env = s.client_env()
+    env = s.user_env()  # a profile's state lives under the user scope's directory
     if env.location(var) is not None:
         reason = f"${var} is set"
     elif environ().get(var):
@@ -126,6 +126,9 @@ def state_lookup(s) -> dict:
     if s.system_scope:  # settings.py: the managed scope's own state
         reason = ("--system as root: the machine's own, not a home's" if path != s.user_state_dir() / "system"
                   else f"--system: system/ in the user's state directory ({reason})")
+    profile = s.profile_name()
+    if profile is not None:
+        reason += f"; profile {profile}'s own state below it (profiles/{profile})"
     return {"path": str(path), "reason": reason, "exists": _exists(path)}
 
 

@@ -421,7 +421,7 @@ def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int, An
     failed: list[Check] = []
     loaded: Loaded | None
     try:
-        loaded = load_fleet(path, home=s.home_dir, environ=environ)
+        loaded = load_fleet(path, home=s.home_dir, environ=environ, profile=s.profile_name())
     except TaosyncError as first:
         problems = list(getattr(first, "problems", None) or [])
         failed = [Check("fleet", p.yaml_path or "gateway.key", "fail", _located(p))
@@ -431,7 +431,8 @@ def _load(s: Any, environ: Mapping[str, str]) -> tuple[Any, list[Check], int, An
         for resolve_key in ((True, False) if key_resolves else (False,)):
             try:
                 loaded = load_fleet(path, home=s.home_dir, environ=environ,
-                                    resolve_key=resolve_key, resolve_mcp=False)
+                                    resolve_key=resolve_key, resolve_mcp=False,
+                                    profile=s.profile_name())
                 break
             except TaosyncError as exc:
                 unusable = exc

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from taosync.fleet.checks import CrossChecks
 from taosync.fleet.includes import Includes, owner_of
@@ -137,7 +137,7 @@ class Loaded:
 def load_fleet(path: Path, *, home: Path, environ: Mapping[str, str] | None = None,
                resolve_key: bool = True, model: bool = True,
                key_timeout: float | None = None, resolve_mcp: bool | None = None,
-               project: Path | None = None) -> Loaded:
+               project: Path | None = None, profile: str | None = None) -> Loaded:
     """Load, check and (by default) resolve fleet.yaml; raise :class:`FleetInvalid`.
 
     ``home`` is what ``~`` means in ``${file:~/…}`` (``--home``). ``model=False`` skips
@@ -145,11 +145,13 @@ def load_fleet(path: Path, *, home: Path, environ: Mapping[str, str] | None = No
     ``resolve_mcp`` (default: as ``resolve_key``): resolve the MCP secrets; when not,
     each renders as the ``--no-key`` placeholder (doctor resolves the key alone when
     only an MCP secret fails). ``project``: a project's root; its overlay is merged over
-    the fleet (fleet/overlay.py).
+    the fleet (fleet/overlay.py). ``profile``: merge that entry of ``profiles:`` onto the
+    fleet first (fleet/profiles.py). One scope per run: not both.
     """
     loader = _Loader(Path(path), home=home, environ=environ, resolve_key=resolve_key,
                      key_timeout=key_timeout,
-                     resolve_mcp=resolve_key if resolve_mcp is None else resolve_mcp)
+                     resolve_mcp=resolve_key if resolve_mcp is None else resolve_mcp,
+                     profile=profile)
     if project is not None:
         from taosync.fleet.overlay import Overlay
 
@@ -168,6 +170,8 @@ class Located:
     def __init__(self, findings: Findings, includes: Includes) -> None:
         self.findings = findings
         self.includes = includes
+        #: under --profile: a merged path → where the profile wrote it (fleet/profiles.py)
+        self.remap: Callable[[PathT], PathT] | None = None
 
     @property
     def reported(self) -> set[PathT]:
@@ -180,6 +184,8 @@ class Located:
         self._add(path, message, at, "warning")
 
     def _add(self, path: PathT, message: str, at: str, severity: str) -> None:
+        if self.remap is not None:
+            path = self.remap(path)
         source = self.includes.origin(path)
         line, col = source.position(path, at)
         self.findings.at(source.file, line, col, message, path, severity)
@@ -192,12 +198,14 @@ class _Loader:
 
     def __init__(self, path: Path, *, home: Path, environ: Mapping[str, str] | None,
                  resolve_key: bool, key_timeout: float | None,
-                 resolve_mcp: bool | None = None) -> None:
+                 resolve_mcp: bool | None = None, profile: str | None = None) -> None:
         self.path = path
+        self.profile = profile
         self.findings = Findings()
         self.source = YamlSource(path, self.findings)
         self.includes = Includes(self.source, self.findings, home=home, environ=environ)
         located = Located(self.findings, self.includes)
+        self.located = located
         self.schema = SchemaErrors(located)
         self.cross = CrossChecks(located)
         self.overlay: Any = None  # a project run's overlay (fleet/overlay.py)
@@ -257,13 +265,36 @@ class _Loader:
         data = self.includes.merge(data, fast)
         if self.includes.failed:
             raise _Stop  # what the fleet lacks now is the include's doing: report it alone
+        unknown = self.profile is not None and not self.with_profile(data)
         if self.overlay is not None:
             data = self.overlay.merge(data, root=self.source, findings=self.findings,
                                       includes=self.includes, fast=fast)
         self.cross.normalise_urls(data)
         self.schema.check_schema(data)
         self.cross.cross_check(data)
+        if unknown:
+            raise _Stop  # no such profile (or gateway): the fleet's own problems are said too
         return data
+
+    def with_profile(self, data: dict) -> bool:
+        """Merge the profile in effect onto ``data`` as an include merges (its values
+        come from this file); False (reported, located) for an unknown profile or
+        gateway: the load stops after the fleet's own checks."""
+        from taosync.fleet import includes, profiles
+
+        root = self.includes.root
+        errors = len(self.findings.errors)
+        profiles.overlay(
+            data, str(self.profile), lambda path, msg: self.located.error(path, msg, "key"),
+            lambda into, over, path: includes._deep_merge(into, over, root, path,
+                                                          self.includes.origins))
+        if len(self.findings.errors) > errors:
+            return False
+        name = str(self.profile)
+        entry = (data.get("profiles") or {}).get(name)
+        if isinstance(entry, dict):  # a problem in what the profile set is located there
+            self.located.remap = lambda path: profiles.written_at(entry, name, path)
+        return True
 
     # ---- 8. the model
 

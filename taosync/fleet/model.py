@@ -15,9 +15,11 @@ from __future__ import annotations
 import copy
 from typing import Annotated, Any, ClassVar, Literal, Mapping, Protocol, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, create_model,
+                      model_validator)
 
 from taosync.fleet.logic import FleetLogic, RunTime, attr_name
+from taosync.fleet.profiles import NAME_PATTERN as PROFILE_NAME
 
 
 SUPPORTED_VERSIONS = (1,)
@@ -296,8 +298,25 @@ class Verify(_Strict):
     retries: int = Field(2, ge=0, le=10, description="Retries on 429, 5xx and connect errors.")
 
 
-# The docstring is the schema's description. The ``clients:`` section is left open
-# here: :func:`fleet_model` makes the fleet of the clients it is handed.
+class Profile(_Strict):
+    """An isolated instance (docs/profiles.md): merged onto the fleet under --profile NAME,
+    key by key as include: merges (mappings merge, anything else is replaced); its clients
+    run with their own config root."""
+
+    gateway: str | None = Field(
+        None, description="The gateway this profile's clients talk to: default (the "
+        "gateway: section) or a name of gateways:.")
+    models: dict[str, Any] | None = Field(None, description="Merged onto models.")
+    routes: dict[str, Any] | None = Field(None, description="Merged onto routes.")
+    default_route: str | None = Field(None, description="Replaces default_route.")
+    secrets: SecretsMode | None = Field(None, description="Replaces secrets.")
+    clients: dict[str, Any] | None = Field(
+        None, description="Merged onto clients (enabled: false leaves a client out of it).")
+    mcp_servers: dict[str, Any] | None = Field(None, description="Merged onto mcp_servers.")
+    verify: dict[str, Any] | None = Field(None, description="Merged onto verify.")
+    routing: dict[str, Any] | None = Field(None, description="Merged onto routing.")
+
+
 class ProjectOverlay(_Strict):
     """A project overlay (``projects:`` entry, or a repository's taosync.yaml): what
     ``taosync apply --project`` merges over this fleet (docs/project.md)."""
@@ -319,6 +338,8 @@ class ProjectOverlay(_Strict):
         default_factory=dict, description="MCP servers the project adds.")
 
 
+# The docstring is the schema's description. The ``clients:`` section is left open
+# here: :func:`fleet_model` makes the fleet of the clients it is handed.
 class FleetBase(FleetLogic, _Strict):
     """One gateway, its model catalogue, a routing table, and the clients that use them."""
 
@@ -379,6 +400,13 @@ class FleetBase(FleetLogic, _Strict):
         description="Project overlays: a repository's root (absolute or ~/…) → what "
         "`taosync apply --project` renders into that repository's project files, over "
         "this fleet (a taosync.yaml in the repository wins over its entry here).")
+    profiles: dict[Annotated[str, StringConstraints(pattern=PROFILE_NAME)],
+                   Profile | None] = Field(
+        default_factory=dict,
+        description="Isolated instances: NAME → an overlay of this fleet that `--profile NAME` "
+        "renders into its own config root (docs/profiles.md).",
+        json_schema_extra={"additionalProperties": False},  # a name that is no directory name
+    )
     verify: Verify = Field(default_factory=lambda: Verify.model_validate({}),
                            description="How `taosync verify` probes each backend.")
     routing: Routing = Field(default_factory=lambda: Routing.model_validate({}),
