@@ -150,7 +150,9 @@ class Home:
                      ("cat", "~/.claude/settings.json"), ("cat", "~/.gemini/.env"),
                      ("cat", "~/.claude.json"), ("where",), ("source-path",),
                      ("help", "apply"), ("help",),
-                     ("secret", "get", "${env:TAOTOKEN_API_KEY}")]:
+                     ("secret", "get", "${env:TAOTOKEN_API_KEY}"),
+                     ("use", "default", "--dry-run"),
+                     ("exec", "nope", "--", "true")]:  # no such profile: said, exit 2
             self.run(*args)
 
     def watch_one_cycle(self) -> None:

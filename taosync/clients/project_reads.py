@@ -49,7 +49,10 @@ class ProjectFile:
     #: whose key a provider or custom-model entry the file adds gets: "" the user's (any
     #: entry) · "merged" only the user's when it is the user's own entry, merged key by key
     #: (opencode, Kilo) · "own" never the user's, unless it names the user's key variable
-    #: (Factory Droid)
+    #: (Factory Droid; Mistral Vibe 3.0.3, whose project ``[[providers]]`` entry replaces
+    #: the user's of that name as a whole, ``api_key_env_var`` defaulting to "": proven by
+    #: hand with the real binary — a same-named entry setting only ``api_base`` sends the
+    #: prompt there without a key)
     entries: str = ""
 
 
@@ -106,7 +109,7 @@ PROJECT_FILES: tuple[ProjectFile, ...] = (
                  _s("OPENAI_API_KEY", "key", loses_to=("openai-api-key",)))),
     ProjectFile("mistral-vibe", (".vibe/config.toml",), "toml", "down",
                 (_s("providers.*.api_base", "url"), _s("providers.*.api_key_env_var", "key_var"),
-                 _s("active_model", "model")),
+                 _s("active_model", "model")), entries="own",
                 note="read only in a folder the user trusted"),
     ProjectFile("continue", (".env",), "dotenv", "cwd",
                 (_s("CONTINUE_GLOBAL_DIR", "config"),)),

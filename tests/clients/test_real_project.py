@@ -12,6 +12,7 @@ files in its home and 127.0.0.1 to talk to.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -144,8 +145,31 @@ def test_real_project_model_only_clients_take_the_projects_model(client, tmp_pat
         assert "gw-a answered through the taosync stand-in" in outside.stdout, said[-3000:]
 
 
-def test_real_project_mistral_vibe():
-    pytest.skip("Mistral Vibe is not installable here: mistral-vibe 3.0.3 needs Python ≥ "
-                "3.12 and this machine has 3.11 (clients.md, Installing the clients); its "
-                "project file (.vibe/config.toml) is rendered and checked in "
-                "tests/test_project.py")
+def test_real_project_mistral_vibe(tmp_path):
+    """Vibe reads a project's ``.vibe/config.toml`` only in a folder the user trusted (apply
+    prints the line to add; taosync does not own one element of its list) and takes the
+    project's key from the variable the file names (``${env:B_KEY}``): run there it lands
+    at B with key B, outside at A. Not installable by the CI's installer (Python 3.12 and a
+    certifi pin this registry lacks): run it with a ``vibe`` on PATH (docs/project.md)."""
+    from taosync.stub import Stub
+
+    run = BY_CLIENT["mistral-vibe"]
+    exe = _exe(run)
+    with Stub(key=KEY_A, models=["gw-a"], prefix="/api") as a, \
+            Stub(key=KEY_B, models=["gw-b"], prefix="/api") as b:
+        home, _fleet, repo = _setup(tmp_path, run, a, b)
+        assert (repo / ".vibe/config.toml").exists()
+        (home / ".vibe/trusted_folders.toml").write_text(
+            f'trusted = ["{repo.resolve()}"]\nuntrusted = []\n')
+        run = dataclasses.replace(run, env={**run.env, "B_KEY": KEY_B})
+        inside = _run(exe, run, home, repo, inside=True)
+        said = inside.stdout + inside.stderr
+        assert inside.returncode == 0, said[-3000:]
+        assert "gw-b answered through the taosync stand-in" in inside.stdout, said[-3000:]
+        assert _posts(b, run) and {r.auth for r in _posts(b, run)} == {"ok"}
+        assert not _posts(a, run), "run in the trusted project, it still went to the user's"
+        outside = _run(exe, run, home, home / "work", inside=False)
+        said = outside.stdout + outside.stderr
+        assert outside.returncode == 0, said[-3000:]
+        assert "gw-a answered through the taosync stand-in" in outside.stdout, said[-3000:]
+        assert KEY_A not in said and KEY_B not in said
