@@ -70,8 +70,6 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False,
     (``recover=False``: plan, status, a dry run), only say that one is left — then load
     fleet.yaml and render every enabled client (or reuse the cached render). ``no_key``:
     do not resolve the key (CI without secrets); it renders as a placeholder."""
-    from taosync.engine import cache
-
     env = settings.client_env()
     store = state_store(settings)
     state = store.load()  # another home's state is refused before anything is read or written
@@ -85,27 +83,40 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False,
         return _full(settings, env, store, path, no_key=True)
     if use_cache:
         entry = state.inputs
-        routes: dict = {}
+        from taosync.engine.system import shared
 
-        def choose(spec: dict) -> dict[str, str]:
-            from taosync.verify.history import route_choices
-
-            routes.update(route_choices(spec, store))
-            return {name: c.model for name, c in routes.items()}
-
-        try:
-            hit = cache.lookup(entry, fleet_path=path, home=env.home, sandboxed=env.sandboxed,
-                               environ=env.environ, hmac_key=store.hmac_key(create=False),
-                               choose=choose)
-        except (AttributeError, TypeError, KeyError, ValueError):
-            hit = None  # a damaged render cache is only a miss: render afresh
+        # the certified forms share one lookup: the same state.json, fleet and home
+        hit, routes = shared(("cached render", str(path), str(env.home), env.sandboxed,
+                              str(store.root), store.digest),
+                             lambda: _cached(entry, path, env, store))
         # a client the state still holds but the render left out (disabled, or managed:
         # false after an --only apply) needs the fleet itself to tell which: no cache
         if hit is not None and {c for fs in state.files.values() for c in fs.clients} <= set(hit[3]):
             patches, key, warnings, _clients = hit
-            return Context(settings, None, env, store, key, warnings, patches, entry,
-                           routes=routes)
+            return Context(settings, None, env, store, key, list(warnings), patches, entry,
+                           routes=dict(routes))
     return _full(settings, env, store, path)
+
+
+def _cached(entry: dict, path: Path, env, store) -> tuple[tuple | None, dict]:
+    """(the render cache's hit or None, the route choices it was checked against)."""
+    from taosync.engine import cache
+
+    routes: dict = {}
+
+    def choose(spec: dict) -> dict[str, str]:
+        from taosync.verify.history import route_choices
+
+        routes.update(route_choices(spec, store))
+        return {name: c.model for name, c in routes.items()}
+
+    try:
+        hit = cache.lookup(entry, fleet_path=path, home=env.home, sandboxed=env.sandboxed,
+                           environ=env.environ, hmac_key=store.hmac_key(create=False),
+                           choose=choose)
+    except (AttributeError, TypeError, KeyError, ValueError):
+        hit = None  # a damaged render cache is only a miss: render afresh
+    return hit, routes
 
 
 def resolve_routes(fleet, store) -> dict:
@@ -320,6 +331,24 @@ def check_only(only: tuple[str, ...] | list[str] | None, option: str = "--only")
 
 
 def make_plan(ctx: Context, state, only: set[str] | None = None, *, for_write: bool = False):
+    """The plan of ``ctx``'s render against ``state`` (as ``ctx.store`` loaded it last).
+    The certified forms share one (engine/system.py ``shared``): the same render, the
+    same state.json and the same options plan the same files the same way."""
+    from taosync.engine.system import shared
+
+    key = ("plan", id(ctx.patches), ctx.store.digest, str(ctx.store.root), str(ctx.env.home),
+           None if only is None else frozenset(only), for_write, ctx.no_key,
+           frozenset(ctx.unmanaged), ctx.release_moved)
+    patches, the_plan, forgotten = shared(key, lambda: (ctx.patches, *_plan(ctx, state, only,
+                                                                             for_write)))
+    if patches is not ctx.patches:  # pragma: no cover - the memo holds its render alive
+        patches, the_plan, forgotten = (ctx.patches, *_plan(ctx, state, only, for_write))
+    state.forgotten = list(forgotten)  # as build_plan leaves it
+    return the_plan
+
+
+def _plan(ctx: Context, state, only: set[str] | None, for_write: bool):
+    """(the plan, the state's ``forgotten`` as planning leaves it)."""
     from taosync.engine.plan import build_plan
 
     from taosync.engine.owner import moved_vars
@@ -331,7 +360,7 @@ def make_plan(ctx: Context, state, only: set[str] | None = None, *, for_write: b
     owner = ctx.store.owner
     if the_plan.held and owner is not None and state.home is not None:
         the_plan.moved_vars = moved_vars(state.locations, owner.locations)
-    return the_plan
+    return the_plan, list(state.forgotten)
 
 
 def plan_apply(ctx: Context, only: set[str] | None = None):

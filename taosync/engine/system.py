@@ -21,7 +21,7 @@ import sys
 import time
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, TypeVar
 
 from taosync.bounded import CLIENT_FILE_MAX, read_regular
 from taosync.errors import WriteFailed
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     #: the environment a System shows: ``os.environ`` itself, or a recording copy (a
     #: dict); either is read as a mapping and ``copy()``-ed to keep
     Environ = dict[str, str] | os._Environ[str]
+
+T = TypeVar("T")
 
 #: directories taosync creates for client files (they may hold the key)
 CLIENT_DIR_MODE = 0o700
@@ -390,6 +392,9 @@ class RecordingSystem(ErrorOnWriteSystem):
         self.clock_open = False  # now() was read and no holds_until() followed yet
         self.reading = 0  # inside one of our own reads (the audit hook lets them pass)
         self._environ = RecordingEnviron(os.environ, self)
+        #: :func:`shared` results of this certification, by what decides them
+        self.memo: dict = {}
+        self._read: dict[tuple[str, int], bytes] = {}  # (path, limit) → the bytes read
 
     def note(self, key: str, value: str | None) -> None:
         if self.inputs.setdefault(key, value) != value:
@@ -411,9 +416,16 @@ class RecordingSystem(ErrorOnWriteSystem):
             self.reading -= 1
 
     def read_bytes(self, path: Path, limit: int = CLIENT_FILE_MAX) -> bytes:
-        data = self._reading("file", path,
-                             lambda: super(RecordingSystem, self).read_bytes(path, limit))
-        self.note(f"file:{path}", self.digest(data))
+        # each file is read (and hashed) once per certification: every form is answered
+        # from the bytes its input records, which the fast path re-measures before any
+        # answer is replayed (state.json alone is read some 30 times otherwise)
+        key = (str(path), limit)
+        data = self._read.get(key)
+        if data is None:
+            data = self._reading("file", path,
+                                 lambda: super(RecordingSystem, self).read_bytes(path, limit))
+            self.note(f"file:{path}", self.digest(data))
+            self._read[key] = data
         return data
 
     def stat(self, path: Path) -> os.stat_result:
@@ -513,6 +525,32 @@ def _nothing() -> None:
 
 class WrittenOnReadOnly(AssertionError):
     """A write reached an :class:`ErrorOnWriteSystem` (a bug, not a user's error)."""
+
+
+def shared(key: tuple, compute: Callable[[], T]) -> T:
+    """``compute()``, or — on a :class:`RecordingSystem` — the result an earlier certified
+    run of the same certification computed for the same ``key``.
+
+    The certified forms (engine/certificate.py) answer a dozen command lines against one
+    unchanged world: every read of the first run that computed a result is an input of
+    the certificate already (one record for all the forms), and the fast path replays no
+    answer unless every input still holds. So a result may be reused only within one
+    certification (the memo lives on its RecordingSystem) and only for the same ``key``,
+    which names everything else the computation depends on — the arguments the forms
+    differ in. A computation that failed, read around the System (``unsure``) or read
+    the clock without bounding it is never reused: each form meets that on its own.
+    The result is shared as it is: callers must not change it (or must copy it)."""
+    system = current()
+    memo = getattr(system, "memo", None)
+    if memo is None or not isinstance(system, RecordingSystem):
+        return compute()
+    if key in memo:
+        return memo[key]
+    unsure = len(system.unsure)
+    result = compute()
+    if len(system.unsure) == unsure and not system.clock_open:
+        memo[key] = result
+    return result
 
 
 _installed: System | None = None
