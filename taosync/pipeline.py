@@ -599,13 +599,24 @@ def rendered_secrets(ctx) -> tuple[list[list], list[str]]:
     and the whole text of each :class:`Joined` among the values — walked once per run,
     though a command builds its Redactor two or three times as it learns more."""
     if ctx.walked is None or ctx.walked[0] is not ctx.patches:
-        from taosync.fleet.logic import joined_texts, secret_parts
+        from taosync.engine.system import shared
 
-        parts = [secret_parts(part) for patch in ctx.patches
-                 for part in (patch.values, patch.skeleton, patch.volatile)]
-        texts = [text for patch in ctx.patches for text in joined_texts(patch.values)]
-        ctx.walked = (ctx.patches, parts, texts)
+        # the certified forms share one render (engine/system.py shared): one walk
+        ctx.walked = shared(("rendered secrets", id(ctx.patches)),
+                            lambda: _walk_secrets(ctx.patches))
+        if ctx.walked[0] is not ctx.patches:  # pragma: no cover - the memo holds it alive
+            ctx.walked = _walk_secrets(ctx.patches)
     return ctx.walked[1], ctx.walked[2]
+
+
+def _walk_secrets(patches) -> tuple:
+    """(``patches``, the secret parts of each of their parts, their Joined texts)."""
+    from taosync.fleet.logic import joined_texts, secret_parts
+
+    parts = [secret_parts(part) for patch in patches
+             for part in (patch.values, patch.skeleton, patch.volatile)]
+    texts = [text for patch in patches for text in joined_texts(patch.values)]
+    return patches, parts, texts
 
 
 def stand_in(wanted: bool):

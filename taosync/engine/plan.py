@@ -79,14 +79,10 @@ class FilePlan:
             return ""
         return f"{self.mode:04o} → {self.mode & ~0o077:04o}"
 
-    def diff(self, redactor=None, label: str | None = None) -> str:
-        """Unified diff, scrubbed by ``redactor`` (a Redactor, or a bare Secret), its
-        header naming the file as ``label`` (``~/…`` under the home header) or by its
-        path. The
-        diff shows the user's lines around taosync's keys (a rollback, whole files), so
-        a Redactor first learns the values either text holds under a secret-looking
-        name, or at all in a credential store (the user's own tokens, in keys taosync
-        does not own), to hide them wherever else they show."""
+    def teach(self, redactor) -> None:
+        """Teach ``redactor`` (when it is a Redactor) the values either text holds under a
+        secret-looking name or in a credential store — what :meth:`diff` hides, learnt
+        without making the diff."""
         if hasattr(redactor, "add"):
             from taosync.fleet.looks_secret import secrets_in
 
@@ -95,6 +91,16 @@ class FilePlan:
             for text in texts:
                 for value in secrets_in(text, self.path.name):
                     redactor.add(value)
+
+    def diff(self, redactor=None, label: str | None = None) -> str:
+        """Unified diff, scrubbed by ``redactor`` (a Redactor, or a bare Secret), its
+        header naming the file as ``label`` (``~/…`` under the home header) or by its
+        path. The
+        diff shows the user's lines around taosync's keys (a rollback, whole files), so
+        a Redactor first learns the values either text holds under a secret-looking
+        name, or at all in a credential store (the user's own tokens, in keys taosync
+        does not own), to hide them wherever else they show."""
+        self.teach(redactor)
         text = ""  # an unchanged file: difflib would index every line to find no change
         if self.old_text != self.new_text:
             old = (self.old_text or "").splitlines(keepends=True)

@@ -263,24 +263,36 @@ class State:
     def remembered_secrets(self) -> list[str]:
         """``secrets`` plus the hashes of the secrets owned now and of the resolved key
         the render cache fingerprinted: every save remembers what was just written."""
-        out = list(self.secrets)
         now = [o.hash for f in self.files.values() for o in f.owned.values() if o.secret]
         fingerprint = self.inputs.get("fingerprint", {})
         key_hash = fingerprint.get("key") if isinstance(fingerprint, dict) else None
-        for h in now + ([key_hash] if isinstance(key_hash, str) else []):
-            if h in out:
-                out.remove(h)
-            out.append(h)
-        return out[-KEEP_SECRET_HASHES:]
+        now += [key_hash] if isinstance(key_hash, str) else []
+        if len(set(self.secrets)) < len(self.secrets):  # a state edited by hand: as ever
+            out = list(self.secrets)
+            for h in now:
+                if h in out:
+                    out.remove(h)
+                out.append(h)
+            return out[-KEEP_SECRET_HASHES:]
+        # each hash moved to the end where it is seen again (an ordered set: the same
+        # MCP token in ten clients' files is one hash seen ten times, not a list scan each)
+        order = dict.fromkeys(self.secrets)
+        for h in now:
+            order.pop(h, None)
+            order[h] = None
+        return list(order)[-KEEP_SECRET_HASHES:]
 
     def copy(self) -> "State":
         """A copy sharing nothing a caller may change (see :meth:`StateStore.load`): the
-        JSON parts copied through ``marshal`` (a deep copy of JSON data, in C)."""
+        JSON parts copied through ``marshal`` (a deep copy of JSON data, in C) — but the
+        render cache ``inputs``, which is only ever read or replaced whole (an apply
+        stores a new one), never changed in place: it is most of the state's bytes, and
+        every certified run loads the state 2-3 times (tests/test_scale.py holds it)."""
         return State(self.version, {p: f.copy() for p, f in self.files.items()},
                      [ApplyRecord(a.id, a.time, a.kind, _json_copy(a.files), list(a.undoes),
                                   None if a.changes is None else list(a.changes), a.message)
                       for a in self.applies],
-                     _json_copy(self.inputs), list(self.secrets), list(self.made_dirs),
+                     self.inputs, list(self.secrets), list(self.made_dirs),
                      _json_copy(self.routes), list(self.forgotten), self.home,
                      dict(self.locations), dict(self.fleet))
 
@@ -347,6 +359,19 @@ def _json_copy(value):
 #: after an apply (the certified runs: engine/certificate.py) loads the same bytes
 #: again, 2-3 times each, and parsing is linear in the owned keys (~100 ms at 12,000)
 _parsed: tuple[bytes, "State"] | None = None
+
+
+#: (state.json's bytes, their sha256) of the last load: a certified run's System hands
+#: every load the same bytes object (engine/system.py RecordingSystem)
+_digested: tuple[bytes, str] | None = None
+
+
+def _digest_of(raw: bytes) -> str:
+    """``sha256_bytes(raw)``, not taken again for the very bytes object hashed last."""
+    global _digested
+    if _digested is None or _digested[0] is not raw:
+        _digested = (raw, sha256_bytes(raw))
+    return _digested[1]
 
 
 def parsed_state(raw: bytes) -> "State":
@@ -541,7 +566,7 @@ class StateStore:
 
             raise WriteFailed(f"cannot read {self.state_path}: {exc.strerror or exc}; "
                               "nothing was changed") from None
-        self.digest = sha256_bytes(raw)
+        self.digest = _digest_of(raw)
         try:
             state = parsed_state(raw)
             state.priors = self._priors()
