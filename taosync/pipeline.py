@@ -33,7 +33,8 @@ class Context:
     key: Secret | None = None  # the resolved key
     warnings: list[str] = field(default_factory=list)
     patches: list[Patch] = field(default_factory=list)  # every enabled client's
-    cache_entry: dict[str, Any] = field(default_factory=dict)  # to save with the next apply
+    #: to save with the next apply (read only: it may be the state's own, engine/state.py)
+    cache_entry: dict[str, Any] = field(default_factory=dict)
     no_key: bool = False  # --no-key: the key was not resolved; such a context never writes
     #: route → its choice, for each route with candidates
     routes: dict[str, Choice] = field(default_factory=dict)
@@ -72,10 +73,12 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False,
     do not resolve the key (CI without secrets); it renders as a placeholder."""
     env = settings.client_env()
     store = state_store(settings)
-    state = store.load()  # another home's state is refused before anything is read or written
+    # another home's state is refused before anything is read or written; only read
+    # here (its render cache and clients), so no copy of it is made (engine/state.py)
+    state = store.load(shared=True)
     if recover:
         if recover_first(store, env):
-            state = store.load()
+            state = store.load(shared=True)
     else:
         report_interrupted(store, env)
     path = settings.config_path()
@@ -567,7 +570,8 @@ def run_redactor(ctx, state=None, plan=None, drift=(), rollback: bool = False):
     ``commands/report.py``'s ``protect``)."""
     from taosync.fleet.secrets import NO_KEY_VALUE
 
-    state = state if state is not None else ctx.store.load()
+    if state is None:  # only read (a rollback's reads its priors: its own copy)
+        state = ctx.store.load(shared=not rollback)
     redactor = redactor_for(ctx, state)
     for fp in plan.files if plan is not None else ():
         for change in fp.changes:

@@ -284,15 +284,12 @@ class State:
 
     def copy(self) -> "State":
         """A copy sharing nothing a caller may change (see :meth:`StateStore.load`): the
-        JSON parts copied through ``marshal`` (a deep copy of JSON data, in C) — but the
-        render cache ``inputs``, which is only ever read or replaced whole (an apply
-        stores a new one), never changed in place: it is most of the state's bytes, and
-        every certified run loads the state 2-3 times (tests/test_scale.py holds it)."""
+        JSON parts copied through ``marshal`` (a deep copy of JSON data, in C)."""
         return State(self.version, {p: f.copy() for p, f in self.files.items()},
                      [ApplyRecord(a.id, a.time, a.kind, _json_copy(a.files), list(a.undoes),
                                   None if a.changes is None else list(a.changes), a.message)
                       for a in self.applies],
-                     self.inputs, list(self.secrets), list(self.made_dirs),
+                     _json_copy(self.inputs), list(self.secrets), list(self.made_dirs),
                      _json_copy(self.routes), list(self.forgotten), self.home,
                      dict(self.locations), dict(self.fleet))
 
@@ -374,14 +371,15 @@ def _digest_of(raw: bytes) -> str:
     return _digested[1]
 
 
-def parsed_state(raw: bytes) -> "State":
+def parsed_state(raw: bytes, shared: bool = False) -> "State":
     """``State.from_json`` of ``raw`` (UTF-8 JSON), a fresh copy of the last parse when
-    the bytes are the same: ``from_json`` is a function of the bytes alone."""
+    the bytes are the same: ``from_json`` is a function of the bytes alone. ``shared``:
+    the last parse itself, no copy — for a reader that changes nothing in it."""
     global _parsed
     if _parsed is not None and _parsed[0] == raw:
-        return _parsed[1].copy()
+        return _parsed[1] if shared else _parsed[1].copy()
     state = State.from_json(json.loads(raw.decode("utf-8")))
-    _parsed = (raw, state.copy())
+    _parsed = (raw, state if shared else state.copy())
     return state
 
 
@@ -555,7 +553,11 @@ class StateStore:
         self._made += missing_dirs(self.root)
         self.system.make_private_dir(self.root)
 
-    def load(self) -> State:
+    def load(self, shared: bool = False) -> State:
+        """state.json as a State of the caller's own (every load its own copy), or —
+        ``shared`` — the one every shared load of these bytes gets, for a caller that
+        only reads it (and never keeps a part of it that others may change): no copy
+        (the certified runs load the state two dozen times; engine/certificate.py)."""
         try:
             raw = self.system.read_bytes(self.state_path)
         except FileNotFoundError:
@@ -568,8 +570,10 @@ class StateStore:
                               "nothing was changed") from None
         self.digest = _digest_of(raw)
         try:
-            state = parsed_state(raw)
-            state.priors = self._priors()
+            state = parsed_state(raw, shared)
+            priors = self._priors()
+            if not shared:
+                state.priors = priors
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             from taosync.errors import BadInput
 
