@@ -8,6 +8,7 @@ parse stops the whole plan with a message naming it, so ``apply`` writes nothing
 
 from __future__ import annotations
 
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -442,10 +443,14 @@ def _untouched(desired: Desired | None, previous: FileState | None, text: str | 
     return fixed == wanted
 
 
+#: where a key path's text has a container above it (each "." or "[")
+_SEPARATOR = re.compile(r"[.\[]")
+
+
 def _prune(editor, doc, created: list[str], keep: dict[str, OwnedKey]) -> list[str]:
     """Remove containers taosync created that are now empty; return those still there."""
     # a container holding a kept key: the key itself, or its text up to a "." or "["
-    holding = {k[:i] for k in keep for i, c in enumerate(k) if c in ".["}.union(keep)
+    holding = {k[:m.start()] for k in keep for m in _SEPARATOR.finditer(k)}.union(keep)
     still = []
     for kp_text in sorted(created, key=lambda s: -len(keypath_parse(s))):
         kp = keypath_parse(kp_text)

@@ -201,6 +201,8 @@ def _remembered(answers: dict, question: Any, work: Callable[[Any], Any]) -> Any
 
 
 def _parse(text: str) -> KeyPath:
+    if '"' not in text and "[" not in text:  # most paths: plain names between dots
+        return tuple(seg for seg in text.split(".") if seg)
     out: list[Segment] = []
     i, n = 0, len(text)
     while i < n:
@@ -235,6 +237,8 @@ def escaped(text: str, table: dict[str, str], control: str) -> str:
     """``text`` with each character of ``table`` replaced by its escape and any other
     control character (C0, DEL) spelled by ``control``, a format taking its code point
     (TOML's ``\\u{:04x}``, YAML's ``\\x{:02X}``): one loop for every writer's strings."""
+    if text.isprintable() and table.keys().isdisjoint(text):
+        return text  # most strings: nothing to escape (a control character is unprintable)
     return "".join(table[c] if c in table else
                    control.format(ord(c)) if c < " " or c == "\x7f" else c for c in text)
 
