@@ -404,8 +404,10 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
     the_plan = _without(the_plan, skip)
     if (the_plan.changed or store.system.exists(store.journal_path) or _state_moves(the_plan, state)
             or ctx.cache_entry != state.inputs or _unrecorded_home(store, state)):
-        # a plan hashed with a made-up key (first apply) is never reused
-        planned_against = object() if store.hmac_is_ephemeral else store.digest
+        # the state and hashing key the plan was made with (a first apply's key, made up
+        # until now, is the one written: engine/state.py hmac_key)
+        planned_against = store.digest, store.hmac_key(create=False)
+        first, planned_state = store.hmac_is_ephemeral, state
         with locked(store, LOCK_TIMEOUT if lock_timeout is None else lock_timeout):
             state = store.load()
             if check is not None:
@@ -419,9 +421,12 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
             except OSError as exc:
                 raise WriteFailed(f"cannot write taosync's state in {store.root} "
                                   f"({exc.strerror or exc}); no client file was changed") from None
-            if recovered or store.digest != planned_against or not _still_on_disk(the_plan):
-                # another apply ran, or a file moved since we planned: plan again
+            if recovered or (store.digest, store.hmac_key()) != planned_against \
+                    or not _still_on_disk(the_plan):
+                # another apply ran (or made the key), or a file moved since: plan again
                 the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
+            elif first:  # the same state: what planning noted in it, as planning again would
+                state.forgotten = list(planned_state.forgotten)
             inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key(), ctx.consulted)
             if kind == "apply" and route_rerender(the_plan, state, inputs):
                 kind = "route"  # not the user's step: outside their rollback window

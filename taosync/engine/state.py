@@ -618,7 +618,10 @@ class StateStore:
             self._hmac, self._hmac_ephemeral = (
                 bytes.fromhex(self.system.read_bytes(path).decode().strip()), False)
         except (FileNotFoundError, ValueError):
-            self._hmac, self._hmac_ephemeral = os.urandom(32), not create  # = secrets.token_bytes
+            # the key made up for this run's plan becomes the key, when it is made: what
+            # the plan hashed with it holds (pipeline.commit need not plan again)
+            made = self._hmac if self._hmac is not None and create else os.urandom(32)
+            self._hmac, self._hmac_ephemeral = made, not create  # = secrets.token_bytes
             if create:
                 self.ensure()
                 write_private(path, self._hmac.hex().encode() + b"\n")
