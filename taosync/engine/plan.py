@@ -132,8 +132,13 @@ class Plan:
         return [f for f in self.files if f.changed]
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def materialize(value: Any) -> tuple[Any, bool]:
     """Plain value with Secrets revealed, and whether it held one."""
+    if type(value) in _PLAIN:  # most values: as they are
+        return value, False
     if isinstance(value, Secret):
         return value.reveal(), True
     if isinstance(value, dict):
