@@ -342,15 +342,15 @@ def make_plan(ctx: Context, state, only: set[str] | None = None, *, for_write: b
     key = ("plan", id(ctx.patches), ctx.store.digest, str(ctx.store.root), str(ctx.env.home),
            None if only is None else frozenset(only), for_write, ctx.no_key,
            frozenset(ctx.unmanaged), ctx.release_moved)
-    patches, the_plan, forgotten = shared(key, lambda: (ctx.patches, *_plan(ctx, state, only,
-                                                                             for_write)))
+    patches, (the_plan, forgotten) = shared(
+        key, lambda: (ctx.patches, _plan(ctx, state, only, for_write)))
     if patches is not ctx.patches:  # pragma: no cover - the memo holds its render alive
-        patches, the_plan, forgotten = (ctx.patches, *_plan(ctx, state, only, for_write))
+        the_plan, forgotten = _plan(ctx, state, only, for_write)
     state.forgotten = list(forgotten)  # as build_plan leaves it
     return the_plan
 
 
-def _plan(ctx: Context, state, only: set[str] | None, for_write: bool):
+def _plan(ctx: Context, state, only: set[str] | None, for_write: bool) -> tuple[Any, list]:
     """(the plan, the state's ``forgotten`` as planning leaves it)."""
     from taosync.engine.plan import build_plan
 
