@@ -197,6 +197,28 @@ def test_shared_never_keeps_an_unsure_or_clock_bound_or_failed_result():
         assert len(failures) == 2
 
 
+def test_shared_never_keeps_a_result_whose_computation_printed(monkeypatch):
+    """Each certified form's answer is the lines it printed: a computation that printed
+    is run again by each form, so each prints them."""
+    import sys
+
+    from taosync.engine.certificate import _Capture
+    from taosync.engine.system import shared, using
+
+    chunks: list = []
+    monkeypatch.setattr(sys, "stdout", _Capture(1, chunks, False, []))
+    monkeypatch.setattr(sys, "stderr", _Capture(2, chunks, False, []))
+    with using(_recorder()):
+        def noisy():
+            print("a line")
+            return object()
+
+        assert shared(("noisy",), noisy) is not shared(("noisy",), noisy)
+        print("more", file=sys.stderr)
+        assert shared(("quiet",), object) is shared(("quiet",), object)
+    assert chunks == [[1, "a line\na line\n"], [2, "more\n"]]
+
+
 def test_recorded_reads_are_one_read_per_file(tmp_path):
     """A RecordingSystem reads (and hashes) each file once: every form of a
     certification answers from the bytes its input records."""

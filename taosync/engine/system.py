@@ -537,20 +537,30 @@ def shared(key: tuple, compute: Callable[[], T]) -> T:
     answer unless every input still holds. So a result may be reused only within one
     certification (the memo lives on its RecordingSystem) and only for the same ``key``,
     which names everything else the computation depends on — the arguments the forms
-    differ in. A computation that failed, read around the System (``unsure``) or read
-    the clock without bounding it is never reused: each form meets that on its own.
-    The result is shared as it is: callers must not change it (or must copy it)."""
+    differ in. A computation that failed, read around the System (``unsure``), read the
+    clock without bounding it or printed anything (each form's answer is its own lines)
+    is never reused: each form meets that on its own. The result is shared as it is:
+    callers must not change it (or must copy it)."""
     system = current()
     memo = getattr(system, "memo", None)
     if memo is None or not isinstance(system, RecordingSystem):
         return compute()
     if key in memo:
         return memo[key]
-    unsure = len(system.unsure)
+    unsure, printed = len(system.unsure), _printed()
     result = compute()
-    if len(system.unsure) == unsure and not system.clock_open:
+    if len(system.unsure) == unsure and not system.clock_open and _printed() == printed:
         memo[key] = result
     return result
+
+
+def _printed() -> tuple:
+    """How much a certified run has printed so far (its captured stdout and stderr share
+    one list of chunks, engine/certificate.py): any line printed changes it."""
+    chunks = getattr(sys.stdout, "chunks", None)
+    if not isinstance(chunks, list):
+        return (None,)
+    return len(chunks), len(chunks[-1][1]) if chunks else 0
 
 
 _installed: System | None = None
