@@ -283,3 +283,31 @@ def test_escaped_fast_path_is_the_loop():
     for _ in range(20_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
         assert escaped(text, table, "\\u{:04x}") == loop(text, table, "\\u{:04x}"), repr(text)
+
+
+def test_named_value_pattern_finds_what_it_found_before():
+    """fleet/looks_secret.py NAMED_VALUE starts a name only where one can start (after a
+    quote, or with no name character before it) and takes it whole: the same matches
+    as the pattern that retried from inside every word (quadratic in a word's length)."""
+    import re
+
+    from taosync.fleet.looks_secret import NAMED_VALUE
+
+    before = re.compile(r"""(?P<q>["']?)(?P<name>[A-Za-z0-9_.-]+)(?P=q)[ \t]*[:=][ \t]*"""
+                        r"""(?P<value>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'"""
+                        r"""|(?:(?:Bearer|Token|Basic)[ \t]+)?[^\s,{}\[\]#'"`]+)""", re.I)
+
+    def found(pattern, text):
+        return [(m.span(), m.group("name"), m.group("value")) for m in pattern.finditer(text)]
+
+    texts = ["".join(t) for n in range(1, 6) for t in itertools.product('a.":= \'', repeat=n)]
+    rng = random.Random(3)
+    pieces = ["a", "Z", "0", "_", ".", "-", '"', "'", ":", "=", " ", "\t", "\n", ",", "{",
+              "}", "\\", "Bearer ", "key", "#", "`", "["]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 25)))
+              for _ in range(30_000)]
+    texts += ['{"apiKey": "sk-abc", "url": "https://mcp1.example.net/mcp"}',
+              "x'token'=v GITHUB_TOKEN=ghp_x Authorization: Bearer abc"]
+    for text in texts:
+        assert found(NAMED_VALUE, text) == found(before, text), repr(text)
+        assert NAMED_VALUE.sub("#", text) == before.sub("#", text), repr(text)
