@@ -542,9 +542,9 @@ def shared(key: tuple, compute: Callable[[], T]) -> T:
     is never reused: each form meets that on its own. The result is shared as it is:
     callers must not change it (or must copy it)."""
     system = current()
-    memo = getattr(system, "memo", None)
-    if memo is None or not isinstance(system, RecordingSystem):
+    if not isinstance(system, RecordingSystem):
         return compute()
+    memo = system.memo
     if key in memo:
         return memo[key]
     unsure, printed = len(system.unsure), _printed()
