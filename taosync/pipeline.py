@@ -34,7 +34,8 @@ class Context:
     key: Secret | None = None  # the resolved key
     warnings: list[str] = field(default_factory=list)
     patches: list[Patch] = field(default_factory=list)  # every enabled client's
-    cache_entry: dict[str, Any] = field(default_factory=dict)  # to save with the next apply
+    #: to save with the next apply (read only: it may be the state's own, engine/state.py)
+    cache_entry: dict[str, Any] = field(default_factory=dict)
     no_key: bool = False  # --no-key: the key was not resolved; such a context never writes
     #: route → its choice, for each route with candidates
     routes: dict[str, Choice] = field(default_factory=dict)
@@ -76,14 +77,14 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False,
     (``recover=False``: plan, status, a dry run), only say that one is left — then load
     fleet.yaml and render every enabled client (or reuse the cached render). ``no_key``:
     do not resolve the key (CI without secrets); it renders as a placeholder."""
-    from taosync.engine import cache
-
     env = settings.client_env()
     store = state_store(settings)
-    state = store.load()  # another home's state is refused before anything is read or written
+    # another home's state is refused before anything is read or written; only read
+    # here (its render cache and clients), so no copy of it is made (engine/state.py)
+    state = store.load(shared=True)
     if recover:
         if recover_first(store, env):
-            state = store.load()
+            state = store.load(shared=True)
     else:
         report_interrupted(store, env)
     path = settings.config_path()
@@ -91,27 +92,40 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False,
         return _full(settings, env, store, path, no_key=True)
     if use_cache and getattr(settings, "project", None) is None:  # a project: always afresh
         entry = state.inputs
-        routes: dict = {}
+        from taosync.engine.system import shared
 
-        def choose(spec: dict) -> dict[str, str]:
-            from taosync.verify.history import route_choices
-
-            routes.update(route_choices(spec, store))
-            return {name: c.model for name, c in routes.items()}
-
-        try:
-            hit = cache.lookup(entry, fleet_path=path, home=env.home, sandboxed=env.sandboxed,
-                               environ=env.environ, hmac_key=store.hmac_key(create=False),
-                               choose=choose)
-        except (AttributeError, TypeError, KeyError, ValueError):
-            hit = None  # a damaged render cache is only a miss: render afresh
+        # the certified forms share one lookup: the same state.json, fleet and home
+        hit, routes = shared(("cached render", str(path), str(env.home), env.sandboxed,
+                              str(store.root), store.digest),
+                             lambda: _cached(entry, path, env, store))
         # a client the state still holds but the render left out (disabled, or managed:
         # false after an --only apply) needs the fleet itself to tell which: no cache
         if hit is not None and {c for fs in state.files.values() for c in fs.clients} <= set(hit[3]):
             patches, key, warnings, _clients = hit
-            return Context(settings, None, env, store, key, warnings, patches, entry,
-                           routes=routes)
+            return Context(settings, None, env, store, key, list(warnings), patches, entry,
+                           routes=dict(routes))
     return _full(settings, env, store, path)
+
+
+def _cached(entry: dict, path: Path, env, store) -> tuple[tuple | None, dict]:
+    """(the render cache's hit or None, the route choices it was checked against)."""
+    from taosync.engine import cache
+
+    routes: dict = {}
+
+    def choose(spec: dict) -> dict[str, str]:
+        from taosync.verify.history import route_choices
+
+        routes.update(route_choices(spec, store))
+        return {name: c.model for name, c in routes.items()}
+
+    try:
+        hit = cache.lookup(entry, fleet_path=path, home=env.home, sandboxed=env.sandboxed,
+                           environ=env.environ, hmac_key=store.hmac_key(create=False),
+                           choose=choose)
+    except (AttributeError, TypeError, KeyError, ValueError):
+        hit = None  # a damaged render cache is only a miss: render afresh
+    return hit, routes
 
 
 def resolve_routes(fleet, store) -> dict:
@@ -428,6 +442,24 @@ def check_only(only: tuple[str, ...] | list[str] | None, option: str = "--only")
 
 
 def make_plan(ctx: Context, state, only: set[str] | None = None, *, for_write: bool = False):
+    """The plan of ``ctx``'s render against ``state`` (as ``ctx.store`` loaded it last).
+    The certified forms share one (engine/system.py ``shared``): the same render, the
+    same state.json and the same options plan the same files the same way."""
+    from taosync.engine.system import shared
+
+    key = ("plan", id(ctx.patches), ctx.store.digest, str(ctx.store.root), str(ctx.env.home),
+           None if only is None else frozenset(only), for_write, ctx.no_key,
+           frozenset(ctx.unmanaged), ctx.release_moved)
+    patches, (the_plan, forgotten) = shared(
+        key, lambda: (ctx.patches, _plan(ctx, state, only, for_write)))
+    if patches is not ctx.patches:  # pragma: no cover - the memo holds its render alive
+        the_plan, forgotten = _plan(ctx, state, only, for_write)
+    state.forgotten = list(forgotten)  # as build_plan leaves it
+    return the_plan
+
+
+def _plan(ctx: Context, state, only: set[str] | None, for_write: bool) -> tuple[Any, list]:
+    """(the plan, the state's ``forgotten`` as planning leaves it)."""
     from taosync.engine.plan import build_plan
 
     from taosync.engine.owner import moved_vars
@@ -439,7 +471,7 @@ def make_plan(ctx: Context, state, only: set[str] | None = None, *, for_write: b
     owner = ctx.store.owner
     if the_plan.held and owner is not None and state.home is not None:
         the_plan.moved_vars = moved_vars(state.locations, owner.locations)
-    return the_plan
+    return the_plan, list(state.forgotten)
 
 
 def plan_apply(ctx: Context, only: set[str] | None = None):
@@ -480,8 +512,10 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
     the_plan = _without(the_plan, skip)
     if (the_plan.changed or store.system.exists(store.journal_path) or _state_moves(the_plan, state)
             or ctx.cache_entry != state.inputs or _unrecorded_home(store, state)):
-        # a plan hashed with a made-up key (first apply) is never reused
-        planned_against = object() if store.hmac_is_ephemeral else store.digest
+        # the state and hashing key the plan was made with (a first apply's key, made up
+        # until now, is the one written: engine/state.py hmac_key)
+        planned_against = store.digest, store.hmac_key(create=False)
+        first, planned_state = store.hmac_is_ephemeral, state
         with locked(store, LOCK_TIMEOUT if lock_timeout is None else lock_timeout):
             state = store.load()
             if check is not None:
@@ -495,9 +529,12 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
             except OSError as exc:
                 raise WriteFailed(f"cannot write taosync's state in {store.root} "
                                   f"({exc.strerror or exc}); no client file was changed") from None
-            if recovered or store.digest != planned_against or not _still_on_disk(the_plan):
-                # another apply ran, or a file moved since we planned: plan again
+            if recovered or (store.digest, store.hmac_key()) != planned_against \
+                    or not _still_on_disk(the_plan):
+                # another apply ran (or made the key), or a file moved since: plan again
                 the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
+            elif first:  # the same state: what planning noted in it, as planning again would
+                state.forgotten = list(planned_state.forgotten)
             inputs = cache.rekey(ctx.cache_entry, ctx.key, store.hmac_key(), ctx.consulted)
             if kind == "apply" and route_rerender(the_plan, state, inputs):
                 kind = "route"  # not the user's step: outside their rollback window
@@ -664,7 +701,8 @@ def run_redactor(ctx, state=None, plan=None, drift=(), rollback: bool = False):
     ``commands/report.py``'s ``protect``)."""
     from taosync.fleet.secrets import NO_KEY_VALUE
 
-    state = state if state is not None else ctx.store.load()
+    if state is None:  # only read (a rollback's reads its priors: its own copy)
+        state = ctx.store.load(shared=not rollback)
     redactor = redactor_for(ctx, state)
     for fp in plan.files if plan is not None else ():
         for change in fp.changes:
@@ -696,13 +734,24 @@ def rendered_secrets(ctx) -> tuple[list[list], list[str]]:
     and the whole text of each :class:`Joined` among the values — walked once per run,
     though a command builds its Redactor two or three times as it learns more."""
     if ctx.walked is None or ctx.walked[0] is not ctx.patches:
-        from taosync.fleet.logic import joined_texts, secret_parts
+        from taosync.engine.system import shared
 
-        parts = [secret_parts(part) for patch in ctx.patches
-                 for part in (patch.values, patch.skeleton, patch.volatile)]
-        texts = [text for patch in ctx.patches for text in joined_texts(patch.values)]
-        ctx.walked = (ctx.patches, parts, texts)
+        # the certified forms share one render (engine/system.py shared): one walk
+        ctx.walked = shared(("rendered secrets", id(ctx.patches)),
+                            lambda: _walk_secrets(ctx.patches))
+        if ctx.walked[0] is not ctx.patches:  # pragma: no cover - the memo holds it alive
+            ctx.walked = _walk_secrets(ctx.patches)
     return ctx.walked[1], ctx.walked[2]
+
+
+def _walk_secrets(patches) -> tuple:
+    """(``patches``, the secret parts of each of their parts, their Joined texts)."""
+    from taosync.fleet.logic import joined_texts, secret_parts
+
+    parts = [secret_parts(part) for patch in patches
+             for part in (patch.values, patch.skeleton, patch.volatile)]
+    texts = [text for patch in patches for text in joined_texts(patch.values)]
+    return patches, parts, texts
 
 
 def stand_in(wanted: bool):

@@ -127,11 +127,14 @@ def apply(only, dry_run, no_verify, stub, yes, force, no_key, release_moved, mes
         write_private(ctx.store.root / pipeline.TRUST_MARK, b"trust\n")
     done = {str(fp.path) for fp in result.written}  # not the files skipped at a prompt
     written_over = [r for r in replaced if r["path"] in done]
+    if not s.json:  # the report is only printed as JSON: no diffs to make, but what they
+        for fp in the_plan.files:  # would have taught the Redactor, it learns all the same
+            fp.teach(ui.redactor())
     report = {**({"pulled": pulled} if pulled is not None else {}),
               **({"switched": switched} if switched is not None else {}),
               "apply_id": result.apply_id,
               **({"record_kind": result.kind} if result.apply_id else {}),
-              **plan_json(the_plan, ctx), "replaced": written_over}
+              **(plan_json(the_plan, ctx) if s.json else {}), "replaced": written_over}
     rc = 0
     if no_verify:
         pass  # asked not to: no "verify" entry in the report

@@ -8,6 +8,7 @@ parse stops the whole plan with a message naming it, so ``apply`` writes nothing
 
 from __future__ import annotations
 
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,19 @@ class FilePlan:
             return ""
         return f"{self.mode:04o} → {self.mode & ~0o077:04o}"
 
+    def teach(self, redactor) -> None:
+        """Teach ``redactor`` (when it is a Redactor) the values either text holds under a
+        secret-looking name or in a credential store — what :meth:`diff` hides, learnt
+        without making the diff."""
+        if hasattr(redactor, "add"):
+            from taosync.fleet.looks_secret import secrets_in
+
+            texts = (self.old_text,) if self.old_text == self.new_text else \
+                (self.old_text, self.new_text)
+            for text in texts:
+                for value in secrets_in(text, self.path.name):
+                    redactor.add(value)
+
     def diff(self, redactor=None, label: str | None = None) -> str:
         """Unified diff, scrubbed by ``redactor`` (a Redactor, or a bare Secret), its
         header naming the file as ``label`` (``~/…`` under the home header) or by its
@@ -87,7 +101,7 @@ class FilePlan:
         a Redactor first learns the values either text holds under a secret-looking
         name, or at all in a credential store (the user's own tokens, in keys taosync
         does not own), to hide them wherever else they show."""
-        self._learn(redactor)
+        self.teach(redactor)
         text = ""  # an unchanged file: difflib would index every line to find no change
         if self.old_text != self.new_text:
             old = (self.old_text or "").splitlines(keepends=True)
@@ -106,22 +120,10 @@ class FilePlan:
         """The whole text before and after (``None``: no file), each scrubbed by
         ``redactor`` as :meth:`diff` is: ``plan --json``'s ``before``/``after``, for a
         tool that shows its own diff (Ansible's ``--diff``)."""
-        self._learn(redactor)
+        self.teach(redactor)
         old, new = self.old_text, self.new_text
         return (None if old is None else redactor.scrub(old),
                 None if new is None else redactor.scrub(new))
-
-    def _learn(self, redactor) -> None:
-        """Teach a Redactor the values either text holds under a secret-looking name,
-        or at all in a credential store, so a scrub hides them wherever they show."""
-        if hasattr(redactor, "add"):
-            from taosync.fleet.looks_secret import secrets_in
-
-            texts = (self.old_text,) if self.old_text == self.new_text else \
-                (self.old_text, self.new_text)
-            for text in texts:
-                for value in secrets_in(text, self.path.name):
-                    redactor.add(value)
 
 
 @dataclass
@@ -139,8 +141,13 @@ class Plan:
         return [f for f in self.files if f.changed]
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def materialize(value: Any) -> tuple[Any, bool]:
     """Plain value with Secrets revealed, and whether it held one."""
+    if type(value) in _PLAIN:  # most values: as they are
+        return value, False
     if isinstance(value, Secret):
         return value.reveal(), True
     if isinstance(value, dict):
@@ -450,10 +457,14 @@ def _untouched(desired: Desired | None, previous: FileState | None, text: str | 
     return fixed == wanted
 
 
+#: where a key path's text has a container above it (each "." or "[")
+_SEPARATOR = re.compile(r"[.\[]")
+
+
 def _prune(editor, doc, created: list[str], keep: dict[str, OwnedKey]) -> list[str]:
     """Remove containers taosync created that are now empty; return those still there."""
     # a container holding a kept key: the key itself, or its text up to a "." or "["
-    holding = {k[:i] for k in keep for i, c in enumerate(k) if c in ".["}.union(keep)
+    holding = {k[:m.start()] for k in keep for m in _SEPARATOR.finditer(k)}.union(keep)
     still = []
     for kp_text in sorted(created, key=lambda s: -len(keypath_parse(s))):
         kp = keypath_parse(kp_text)

@@ -263,15 +263,24 @@ class State:
     def remembered_secrets(self) -> list[str]:
         """``secrets`` plus the hashes of the secrets owned now and of the resolved key
         the render cache fingerprinted: every save remembers what was just written."""
-        out = list(self.secrets)
         now = [o.hash for f in self.files.values() for o in f.owned.values() if o.secret]
         fingerprint = self.inputs.get("fingerprint", {})
         key_hash = fingerprint.get("key") if isinstance(fingerprint, dict) else None
-        for h in now + ([key_hash] if isinstance(key_hash, str) else []):
-            if h in out:
-                out.remove(h)
-            out.append(h)
-        return out[-KEEP_SECRET_HASHES:]
+        now += [key_hash] if isinstance(key_hash, str) else []
+        if len(set(self.secrets)) < len(self.secrets):  # a state edited by hand: as ever
+            out = list(self.secrets)
+            for h in now:
+                if h in out:
+                    out.remove(h)
+                out.append(h)
+            return out[-KEEP_SECRET_HASHES:]
+        # each hash moved to the end where it is seen again (an ordered set: the same
+        # MCP token in ten clients' files is one hash seen ten times, not a list scan each)
+        order = dict.fromkeys(self.secrets)
+        for h in now:
+            order.pop(h, None)
+            order[h] = None
+        return list(order)[-KEEP_SECRET_HASHES:]
 
     def copy(self) -> "State":
         """A copy sharing nothing a caller may change (see :meth:`StateStore.load`): the
@@ -349,14 +358,28 @@ def _json_copy(value):
 _parsed: tuple[bytes, "State"] | None = None
 
 
-def parsed_state(raw: bytes) -> "State":
+#: (state.json's bytes, their sha256) of the last load: a certified run's System hands
+#: every load the same bytes object (engine/system.py RecordingSystem)
+_digested: tuple[bytes, str] | None = None
+
+
+def _digest_of(raw: bytes) -> str:
+    """``sha256_bytes(raw)``, not taken again for the very bytes object hashed last."""
+    global _digested
+    if _digested is None or _digested[0] is not raw:
+        _digested = (raw, sha256_bytes(raw))
+    return _digested[1]
+
+
+def parsed_state(raw: bytes, shared: bool = False) -> "State":
     """``State.from_json`` of ``raw`` (UTF-8 JSON), a fresh copy of the last parse when
-    the bytes are the same: ``from_json`` is a function of the bytes alone."""
+    the bytes are the same: ``from_json`` is a function of the bytes alone. ``shared``:
+    the last parse itself, no copy — for a reader that changes nothing in it."""
     global _parsed
     if _parsed is not None and _parsed[0] == raw:
-        return _parsed[1].copy()
+        return _parsed[1] if shared else _parsed[1].copy()
     state = State.from_json(json.loads(raw.decode("utf-8")))
-    _parsed = (raw, state.copy())
+    _parsed = (raw, state if shared else state.copy())
     return state
 
 
@@ -530,7 +553,11 @@ class StateStore:
         self._made += missing_dirs(self.root)
         self.system.make_private_dir(self.root)
 
-    def load(self) -> State:
+    def load(self, shared: bool = False) -> State:
+        """state.json as a State of the caller's own (every load its own copy), or —
+        ``shared`` — the one every shared load of these bytes gets, for a caller that
+        only reads it (and never keeps a part of it that others may change): no copy
+        (the certified runs load the state two dozen times; engine/certificate.py)."""
         try:
             raw = self.system.read_bytes(self.state_path)
         except FileNotFoundError:
@@ -541,10 +568,12 @@ class StateStore:
 
             raise WriteFailed(f"cannot read {self.state_path}: {exc.strerror or exc}; "
                               "nothing was changed") from None
-        self.digest = sha256_bytes(raw)
+        self.digest = _digest_of(raw)
         try:
-            state = parsed_state(raw)
-            state.priors = self._priors()
+            state = parsed_state(raw, shared)
+            priors = self._priors()
+            if not shared:
+                state.priors = priors
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             from taosync.errors import BadInput
 
@@ -589,7 +618,10 @@ class StateStore:
             self._hmac, self._hmac_ephemeral = (
                 bytes.fromhex(self.system.read_bytes(path).decode().strip()), False)
         except (FileNotFoundError, ValueError):
-            self._hmac, self._hmac_ephemeral = os.urandom(32), not create  # = secrets.token_bytes
+            # the key made up for this run's plan becomes the key, when it is made: what
+            # the plan hashed with it holds (pipeline.commit need not plan again)
+            made = self._hmac if self._hmac is not None and create else os.urandom(32)
+            self._hmac, self._hmac_ephemeral = made, not create  # = secrets.token_bytes
             if create:
                 self.ensure()
                 write_private(path, self._hmac.hex().encode() + b"\n")

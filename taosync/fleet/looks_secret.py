@@ -57,7 +57,11 @@ URL_PASSWORD = re.compile(r"(?<=://)(?P<user>[^/\s:@\"']*):(?P<password>[^/\s@\"
 
 #: ``NAME = "value"`` (TOML), ``"NAME": "value"`` (JSON), ``NAME: value`` (YAML),
 #: ``NAME=value`` (.env): one value under a name, on one line of a client file or of output
-NAMED_VALUE = re.compile(r"""(?P<q>["']?)(?P<name>[A-Za-z0-9_.-]+)(?P=q)[ \t]*[:=][ \t]*"""
+#: (a name starts after a quote or where no name character is before it, and is taken
+#: whole: tried from inside a run of name characters, a match cannot end any other way,
+#: and each such start scanned the rest of the run again — quadratic in long words)
+NAMED_VALUE = re.compile(r"""(?:(?P<q>["'])|(?<![A-Za-z0-9_.-]))(?P<name>[A-Za-z0-9_.-]++)"""
+                         r"""(?(q)(?P=q))[ \t]*[:=][ \t]*"""
                          r"""(?P<value>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'"""
                          r"""|(?:(?:Bearer|Token|Basic)[ \t]+)?[^\s,{}\[\]#'"`]+)""", re.I)
 

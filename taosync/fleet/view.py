@@ -21,23 +21,22 @@ class Node:
     """An object of the schema: attributes are its properties (``claude_code`` reads
     ``claude-code``, ``continue_`` reads ``continue``), missing ones their defaults.
 
-    Each attribute is wrapped once and then answered from ``_seen``, the same object on
-    every read, as a pydantic model's field is: re-wrapping ``fleet.models`` on each read
-    made a loop over the catalogue that reads it (``context_window``) quadratic."""
+    Each attribute is wrapped once and then kept in the instance's ``__dict__``, the same
+    object on every read, as a pydantic model's field is: re-wrapping ``fleet.models`` on
+    each read made a loop over the catalogue that reads it (``context_window``)
+    quadratic. Kept there, a later read is an ordinary attribute lookup: ``__getattr__``
+    runs only after the lookup failed, and that failure formats an AttributeError's
+    message (a few thousand instructions per read of an MCP server's field)."""
 
-    __slots__ = ("_data", "_schema", "_defs", "_seen")
+    __slots__ = ("_data", "_schema", "_defs", "__dict__")
 
     def __init__(self, data: dict, schema: dict, defs: dict):
         self._data = data
         self._schema = schema
         self._defs = defs
-        self._seen: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
-        seen = self._seen
-        if name in seen:
-            return seen[name]
-        value = seen[name] = self._attribute(name)
+        value = self.__dict__[name] = self._attribute(name)
         return value
 
     def _attribute(self, name: str) -> Any:

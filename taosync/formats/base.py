@@ -12,6 +12,8 @@ lines and the trailing newline of everything else stay byte for byte.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Union
 
@@ -200,7 +202,34 @@ def _remembered(answers: dict, question: Any, work: Callable[[Any], Any]) -> Any
     return answer
 
 
+#: one segment of a key path's text (or a dot): [field=value], "quoted", plain
+_SEGMENT = re.compile(r'\.|\[([^\]=]*)=([^\]]*)\]|"((?:[^"\\]|\\.)*)"|([^.\["][^.\[]*)', re.S)
+_ESCAPE = re.compile(r"\\(.)", re.S)
+
+
 def _parse(text: str) -> KeyPath:
+    if '"' not in text and "[" not in text:  # most paths: plain names between dots
+        return tuple(filter(None, text.split(".")))
+    out: list[Segment] = []
+    at = 0
+    for m in _SEGMENT.finditer(text):
+        if m.start() != at:
+            break
+        at = m.end()
+        field, value, quoted, plain = m.groups()
+        if value is not None:
+            out.append(Match(field, value))
+        elif quoted is not None:
+            out.append(_ESCAPE.sub(r"\1", quoted))
+        elif plain is not None:
+            out.append(plain)
+    if at == len(text):
+        return tuple(out)
+    return _parse_chars(text)  # not well formed: fails as it always did
+
+
+def _parse_chars(text: str) -> KeyPath:
+    """:func:`_parse`, character by character."""
     out: list[Segment] = []
     i, n = 0, len(text)
     while i < n:
@@ -235,6 +264,8 @@ def escaped(text: str, table: dict[str, str], control: str) -> str:
     """``text`` with each character of ``table`` replaced by its escape and any other
     control character (C0, DEL) spelled by ``control``, a format taking its code point
     (TOML's ``\\u{:04x}``, YAML's ``\\x{:02X}``): one loop for every writer's strings."""
+    if text.isprintable() and table.keys().isdisjoint(text):
+        return text  # most strings: nothing to escape (a control character is unprintable)
     return "".join(table[c] if c in table else
                    control.format(ord(c)) if c < " " or c == "\x7f" else c for c in text)
 

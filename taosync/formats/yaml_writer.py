@@ -120,8 +120,16 @@ def _string(text: str, *, is_key: bool) -> str:
 
 def _reads_as_str(text: str) -> bool:
     """Would a plain ``text`` read back as this string (not a number, bool, null, date)?"""
-    resolve, scalar = _resolver()
-    return resolve(scalar, text, (True, False)) == "tag:yaml.org,2002:str"
+    answer = _READS_AS_STR.get(text)
+    if answer is None:
+        resolve, scalar = _resolver()
+        answer = resolve(scalar, text, (True, False)) == "tag:yaml.org,2002:str"
+        if len(_READS_AS_STR) < 1 << 16:  # each text's answer once (a long watch: bounded)
+            _READS_AS_STR[text] = answer
+    return answer
+
+
+_READS_AS_STR: dict[str, bool] = {}
 
 
 @cache
@@ -158,11 +166,24 @@ def _printable(c: str) -> bool:
             or "\U00010000" <= c <= "\U0010ffff")
 
 
+#: a name, URL or path of the safest characters: no space, break, quote, indicator
+#: first, ``#`` or special character (``:`` and ``@`` only after the first)
+_SIMPLE = re.compile(r"[A-Za-z0-9_./+=~-][A-Za-z0-9_./+=~@:-]*\Z")
+
+
 def _analyse(text: str) -> tuple[bool, bool, bool]:
     """(plain allowed, single quotes allowed, multi-line): ruamel's ``analyze_scalar``
     for block context, YAML 1.2."""
     if not text:
         return True, True, False
+    if _SIMPLE.match(text):  # what the loop below finds for these, without the loop
+        return (not (text == "-" or text.endswith(":") or text.startswith(("---", "..."))),
+                True, False)
+    return _analyse_chars(text)
+
+
+def _analyse_chars(text: str) -> tuple[bool, bool, bool]:
+    """:func:`_analyse`, character by character."""
     indicators = text.startswith(("---", "..."))
     line_breaks = special = False
     leading_space = leading_break = trailing_space = trailing_break = False
