@@ -80,12 +80,12 @@ class FleetView(FleetLogic, Node):
         self._run_time.own_gateway = isinstance(data.get("gateway"), dict)
         self.gateways_all()  # read as written, before gateway becomes the default one
         self._data = with_default(data)
-        self._seen.pop("gateway", None)
+        self.__dict__.pop("gateway", None)
 
     def _with_gateway(self, name: str) -> "FleetView":
         view = FleetView(self._data, self._schema)
         view._data = {**self._data, "gateway": self._gateway_data(name)}
-        view._seen.pop("gateway", None)
+        view.__dict__.pop("gateway", None)
         view._run_time = self._run_time.for_gateway(name)
         return view
 
