@@ -541,9 +541,12 @@ named = st.sampled_from(["mine", "other", "new-1", "new-2"]).map(lambda n: Match
 any_paths = st.one_of(
     paths,
     st.tuples(st.sampled_from(["models", "mcp_servers"]), keys, keys),
-    st.tuples(st.just("models"), named, keys),
-    st.tuples(st.just("models"), named, keys, keys),
+    st.tuples(st.sampled_from(["models", "servers"]), named, keys),
+    st.tuples(st.sampled_from(["models", "servers"]), named, keys, keys),
+    st.tuples(st.just("servers"), named, st.just("name")),
 )
+INLINE_TEXT = 'servers = [{ name = "mine", a = 1 }, {name="other"}]  # inline\n\n[tui]\nx = 1\n'
+
 
 
 def _edited(text, ops, flatten):
@@ -565,7 +568,7 @@ def _edited(text, ops, flatten):
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    text=st.one_of(toml_texts(), st.sampled_from([CODEX, AOT_TEXT, "", "a = 1\n"])),
+    text=st.one_of(toml_texts(), st.sampled_from([CODEX, AOT_TEXT, INLINE_TEXT, "", "a = 1\n"])),
     ops=st.lists(st.one_of(st.tuples(st.just("set"), any_paths, values),
                            st.tuples(st.just("delete"), any_paths, st.none())), max_size=8),
 )

@@ -654,10 +654,10 @@ class TomlEditor(FormatEditor):
         new = _parse_inline(_render_inline(entries, style[0], style[1]))
         holder, seg = steps[at - 1].node, path[at - 1]
         if isinstance(seg, Match):
-            at = tdoc.matches.find(holder, seg)
-            if at is None or holder[at] is not node:  # its name was the key deleted
-                at = next(i for i, el in enumerate(holder) if el is node)
-            holder[at] = new
+            pos = tdoc.matches.find(holder, seg)
+            if pos is None or holder[pos] is not node:  # its name was the key deleted
+                pos = next(i for i, el in enumerate(holder) if el is node)
+            holder[pos] = new
         else:
             holder[seg] = new
         steps[at] = _Step(new, steps[at].inline)
