@@ -70,6 +70,21 @@ class _Step:
     inline: bool
 
 
+#: lookup keys made already: tomlkit makes a SingleKey for every ``in``/``[]`` with a
+#: string, checking each character against a string it builds per character; these are
+#: only ever looked up with, never stored in a document (where tomlkit may change a key)
+_LOOKUP: dict[str, SingleKey] = {}
+
+
+def _key(name: str) -> SingleKey:
+    key = _LOOKUP.get(name)
+    if key is None:
+        key = SingleKey(name)
+        if len(_LOOKUP) < 1 << 16:
+            _LOOKUP[name] = key
+    return key
+
+
 def _plain(item: Any) -> Any:
     return item.unwrap() if hasattr(item, "unwrap") else item
 
@@ -235,7 +250,7 @@ def _index_in(owner: Any, key: str, item: Any) -> tuple[Container, int] | None:
     cont = _container(owner)
     if cont is None:
         return None
-    idx = cont._map.get(SingleKey(key))
+    idx = cont._map.get(_key(key))
     if type(idx) is not int or cont.body[idx][1] is not item:
         return None
     return cont, idx
@@ -321,9 +336,10 @@ class TomlEditor(FormatEditor):
             return None if at is None else _Step(node[at], step.inline or isinstance(node, Array))
         if not isinstance(node, _MAPS):
             raise FormatError(f"{keypath_str(where) or 'the top level'} is not a table")
-        if seg not in node:
+        key = _key(seg)
+        if key not in node:
             return None
-        child = node[seg]
+        child = node[key]
         return _Step(child, step.inline or isinstance(node, (InlineTable, Array)))
 
     def _walk(self, tdoc: TomlDocument, path: KeyPath) -> list[_Step]:
