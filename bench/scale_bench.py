@@ -19,7 +19,10 @@ adds to a first apply, as a share of a bare ``python -c pass`` timed in the same
 the slope between two sizes of each axis (default 250 → 500 models, 50 → 100 servers;
 goals ≤ 0.02× per model, ≤ 0.1× per server). A linear apply has the same slope at any size.
 With ``--callgrind`` it counts instructions instead (``valgrind --tool=callgrind``, one
-run each: the count does not move with the load of the machine, as time does).
+run each: the count does not move with the load of the machine, as time does). With
+``--existing`` each home already holds the user's own TOML files (Codex's, Vibe's and
+gptme's ``config.toml``), so the apply edits them with the round-trip editor instead of
+writing new ones.
 """
 
 from __future__ import annotations
@@ -77,6 +80,23 @@ def env_for_children() -> dict:
                 "CLAUDE_CONFIG_DIR", "CLINE_DIR", "CLINE_DATA_DIR", "CONTINUE_GLOBAL_DIR"):
         env.pop(var, None)
     return env
+
+
+#: --existing: the user's own files in each home before the first apply (so the TOML
+#: clients' files are edited in place, by formats/toml.py, not written new)
+USER_FILES = {
+    ".codex/config.toml": '# my own settings\n[tui]\nnotifications = true  # keep\n',
+    ".vibe/config.toml": '# my own settings\ntheme = "dark"  # keep\n',
+    ".config/gptme/config.toml": '# my own settings\n[prompt]\nabout_user = "me"  # keep\n',
+}
+
+
+def seed(home: Path) -> Path:
+    """``home`` holding :data:`USER_FILES`."""
+    for rel, text in USER_FILES.items():
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text(text)
+    return home
 
 
 def growth_steps(axis: tuple[int, ...]) -> list[tuple[int, int]]:
@@ -142,7 +162,7 @@ def instructions(argv: list[str], env: dict, cwd: Path) -> tuple[float, float]:
 
 
 def cost(trees: dict, envs: dict, tmp: str, rounds: int, models: tuple[int, int],
-         servers: tuple[int, int], measure=timed_cpu) -> None:
+         servers: tuple[int, int], measure=timed_cpu, existing: bool = False) -> None:
     """Time ``python -c pass`` and a first apply at two sizes of each axis, interleaved;
     print each tree's cost of one more model and one more server in bare starts, by wall
     time and by CPU time."""
@@ -162,12 +182,15 @@ def cost(trees: dict, envs: dict, tmp: str, rounds: int, models: tuple[int, int]
     floor: list[tuple[float, float]] = []
     first = {name: {size: [] for size in sizes} for name in trees}
     for t, (name, tree) in enumerate(trees.items()):  # warm-up: bytecode, page cache
-        timed(apply(Path(tmp, f"warm-{t}"), fleets[sizes[2]]), envs[name], tree)
+        warm = Path(tmp, f"warm-{t}")
+        timed(apply(seed(warm) if existing else warm, fleets[sizes[2]]), envs[name], tree)
     for r in range(rounds):
         for size in sizes:  # alternating, so every size, tree and floor sees the same load
             for t, (name, tree) in enumerate(trees.items()):
                 floor.append(measure(bare, envs[name], tree))
                 home = Path(tmp, f"home-{size[0]}-{size[1]}-{r}-{t}")
+                if existing:
+                    seed(home)
                 first[name][size].append(measure(apply(home, fleets[size]), envs[name], tree))
     start = [statistics.median(f[k] for f in floor) for k in (0, 1)]
     counting = measure is instructions
@@ -220,6 +243,9 @@ def main() -> int:
     parser.add_argument("--callgrind", action="store_true",
                         help="--cost counts instructions under valgrind's callgrind (one run "
                              "each; slow, but the same count on a loaded machine)")
+    parser.add_argument("--existing", action="store_true",
+                        help="--cost: each home already holds the user's own config.toml "
+                             "for Codex, Vibe and gptme (edited in place, not written new)")
     args = parser.parse_args()
     py = sys.executable
     trees = {"this checkout": ROOT}
@@ -252,7 +278,7 @@ def main() -> int:
         if args.cost:
             cost(trees, envs, tmp, 1 if args.quick or args.callgrind else args.rounds,
                  tuple(args.models), tuple(args.servers),
-                 instructions if args.callgrind else timed_cpu)
+                 instructions if args.callgrind else timed_cpu, args.existing)
             return 0
 
         models_axis = MODELS_AXIS[:3] if args.quick else MODELS_AXIS

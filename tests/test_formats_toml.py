@@ -515,3 +515,85 @@ def test_errors_say_what_to_write(text, line, column, words):
         E.parse(text)
     assert (err.value.line, err.value.column) == (line, column)
     assert err.value.message.startswith("invalid TOML: ") and words in err.value.message
+
+
+# -- linear placement (#24 Build 7) ----------------------------------------------------
+# A new table's placement is found from where it was added (tomlkit's key maps and the
+# name index), not by flattening the whole document on each new table; the bytes must be
+# the ones the flattening gives, which stays as the fallback (out-of-order tables).
+
+AOT_TEXT = """# my models
+[[models]]
+name = "mine"  # keep
+alias = "m"
+
+# the next one
+[[models]]
+name = "other"
+
+[tui]
+x = 1
+
+# closing words
+"""
+
+named = st.sampled_from(["mine", "other", "new-1", "new-2"]).map(lambda n: Match("name", n))
+any_paths = st.one_of(
+    paths,
+    st.tuples(st.sampled_from(["models", "mcp_servers"]), keys, keys),
+    st.tuples(st.sampled_from(["models", "servers"]), named, keys),
+    st.tuples(st.sampled_from(["models", "servers"]), named, keys, keys),
+    st.tuples(st.just("servers"), named, st.just("name")),
+)
+INLINE_TEXT = 'servers = [{ name = "mine", a = 1 }, {name="other"}]  # inline\n\n[tui]\nx = 1\n'
+
+
+
+def _edited(text, ops, flatten):
+    from contextlib import nullcontext
+    from unittest import mock
+
+    from taosync.formats.toml import TomlEditor
+
+    with mock.patch.object(TomlEditor, "_chain", staticmethod(lambda *a: None)) if flatten else nullcontext():
+        doc = E.parse(text)
+        out = []
+        for kind, path, value in ops:
+            try:
+                out.append(E.set(doc, path, value) if kind == "set" else E.delete(doc, path))
+            except FormatError as exc:
+                out.append(str(exc))
+        return out, E.dump(doc)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.one_of(toml_texts(), st.sampled_from([CODEX, AOT_TEXT, INLINE_TEXT, "", "a = 1\n"])),
+    ops=st.lists(st.one_of(st.tuples(st.just("set"), any_paths, values),
+                           st.tuples(st.just("delete"), any_paths, st.none())), max_size=8),
+)
+def test_property_linear_placement_gives_the_flattening_bytes(text, ops):
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return
+    assert _edited(text, ops, flatten=False) == _edited(text, ops, flatten=True)
+
+
+def test_linear_placement_is_used():
+    """The property above compares something: a new table, a new [[…]] element and a new
+    sub-table of an element are each placed from their chain, not the fallback."""
+    from unittest import mock
+
+    from taosync.formats import toml as toml_module
+
+    doc = E.parse(AOT_TEXT)
+    with mock.patch.object(toml_module, "_flatten", side_effect=AssertionError("flattened")):
+        E.set(doc, ("mcp_servers", "s", "command"), "npx")
+        E.set(doc, ("models", Match("name", "new"), "alias"), "n")
+        E.set(doc, ("models", Match("name", "mine"), "extra", "k"), 1)
+        E.set(doc, ("models", Match("name", "other"), "alias"), "o")
+    assert E.dump(doc) == edit(AOT_TEXT, ("set", ("mcp_servers", "s", "command"), "npx"),
+                               ("set", ("models", Match("name", "new"), "alias"), "n"),
+                               ("set", ("models", Match("name", "mine"), "extra", "k"), 1),
+                               ("set", ("models", Match("name", "other"), "alias"), "o"))

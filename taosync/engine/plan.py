@@ -271,8 +271,9 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
     kept: dict[str, str] = {}
     holds_secret = bool(desired and desired.secret)
 
-    def do_set(kp: KeyPath, value: Any, is_secret: bool) -> bool:
-        current = editor.get(doc, kp)
+    def do_set(kp: KeyPath, value: Any, is_secret: bool, current: Any = None) -> bool:
+        if current is not MISSING:  # MISSING: the caller just read it (nothing to alias)
+            current = editor.get(doc, kp)
         if current is not MISSING and canonical(current) == canonical(value):
             return False
         try:
@@ -308,12 +309,13 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
                     owned[kp_text] = before
                     continue
                 sensitive[kp_text] = NO_KEY_VALUE
+            current = None
             if before is not None:
                 release, prior = before.release, before.prior
             else:  # taking the key over: remember how to give it back
-                release, prior = _adopt(editor.get(doc, kp), value, is_secret, key,
-                                        hmac_key, priors)
-            changed |= do_set(kp, value, is_secret)
+                current = editor.get(doc, kp)
+                release, prior = _adopt(current, value, is_secret, key, hmac_key, priors)
+            changed |= do_set(kp, value, is_secret, current)
             owned[kp_text] = OwnedKey(value_hash(hmac_key, value), None if is_secret else value,
                                       is_secret, release=release, prior=prior)
         for kp, raw in desired.volatile.items():

@@ -38,9 +38,9 @@ from typing import AbstractSet, Any
 import tomlkit
 from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.exceptions import ParseError
-from tomlkit.items import AoT, Array, Comment, InlineTable, Item, Null, String, StringType, Table, Whitespace
+from tomlkit.items import AoT, Array, Comment, InlineTable, Item, Null, SingleKey, String, StringType, Table, Whitespace
 
-from taosync.formats.base import MISSING, FormatEditor, FormatError, KeyPath, Match, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
+from taosync.formats.base import MISSING, FormatEditor, FormatError, KeyPath, Match, MatchIndex, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
 from taosync.formats.toml_writer import check as _check, is_array_of_tables
 
 __all__ = ["EDITOR", "TomlDocument", "TomlEditor"]
@@ -58,6 +58,8 @@ class TomlDocument:
     edited: bool = field(default=False, repr=False)
     #: ids of the tables this session created (their spacing is undone exactly on delete)
     created: set[int] = field(default_factory=set, repr=False)
+    #: where ``[[…]]`` and array elements are by name (so a Match does not walk the list)
+    matches: MatchIndex = field(default_factory=lambda: MatchIndex(_match_value), repr=False)
 
 
 @dataclass
@@ -68,8 +70,31 @@ class _Step:
     inline: bool
 
 
+#: lookup keys made already: tomlkit makes a SingleKey for every ``in``/``[]`` with a
+#: string, checking each character against a string it builds per character; these are
+#: only ever looked up with, never stored in a document (where tomlkit may change a key)
+_LOOKUP: dict[str, SingleKey] = {}
+
+
+def _key(name: str) -> SingleKey:
+    key = _LOOKUP.get(name)
+    if key is None:
+        key = SingleKey(name)
+        if len(_LOOKUP) < 1 << 16:
+            _LOOKUP[name] = key
+    return key
+
+
 def _plain(item: Any) -> Any:
     return item.unwrap() if hasattr(item, "unwrap") else item
+
+
+def _match_value(element: Any, field: str) -> str | None:
+    """What a Match on ``field`` compares with in a list ``element`` (None: never equal)."""
+    if not isinstance(element, (Table, InlineTable)):
+        return None
+    value = _plain(element.get(field))
+    return value if isinstance(value, str) else None
 
 
 def _inline(value: Any) -> Item:
@@ -210,6 +235,53 @@ def _previous(flat: list, item: Any) -> tuple[int, int] | None:
     return pos, k
 
 
+#: where an entry is: (the Container or AoT whose body holds it, its index there) for it
+#: and for each entry above it, from the document's top level down
+Chain = list[tuple[Any, int]]
+
+
+def _item_at(holder: Any, i: int) -> Any:
+    return holder.body[i] if isinstance(holder, AoT) else holder.body[i][1]
+
+
+def _index_in(owner: Any, key: str, item: Any) -> tuple[Container, int] | None:
+    """Where ``owner``'s entry ``key`` (which is ``item``) is in its body, through
+    tomlkit's key map (None for an out-of-order table: its parts are in several places)."""
+    cont = _container(owner)
+    if cont is None:
+        return None
+    idx = cont._map.get(_key(key))
+    if type(idx) is not int or cont.body[idx][1] is not item:
+        return None
+    return cont, idx
+
+
+def _before(chain: Chain) -> Chain | None:
+    """The entry :func:`_flatten` lists just before ``chain``'s (None: it is the first),
+    found without flattening: the last entry of the previous sibling's subtree, or the
+    parent."""
+    holder, i = chain[-1]
+    if i == 0:
+        return chain[:-1] or None
+    out = chain[:-1] + [(holder, i - 1)]
+    while True:
+        item = _item_at(*out[-1])
+        if isinstance(item, Table) and item.value.body:
+            out.append((item.value, len(item.value.body) - 1))
+        elif isinstance(item, AoT) and item.body:
+            out.append((item, len(item.body) - 1))
+        else:
+            return out
+
+
+def _rendered_before(chain: Chain) -> Chain | None:
+    """What :func:`_previous` finds: the entry before ``chain``'s that renders text."""
+    prev = _before(chain)
+    while prev is not None and isinstance(_item_at(*prev[-1]), (Null, AoT)):
+        prev = _before(prev)
+    return prev
+
+
 class TomlEditor(FormatEditor):
     """Format-preserving TOML editor (see the module docstring)."""
 
@@ -255,26 +327,25 @@ class TomlEditor(FormatEditor):
 
     # -- walking --------------------------------------------------------------------------
 
-    def _child(self, step: _Step, seg: Any, where: KeyPath) -> _Step | None:
+    def _child(self, tdoc: TomlDocument, step: _Step, seg: Any, where: KeyPath) -> _Step | None:
         node = step.node
         if isinstance(seg, Match):
             if not isinstance(node, (AoT, Array)):
                 raise FormatError(f"{keypath_str(where) or 'the top level'} is not a list")
-            for el in node:
-                if isinstance(el, (Table, InlineTable)) and _plain(el.get(seg.field)) == seg.value:
-                    return _Step(el, step.inline or isinstance(node, Array))
-            return None
+            at = tdoc.matches.find(node, seg)
+            return None if at is None else _Step(node[at], step.inline or isinstance(node, Array))
         if not isinstance(node, _MAPS):
             raise FormatError(f"{keypath_str(where) or 'the top level'} is not a table")
-        if seg not in node:
+        key = _key(seg)
+        if key not in node:
             return None
-        child = node[seg]
+        child = node[key]
         return _Step(child, step.inline or isinstance(node, (InlineTable, Array)))
 
     def _walk(self, tdoc: TomlDocument, path: KeyPath) -> list[_Step]:
         steps = [_Step(tdoc.doc, False)]
         for i, seg in enumerate(path):
-            child = self._child(steps[-1], seg, path[:i])
+            child = self._child(tdoc, steps[-1], seg, path[:i])
             if child is None:
                 break
             steps.append(child)
@@ -298,6 +369,12 @@ class TomlEditor(FormatEditor):
             raise ValueError("cannot set the whole document")
         value = with_match_field(path, value)
         _check(value, path)
+        try:
+            return self._set(tdoc, path, value)
+        finally:
+            tdoc.matches.edited(path)
+
+    def _set(self, tdoc: TomlDocument, path: KeyPath, value: Any) -> list[KeyPath]:
         steps = self._walk(tdoc, path)
         if len(steps) == len(path) + 1:
             self._replace(tdoc, path, steps, value)
@@ -312,9 +389,11 @@ class TomlEditor(FormatEditor):
             if isinstance(node, AoT):
                 table = _to_table(elem)
                 node.append(table)
-                self._after_new_table(tdoc, table)
+                self._after_new_table(tdoc, table, self._chain(tdoc, path, steps, [
+                    (node, len(node.body) - 1) if node.body[-1] is table else None]))
             else:
                 node.append(_inline(elem))
+            tdoc.matches.appended(node)
         else:
             if not isinstance(node, _MAPS):
                 raise FormatError(f"{keypath_str(path[:i]) or 'the top level'} is not a table")
@@ -326,11 +405,11 @@ class TomlEditor(FormatEditor):
             elif isinstance(new, dict):
                 table = _to_table(new)
                 node[seg] = table
-                self._after_new_table(tdoc, table)
+                self._after_new_table(tdoc, table, self._chain(tdoc, path, steps, [_index_in(node, seg, table)]))
             elif is_array_of_tables(new):
                 aot = _to_aot(new)
                 node[seg] = aot
-                self._after_new_table(tdoc, aot[0])
+                self._after_new_table(tdoc, aot[0], self._chain(tdoc, path, steps, [_index_in(node, seg, aot), (aot, 0)]))
             else:
                 self._insert_kv(node, seg, _inline(new))
         tdoc.edited = True
@@ -348,11 +427,13 @@ class TomlEditor(FormatEditor):
             return False
         parent, node, seg = steps[-2], steps[-1].node, path[-1]
         if isinstance(seg, Match):
-            idx = next(i for i, el in enumerate(parent.node) if el is node)
+            idx = tdoc.matches.find(parent.node, seg)
+            assert idx is not None and parent.node[idx] is node
             if isinstance(parent.node, AoT):
                 self._delete_aot_element(tdoc, parent.node, idx)
             else:
                 del parent.node[idx]
+            tdoc.matches.forget()  # the elements after it moved up
         elif isinstance(node, (Table, AoT)) and not parent.inline:
             self._delete_table(tdoc, parent.node, seg, node)
         else:
@@ -360,6 +441,7 @@ class TomlEditor(FormatEditor):
             del parent.node[seg]
             if pad is not None:
                 self._restyle(tdoc, path, steps, len(steps) - 2, pad)
+        tdoc.matches.edited(path)
         tdoc.edited = True
         return True
 
@@ -385,7 +467,7 @@ class TomlEditor(FormatEditor):
             self._delete_table(tdoc, parent.node, seg, old)
             aot = _to_aot(list(value))
             parent.node[seg] = aot
-            self._after_new_table(tdoc, aot[0])
+            self._after_new_table(tdoc, aot[0], self._chain(tdoc, path, steps[:-1], [_index_in(parent.node, seg, aot), (aot, 0)]))
             return
         if isinstance(old, (Table, AoT)) or isinstance(value, dict):
             # a table becomes a key/value or the other way round: it must move
@@ -435,10 +517,51 @@ class TomlEditor(FormatEditor):
         if owner is not cont:
             dict.__setitem__(owner, key, item)
 
-    def _after_new_table(self, tdoc: TomlDocument, table: Table) -> None:
+    @staticmethod
+    def _chain(tdoc: TomlDocument, path: KeyPath, steps: list[_Step], tail: list[Any]) -> Chain | None:
+        """The chain of an entry just added below ``steps[-1]`` (``tail``: where it is,
+        from there down), found through the key maps and the name index: no walk of a
+        body. None where that cannot say (an out-of-order table, an inline value)."""
+        chain: Chain = []
+        for j in range(1, len(steps)):
+            parent, seg, child = steps[j - 1].node, path[j - 1], steps[j]
+            if child.inline:
+                return None
+            if isinstance(seg, Match):
+                if not isinstance(parent, AoT):
+                    return None
+                at = tdoc.matches.find(parent, seg)
+                if at is None or parent.body[at] is not child.node:
+                    return None
+                chain.append((parent, at))
+            else:
+                where = _index_in(parent, seg, child.node)
+                if where is None:
+                    return None
+                chain.append(where)
+        if any(t is None for t in tail):
+            return None
+        return chain + tail
+
+    def _after_new_table(self, tdoc: TomlDocument, table: Table, chain: Chain | None = None) -> None:
         """Move the whitespace/comments that closed the previously rendered table below
-        the new one, and give the new header a blank line before it."""
+        the new one, and give the new header a blank line before it. With the new
+        table's ``chain``, what rendered before it is found from there (linear work in
+        a session adding many tables); without, by flattening the document."""
         tdoc.created.add(id(table))
+        if chain is not None:
+            prev = _rendered_before(chain)
+            if prev is not None:
+                holder, i = prev[-1]
+                if not isinstance(holder, AoT):
+                    key, item = holder.body[i]
+                    if key is None and isinstance(item, (Whitespace, Comment)) and holder is not chain[-1][0] \
+                            and all(isinstance(e[1], (Whitespace, Comment, Null)) for e in holder.body[i + 1:]):
+                        _last_body(table).body.extend(_take_tail(holder))
+                        prev = _rendered_before(chain)
+            if prev is not None and "\n" not in table.trivia.indent and not isinstance(_item_at(*prev[-1]), Whitespace):
+                table.trivia.indent = "\n" + table.trivia.indent
+            return
         flat = _flatten(tdoc.doc)
         where = _previous(flat, table)
         if where is None:  # pragma: no cover - defensive
@@ -547,7 +670,10 @@ class TomlEditor(FormatEditor):
         new = _parse_inline(_render_inline(entries, style[0], style[1]))
         holder, seg = steps[at - 1].node, path[at - 1]
         if isinstance(seg, Match):
-            holder[next(i for i, el in enumerate(holder) if el is node)] = new
+            pos = tdoc.matches.find(holder, seg)
+            if pos is None or holder[pos] is not node:  # its name was the key deleted
+                pos = next(i for i, el in enumerate(holder) if el is node)
+            holder[pos] = new
         else:
             holder[seg] = new
         steps[at] = _Step(new, steps[at].inline)
