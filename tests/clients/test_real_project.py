@@ -99,6 +99,23 @@ def _exe(run: OneShot) -> str:
     return binary_or_skip(f"TAOSYNC_TEST_{run.binary.upper()}_BIN", run.binary)
 
 
+def _b_inside_a_outside(exe: str, run: OneShot, home: Path, repo: Path, a, b) -> None:
+    """Run in the repository the client lands at B (the project's gateway, key B) and
+    nowhere else; run outside it, at A with key A; neither key printed."""
+    inside = _run(exe, run, home, repo, inside=True)
+    said = inside.stdout + inside.stderr
+    assert inside.returncode == 0, said[-3000:]
+    assert "gw-b answered through the taosync stand-in" in inside.stdout, said[-3000:]
+    assert _posts(b, run) and {r.auth for r in _posts(b, run)} == {"ok"}
+    assert not _posts(a, run), "run in the project, it still went to the user's gateway"
+    outside = _run(exe, run, home, home / "work", inside=False)
+    said = outside.stdout + outside.stderr
+    assert outside.returncode == 0, said[-3000:]
+    assert "gw-a answered through the taosync stand-in" in outside.stdout, said[-3000:]
+    assert _posts(a, run) and {r.auth for r in _posts(a, run)} == {"ok"}
+    assert KEY_A not in said and KEY_B not in said
+
+
 @pytest.mark.parametrize("client", GATEWAY)
 def test_real_project_gateway_wins_inside_the_project_only(client, tmp_path):
     from taosync.stub import Stub
@@ -108,18 +125,7 @@ def test_real_project_gateway_wins_inside_the_project_only(client, tmp_path):
     with Stub(key=KEY_A, models=["gw-a"], prefix="/api") as a, \
             Stub(key=KEY_B, models=["gw-b"], prefix="/api") as b:
         home, _fleet, repo = _setup(tmp_path, run, a, b)
-        inside = _run(exe, run, home, repo, inside=True)
-        said = inside.stdout + inside.stderr
-        assert inside.returncode == 0, said[-3000:]
-        assert "gw-b answered through the taosync stand-in" in inside.stdout, said[-3000:]
-        assert _posts(b, run) and {r.auth for r in _posts(b, run)} == {"ok"}
-        assert not _posts(a, run), "run in the project, it still went to the user's gateway"
-        outside = _run(exe, run, home, home / "work", inside=False)
-        said = outside.stdout + outside.stderr
-        assert outside.returncode == 0, said[-3000:]
-        assert "gw-a answered through the taosync stand-in" in outside.stdout, said[-3000:]
-        assert _posts(a, run) and {r.auth for r in _posts(a, run)} == {"ok"}
-        assert KEY_A not in said and KEY_B not in said
+        _b_inside_a_outside(exe, run, home, repo, a, b)
 
 
 @pytest.mark.parametrize("client", MODEL_ONLY)
@@ -162,14 +168,4 @@ def test_real_project_mistral_vibe(tmp_path):
         (home / ".vibe/trusted_folders.toml").write_text(
             f'trusted = ["{repo.resolve()}"]\nuntrusted = []\n')
         run = dataclasses.replace(run, env={**run.env, "B_KEY": KEY_B})
-        inside = _run(exe, run, home, repo, inside=True)
-        said = inside.stdout + inside.stderr
-        assert inside.returncode == 0, said[-3000:]
-        assert "gw-b answered through the taosync stand-in" in inside.stdout, said[-3000:]
-        assert _posts(b, run) and {r.auth for r in _posts(b, run)} == {"ok"}
-        assert not _posts(a, run), "run in the trusted project, it still went to the user's"
-        outside = _run(exe, run, home, home / "work", inside=False)
-        said = outside.stdout + outside.stderr
-        assert outside.returncode == 0, said[-3000:]
-        assert "gw-a answered through the taosync stand-in" in outside.stdout, said[-3000:]
-        assert KEY_A not in said and KEY_B not in said
+        _b_inside_a_outside(exe, run, home, repo, a, b)
