@@ -1636,3 +1636,26 @@ def test_named_gateways_keep_one_truth():
         step(m.rollback, True)
     finally:
         m.teardown()
+
+
+def test_watch_takes_a_route_another_process_moved():
+    """A sequence the exploration found: with watch running, the team file gains a server,
+    verify runs, then the balanced route's choice fails, a one-shot verify moves the
+    route and a one-shot apply writes the other candidate. Watch once judged that write
+    as drift and put the failing model back (its render still held the old choice); the
+    moved route is the fleet's now, so the files must stay on it (invariant b)."""
+    m = WatchMachine()
+
+    def step(f, *args):
+        f(*args)
+        m.check_after_every_step()
+
+    try:
+        m.start()
+        m.check_after_every_step()
+        step(m.cat, ".continue/config.yaml")
+        step(m.team_server)
+        step(m.verify)
+        step(m.fail_choice)
+    finally:
+        m.teardown()

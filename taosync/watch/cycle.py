@@ -299,7 +299,7 @@ class Cycle:
 
     def _target_run(self, keys: set[str]) -> None:
         from taosync import pipeline
-        from taosync.errors import BadInput
+        from taosync.errors import BadInput, TaosyncError
 
         ctx = self.baseline.ctx
         if ctx is None:
@@ -322,6 +322,17 @@ class Cycle:
         if op is not None:
             self._take(op)
             return
+        if _routes_moved(ctx, state):
+            # another process chose another candidate (a verify saw the choice fail) and
+            # applied it: that choice is the fleet's now, not drift to undo — render anew
+            try:
+                fresh = pipeline.prepare(self.settings, use_cache=False)
+                the_plan, state = pipeline.plan_apply(fresh)
+            except TaosyncError:
+                return  # the next fleet cycle reports it
+            self._adopt(fresh, state)
+            self._route_switches(ctx.routes, fresh.routes)
+            ctx = fresh
         for fp in the_plan.files:
             key = str(fp.path)
             if key not in keys or fp.changed:
@@ -430,3 +441,15 @@ class Cycle:
             self.report.emit("error", f"{failed.message}; retrying", level="problem")
         self.queue.requeue(fleet=retry_fleet, targets=retry_keys, delay=RETRY_DELAY)
         return None
+
+
+def _routes_moved(ctx: Context, state: State) -> bool:
+    """The state records another candidate for a route than ``ctx`` rendered: a one-shot
+    command (verify, then apply) moved the route since watch last rendered."""
+    for name, choice in ctx.routes.items():
+        recorded = (state.routes or {}).get(name)
+        model = recorded.get("model") if isinstance(recorded, dict) else None
+        if model is not None and model != choice.model:
+            return True
+    return False
+
