@@ -90,7 +90,7 @@ def prepare(settings, *, use_cache: bool = True, no_key: bool = False,
     path = settings.config_path()
     if no_key:
         return _full(settings, env, store, path, no_key=True)
-    if use_cache and getattr(settings, "project", None) is None:  # a project: always afresh
+    if use_cache and settings.project is None:  # a project: always afresh
         entry = state.inputs
         from taosync.engine.system import shared
 
@@ -213,7 +213,7 @@ def client_locations(env, client: str | None = None):
         more_dirs, more_files = module.locations(env)
         dirs += more_dirs
         files.update(more_files)
-    dirs += list(getattr(env, "extra_dirs", ()))  # a project run: the project's root
+    dirs += list(env.extra_dirs)  # a project run: the project's root
     if _system_scope():  # --system: the managed files' directories too
         from taosync.clients import system
 
@@ -243,7 +243,7 @@ def _full(settings, env, store, path: Path, no_key: bool = False) -> Context:
     from taosync.engine import cache
     from taosync.fleet.load import load_fleet
 
-    project = getattr(settings, "project", None)
+    project = settings.project
     settings.one_scope()  # the options given in any order
     loaded = load_fleet(path, home=settings.home_dir, environ=env.environ,
                         resolve_key=not no_key, project=project,

@@ -55,6 +55,7 @@ command with its exit code. :data:`RULES` lists the names.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import json
 import os
@@ -1025,6 +1026,16 @@ class TaosyncMachine(RuleBasedStateMachine):
                 out[rel] = None
         return out
 
+    def fixed_step(self, f, *args, then=None):
+        """One step of a fixed sequence: ``f(*args)``, the checks after every step (and
+        ``then``, a lane's own invariant); the step's own command, where it ran one."""
+        n = len(self.w.ran)
+        f(*args)
+        self.check_after_every_step()
+        if then is not None:
+            then()
+        return self.w.ran[n] if len(self.w.ran) > n else None
+
     @invariant()
     def check_after_every_step(self):
         if not self.ready:
@@ -1320,9 +1331,7 @@ def test_the_fallback_chains_follow_every_route_move():
         doc = json.loads(settings_json.read_text())
         return doc["env"]["ANTHROPIC_MODEL"], doc.get("fallbackModel")
 
-    def step(f, *args):
-        f(*args)
-        m.check_after_every_step()
+    step = m.fixed_step
 
     try:
         m.start()
@@ -1364,9 +1373,7 @@ def test_update_and_what_log_says_changed_follow_the_model():
     pulled) and ``apply -m``, with (i) checking what ``log`` names after each step."""
     m = TaosyncMachine()
 
-    def step(f, *args):
-        f(*args)
-        m.check_after_every_step()
+    step = m.fixed_step
 
     try:
         m.start()
@@ -1398,9 +1405,7 @@ def test_a_key_in_the_keyring_keeps_one_truth():
     keyring_or_skip()
     m = TaosyncMachine()
 
-    def step(f, *args):
-        f(*args)
-        m.check_after_every_step()
+    step = m.fixed_step
 
     def no_key_in_state():
         for path in m.w.state_dir.glob("*.json"):
@@ -1436,13 +1441,7 @@ def test_a_project_scope_keeps_to_itself():
     project step leaving the user scope's files and state as they were."""
     m = TaosyncMachine()
 
-    def step(f, *args):
-        n = len(m.w.ran)
-        f(*args)
-        ran = m.w.ran[n] if len(m.w.ran) > n else None  # the step's own command
-        m.check_after_every_step()
-        m.no_secret_in_a_tracked_project_file()
-        return ran
+    step = functools.partial(m.fixed_step, then=m.no_secret_in_a_tracked_project_file)
 
     try:
         m.start()
@@ -1469,10 +1468,7 @@ def test_profiles_stay_apart_from_the_user_scope():
     touches the user scope, no user-scope step a profile (check_profiles_apart)."""
     m = TaosyncMachine()
 
-    def step(f, *args):
-        f(*args)
-        m.check_after_every_step()
-        m.check_profiles_apart()
+    step = functools.partial(m.fixed_step, then=m.check_profiles_apart)
 
     try:
         m.start()
@@ -1607,9 +1603,7 @@ def test_named_gateways_keep_one_truth():
     at its own stand-in with its own key), `use default --only claude-code`, and back."""
     m = TaosyncMachine()
 
-    def step(f, *args):
-        f(*args)
-        m.check_after_every_step()
+    step = m.fixed_step
 
     try:
         m.start()
@@ -1646,9 +1640,7 @@ def test_watch_takes_a_route_another_process_moved():
     moved route is the fleet's now, so the files must stay on it (invariant b)."""
     m = WatchMachine()
 
-    def step(f, *args):
-        f(*args)
-        m.check_after_every_step()
+    step = m.fixed_step
 
     try:
         m.start()

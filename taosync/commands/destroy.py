@@ -138,7 +138,7 @@ SCOPE_DIRS = ("projects", "profiles", "system")
 def _purge(store, s) -> None:
     """Remove this scope's state directory; the user scope's purge leaves the other
     scopes' states in it (a project's files still name theirs: destroy --project)."""
-    kept = [d for d in SCOPE_DIRS if getattr(s, "project", None) is None
+    kept = [d for d in SCOPE_DIRS if s.project is None
             and store.system.is_dir(store.root / d)]
     if not kept:
         store.system.remove_tree(store.root)

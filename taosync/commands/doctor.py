@@ -45,33 +45,18 @@ RESULTS = {"ok": "ok", "warn": "warning", "fail": "error", "info": "info", "miss
 STYLES = {"ok": "ok", "warn": "warn", "fail": "fail", "info": "dim", "missing": "dim"}
 
 
-def _project_option(f):
-    """doctor's ``--project [DIR]`` — unless the global options carry one already (the
-    project scope's, which puts DIR's root into the settings: doctor reads it there)."""
-    if any("--project" in getattr(p, "opts", ()) for p in getattr(f, "__click_params__", ())):
-        return f
-    return click.option(
-        "--project", "project", is_flag=False, flag_value=".", default=None,
-        metavar="[DIR]", type=click.Path(exists=True, file_okay=False, path_type=Path),
-        help="Only the key-redirection guard: list each project file or .env under the git "
-             "root of DIR (default: here) that moves a client's URL or key away from the "
-             "fleet; exit 1 when one would send your key away. File names after DIR are "
-             "ignored (pre-commit passes them).")(f)
-
-
 @click.command("doctor", epilog="""\b
 Examples:
   taosync doctor                   # every check, ok / warning / error
   taosync doctor --project         # the repository here: files that redirect your key
   taosync doctor --project . --json
 """)
-@_project_option
 @common_options
 @click.option("--local", "local", is_flag=True,
               help="Check the local GPU runtimes (nvidia-smi, nvcc, sycl-ls) even when the "
                    "gateway is remote (by default only for a local or private one).")
 @click.argument("files", nargs=-1, type=click.UNPROCESSED, required=False)
-def doctor(local: bool = False, project: Path | None = None, files: tuple = ()) -> int:
+def doctor(local: bool = False, files: tuple = ()) -> int:
     """Check state, client files and binaries, overrides, proxies, runtimes: ok/warning/error.
 
     Run it before blaming the gateway: one line per check, exit 1 on any error. With
@@ -80,8 +65,7 @@ def doctor(local: bool = False, project: Path | None = None, files: tuple = ()) 
     from taosync.doctor.checks import run_checks
 
     s = current()
-    if project is None:
-        project = getattr(s, "project", None)  # the global --project, where there is one
+    project = s.project  # the global --project (settings.py): the repository's root
     if files and project is None:
         raise click.UsageError(f"unexpected argument {files[0]!r} (file names are taken "
                                "only with --project, as pre-commit passes them)")

@@ -212,7 +212,7 @@ def _load(s: Any, env: Any, stub: bool) -> tuple[Any, list[str]]:
     from taosync.fleet.load import load_fleet
 
     path = s.config_path()
-    project = getattr(s, "project", None)
+    project = s.project
     try:
         return load_fleet(path, home=s.home_dir, environ=env.environ, project=project,
                           profile=s.profile_name()), []
@@ -271,7 +271,7 @@ def verify(only: tuple[str, ...], route: str | None, use_stub: bool, desired: bo
         state = store.load()
     loaded, notes = _load(s, env, use_stub)
     on_disk = not desired
-    if getattr(s, "project", None) is not None:  # docs/project.md: what verify --project sends
+    if s.project is not None:  # docs/project.md: what verify --project sends
         from taosync.clients.project_scope import gateway_clients
 
         on_disk, only = False, tuple(gateway_clients(loaded.fleet, only))
