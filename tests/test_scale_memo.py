@@ -311,3 +311,47 @@ def test_named_value_pattern_finds_what_it_found_before():
     for text in texts:
         assert found(NAMED_VALUE, text) == found(before, text), repr(text)
         assert NAMED_VALUE.sub("#", text) == before.sub("#", text), repr(text)
+
+
+def test_a_spelled_key_path_is_read_back_as_itself():
+    """``keypath_str`` remembers its answer for ``keypath_parse`` (a certified run reads
+    the render cache the apply just wrote) only where parsing gives the path back."""
+    from hypothesis import given, settings, strategies as st
+
+    from taosync.formats.base import Match, _parse, _round_trips, _spell
+
+    segment = st.one_of(st.text(max_size=8),
+                        st.builds(Match, st.sampled_from(["name", "model_id", "alias"]),
+                                  st.text(max_size=8)))
+
+    @settings(max_examples=3000, deadline=None)
+    @given(st.lists(segment, min_size=1, max_size=4).map(tuple))
+    def check(path):
+        if _round_trips(path):
+            assert _parse(_spell(path)) == path
+
+    check()
+    assert not _round_trips((Match("name", "a]b"),))  # "[name=a]b]" reads back otherwise
+
+
+def test_the_remembered_state_is_what_state_json_holds(tmp_path, monkeypatch):
+    """Copies of a loaded State share its render cache (``inputs``, replaced but never
+    changed in place): after an apply, its certified runs and a second apply, the parse
+    every later load copies still says what state.json says."""
+    import json
+
+    from taosync.cli import run
+    from taosync.engine import state
+
+    monkeypatch.setenv("TAOTOKEN_API_KEY", TEST_KEY)
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(fleet_text(6, 5))
+    argv = ["--home", str(tmp_path / "home"), "-c", str(fleet), "apply", "--no-verify", "-q"]
+    assert run(argv) == 0
+    fleet.write_text(fleet_text(7, 3))
+    for args in (argv, argv[:4] + ["plan", "-q"], argv[:4] + ["status", "-q"]):
+        run(args)
+        raw, parsed = state._parsed
+        assert parsed.to_json() == state.State.from_json(json.loads(raw)).to_json()
+    saved = (tmp_path / "home" / ".local/state/taosync/state.json").read_bytes()
+    assert state._parsed[0] == saved

@@ -24,7 +24,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from taosync.clients.project_reads import CODEX_IGNORED as _CODEX_IGNORED
 from taosync.clients.project_reads import PROJECT_FILES, ProjectFile, Setting
@@ -485,10 +485,16 @@ def scan(root: Path, side: UserSide, redactor: Any = None,
     return sorted(out, key=lambda f: (f.file, f.client))
 
 
-def _judge_dir(pf: ProjectFile, here: Path, names: list[str], root: Path, side: UserSide,
-               redactor, owned: dict[str, dict] | None = None) -> list[Finding]:
+def _judge_dir(pf: ProjectFile, here: Path, names: list[str], root: Path,
+               side: "UserSide | Callable[[], UserSide]", redactor,
+               owned: dict[str, dict] | None = None) -> list[Finding]:
     """The findings of ``pf``'s files ``names`` in one directory, each judged with the
-    others beside it (the client merges them)."""
+    others beside it (the client merges them). ``side`` may be a function making it,
+    called only when a file is there."""
+    if not names:
+        return []
+    if callable(side):
+        side = side()
     parsed = [(name, _load(here / name, pf.format)) for name in names]
     out = []
     for name, (text, data, error) in parsed:
@@ -508,7 +514,8 @@ def _judge_dir(pf: ProjectFile, here: Path, names: list[str], root: Path, side: 
     return out
 
 
-def scan_here(cwd: Path, root: Path, side: UserSide, redactor: Any = None,
+def scan_here(cwd: Path, root: Path, side: "UserSide | Callable[[], UserSide]",
+              redactor: Any = None,
               owned: dict[str, dict] | None = None) -> list[Finding]:
     """The project files a client started in ``cwd`` reads (between ``root`` and ``cwd``),
     read through the System (a certified run records each path looked at)."""
@@ -654,8 +661,16 @@ def here_findings(cwd: Path, patches: Iterable[Any], key: Any,
     root = work_tree(Path(os.path.abspath(cwd)) / ".git")  # its parents: cwd first
     if root is None:
         return []
-    side = UserSide.from_patches(patches, key_env(key))
-    side.extra_urls |= overlay_urls(root)
+    made: list[UserSide] = []
+
+    def side() -> UserSide:
+        """The user's side, made once and only when a project file is there to judge: a
+        repository without one (the common case) costs no walk of every rendered key."""
+        if not made:
+            made.append(UserSide.from_patches(patches, key_env(key)))
+            made[0].extra_urls |= overlay_urls(root)
+        return made[0]
+
     return [f for f in scan_here(cwd, root, side, owned=project_owned(state_dir, root))
             if f.redirects]
 

@@ -217,7 +217,10 @@ class State:
     version: int = STATE_VERSION
     files: dict[str, FileState] = field(default_factory=dict)
     applies: list[ApplyRecord] = field(default_factory=list)
-    #: fingerprint of the last apply's inputs, for the no-op fast path
+    #: fingerprint of the last apply's inputs, for the no-op fast path (the render
+    #: cache, engine/cache.py). Replaced as a whole, never changed in place: copies of a
+    #: State share it (it grows with every key rendered, and the certified runs load
+    #: the state a dozen times)
     inputs: dict[str, Any] = field(default_factory=dict)
     #: keyed hashes (never values) of every secret taosync wrote here, newest last, so
     #: the redactor can hide a key rotated away long ago (in a backup, a gateway's echo)
@@ -284,12 +287,13 @@ class State:
 
     def copy(self) -> "State":
         """A copy sharing nothing a caller may change (see :meth:`StateStore.load`): the
-        JSON parts copied through ``marshal`` (a deep copy of JSON data, in C)."""
+        JSON parts copied through ``marshal`` (a deep copy of JSON data, in C), but for
+        ``inputs``, which nothing changes in place (it is replaced)."""
         return State(self.version, {p: f.copy() for p, f in self.files.items()},
                      [ApplyRecord(a.id, a.time, a.kind, _json_copy(a.files), list(a.undoes),
                                   None if a.changes is None else list(a.changes), a.message)
                       for a in self.applies],
-                     _json_copy(self.inputs), list(self.secrets), list(self.made_dirs),
+                     self.inputs, list(self.secrets), list(self.made_dirs),
                      _json_copy(self.routes), list(self.forgotten), self.home,
                      dict(self.locations), dict(self.fleet))
 

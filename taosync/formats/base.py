@@ -164,7 +164,19 @@ def keypath_str(path: KeyPath) -> str:
     if type(path) is not tuple:
         return _spell(path)
     answer = _SPELLED.get(path)  # _remembered, inline: asked for every owned key of each run
-    return answer if answer is not None else _remembered(_SPELLED, path, _spell)
+    if answer is None:
+        answer = _remembered(_SPELLED, path, _spell)
+        if len(_PARSED) < _REMEMBERED and _round_trips(path):
+            _PARSED[answer] = path  # read back from state.json by the same run (certified)
+    return answer
+
+
+def _round_trips(path: KeyPath) -> bool:
+    """``keypath_parse(keypath_str(path)) == path`` is sure: each segment a string, or a
+    Match whose field and value hold none of the characters that close or split one."""
+    return all(type(seg) is str or isinstance(seg, Match) and type(seg.value) is str
+               and not any(c in seg.value or c in seg.field for c in "[]=")
+               for seg in path)
 
 
 def _spell(path: KeyPath) -> str:
