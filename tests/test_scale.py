@@ -224,9 +224,13 @@ def test_state_is_parsed_once_and_each_load_is_its_own(tmp_path, monkeypatch):
     assert len(pairs) > 3
     for a, b in pairs:
         for (name, value), (_, other) in zip(mutable_parts(a, ()), mutable_parts(b, ())):
+            if (type(a), name) == (State, "inputs"):
+                # the render cache is replaced, never changed in place, so loads share it
+                # (test_scale_memo.py: the remembered parse stays what state.json says)
+                assert value is other
+                continue
             assert value is not other, f"{type(a).__name__}.{name} is shared between loads"
-    # and the JSON inside them too: the render cache, the records' file entries
-    assert one.inputs["patches"][0] is not two.inputs["patches"][0]
+    # and the JSON inside them too: the records' file entries
     assert one.applies[0].files[0] is not two.applies[0].files[0]
     # every field is copied: a field added later must be added to copy() as well
     assert {f.name for f in fields(State)} == {

@@ -355,3 +355,17 @@ def test_the_remembered_state_is_what_state_json_holds(tmp_path, monkeypatch):
         assert parsed.to_json() == state.State.from_json(json.loads(raw)).to_json()
     saved = (tmp_path / "home" / ".local/state/taosync/state.json").read_bytes()
     assert state._parsed[0] == saved
+
+
+def test_plain_segment_pattern_is_the_loop():
+    import sys
+
+    from taosync.formats.base import _plain, _plain_chars
+
+    every = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    for c in every:  # one character: \w against isalnum() or "_", "-" besides
+        assert _plain(c) == _plain_chars(c), hex(ord(c))
+    rng = random.Random(11)
+    for _ in range(20_000):
+        seg = "".join(rng.choice("ab_-. é١²Ⅻ\u0301\"[") for _ in range(rng.randint(0, 8)))
+        assert _plain(seg) == _plain_chars(seg), repr(seg)

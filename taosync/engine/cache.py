@@ -327,6 +327,8 @@ def _load_patch(data: dict, key, mcp: _McpResolver):
 
 
 def _encode(value, secret: str):
+    if type(value) is str:  # most values: asked first
+        return value.replace(secret, KEY_TOKEN) if secret else value
     from taosync.fleet.logic import Joined, McpSecret  # loaded already: the render made them
     from taosync.fleet.secrets import Secret
 

@@ -470,11 +470,12 @@ def _prune(editor, doc, created: list[str], keep: dict[str, OwnedKey]) -> list[s
     still = []
     for kp_text in sorted(created, key=lambda s: -len(keypath_parse(s))):
         kp = keypath_parse(kp_text)
+        if kp_text in holding:  # only whether it is there: no copy of what it holds
+            if editor.has(doc, kp):
+                still.append(kp_text)
+            continue
         current = editor.get(doc, kp)
         if current is MISSING:
-            continue
-        if kp_text in holding:
-            still.append(kp_text)
             continue
         empty = current in ({}, [])
         if isinstance(kp[-1], Match) and isinstance(current, dict):

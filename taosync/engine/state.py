@@ -84,6 +84,35 @@ class FileState:
     @classmethod
     def from_json(cls, data: dict, where: str = "file") -> "FileState":
         """Raises :class:`Damaged` (naming where) for any other shape than to_json's."""
+        state = cls._well_formed(data)
+        return state if state is not None else cls._checked(data, where)
+
+    @classmethod
+    def _well_formed(cls, data: Any) -> "FileState | None":
+        """:meth:`from_json` of a state as to_json wrote it, checked without spelling a
+        message per owned key (a state holds thousands, read on every run); None for
+        anything else, which :meth:`_checked` then names."""
+        try:
+            owned = data.get("owned", {})
+            if type(owned) is not dict:
+                return None
+            keys = {k: OwnedKey(**v) for k, v in owned.items()
+                    if type(k) is str and type(v) is dict}
+            state = cls(**{**data, "owned": keys})
+        except (AttributeError, TypeError, KeyError, ValueError):
+            return None
+        if len(keys) != len(owned) or not all(
+                type(o.hash) is str and type(o.release) is str for o in keys.values()):
+            return None
+        if not all(isinstance(getattr(state, name), kind) for name, kind in _FILE_FIELDS.items()):
+            return None
+        if not all(type(item) is str for name in ("clients", "created", "skeleton", "lead")
+                   for item in getattr(state, name)):
+            return None
+        return state
+
+    @classmethod
+    def _checked(cls, data: Any, where: str) -> "FileState":
         try:
             data = dict(_expect(data, dict, where))
             owned = _expect(data.get("owned", {}), dict, f"{where}.owned")

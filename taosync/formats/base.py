@@ -91,6 +91,11 @@ class FormatEditor(Protocol):
     def dump(self, doc: Any) -> str:
         """Document → text; an unedited document dumps to exactly the text parsed."""
 
+    def has(self, doc: Any, path: KeyPath) -> bool:
+        """A value is at ``path``: :meth:`get` without making the plain copy of it (a
+        container near the top holds the whole catalogue). Default: by :meth:`get`."""
+        return self.get(doc, path) is not MISSING
+
     def lead(self, doc: Any, paths: list[KeyPath]) -> list[tuple[KeyPath, list, list]]:
         """Move the list elements ``paths`` name (a list's path + a Match) ahead of the
         others in their lists, for a client that takes the first (Continue's ``models``,
@@ -190,7 +195,15 @@ def _spell(path: KeyPath) -> str:
 
 
 def _plain(seg: str) -> bool:
+    return _PLAIN_SEGMENT.fullmatch(seg) is not None
+
+
+def _plain_chars(seg: str) -> bool:
+    """:func:`_plain`, character by character (``\\w`` is ``str.isalnum`` or ``_``)."""
     return bool(seg) and all(c.isalnum() or c in "_-" for c in seg)
+
+
+_PLAIN_SEGMENT = re.compile(r"[\w-]+")
 
 
 def _quote(seg: str) -> str:

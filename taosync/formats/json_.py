@@ -375,6 +375,13 @@ class JsonEditor(FormatEditor):
             return MISSING
         return nodes[-1].value(doc.text)
 
+    def has(self, doc: JsonDocument, path: KeyPath) -> bool:
+        path = tuple(path)
+        try:
+            return len(self._walk(doc, path)) == len(path) + 1
+        except FormatError:
+            return False
+
     def set(self, doc: JsonDocument, path: KeyPath, value: Any) -> list[KeyPath]:
         path = tuple(path)
         if not path:

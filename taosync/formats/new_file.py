@@ -66,12 +66,20 @@ class NewFileEditor(FormatEditor):
         return text
 
     def get(self, doc: NewDocument, path: KeyPath) -> Any:
+        node = self._node(doc, path)
+        return node if node is MISSING else _copy(node)
+
+    def has(self, doc: NewDocument, path: KeyPath) -> bool:
+        return self._node(doc, path) is not MISSING
+
+    def _node(self, doc: NewDocument, path: KeyPath) -> Any:
+        """The node itself at ``path`` (MISSING when there is none): never handed out."""
         node = doc.data
         for seg in path:
             node = _child(doc, node, seg)
             if node is MISSING:
                 return MISSING
-        return _copy(node)
+        return node
 
     def set(self, doc: NewDocument, path: KeyPath, value: Any) -> list[KeyPath]:
         path = tuple(path)

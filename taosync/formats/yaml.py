@@ -430,6 +430,13 @@ class YamlEditor(FormatEditor):
             return MISSING
         return _plain(nodes[-1])
 
+    def has(self, ydoc: YamlDocument, path: KeyPath) -> bool:
+        path = tuple(path)
+        try:
+            return len(self._walk(ydoc, path)) == len(path) + 1
+        except FormatError:
+            return False
+
     def set(self, ydoc: YamlDocument, path: KeyPath, value: Any) -> list[KeyPath]:
         path = tuple(path)
         if not path:
