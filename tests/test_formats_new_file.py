@@ -396,3 +396,29 @@ def test_json_writer_refuses_as_the_editor_does():
             NEW_JSON.set(NEW_JSON.parse(""), path, value)
         assert str(got.value) == str(expected.value)
     assert NEW_JSON.dump(NEW_JSON.parse("")) == JSON_EDITOR.dump(JSON_EDITOR.parse("")) == ""
+
+
+_JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
+                       st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=6))
+_JSON_VALUE = st.recursive(_JSON_LEAF, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.tuples(inner, inner),
+    st.dictionaries(st.one_of(st.text(max_size=4), st.integers(0, 3), st.booleans()), inner,
+                    max_size=3)), max_leaves=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.text(max_size=5), _JSON_VALUE, min_size=1, max_size=4))
+def test_json_writer_text_is_json_dumps(data):
+    """json_writer spells the document itself (strings by json's C function) instead of
+    json's indented encoder, which runs in Python: the same text, or json's own error."""
+    import json
+
+    from taosync.formats import json_writer
+
+    try:
+        expected = json.dumps(data, indent="  ", ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=str(exc)):
+            json_writer.write(data)
+        return
+    assert json_writer.write(data) == expected

@@ -893,10 +893,11 @@ class Declared:
 
     def render(self, fleet: Any, key: Any, env: ClientEnv) -> list[Patch]:
         values: dict[str, dict] = {name: {} for name in self.files}
+        rows = {id(bind): self.paths(fleet, bind) for bind in self.bindings}  # asked twice
         for bind in self.bindings:
             if bind.role in ("key", "key_var", "key_env") or not bind.rendered:
                 continue  # render_key's (in_table_order puts it back in its place)
-            for at, model in self.paths(fleet, bind):
+            for at, model in rows[id(bind)]:
                 value = self.each_value(fleet, key, bind, model) if model else \
                     self.value(fleet, key, bind)
                 if value is not None:
@@ -914,7 +915,7 @@ class Declared:
             holds[self.mcp_file] = holds_key
         self.extra_render(fleet, key, env, values)
         # a new file: the table's keys in its order, then the hooks', then MCP entries
-        values = {name: {**self.in_table_order(fleet, name, owned),
+        values = {name: {**self.in_table_order(fleet, name, owned, rows),
                          **(mcp if name == self.mcp_file else {})}
                   for name, owned in values.items()}
         return [Patch(self.file(name, env), self.files[name].format, values[name], self.id,
@@ -975,11 +976,14 @@ class Declared:
         for path, _ in self.paths(fleet, bind):
             values[bind.file][path] = value
 
-    def in_table_order(self, fleet: Any, name: str, owned: dict) -> dict:
+    def in_table_order(self, fleet: Any, name: str, owned: dict,
+                       paths: dict[int, list] | None = None) -> dict:
         """A file's owned values with the table's first, in its order (a new file is
         written in that order; :class:`Each` rows model by model, after the others),
-        then those the hooks added."""
-        rows = [row for b in self.bindings if b.file == name for row in self.paths(fleet, b)]
+        then those the hooks added. ``paths``: each binding's :meth:`paths` by its id,
+        when the caller has them already."""
+        rows = [row for b in self.bindings if b.file == name
+                for row in (paths[id(b)] if paths is not None else self.paths(fleet, b))]
         order = {model: i for i, model in enumerate(dict.fromkeys(m for _, m in rows))}
         rows.sort(key=lambda row: (row[1] != "", order[row[1]]))
         return {**{path: owned[path] for path, _ in rows if path in owned}, **owned}

@@ -295,6 +295,14 @@ class State:
     def remembered_secrets(self) -> list[str]:
         """``secrets`` plus the hashes of the secrets owned now and of the resolved key
         the render cache fingerprinted: every save remembers what was just written."""
+        global _remembered
+        if _parsed is not None and self is _parsed[1]:  # the shared parse: never changed
+            if _remembered is None or _remembered[0] is not self:
+                _remembered = (self, self._remembered_secrets())
+            return list(_remembered[1])  # each certified run's Redactor asks again
+        return self._remembered_secrets()
+
+    def _remembered_secrets(self) -> list[str]:
         now = [o.hash for f in self.files.values() for o in f.owned.values() if o.secret]
         fingerprint = self.inputs.get("fingerprint", {})
         key_hash = fingerprint.get("key") if isinstance(fingerprint, dict) else None
@@ -389,6 +397,10 @@ def _json_copy(value):
 #: after an apply (the certified runs: engine/certificate.py) loads the same bytes
 #: again, 2-3 times each, and parsing is linear in the owned keys (~100 ms at 12,000)
 _parsed: tuple[bytes, "State"] | None = None
+
+
+#: (the shared parse, its remembered_secrets()): asked by every certified run's Redactor
+_remembered: tuple["State", list[str]] | None = None
 
 
 #: (state.json's bytes, their sha256) of the last load: a certified run's System hands

@@ -179,9 +179,14 @@ def keypath_str(path: KeyPath) -> str:
 def _round_trips(path: KeyPath) -> bool:
     """``keypath_parse(keypath_str(path)) == path`` is sure: each segment a string, or a
     Match whose field and value hold none of the characters that close or split one."""
-    return all(type(seg) is str or isinstance(seg, Match) and type(seg.value) is str
-               and not any(c in seg.value or c in seg.field for c in "[]=")
-               for seg in path)
+    for seg in path:
+        if type(seg) is not str and not (isinstance(seg, Match) and type(seg.value) is str
+                                         and _SPLITS.search(seg.field + seg.value) is None):
+            return False
+    return True
+
+
+_SPLITS = re.compile(r"[\[\]=]")
 
 
 def _spell(path: KeyPath) -> str:

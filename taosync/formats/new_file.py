@@ -138,6 +138,8 @@ class NewFileEditor(FormatEditor):
 def _child(doc: NewDocument, node: Any, seg: Any, where: KeyPath | None = None) -> Any:
     """``node``'s child at ``seg``, MISSING when absent. With ``where`` (setting), a
     parent of the wrong kind is a FormatError; without (reading), it is just absent."""
+    if type(node) is dict and type(seg) is str:  # most steps: asked first
+        return node.get(seg, MISSING)
     if isinstance(seg, Match):
         if not isinstance(node, list):
             if where is None:
