@@ -746,11 +746,14 @@ def rendered_secrets(ctx) -> tuple[list[list], list[str]]:
 
 def _walk_secrets(patches) -> tuple:
     """(``patches``, the secret parts of each of their parts, their Joined texts)."""
-    from taosync.fleet.logic import joined_texts, secret_parts
+    from taosync.fleet.logic import secret_parts, secrets_and_texts
 
-    parts = [secret_parts(part) for patch in patches
-             for part in (patch.values, patch.skeleton, patch.volatile)]
-    texts = [text for patch in patches for text in joined_texts(patch.values)]
+    parts: list[list] = []
+    texts: list[str] = []
+    for patch in patches:  # the values walked once for both
+        values_parts, values_texts = secrets_and_texts(patch.values)
+        parts += [values_parts, secret_parts(patch.skeleton), secret_parts(patch.volatile)]
+        texts += values_texts
     return patches, parts, texts
 
 

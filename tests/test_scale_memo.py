@@ -369,3 +369,27 @@ def test_plain_segment_pattern_is_the_loop():
     for _ in range(20_000):
         seg = "".join(rng.choice("ab_-. é١²Ⅻ\u0301\"[") for _ in range(rng.randint(0, 8)))
         assert _plain(seg) == _plain_chars(seg), repr(seg)
+
+
+def test_canonical_is_the_encoders_text():
+    """canonical() calls json's C encoder itself: the text (and any error) of the encoder
+    it stands for, over values of every JSON type, floats and odd keys included."""
+    from hypothesis import given, settings, strategies as st
+
+    from taosync.fleet.secrets import _CANONICAL, canonical
+
+    leaf = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30),
+                     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5))
+    value = st.recursive(leaf, lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.tuples(inner),
+        st.dictionaries(st.one_of(st.text(max_size=3), st.integers(0, 2), st.booleans(),
+                                  st.none(), st.floats(0, 1)), inner, max_size=3)),
+        max_leaves=10)
+
+    @settings(max_examples=1500, deadline=None)
+    @given(value)
+    def check(v):
+        assert _outcome(canonical, v) == _outcome(_CANONICAL.encode, v)
+
+    check()
+    assert canonical({"b": [1, 2.5, None], "a": "é"}) == '{"a":"é","b":[1,2.5,null]}'

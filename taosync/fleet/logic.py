@@ -161,36 +161,46 @@ def secret_parts(value: Any) -> list[Secret]:
     as its secret parts: what a redactor must hide, so the text around them (a header's
     name, a URL's host) stays readable."""
     out: list[Secret] = []
-    _walk(value, out, parts=True)
+    _walk(value, out, None)
     return out
 
 
 def joined_texts(value: Any) -> list[str]:
     """The whole text of each :class:`Joined` inside ``value``."""
     out: list[str] = []
-    _walk(value, out, parts=False)
+    _walk(value, None, out)
     return out
 
 
-def _walk(value: Any, out: list, parts: bool) -> None:
-    """secret_parts (``parts``) or joined_texts of ``value`` into ``out``: one call per
-    container, none per plain value (every run walks every rendered value)."""
+def secrets_and_texts(value: Any) -> tuple[list[Secret], list[str]]:
+    """:func:`secret_parts` and :func:`joined_texts` of ``value``, in one walk."""
+    secrets: list[Secret] = []
+    texts: list[str] = []
+    _walk(value, secrets, texts)
+    return secrets, texts
+
+
+def _walk(value: Any, secrets: list | None, texts: list | None) -> None:
+    """Into ``secrets`` each secret part, into ``texts`` each Joined's whole text (either
+    may be None: not asked): one call per container, none per plain value (every run
+    walks every rendered value)."""
     if isinstance(value, dict):
         value = value.values()
     elif isinstance(value, Joined):
-        if not parts:
-            out.append(value.reveal())
+        if texts is not None:
+            texts.append(value.reveal())
+        if secrets is None:
             return
-        value = value.parts
+        value, texts = value.parts, None  # a Joined's text is its own, not its parts'
     elif isinstance(value, Secret):
-        if parts:
-            out.append(value)
+        if secrets is not None:
+            secrets.append(value)
         return
     elif not isinstance(value, (list, tuple)):
         return
     for v in value:
         if isinstance(v, (dict, list, tuple, Secret)):
-            _walk(v, out, parts)
+            _walk(v, secrets, texts)
 
 
 def joined(pairs: Iterable[tuple[str, Any]], between: str, sep: str) -> Joined:
