@@ -148,18 +148,21 @@ def materialize(value: Any) -> tuple[Any, bool]:
     """Plain value with Secrets revealed, and whether it held one."""
     if type(value) in _PLAIN:  # most values: as they are
         return value, False
+    found: list[bool] = []
+    return _revealed(value, found), bool(found)
+
+
+def _revealed(value: Any, found: list[bool]) -> Any:
+    """:func:`materialize`'s value, a True in ``found`` per Secret; a plain leaf is taken
+    as it is without a call (an MCP server's entry is mostly plain strings)."""
     if isinstance(value, Secret):
-        return value.reveal(), True
+        found.append(True)
+        return value.reveal()
     if isinstance(value, dict):
-        out, found = {}, False
-        for k, v in value.items():
-            out[k], f = materialize(v)
-            found |= f
-        return out, found
+        return {k: v if type(v) in _PLAIN else _revealed(v, found) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        items = [materialize(v) for v in value]
-        return [v for v, _ in items], any(f for _, f in items)
-    return value, False
+        return [v if type(v) in _PLAIN else _revealed(v, found) for v in value]
+    return value
 
 
 def read_target(path: Path) -> tuple[Path, str | None, int | None]:

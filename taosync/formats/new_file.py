@@ -171,8 +171,11 @@ def _add(doc: NewDocument, node: Any, seg: Any, rest: KeyPath, value: Any) -> No
 
 def _copy(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: v if type(v) in _LEAVES else _copy(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        out = [_copy(v) for v in value]
+        out = [v if type(v) in _LEAVES else _copy(v) for v in value]
         return NamedList(out) if isinstance(value, NamedList) else out
     return value
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})  # copied as they are, no call

@@ -19,25 +19,44 @@ TOML has no null: a ``None`` anywhere is a FormatError, as in the editor.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from taosync.formats.base import FormatError, KeyPath, NamedList, escaped, keypath_str
 
-_BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")  # written bare; any other key is quoted
 _ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r",
             '"': '\\"', "\\": "\\\\"}
 
 
 def check(value: Any, where: KeyPath) -> None:
     """Refuse what TOML cannot hold (null), naming where it is."""
+    if type(value) in _LEAVES or not _holds_null(value):  # most values: one look
+        return
+    _check(value, where)
+
+
+def _holds_null(value: Any) -> bool:
+    if isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, (list, tuple)):
+        return value is None
+    return any(v is None or type(v) not in _LEAVES and _holds_null(v) for v in value)
+
+
+_LEAVES = frozenset({str, int, float, bool})
+
+
+def _check(value: Any, where: KeyPath) -> None:
+    """:func:`check`'s walk to the null, naming the key path it is at."""
     if value is None:
         raise FormatError(f"{keypath_str(where)}: TOML has no null value")
     if isinstance(value, dict):
         for k, v in value.items():
-            check(v, where + (str(k),))
+            _check(v, where + (str(k),))
     elif isinstance(value, (list, tuple)):
         for v in value:
-            check(v, where)
+            _check(v, where)
 
 
 def write(data: dict) -> str:
@@ -74,7 +93,7 @@ def _table(table: dict, path: tuple[str, ...], out: list[str], element: bool = F
 
 def _key(key: Any) -> str:
     key = str(key)
-    if key and all(c in _BARE for c in key):
+    if _BARE_KEY.fullmatch(key):
         return key
     return _string(key)
 
