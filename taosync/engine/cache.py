@@ -34,8 +34,9 @@ JOINED_TOKEN = "\x00taosync-joined\x00"
 #: records what was there (:func:`path_kind`), so a file created where none was misses;
 #: 5: environment values as keyed hashes (a client may look at a variable holding a key),
 #: and the variables include: paths expanded among them; 6: gateway.headers values (and
-#: URL userinfo) as secrets — a version-5 cache holds them as plain text
-CACHE_VERSION = 6
+#: URL userinfo) as secrets — a version-5 cache holds them as plain text; 7: the MCP
+#: secrets' references listed beside the patches (``mcp_refs``), read before them
+CACHE_VERSION = 7
 
 
 def path_kind(path) -> str | None:
@@ -80,7 +81,8 @@ def store(*, fingerprint: dict, key_ref, patches: list, key,
         for other in others or ():
             if not hasattr(other, "text"):  # a literal key of a named gateway
                 raise _Literal()
-        dumped = [_dump_patch(p, key) for p in patches]
+        refs: list[str] = []
+        dumped = [_dump_patch(p, key, refs) for p in patches]
         if others and any(o.reveal() in text for o in others
                           for text in _strings(dumped)):
             raise _Literal()
@@ -92,6 +94,7 @@ def store(*, fingerprint: dict, key_ref, patches: list, key,
         "clients": clients,
         "warnings": [key.scrub(w) for w in warnings],
         "patches": dumped,
+        "mcp_refs": list(dict.fromkeys(refs)),  # what _prefetch reads, without a walk
     }
 
 
@@ -176,7 +179,10 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
     if fp.get("routes") and (choose is None or
                              choose(fp["routes"]["spec"]) != fp["routes"]["choice"]):
         return None
-    _prefetch(Reference(*entry["key_ref"]), entry["patches"], environ)
+    refs = entry.get("mcp_refs")
+    if not isinstance(refs, list) or not all(isinstance(t, str) for t in refs):
+        return None
+    _prefetch(Reference(*entry["key_ref"]), refs, environ)
     try:
         key = resolve_recorded(Reference(*entry["key_ref"]), environ=environ, home=home)
     except SecretError:
@@ -188,7 +194,7 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
         patches = [_load_patch(p, key, mcp) for p in entry["patches"]]
     except SecretError:
         return None  # an MCP secret no longer resolves: the full load locates it
-    if any(_holds_null(v) for p in patches for v in p.values.values()):
+    except _Null:
         return None  # no client renders a null (TOML cannot hold one): not our render
     if any(isinstance(v, (dict, list)) for p in patches if p.format in FLAT_FORMATS
            for v in p.values.values()):
@@ -196,25 +202,13 @@ def lookup(entry: dict, *, fleet_path, home, sandboxed: bool, environ, hmac_key:
     return patches, key, list(entry["warnings"]), list(entry["clients"])
 
 
-def _prefetch(key_ref, patches: list, environ) -> None:
-    """Every 1Password reference of the cached render (the key, each MCP secret) read in
-    one call before any is resolved, as the full load does (fleet/stores.py)."""
+def _prefetch(key_ref, texts: list[str], environ) -> None:
+    """Every 1Password reference of the cached render (the key, each MCP secret: its
+    ``mcp_refs``) read in one call before any is resolved, as the full load does
+    (fleet/stores.py)."""
     from taosync.fleet.logic import prefetch_stores
     from taosync.fleet.secrets import CMD_TIMEOUT
 
-    texts: list[str] = []
-
-    def walk(value) -> None:
-        if isinstance(value, dict):
-            if isinstance(value.get(MCP_TOKEN), str):
-                texts.append(value[MCP_TOKEN])
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-
-    walk(patches)
     prefetch_stores([key_ref], texts, environ, CMD_TIMEOUT)
 
 
@@ -242,14 +236,8 @@ def resolve_recorded(ref, *, environ, home):
     return secret
 
 
-def _holds_null(value) -> bool:
-    if value is None:
-        return True
-    if isinstance(value, dict):
-        return any(_holds_null(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_holds_null(v) for v in value)
-    return False
+class _Null(Exception):
+    """A null among a cached render's values (no client renders one)."""
 
 
 def _sha_or_none(system, path: str) -> str | None:
@@ -295,11 +283,12 @@ class _McpResolver:
         return self.done[text]
 
 
-def _dump_patch(patch, key) -> dict:
+def _dump_patch(patch, key, refs: list[str]) -> dict:
+    """``patch`` as the state holds it; each MCP secret's reference text into ``refs``."""
     from taosync.formats.base import keypath_str
 
     def enc(value):
-        return _encode(value, key.reveal())
+        return _encode(value, key.reveal(), refs)
 
     return {
         "path": str(patch.path), "format": patch.format, "client": patch.client,
@@ -317,25 +306,26 @@ def _load_patch(data: dict, key, mcp: _McpResolver):
     from taosync.engine.patch import Patch
     from taosync.formats.base import keypath_parse
 
-    def dec(pairs):
-        return {keypath_parse(k): _decode(v, key, mcp) for k, v in pairs}
+    def dec(pairs, values: bool = False):
+        return {keypath_parse(k): _decode(v, key, mcp, values) for k, v in pairs}
 
-    return Patch(Path(data["path"]), data["format"], dec(data["values"]), data["client"],
+    return Patch(Path(data["path"]), data["format"], dec(data["values"], True), data["client"],
                  skeleton=dec(data["skeleton"]), volatile=dec(data["volatile"]),
                  secret=data["secret"],
                  lead=tuple(keypath_parse(k) for k in data["lead"]))
 
 
-def _encode(value, secret: str):
+def _encode(value, secret: str, refs: list[str]):
     if type(value) is str:  # most values: asked first
         return value.replace(secret, KEY_TOKEN) if secret else value
     from taosync.fleet.logic import Joined, McpSecret  # loaded already: the render made them
     from taosync.fleet.secrets import Secret
 
     if isinstance(value, McpSecret):
+        refs.append(value.text)
         return {MCP_TOKEN: value.text}
     if isinstance(value, Joined):
-        return {JOINED_TOKEN: [_encode(p, secret) for p in value.parts]}
+        return {JOINED_TOKEN: [_encode(p, secret, refs) for p in value.parts]}
     if isinstance(value, Secret):
         if value.reveal() != secret:
             raise _Literal()
@@ -343,13 +333,15 @@ def _encode(value, secret: str):
     if isinstance(value, str):
         return value.replace(secret, KEY_TOKEN) if secret else value
     if isinstance(value, dict):
-        return {k: _encode(v, secret) for k, v in value.items()}
+        return {k: _encode(v, secret, refs) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_encode(v, secret) for v in value]
+        return [_encode(v, secret, refs) for v in value]
     return value
 
 
-def _decode(value, key, mcp: _McpResolver):
+def _decode(value, key, mcp: _McpResolver, values: bool = False):
+    """``value`` as the render made it; ``values``: a patch's values, where a null is
+    :class:`_Null` (found in the same walk)."""
     if isinstance(value, str):
         if value == KEY_TOKEN:
             return key
@@ -360,9 +352,10 @@ def _decode(value, key, mcp: _McpResolver):
         if len(value) == 1 and JOINED_TOKEN in value:
             from taosync.fleet.logic import Joined
 
-            return Joined([_decode(p, key, mcp) for p in value[JOINED_TOKEN]])
-        return {k: _decode(v, key, mcp) for k, v in value.items()}
+            return Joined([_decode(p, key, mcp, values) for p in value[JOINED_TOKEN]])
+        return {k: _decode(v, key, mcp, values) for k, v in value.items()}
     if isinstance(value, list):
-        return [_decode(v, key, mcp) for v in value]
+        return [_decode(v, key, mcp, values) for v in value]
+    if value is None and values:
+        raise _Null
     return value
-
