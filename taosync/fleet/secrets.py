@@ -94,10 +94,11 @@ class Secret:
         if isinstance(value, str):
             return self._value in value
         if isinstance(value, dict):
-            return any(self.found_in(v) for v in value.values())
-        if isinstance(value, (list, tuple)):
-            return any(self.found_in(v) for v in value)
-        return False
+            value = value.values()
+        elif not isinstance(value, (list, tuple)):
+            return False
+        key = self._value  # a string leaf without a call (an MCP entry is mostly strings)
+        return any(key in v if type(v) is str else self.found_in(v) for v in value)
 
     def scrub(self, text: str) -> str:
         """``text`` with every occurrence of the key replaced by its redacted form. A key

@@ -133,8 +133,13 @@ def _wrap(value: Any, schema: dict, defs: dict) -> Any:
         return dict(value)
     if isinstance(value, list):
         items = schema.get("items")
-        return [_wrap(v, items, defs) if isinstance(items, dict) else v for v in value]
+        if not isinstance(items, dict) or all(type(v) in _SCALARS for v in value):
+            return list(value)  # _wrap gives a scalar back as it is (args, a list of ids)
+        return [_wrap(v, items, defs) for v in value]
     return value
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _empty(schema: dict) -> Any:
