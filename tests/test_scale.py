@@ -243,3 +243,18 @@ def test_state_is_parsed_once_and_each_load_is_its_own(tmp_path, monkeypatch):
                                                      "changes", "message"}
     one.files.clear()
     assert StateStore(root).load() == two
+
+
+def test_an_owned_keys_dict_is_its_fields_in_order():
+    """FileState.to_json writes each owned key as its ``__dict__`` (no getattr per
+    field): a frozen dataclass's fields, in declaration order, and nothing else."""
+    from dataclasses import fields
+
+    from taosync.engine.state import FileState, OwnedKey
+
+    key = OwnedKey("h", {"a": 1}, True, False, "restore", "p")
+    assert list(key.__dict__) == [f.name for f in fields(OwnedKey)]
+    entry = FileState("/f", "json", ["c"], "s", owned={"a.b": key}).to_json()["owned"]["a.b"]
+    assert entry == {f.name: getattr(key, f.name) for f in fields(OwnedKey)}
+    entry["value"] = "changed"  # a copy: the key itself is untouched
+    assert key.value == {"a": 1}
