@@ -179,6 +179,14 @@ class YamlSource:
         parse then says why, located)."""
         if "<<" in text:
             raise _NotFast
+        loader = _c_loader() if _c_reads_alike(text) else None
+        if loader is not None:
+            try:
+                return _load_c(loader, text)
+            except _TooDeep:
+                raise _NotFast from None  # the round-trip parse locates it
+            except Exception:
+                pass  # libyaml refuses what ruamel may read (``[a:b]``): ask ruamel
         try:
             return _load_yaml("safe", text)
         except Exception:
@@ -480,6 +488,88 @@ def _load_yaml(typ: str, text: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return yaml.load(text)
+
+
+#: what libyaml (0.1.7, in ruamel.yaml.clib) may read otherwise than ruamel's own scanner,
+#: or what the safe loader's resolver would read otherwise after it: a ``%YAML 1.1`` or
+#: ``%TAG`` directive (at a line's start), and the characters below (other line breaks,
+#: a BOM inside the text, tabs) — ``_c_reads_alike``
+_C_DIRECTIVE = re.compile(r"(?:^|[\r\n])%")
+#: libyaml reads ``["a":b]`` (a quoted key, its ``:`` with no space after) as a mapping,
+#: ruamel refuses it
+_C_ADJACENT = re.compile(r"['\"]:[^\s]")
+#: an anchor or alias name ending in ``:`` ``?`` ``%`` ``@`` or a backtick: libyaml's
+#: names are ASCII letters, digits, ``-`` and ``_`` and end there, ruamel's go on
+_C_ANCHOR = re.compile(r"[&*][0-9A-Za-z_-]*[?:%@`]")
+#: a block scalar's first line holding only spaces: ruamel refuses a more indented line
+#: after it ("more indented follow up line than first"), libyaml reads one
+_C_BLOCK_SPACES = re.compile(r"[|>][^\r\n]*(?:\r\n?|\n) +(?:[\r\n]|$)")
+#: the non-specific tag ``!`` on an empty value: libyaml makes it "", ruamel None
+_C_BARE_TAG = re.compile(r"(?:^|[\s\[{,])!(?=[\s,\]}]|$)")
+_C_ODD = re.compile("[\t\x85\u2028\u2029\ufeff]")
+_C_LOADER: Any = None
+
+
+def _c_reads_alike(text: str) -> bool:
+    """Whether libyaml's scanner reads ``text`` as ruamel's pure one would, as far as a
+    cheap look can tell (what it cannot tell, libyaml refuses, and ruamel then reads it;
+    tests/test_yaml_fast.py holds the two to the same data). Depth needs no look here:
+    the composer is ruamel's, limited as the pure loader's is."""
+    if "%" in text and _C_DIRECTIVE.search(text):
+        return False
+    if ('":' in text or "':" in text) and _C_ADJACENT.search(text):
+        return False
+    if ("&" in text or "*" in text) and _C_ANCHOR.search(text):
+        return False
+    if ("|" in text or ">" in text) and _C_BLOCK_SPACES.search(text):
+        return False
+    if "!" in text and _C_BARE_TAG.search(text):
+        return False
+    return _C_ODD.search(text) is None if ("\t" in text or not text.isascii()) else True
+
+
+def _c_loader():
+    """The safe loader over libyaml's scanner and parser (ruamel.yaml.clib's CParser,
+    ~5× faster than ruamel's pure Python ones), with ruamel's own composer (limited to
+    :data:`MAX_DEPTH`: libyaml's composer recurses in C and has no limit), safe
+    constructor and resolver. None when the C module cannot be imported (PyPy, a
+    platform without a wheel): the pure loader then reads every file."""
+    global _C_LOADER
+    if _C_LOADER is None:
+        try:
+            from _ruamel_yaml import CParser  # type: ignore[import-not-found]  # no stubs
+        except ImportError:
+            _C_LOADER = False
+            return None
+        from ruamel.yaml.composer import Composer
+        from ruamel.yaml.constructor import SafeConstructor
+        from ruamel.yaml.resolver import VersionedResolver
+
+        composer = _depth_limited(Composer)
+
+        class CSafeLoader(CParser, SafeConstructor, VersionedResolver):
+            max_depth = 0  # ruamel's own depth limit (0.19) off: the composer's is ours
+            yaml_version = None  # no %YAML directive (_c_reads_alike): YAML 1.2's rules
+
+            def __init__(self, text: str) -> None:
+                CParser.__init__(self, text)
+                self._parser = self._scanner = self  # the resolver asks the scanner's version
+                self._composer = composer(loader=self)
+                SafeConstructor.__init__(self, loader=self)
+                VersionedResolver.__init__(self, loadumper=self)
+                self.allow_duplicate_keys = False  # as YAML(typ="safe"): DuplicateKeyError
+
+        _C_LOADER = CSafeLoader
+    return _C_LOADER or None
+
+
+def _load_c(loader: type, text: str):
+    """``text`` through the C-backed safe loader, warnings silenced (as ``_load_yaml``)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return loader(text).get_single_data()
 
 
 def _fast_reader():
