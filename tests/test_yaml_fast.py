@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, TEST_KEY
+from test_fleet_properties import mutated_fleet
 from taosync.fleet import yaml_source
 from taosync.fleet.yaml_source import MAX_DEPTH, _c_loader, _c_reads_alike, _load_c, _load_yaml
 
@@ -244,7 +245,221 @@ SETTINGS = settings(max_examples=int(os.environ.get("TAOSYNC_YAML_EXAMPLES", "40
 @example("%YAML 1.1\n---\na: yes\nb: 010\n")  # YAML 1.1's booleans and octals
 @example("a: b\tc\n")
 @example("a: >\n  \n   more\n")    # ruamel: "more indented follow up line than first"
+@example("a: |#\r\n")              # no space before the comment: ruamel refuses it
 @example("a: &x:b 1\n")          # libyaml: anchor "x", then ":b 1"; ruamel: anchor "x:b"
 @example("a: \u2028b\n")
 def test_c_and_pure_loaders_read_the_same_data(text):
     check_alike(text)
+
+
+@needs_c
+@SETTINGS
+@given(mutated_fleet())
+def test_c_and_pure_loaders_read_mutated_fleets_alike(text):
+    """The same on what a person may do to a real fleet (tests/test_fleet_properties.py's
+    mutations of the example: deleted, swapped, re-indented lines, junk keys and values,
+    tabs, any character)."""
+    check_alike(text)
+
+
+# ---- every fleet in the repository --------------------------------------------------------
+
+
+def _repo_fleets() -> dict[str, str]:
+    """Every fleet.yaml the repository holds: the shipped example, the template `init`
+    writes, the suite's fixtures, and each ```yaml block of the docs (fleets and parts of
+    fleets, and the Ansible and pre-commit YAML beside them: YAML all the same)."""
+    texts = {}
+    for path in [ROOT / "fleet.yaml", ROOT / "taosync" / "templates" / "fleet.yaml",
+                 *sorted((ROOT / "tests" / "fixtures" / "fleet").glob("*.yaml"))]:
+        texts[str(path.relative_to(ROOT))] = path.read_text(encoding="utf-8")
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        blocks = re.findall(r"```ya?ml\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+        for i, block in enumerate(blocks):
+            texts[f"{page.relative_to(ROOT)} block {i + 1}"] = block
+    return texts
+
+
+REPO_FLEETS = _repo_fleets()
+#: the fleets whose text the C path must take (no merge key, nothing libyaml reads otherwise)
+TAKEN = ["fleet.yaml", "taosync/templates/fleet.yaml", "tests/fixtures/fleet/example.yaml",
+         "tests/fixtures/fleet/minimal.yaml", "tests/fixtures/fleet/contract.yaml"]
+
+
+def test_the_repository_has_fleets_to_compare():
+    assert set(TAKEN) <= set(REPO_FLEETS)
+    assert sum(" block " in name for name in REPO_FLEETS) >= 10, sorted(REPO_FLEETS)
+
+
+@needs_c
+@pytest.mark.parametrize("name", sorted(REPO_FLEETS))
+@pytest.mark.parametrize("ends", ["\n", "\r\n"])
+def test_every_fleet_in_the_repository_reads_the_same_both_ways(name, ends):
+    text = REPO_FLEETS[name].replace("\n", ends)
+    outcome = check_alike(text)
+    if name in TAKEN:
+        assert outcome == "ok", f"{name}: the C path did not read it ({outcome})"
+        assert _c(text) == _pure(text)
+
+
+@needs_c
+def test_the_fast_path_reads_through_libyaml(monkeypatch, tmp_path):
+    """parse_safe on the shipped example answers without ruamel's pure loader (which is
+    made to fail here), and a load of it gives the data ruamel reads."""
+    from taosync.fleet.problems import Findings
+    from taosync.fleet.yaml_source import YamlSource
+
+    text = (ROOT / "fleet.yaml").read_text(encoding="utf-8")
+    expected = _pure(text)
+
+    def no_pure(typ, text):
+        raise AssertionError(f"ruamel's pure {typ} loader was asked")
+
+    monkeypatch.setattr(yaml_source, "_load_yaml", no_pure)
+    source = YamlSource(tmp_path / "fleet.yaml", Findings())
+    assert source.parse_safe(text) == expected
+
+
+@needs_c
+def test_what_libyaml_refuses_ruamel_still_reads_without_the_round_trip_parse(tmp_path):
+    """libyaml 0.1.7 refuses a ``:`` inside a plain scalar in […] (``[http://x]``), which
+    ruamel reads: the fast path then asks ruamel's safe loader, not the round-trip one."""
+    from taosync.fleet.problems import Findings
+    from taosync.fleet.yaml_source import YamlSource
+
+    text = "version: 1\nmcp_servers:\n  s:\n    command: npx\n    args: [--url, http://localhost:8080/mcp]\n"
+    assert _c_reads_alike(text) and _outcome(_c, text)[0] == "refused"
+    source = YamlSource(tmp_path / "fleet.yaml", Findings())
+    assert source.parse_safe(text)["mcp_servers"]["s"]["args"] == ["--url",
+                                                                   "http://localhost:8080/mcp"]
+
+
+@needs_c
+def test_duplicate_keys_are_refused_by_the_c_path_too(tmp_path):
+    from ruamel.yaml.constructor import DuplicateKeyError
+
+    from taosync.fleet.load import FleetInvalid, load_fleet
+
+    text = (ROOT / "tests" / "fixtures" / "fleet" / "example.yaml").read_text()
+    text = text.replace("  fast: gpt-4o-mini\n", "  fast: gpt-4o-mini\n  fast: gpt-4o-mini\n", 1)
+    assert _c_reads_alike(text)
+    with pytest.raises(DuplicateKeyError):
+        _c(text)
+    path = tmp_path / "fleet.yaml"
+    path.write_text(text)
+    with pytest.raises(FleetInvalid) as info:
+        load_fleet(path, home=tmp_path, environ={"TAOTOKEN_API_KEY": TEST_KEY})
+    (problem,) = info.value.problems
+    assert problem.message.startswith("duplicate key 'fast' (first at line 18)")
+    assert (problem.line, problem.column) == (19, 3)
+
+
+@needs_c
+def test_an_alias_bomb_read_by_the_c_path_stops_at_max_nodes(tmp_path):
+    from taosync.fleet.load import FleetInvalid, load_fleet
+
+    text = "a: &a [x,x,x,x,x,x,x,x,x,x]\n"
+    for prev, name in zip("abcde", "bcdef"):
+        text += f"{name}: &{name} [" + ",".join([f"*{prev}"] * 10) + "]\n"
+    assert _c_reads_alike(text) and _outcome(_c, text)[0] == "ok"  # shared, not expanded
+    path = tmp_path / "fleet.yaml"
+    path.write_text(text)
+    with pytest.raises(FleetInvalid) as info:
+        load_fleet(path, home=tmp_path, environ={"TAOTOKEN_API_KEY": TEST_KEY})
+    (problem,) = info.value.problems
+    assert (problem.line, problem.column) == (1, 1)
+    assert "more than 100000 values" in problem.message
+
+
+# ---- depth and size, through a real `python -m taosync validate` ---------------------------
+
+#: texts nested far deeper than MAX_DEPTH, each (text, line, column of the 65th level):
+#: libyaml's own composer recurses in C without a limit (a segmentation fault at ~100,000
+#: levels) and its scanner is quadratic in open ``[``; ruamel's composer, limited, stops both
+DEEP = {
+    "10,000 [": ("version: 1\nmodels: " + "[" * 10_000 + "\n", 2, 9 + 64),
+    "1 MB of [": ("version: 1\nmodels: " + "[" * 1_000_000 + "\n", 2, 9 + 64),
+    "1 MB of {a: ": ("version: 1\nmodels: " + "{a: " * 250_000 + "\n", 2, 9 + 63 * 4 + 1),
+    "1 MB of - ": ("version: 1\nmodels:\n" + "- " * 500_000 + "x\n", 3, 129),
+    "block mappings": ("version: 1\nmodels:\n" + "".join(" " * i + "a:\n" for i in range(1, 1400)),
+                       66, 65),
+}
+
+
+def _validate(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    (tmp_path / "fleet.yaml").write_text(text)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TAOSYNC_CONFIG", "XDG_CONFIG_HOME", "NO_COLOR")}
+    env["TAOTOKEN_API_KEY"] = TEST_KEY
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-m", "taosync", "--home", str(home), "validate",
+                           "-c", "fleet.yaml"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)
+
+
+@pytest.mark.parametrize("shape", DEEP)
+def test_deep_nesting_is_a_located_message_through_the_c_path(tmp_path, shape):
+    text, line, column = DEEP[shape]
+    assert len(text.encode()) <= yaml_source.MAX_BYTES
+    assert _c_reads_alike(text)  # the C path is taken: its composer is the one that stops
+    if LOADER is not None:
+        assert _outcome(_c, text)[0] == "too deep"
+    started = time.perf_counter()
+    proc = _validate(tmp_path, text)
+    took = time.perf_counter() - started
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"fleet.yaml:{line}:{column}: nested deeper than "
+                                  f"{MAX_DEPTH} levels"), proc.stderr[:300]
+    assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr
+    assert proc.returncode != -11  # no segmentation fault
+    assert took < 10, f"{took:.1f} s"  # ~0.3 s unloaded: the start-up, not the parse
+    assert not any((tmp_path / "home").iterdir()), "nothing is written"
+
+
+@needs_c
+def test_the_c_path_stops_deep_nesting_within_milliseconds():
+    for shape, (text, _line, _column) in DEEP.items():
+        started = time.perf_counter()
+        assert _outcome(_c, text)[0] == "too deep"
+        assert time.perf_counter() - started < 0.5, shape  # ~2 ms each unloaded
+
+
+def test_nesting_up_to_the_limit_reads_the_same_both_ways():
+    # the root is level 0; the innermost [] is level 64, the scalar 1 too
+    text = "version: 1\nx: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\ny: " + \
+        "{a: " * (MAX_DEPTH - 1) + "1" + "}" * (MAX_DEPTH - 1) + "\n"
+    assert _outcome(_pure, text)[0] == "ok"
+    if LOADER is not None:
+        assert check_alike(text) == "ok"
+
+
+# ---- without the C module ------------------------------------------------------------------
+
+WITHOUT_CLIB = """
+import sys
+sys.modules["_ruamel_yaml"] = None  # as on PyPy or a platform without a wheel: ImportError
+from taosync.__main__ import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("fleet, rc", [("fleet.yaml", 0), ("deep", 2)])
+def test_without_ruamel_yaml_clib_fleet_yaml_is_read_as_before(tmp_path, fleet, rc):
+    home = tmp_path / "home"
+    home.mkdir()
+    text = (ROOT / "fleet.yaml").read_text() if fleet == "fleet.yaml" else DEEP["10,000 ["][0]
+    (tmp_path / "fleet.yaml").write_text(text)
+    env = dict(os.environ, TAOTOKEN_API_KEY=TEST_KEY, PYTHONPATH=str(ROOT))
+    probe = "\nimport taosync.fleet.yaml_source as y; assert y._c_loader() is None\n"
+    proc = subprocess.run([sys.executable, "-c", WITHOUT_CLIB.replace(
+        "from taosync.__main__", probe + "from taosync.__main__"), "--home", str(home),
+        "validate", "-c", "fleet.yaml"], capture_output=True, text=True, env=env, cwd=tmp_path,
+        timeout=120)
+    assert proc.returncode == rc, proc.stderr
+    if rc == 0:
+        assert proc.stdout.startswith("OK: fleet.yaml — 4 models"), proc.stdout
+    else:
+        assert proc.stderr.startswith("fleet.yaml:2:73: nested deeper than 64 levels")
+    assert "Traceback" not in proc.stderr

@@ -499,11 +499,13 @@ _C_DIRECTIVE = re.compile(r"(?:^|[\r\n])%")
 #: ruamel refuses it
 _C_ADJACENT = re.compile(r"['\"]:[^\s]")
 #: an anchor or alias name ending in ``:`` ``?`` ``%`` ``@`` or a backtick: libyaml's
-#: names are ASCII letters, digits, ``-`` and ``_`` and end there, ruamel's go on
-_C_ANCHOR = re.compile(r"[&*][0-9A-Za-z_-]*[?:%@`]")
-#: a block scalar's first line holding only spaces: ruamel refuses a more indented line
-#: after it ("more indented follow up line than first"), libyaml reads one
-_C_BLOCK_SPACES = re.compile(r"[|>][^\r\n]*(?:\r\n?|\n) +(?:[\r\n]|$)")
+#: names are ASCII letters, digits, ``-`` and ``_`` and end there, ruamel's go on (an
+#: anchor starts a token: ``*root*:`` in a comment is none)
+_C_ANCHOR = re.compile(r"(?:^|[\s\[{,:?])[&*][0-9A-Za-z_-]*[?:%@`]")
+#: a block scalar's header with a comment and no space before it (``|#``), and one whose
+#: first line holds only spaces (ruamel refuses a more indented line after it: "more
+#: indented follow up line than first"): libyaml reads both
+_C_BLOCK = re.compile(r"[|>](?:[-+0-9]*#|[^\r\n]*(?:\r\n?|\n) +(?:[\r\n]|$))")
 #: the non-specific tag ``!`` on an empty value: libyaml makes it "", ruamel None
 _C_BARE_TAG = re.compile(r"(?:^|[\s\[{,])!(?=[\s,\]}]|$)")
 _C_ODD = re.compile("[\t\x85\u2028\u2029\ufeff]")
@@ -521,7 +523,7 @@ def _c_reads_alike(text: str) -> bool:
         return False
     if ("&" in text or "*" in text) and _C_ANCHOR.search(text):
         return False
-    if ("|" in text or ">" in text) and _C_BLOCK_SPACES.search(text):
+    if ("|" in text or ">" in text) and _C_BLOCK.search(text):
         return False
     if "!" in text and _C_BARE_TAG.search(text):
         return False
