@@ -105,6 +105,8 @@ TAGS = ["!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!timestam
         "!!map", "!!set", "!!omap", "!local", "!<tag:yaml.org,2002:str>", "!!%73tr", "!", "!e!x"]
 KEYS = ["a", "b", "key", "gpt-4o-mini", "1", "true", "~", "null", "a b", "a:b", "'q'", '"dq"',
         "'a: b'", "<<", "? a", "? [a, b]", "x" * 1020, "y" * 1030, "ключ", "-a", "a-", "a #c"]
+#: keys in […] and {…} that are no plain scalar (a ``:`` right after them is a value)
+FLOW_KEYS = ["[a]", "{a: b}", "[]", "*a", "*b", "&a k", "!!str k"]
 ANCHORS = ["a", "b", "a1", "a-b", "a_b", "a.b", "a/b", "ü", "a:b"]
 #: whatever a person may type between two characters of a valid text
 NOISE = [" ", "  ", "\n", "\t", "\r", "\r\n", ":", ": ", "-", "- ", "?", "? ", ",", "[", "]",
@@ -147,18 +149,18 @@ def flow_node(draw, depth: int) -> str:
         for _ in range(n):
             item = draw(flow_node(depth + 1))
             if draw(st.integers(0, 5)) == 0:  # a single-pair mapping in a sequence
-                item = draw(st.sampled_from(FLOW_PLAIN + SINGLE[:4] + DOUBLE[:4])) + \
-                    draw(st.sampled_from([": ", ":", " : "])) + item
+                item = draw(st.sampled_from(FLOW_PLAIN + SINGLE[:4] + DOUBLE[:4] + FLOW_KEYS)) \
+                    + draw(st.sampled_from([": ", ":", " : ", " :", "  :"])) + item
             items.append(item)
         body = sep.join(items) + draw(st.sampled_from(["", ",", " "]))
         return draw(props()) + "[" + body + "]"
     pairs = []
     for _ in range(n):
-        key = draw(st.sampled_from(FLOW_PLAIN + SINGLE[:4] + DOUBLE[:4] + ["? a", "[a]"]))
+        key = draw(st.sampled_from(FLOW_PLAIN + SINGLE[:4] + DOUBLE[:4] + FLOW_KEYS + ["? a"]))
         if draw(st.integers(0, 4)) == 0:
             pairs.append(key)  # a key with no value
         else:
-            pairs.append(key + draw(st.sampled_from([": ", ":", " : ", ":\n  "]))
+            pairs.append(key + draw(st.sampled_from([": ", ":", " : ", " :", ":\n  "]))
                          + draw(flow_node(depth + 1)))
     body = sep.join(pairs) + draw(st.sampled_from(["", ",", " "]))
     return draw(props()) + "{" + body + "}"
@@ -241,6 +243,9 @@ SETTINGS = settings(max_examples=int(os.environ.get("TAOSYNC_YAML_EXAMPLES", "40
 # what the fuzzing found libyaml reads otherwise, each now declined by _c_reads_alike:
 @example('a: ["a":b]\n')            # a quoted key's ``:`` with no space after, in […]
 @example("a: ['a':b]\n")
+@example('a: ["a" :b]\n')
+@example("a: [[a]:b]\n")
+@example("x: &x 1\na: [*x :b]\n")
 @example("[a, b]: !\n")             # ``!`` on an empty value: "" to libyaml, None to ruamel
 @example("%YAML 1.1\n---\na: yes\nb: 010\n")  # YAML 1.1's booleans and octals
 @example("a: b\tc\n")
@@ -260,6 +265,21 @@ def test_c_and_pure_loaders_read_mutated_fleets_alike(text):
     mutations of the example: deleted, swapped, re-indented lines, junk keys and values,
     tabs, any character)."""
     check_alike(text)
+
+
+#: a megabyte of what each look of _c_reads_alike starts at, packed to make a pattern
+#: that backtracks or scans the rest of a line at every start quadratic (a line of
+#: ``a: |`` ended by one CR took 150 s with ``.*``)
+PACKED = ["a: |" * 250_000 + "\r", "a: >\r" * 200_000, "|" * 1_000_000, "|-" * 500_000,
+          '" ' * 500_000, "&a" * 500_000, "*a" * 500_000 + " ", "!" * 1_000_000,
+          "] " * 500_000, ">" + " " * 1_000_000, (">" + " " * 10) * 90_000, " \n" * 500_000]
+
+
+@pytest.mark.parametrize("text", PACKED, ids=[t[:6] for t in PACKED])
+def test_the_look_before_the_c_path_is_linear(text):
+    started = time.perf_counter()
+    _c_reads_alike(text)
+    assert time.perf_counter() - started < 1.0  # ~30 ms each unloaded
 
 
 # ---- every fleet in the repository --------------------------------------------------------

@@ -490,44 +490,51 @@ def _load_yaml(typ: str, text: str):
         return yaml.load(text)
 
 
-#: what libyaml (0.1.7, in ruamel.yaml.clib) may read otherwise than ruamel's own scanner,
-#: or what the safe loader's resolver would read otherwise after it: a ``%YAML 1.1`` or
-#: ``%TAG`` directive (at a line's start), and the characters below (other line breaks,
-#: a BOM inside the text, tabs) — ``_c_reads_alike``
-_C_DIRECTIVE = re.compile(r"(?:^|[\r\n])%")
-#: libyaml reads ``["a":b]`` (a quoted key, its ``:`` with no space after) as a mapping,
-#: ruamel refuses it
-_C_ADJACENT = re.compile(r"['\"]:[^\s]")
-#: an anchor or alias name ending in ``:`` ``?`` ``%`` ``@`` or a backtick: libyaml's
-#: names are ASCII letters, digits, ``-`` and ``_`` and end there, ruamel's go on (an
-#: anchor starts a token: ``*root*:`` in a comment is none)
-_C_ANCHOR = re.compile(r"(?:^|[\s\[{,:?])[&*][0-9A-Za-z_-]*[?:%@`]")
-#: a block scalar's header with a comment and no space before it (``|#``), and one whose
-#: first line holds only spaces (ruamel refuses a more indented line after it: "more
-#: indented follow up line than first"): libyaml reads both
-_C_BLOCK = re.compile(r"[|>](?:[-+0-9]*#|[^\r\n]*(?:\r\n?|\n) +(?:[\r\n]|$))")
-#: the non-specific tag ``!`` on an empty value: libyaml makes it "", ruamel None
-_C_BARE_TAG = re.compile(r"(?:^|[\s\[{,])!(?=[\s,\]}]|$)")
-_C_ODD = re.compile("[\t\x85\u2028\u2029\ufeff]")
+#: Where libyaml's scanner and parser (ruamel.yaml.clib's, libyaml 0.1.7 as ruamel
+#: patched it) read a text otherwise than ruamel's pure ones — found by the property
+#: test in tests/test_yaml_fast.py — each a pattern that starts with a literal (Python's
+#: ``re`` finds a literal fast; a character class first costs it ~6× the time) and the
+#: characters before a match that make it count (None: any; "^" is the text's start):
+_C_DIFFER = [(re.compile(pattern), before) for pattern, before in (
+    # ``["a":b]``, ``["a" :b]``, ``[[a]:b]``, ``[*x :b]``: a ``:`` with no space after,
+    # behind a quoted scalar, a flow collection or an alias, is a value to libyaml only
+    (r'" *:\S', None), (r"' *:\S", None), (r"\] *:\S", None), (r"\} *:\S", None),
+    (r"&[0-9A-Za-z_-]+ *:\S", None), (r"\*[0-9A-Za-z_-]+ *:\S", None),
+    # an anchor or alias name ending in ``:`` ``?`` ``%`` ``@`` or a backtick: libyaml's
+    # names are ASCII letters, digits, ``-`` and ``_`` and end there, ruamel's go on
+    # (only at a token's start: ``*root*:`` in the init template's comment is no alias)
+    (r"&[0-9A-Za-z_-]*[?:%@`]", "^ \r\n[{,:?"), (r"\*[0-9A-Za-z_-]*[?:%@`]", "^ \r\n[{,:?"),
+    # the non-specific tag ``!`` on an empty value: "" to libyaml, None to ruamel
+    (r"!(?=[\s,\]}]|\Z)", "^ \r\n[{,"),
+    # a block scalar's header with a comment and no space before it (``|#``), or a
+    # first line of spaces only (ruamel refuses a more indented line after it: "more
+    # indented follow up line than first"): libyaml reads both
+    # (from the line's last ``|`` or ``>``: each character is looked at once)
+    (r"\|(?:[-+0-9]*#|[^\r\n|>]*(?:\r\n?|\n) +(?:[\r\n]|\Z))", None),
+    (r">(?:[-+0-9]*#|[^\r\n|>]*(?:\r\n?|\n) +(?:[\r\n]|\Z))", None),
+)]
+#: characters libyaml reads otherwise: tabs (around indentation and values), the line
+#: breaks YAML 1.2 no longer has (NEL, LS, PS), a byte order mark inside the text
+_C_ODD = "\t\x85\u2028\u2029\ufeff"
 _C_LOADER: Any = None
 
 
 def _c_reads_alike(text: str) -> bool:
-    """Whether libyaml's scanner reads ``text`` as ruamel's pure one would, as far as a
-    cheap look can tell (what it cannot tell, libyaml refuses, and ruamel then reads it;
-    tests/test_yaml_fast.py holds the two to the same data). Depth needs no look here:
+    """Whether libyaml's scanner and parser read ``text`` as ruamel's pure ones would,
+    as far as a cheap look can tell: no ``%YAML``/``%TAG`` directive (YAML 1.1's
+    booleans and octals would follow), none of :data:`_C_DIFFER` and :data:`_C_ODD`.
+    What it cannot tell, libyaml refuses, and ruamel reads instead. Depth needs no look:
     the composer is ruamel's, limited as the pure loader's is."""
-    if "%" in text and _C_DIRECTIVE.search(text):
+    if text.startswith("%") or "\n%" in text or "\r%" in text:
         return False
-    if ('":' in text or "':" in text) and _C_ADJACENT.search(text):
+    if ("\t" in text or not text.isascii()) and any(ch in text for ch in _C_ODD):
         return False
-    if ("&" in text or "*" in text) and _C_ANCHOR.search(text):
-        return False
-    if ("|" in text or ">" in text) and _C_BLOCK.search(text):
-        return False
-    if "!" in text and _C_BARE_TAG.search(text):
-        return False
-    return _C_ODD.search(text) is None if ("\t" in text or not text.isascii()) else True
+    for pattern, before in _C_DIFFER:
+        for match in pattern.finditer(text):
+            at = match.start()
+            if before is None or (text[at - 1] if at else "^") in before:
+                return False
+    return True
 
 
 def _c_loader():
@@ -547,7 +554,14 @@ def _c_loader():
         from ruamel.yaml.constructor import SafeConstructor
         from ruamel.yaml.resolver import VersionedResolver
 
-        composer = _depth_limited(Composer)
+        class CComposer(_depth_limited(Composer)):  # type: ignore[misc]
+            # ruamel's composer asks its loader for the parser and resolver through a
+            # property at every event (hasattr and all): here both are the loader
+            parser = resolver = None
+
+            def __init__(self, loader: Any) -> None:
+                super().__init__(loader=loader)
+                self.parser = self.resolver = loader
 
         class CSafeLoader(CParser, SafeConstructor, VersionedResolver):
             max_depth = 0  # ruamel's own depth limit (0.19) off: the composer's is ours
@@ -556,7 +570,7 @@ def _c_loader():
             def __init__(self, text: str) -> None:
                 CParser.__init__(self, text)
                 self._parser = self._scanner = self  # the resolver asks the scanner's version
-                self._composer = composer(loader=self)
+                self._composer = CComposer(loader=self)
                 SafeConstructor.__init__(self, loader=self)
                 VersionedResolver.__init__(self, loadumper=self)
                 self.allow_duplicate_keys = False  # as YAML(typ="safe"): DuplicateKeyError
