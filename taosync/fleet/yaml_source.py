@@ -1,5 +1,6 @@
-"""Reading fleet.yaml: bytes, UTF-8, YAML (the safe-loader shortcut and the round-trip
-tree with positions), plain data, the size and depth limits, and line/column lookup.
+"""Reading fleet.yaml: bytes, UTF-8, YAML (the safe-loader shortcut — through libyaml
+where ruamel.yaml.clib is installed — and the round-trip tree with positions), plain
+data, the size and depth limits, and line/column lookup.
 """
 
 from __future__ import annotations
@@ -176,7 +177,8 @@ class YamlSource:
     def parse_safe(self, text: str):
         """The safe loader's tree, or _NotFast when it could differ from the round-trip
         tree's data (merge keys: key order) or when it does not load (the round-trip
-        parse then says why, located)."""
+        parse then says why, located). Read through libyaml where it is installed and
+        reads the text as ruamel would (``_c_reads_alike``), else by ruamel alone."""
         if "<<" in text:
             raise _NotFast
         loader = _c_loader() if _c_reads_alike(text) else None
