@@ -1,5 +1,6 @@
-"""Reading fleet.yaml: bytes, UTF-8, YAML (the safe-loader shortcut and the round-trip
-tree with positions), plain data, the size and depth limits, and line/column lookup.
+"""Reading fleet.yaml: bytes, UTF-8, YAML (the safe-loader shortcut — through libyaml
+where ruamel.yaml.clib is installed — and the round-trip tree with positions), plain
+data, the size and depth limits, and line/column lookup.
 """
 
 from __future__ import annotations
@@ -176,9 +177,18 @@ class YamlSource:
     def parse_safe(self, text: str):
         """The safe loader's tree, or _NotFast when it could differ from the round-trip
         tree's data (merge keys: key order) or when it does not load (the round-trip
-        parse then says why, located)."""
+        parse then says why, located). Read through libyaml where it is installed and
+        reads the text as ruamel would (``_c_reads_alike``), else by ruamel alone."""
         if "<<" in text:
             raise _NotFast
+        loader = _c_loader() if _c_reads_alike(text) else None
+        if loader is not None:
+            try:
+                return _load_c(loader, text)
+            except _TooDeep:
+                raise _NotFast from None  # the round-trip parse locates it
+            except Exception:
+                pass  # libyaml refuses what ruamel may read (``[a:b]``): ask ruamel
         try:
             return _load_yaml("safe", text)
         except Exception:
@@ -480,6 +490,104 @@ def _load_yaml(typ: str, text: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return yaml.load(text)
+
+
+#: Where libyaml's scanner and parser (ruamel.yaml.clib's, libyaml 0.1.7 as ruamel
+#: patched it) read a text otherwise than ruamel's pure ones — found by the property
+#: test in tests/test_yaml_fast.py — each a pattern that starts with a literal (Python's
+#: ``re`` finds a literal fast; a character class first costs it ~6× the time) and the
+#: characters before a match that make it count (None: any; "^" is the text's start):
+_C_DIFFER = [(re.compile(pattern), before) for pattern, before in (
+    # ``["a":b]``, ``["a" :b]``, ``[[a]:b]``, ``[*x :b]``: a ``:`` with no space after,
+    # behind a quoted scalar, a flow collection or an alias, is a value to libyaml only
+    (r'" *:\S', None), (r"' *:\S", None), (r"\] *:\S", None), (r"\} *:\S", None),
+    (r"&[0-9A-Za-z_-]+ *:\S", None), (r"\*[0-9A-Za-z_-]+ *:\S", None),
+    # an anchor or alias name ending in ``:`` ``?`` ``%`` ``@`` or a backtick: libyaml's
+    # names are ASCII letters, digits, ``-`` and ``_`` and end there, ruamel's go on
+    # (only at a token's start: ``*root*:`` in the init template's comment is no alias)
+    (r"&[0-9A-Za-z_-]*[?:%@`]", "^ \r\n[{,:?"), (r"\*[0-9A-Za-z_-]*[?:%@`]", "^ \r\n[{,:?"),
+    # the non-specific tag ``!`` on an empty value: "" to libyaml, None to ruamel
+    (r"!(?=[\s,\]}]|\Z)", "^ \r\n[{,"),
+    # a block scalar's header with a comment and no space before it (``|#``), or a
+    # first line of spaces only (ruamel refuses a more indented line after it: "more
+    # indented follow up line than first"): libyaml reads both
+    # (from the line's last ``|`` or ``>``: each character is looked at once)
+    (r"\|(?:[-+0-9]*#|[^\r\n|>]*(?:\r\n?|\n) +(?:[\r\n]|\Z))", None),
+    (r">(?:[-+0-9]*#|[^\r\n|>]*(?:\r\n?|\n) +(?:[\r\n]|\Z))", None),
+)]
+#: characters libyaml reads otherwise: tabs (around indentation and values), the line
+#: breaks YAML 1.2 no longer has (NEL, LS, PS), a byte order mark inside the text
+_C_ODD = "\t\x85\u2028\u2029\ufeff"
+_C_LOADER: Any = None
+
+
+def _c_reads_alike(text: str) -> bool:
+    """Whether libyaml's scanner and parser read ``text`` as ruamel's pure ones would,
+    as far as a cheap look can tell: no ``%YAML``/``%TAG`` directive (YAML 1.1's
+    booleans and octals would follow), none of :data:`_C_DIFFER` and :data:`_C_ODD`.
+    What it cannot tell, libyaml refuses, and ruamel reads instead. Depth needs no look:
+    the composer is ruamel's, limited as the pure loader's is."""
+    if text.startswith("%") or "\n%" in text or "\r%" in text:
+        return False
+    if ("\t" in text or not text.isascii()) and any(ch in text for ch in _C_ODD):
+        return False
+    for pattern, before in _C_DIFFER:
+        for match in pattern.finditer(text):
+            at = match.start()
+            if before is None or (text[at - 1] if at else "^") in before:
+                return False
+    return True
+
+
+def _c_loader():
+    """The safe loader over libyaml's scanner and parser (ruamel.yaml.clib's CParser,
+    ~5× faster than ruamel's pure Python ones), with ruamel's own composer (limited to
+    :data:`MAX_DEPTH`: libyaml's composer recurses in C and has no limit), safe
+    constructor and resolver. None when the C module cannot be imported (PyPy, a
+    platform without a wheel): the pure loader then reads every file."""
+    global _C_LOADER
+    if _C_LOADER is None:
+        try:
+            from _ruamel_yaml import CParser  # type: ignore[import-not-found]  # no stubs
+        except ImportError:
+            _C_LOADER = False
+            return None
+        from ruamel.yaml.composer import Composer
+        from ruamel.yaml.constructor import SafeConstructor
+        from ruamel.yaml.resolver import VersionedResolver
+
+        class CComposer(_depth_limited(Composer)):  # type: ignore[misc]
+            # ruamel's composer asks its loader for the parser and resolver through a
+            # property at every event (hasattr and all): here both are the loader
+            parser = resolver = None
+
+            def __init__(self, loader: Any) -> None:
+                super().__init__(loader=loader)
+                self.parser = self.resolver = loader
+
+        class CSafeLoader(CParser, SafeConstructor, VersionedResolver):
+            max_depth = 0  # ruamel's own depth limit (0.19) off: the composer's is ours
+            yaml_version = None  # no %YAML directive (_c_reads_alike): YAML 1.2's rules
+
+            def __init__(self, text: str) -> None:
+                CParser.__init__(self, text)
+                self._parser = self._scanner = self  # the resolver asks the scanner's version
+                self._composer = CComposer(loader=self)
+                SafeConstructor.__init__(self, loader=self)
+                VersionedResolver.__init__(self, loadumper=self)
+                self.allow_duplicate_keys = False  # as YAML(typ="safe"): DuplicateKeyError
+
+        _C_LOADER = CSafeLoader
+    return _C_LOADER or None
+
+
+def _load_c(loader: type, text: str):
+    """``text`` through the C-backed safe loader, warnings silenced (as ``_load_yaml``)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return loader(text).get_single_data()
 
 
 def _fast_reader():
