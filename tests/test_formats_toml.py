@@ -780,3 +780,14 @@ def test_name_index_follows_deletes():
     assert E.delete(doc, ("srv", Match("name", "e")))
     assert [E.get(doc, ("srv", Match("name", n), "k")) for n in "bde"] == [3, 4, MISSING]
     assert tomllib.loads(E.dump(doc)) == {"srv": [{"name": "b", "k": 3}, {"name": "d", "k": 4}]}
+
+
+def test_a_table_set_in_a_dotted_key_table_goes_inline():
+    """``d.e = 1`` makes table d by a dotted key: TOML lets no ``[d.x]`` header open it
+    again (tomllib: "Cannot overwrite a value"), so a table or a list of tables set in it
+    is written inline, next to its keys. (Found by the deletion property's sets.)"""
+    assert edit("d.e = 1\n[x]\ny = 1\n", ("set", ("d", "new"), {"a": False})) == \
+        "d.e = 1\nd.new = { a = false }\n[x]\ny = 1\n"
+    assert edit("[t]\nd.e = 1\n", ("set", ("t", "d", "x", "y"), 2)) == "[t]\nd.e = 1\nd.x = { y = 2 }\n"
+    assert edit("d.e.f = 1\n", ("set", ("d", "e", "x"), [{"a": 1}])) == "d.e.f = 1\nd.e.x = [{ a = 1 }]\n"
+    assert edit("d.e = 1\n", ("set", ("d", "e"), {"a": 1})) == "d.e = { a = 1 }\n"

@@ -60,7 +60,7 @@ class TomlDocument:
     #: ids of the tables this session created (their spacing is undone exactly on delete)
     created: set[int] = field(default_factory=set, repr=False)
     #: where ``[[…]]`` and array elements are by name (so a Match does not walk the list)
-    matches: "_Named" = field(default_factory=lambda: _Named(), repr=False)
+    matches: _Named = field(default_factory=lambda: _Named(), repr=False)
     #: per body list, the runs of ``Null`` entries deletes left (see :func:`_live`)
     skips: dict[int, tuple[list, dict[int, int], dict[int, int]]] = field(default_factory=dict, repr=False)
 
@@ -348,6 +348,16 @@ def _index_in(owner: Any, key: str, item: Any) -> tuple[Container, int] | None:
     return cont, idx
 
 
+def _dotted(owner: Any, key: Any, node: Any) -> bool:
+    """Whether ``node``, ``owner``'s entry ``key``, is a table made by dotted keys
+    (``d.e = 1``): no ``[d.…]`` header may open it again (TOML: "Cannot overwrite a
+    value"), so a table or list of tables set in it is written inline (``d.x = {…}``)."""
+    if not isinstance(node, Table) or not isinstance(key, str):
+        return False
+    where = _index_in(owner, key, node)
+    return where is not None and bool(where[0].body[where[1]][0].is_dotted())
+
+
 def _before(chain: Chain) -> Chain | None:
     """The entry :func:`_flatten` lists just before ``chain``'s (None: it is the first),
     found without flattening: the last entry of the previous sibling's subtree, or the
@@ -561,7 +571,7 @@ class TomlEditor(FormatEditor):
             if not isinstance(node, _MAPS):
                 raise FormatError(f"{keypath_str(path[:i]) or 'the top level'} is not a table")
             new = build_value(rest, value)
-            if step.inline or isinstance(node, InlineTable):
+            if step.inline or isinstance(node, InlineTable) or (i and _dotted(steps[i - 1].node, path[i - 1], node)):
                 pad = self._style_of(node)
                 node[seg] = _inline(new)
                 self._restyle(tdoc, path, steps, len(steps) - 1, pad)
