@@ -355,7 +355,8 @@ def _dotted(owner: Any, key: Any, node: Any) -> bool:
     if not isinstance(node, Table) or not isinstance(key, str):
         return False
     where = _index_in(owner, key, node)
-    return where is not None and bool(where[0].body[where[1]][0].is_dotted())
+    entry_key = where[0].body[where[1]][0] if where is not None else None
+    return entry_key is not None and entry_key.is_dotted()
 
 
 def _before(chain: Chain) -> Chain | None:
