@@ -3,8 +3,8 @@
 Time is too noisy to assert on a shared machine, so the work is counted instead: the
 Python lines run (``sys.settrace`` line events), which is deterministic for a given
 input. A cold plan at K and 2K more models (or servers) than a small fleet, and N and
-2N members added to an existing file by each editor, must cost twice the lines, not
-four times (a quadratic step showed as ×2.6 for the plan and ×3.3 for the JSON editor).
+2N members added to (or deleted from) an existing file by each editor, must cost twice
+the lines, not four times (a quadratic step showed as ×2.6 for the plan and ×3.3 for the JSON editor).
 ``bench/scale_bench.py --cost`` measures the same thing in time.
 """
 
