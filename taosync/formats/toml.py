@@ -409,6 +409,14 @@ def _live(tdoc: TomlDocument, body: list, i: int, step: int) -> int:
     return j
 
 
+def _live_jumps(tdoc: TomlDocument, body: list) -> dict[int, int]:
+    """The steps back :func:`_live` remembers for ``body``."""
+    memo = tdoc.skips.get(id(body))
+    if memo is None or memo[0] is not body:
+        memo = tdoc.skips[id(body)] = (body, {}, {})
+    return memo[1]
+
+
 def _forget_skips(tdoc: TomlDocument, body: list) -> None:
     """``body``'s indices moved (an insert, a cut at the end): its runs are unknown."""
     tdoc.skips.pop(id(body), None)
@@ -770,14 +778,14 @@ class TomlEditor(FormatEditor):
         anchor = self._anchor(tdoc, first, chain)
         tail = self._cut_tail(tdoc, _last_body(last))
         del owner[key]
-        self._put_tail(tdoc, anchor, tail, id(first) not in tdoc.created)
+        self._put_tail(tdoc, anchor, tail, id(first) not in tdoc.created, chain is not None)
 
     def _delete_aot_element(self, tdoc: TomlDocument, aot: AoT, idx: int, chain: Chain | None = None) -> None:
         element = aot[idx]
         anchor = self._anchor(tdoc, element, chain)
         tail = self._cut_tail(tdoc, _last_body(element))
         del aot[idx]
-        self._put_tail(tdoc, anchor, tail, id(element) not in tdoc.created)
+        self._put_tail(tdoc, anchor, tail, id(element) not in tdoc.created, chain is not None)
 
     @staticmethod
     def _cut_tail(tdoc: TomlDocument, cont: Container) -> list[tuple[Any, Item]]:
@@ -817,11 +825,19 @@ class TomlEditor(FormatEditor):
         return tdoc.doc, 0, Whitespace(""), None  # the top of the file: no blank line to keep there
 
     @staticmethod
-    def _put_tail(tdoc: TomlDocument, anchor: Anchor, tail: list[tuple[Any, Item]], tidy: bool) -> None:
+    def _put_tail(tdoc: TomlDocument, anchor: Anchor, tail: list[tuple[Any, Item]], tidy: bool,
+                  linear: bool = False) -> None:
         """Put a deleted table's closing whitespace/comments where it was rendered, without
         doubling the blank line before it, detaching a comment from what follows, or
         leaving a blank line at the end of the file (whether anything follows: from the
-        anchor's chain when it has one, else by flattening the document)."""
+        anchor's chain when it has one, else by flattening the document).
+
+        ``linear`` (the table was found from its chain): the comments go into ``Null``
+        slots right after the anchor when there are enough, else they are inserted with
+        as many spare ``Null`` slots after them as the body has keys (each insert
+        renumbers those keys in tomlkit's map): deleting many tables that each end in a
+        comment of their own from one body (top-level tables, say) does not renumber
+        its keys on each delete. ``Null`` renders nothing: the text is an insert's."""
         cont, idx, prev, chain = anchor
         prev_blank = isinstance(prev, Whitespace)
         if tail and prev_blank and isinstance(tail[0][1], Whitespace):
@@ -829,7 +845,17 @@ class TomlEditor(FormatEditor):
         if isinstance(prev, Comment) and all(isinstance(e[1], Whitespace) for e in tail):
             tail = []
         if tail:
-            _forget_skips(tdoc, cont.body)
+            body = cont.body
+            if linear:
+                t = len(tail)
+                if idx + t <= len(body) and all(isinstance(body[idx + k][1], Null) for k in range(t)):
+                    end = _live(tdoc, body, idx - 1, 1)  # the run of Nulls taken from: [idx, end)
+                    body[idx:idx + t] = tail
+                    if end - 1 >= idx + t:  # a step back into what is left of it lands on the tail
+                        _live_jumps(tdoc, body)[end - 1] = idx + t - 1
+                    return
+                tail = tail + [(None, Null()) for _ in range(len(cont._map))]
+            _forget_skips(tdoc, body)
             _body_insert(cont, idx, tail)
             return
         if not tidy or not prev_blank or idx == 0:
