@@ -393,7 +393,9 @@ def _live(tdoc: TomlDocument, body: list, i: int, step: int) -> int:
     slot), so deleting many tables one after the other would walk back over the ones
     deleted before, each time: the runs crossed are remembered per body (each index to
     the far end of a run of ``Null``, compressed as they are followed), and forgotten when
-    entries are inserted or taken off the end (:func:`_forget_skips`) and on every set."""
+    entries are inserted or taken off the end (:func:`_forget_skips`) and on every set;
+    where closing comments fill the start of a run, the step back into the rest of it is
+    set to them (:meth:`TomlEditor._put_tail`)."""
     memo = tdoc.skips.get(id(body))
     if memo is None or memo[0] is not body:
         memo = tdoc.skips[id(body)] = (body, {}, {})
