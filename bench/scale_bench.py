@@ -22,7 +22,13 @@ With ``--callgrind`` it counts instructions instead (``valgrind --tool=callgrind
 run each: the count does not move with the load of the machine, as time does). With
 ``--existing`` each home already holds the user's own TOML files (Codex's, Vibe's and
 gptme's ``config.toml``), so the apply edits them with the round-trip editor instead of
-writing new ones.
+writing new ones. With ``--destroy`` (and ``--existing``) it measures ``taosync destroy``
+instead of the first apply: each home applied first (not counted) and each of those
+files touched by the user after (a comment at the end), so the destroy takes taosync's
+tables and ``[[…]]`` elements out one by one with the editor instead of putting the
+file back byte for byte::
+
+    python bench/scale_bench.py --cost --callgrind --existing --destroy --models 100 200 --servers 20 40
 """
 
 from __future__ import annotations
@@ -161,11 +167,20 @@ def instructions(argv: list[str], env: dict, cwd: Path) -> tuple[float, float]:
     return count, count
 
 
+def touch(home: Path) -> None:
+    """The user's own edit after taosync's, in each of :data:`USER_FILES`: a destroy can
+    no longer put such a file back whole, it gives back taosync's keys one by one."""
+    for rel in USER_FILES:
+        with open(home / rel, "a") as f:
+            f.write("# touched after taosync\n")
+
+
 def cost(trees: dict, envs: dict, tmp: str, rounds: int, models: tuple[int, int],
-         servers: tuple[int, int], measure=timed_cpu, existing: bool = False) -> None:
-    """Time ``python -c pass`` and a first apply at two sizes of each axis, interleaved;
-    print each tree's cost of one more model and one more server in bare starts, by wall
-    time and by CPU time."""
+         servers: tuple[int, int], measure=timed_cpu, existing: bool = False,
+         destroy: bool = False) -> None:
+    """Time ``python -c pass`` and a first apply (or a destroy after one: ``destroy``) at
+    two sizes of each axis, interleaved; print each tree's cost of one more model and one
+    more server in bare starts, by wall time and by CPU time."""
     py = sys.executable
     sizes = [(models[0], 1), (models[1], 1), (EXAMPLE_MODELS, servers[0]),
              (EXAMPLE_MODELS, servers[1])]
@@ -178,6 +193,13 @@ def cost(trees: dict, envs: dict, tmp: str, rounds: int, models: tuple[int, int]
         return [py, "-m", "taosync", "--home", str(home), "-c", str(fleet),
                 "apply", "--no-verify", "-q"]
 
+    def destroyed(home: Path, fleet: Path, env: dict, tree: Path) -> list[str]:
+        """The destroy of ``home`` once ``fleet`` is applied there and touched (not counted)."""
+        timed(apply(home, fleet), env, tree)
+        touch(home)
+        return [py, "-m", "taosync", "--home", str(home), "-c", str(fleet), "destroy", "--yes", "-q"]
+
+    what_run = "destroy" if destroy else "first apply"
     bare = [py, "-c", "pass"]
     floor: list[tuple[float, float]] = []
     first = {name: {size: [] for size in sizes} for name in trees}
@@ -191,7 +213,9 @@ def cost(trees: dict, envs: dict, tmp: str, rounds: int, models: tuple[int, int]
                 home = Path(tmp, f"home-{size[0]}-{size[1]}-{r}-{t}")
                 if existing:
                     seed(home)
-                first[name][size].append(measure(apply(home, fleets[size]), envs[name], tree))
+                argv = (destroyed(home, fleets[size], envs[name], tree) if destroy
+                        else apply(home, fleets[size]))
+                first[name][size].append(measure(argv, envs[name], tree))
     start = [statistics.median(f[k] for f in floor) for k in (0, 1)]
     counting = measure is instructions
     if counting:
@@ -204,7 +228,7 @@ def cost(trees: dict, envs: dict, tmp: str, rounds: int, models: tuple[int, int]
         med = {size: [statistics.median(t[k] for t in times) for k in (0, 1)]
                for size, times in first[name].items()}
         for size in sizes:
-            print(f"  first apply, {size[0]} models, {size[1]} MCP servers: " + (
+            print(f"  {what_run}, {size[0]} models, {size[1]} MCP servers: " + (
                 f"{med[size][0] / 1e6:.0f} M instructions" if counting else
                 f"{med[size][0] * 1000:.0f} ms wall, {med[size][1] * 1000:.0f} ms CPU"))
         for what, (small, big), more, goal in (
@@ -246,6 +270,9 @@ def main() -> int:
     parser.add_argument("--existing", action="store_true",
                         help="--cost: each home already holds the user's own config.toml "
                              "for Codex, Vibe and gptme (edited in place, not written new)")
+    parser.add_argument("--destroy", action="store_true",
+                        help="--cost: measure `taosync destroy` of each home after its first "
+                             "apply (not counted) and an edit of the user's files")
     args = parser.parse_args()
     py = sys.executable
     trees = {"this checkout": ROOT}
@@ -278,7 +305,7 @@ def main() -> int:
         if args.cost:
             cost(trees, envs, tmp, 1 if args.quick or args.callgrind else args.rounds,
                  tuple(args.models), tuple(args.servers),
-                 instructions if args.callgrind else timed_cpu, args.existing)
+                 instructions if args.callgrind else timed_cpu, args.existing, args.destroy)
             return 0
 
         models_axis = MODELS_AXIS[:3] if args.quick else MODELS_AXIS

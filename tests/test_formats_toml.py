@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from taosync.formats.base import MISSING, FormatError, Match
@@ -597,3 +597,197 @@ def test_linear_placement_is_used():
                                ("set", ("models", Match("name", "new"), "alias"), "n"),
                                ("set", ("models", Match("name", "mine"), "extra", "k"), 1),
                                ("set", ("models", Match("name", "other"), "alias"), "o"))
+
+
+# -- linear deletion (#24 Build 7) -----------------------------------------------------
+# A deleted table's neighbours (where its closing comments go, whether anything follows
+# the blank line before it) are found by stepping from where it was over the Nulls the
+# deletes before it left, and a deleted [[…]] element keeps the name index instead of
+# rebuilding it; the bytes must be the ones the flattening (and a rebuilt index) give.
+
+SECTION_NAMES = ["mcp.s1", "mcp.s2", "mcp.s3", "tui", "a", "a.x", "a.y", "b.c", '"/p q"']
+ELEMENT_NAMES = ["n1", "n2", "n3", "n1"]  # a name twice: the index forgets that list
+
+
+@st.composite
+def deletable_texts(draw):
+    """Documents with the parts a delete has to keep apart: comments and blank lines
+    between and closing tables, out-of-order tables (``[a.x]``, ``[b.c]``, ``[a.y]``),
+    dotted keys, inline tables, ``[[…]]`` elements with comments and sub-tables."""
+    lines: list[str] = []
+
+    def noise():
+        for _ in range(draw(st.integers(0, 2))):
+            lines.append(draw(st.sampled_from(["", "", "# note", "  # indented note"])))
+
+    def kvs():
+        for key in draw(st.lists(st.sampled_from(["k", "m", "d.e", "d.f", "name2"]), max_size=3, unique=True)):
+            noise()
+            lines.append(key + " = " + draw(st.sampled_from(RAW_VALUES)))
+
+    kvs()
+    tables = iter(draw(st.permutations(SECTION_NAMES)))
+    for _ in range(draw(st.integers(0, 6))):
+        noise()
+        kind = draw(st.sampled_from(["table", "element", "element", "sub"]))
+        if kind == "table":
+            lines.append("[" + next(tables) + "]")
+        else:
+            aot = draw(st.sampled_from(["srv", "mcp.list"]))
+            lines.append(f"[[{aot}]]")
+            noise()
+            lines.append(f'name = "{draw(st.sampled_from(ELEMENT_NAMES))}"')
+            if kind == "sub":
+                kvs()
+                noise()
+                lines.append(f"[{aot}.env]")
+        kvs()
+    noise()
+    return "\n".join(lines) + "\n"
+
+
+def _every_path(value, path=()):
+    """Every key path in a plain TOML value: keys, tables, and named elements by name."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield path + (k,)
+            yield from _every_path(v, path + (k,))
+    elif isinstance(value, list):
+        for el in value:
+            if isinstance(el, dict) and isinstance(el.get("name"), str):
+                yield path + (Match("name", el["name"]),)
+                yield from _every_path(el, path + (Match("name", el["name"]),))
+
+
+@st.composite
+def deletions(draw):
+    """A document and deletes of what it holds, in random order: some of its paths, or
+    all of its top-level keys (everything), now and then a set between them."""
+    text = draw(deletable_texts())
+    try:
+        model = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        assume(False)  # a table twice, a key twice: not what this is about
+    if draw(st.booleans()):
+        ops = [("delete", (k,), None) for k in draw(st.permutations(list(model)))]
+    else:
+        every = list(dict.fromkeys(_every_path(model)))
+        ops = [("delete", p, None) for p in draw(st.permutations(every))][:draw(st.integers(0, len(every)))]
+    # sets in between: anywhere, a key next to the ones deleted, a table next to them
+    near = [p + ("new",) for p in _every_path(model)] + [("new",), ("mcp", "s4", "k"), ("srv", Match("name", "n4"), "k")]
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(ops)))
+        ops.insert(at, ("set", draw(st.one_of(any_paths, st.sampled_from(near))), draw(values)))
+    return text, ops
+
+
+def _edited_old_way(text, ops):
+    """:func:`_edited` by the flattening, with the name index rebuilt after each
+    element deleted: what the editor did before deletes were linear."""
+    from unittest import mock
+
+    from taosync.formats.toml import _Named
+
+    with mock.patch.object(_Named, "removed", lambda self, items, idx, element: self.forget()):
+        return _edited(text, ops, flatten=True)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(case=deletions())
+def test_property_linear_deletion_gives_the_flattening_bytes(case):
+    text, ops = case
+    fast, old = _edited(text, ops, flatten=False), _edited_old_way(text, ops)
+    assert fast == old
+    if ops and all(kind == "delete" for kind, _, _ in ops) and len(ops) == len(tomllib.loads(text)) \
+            and all(len(p) == 1 for _, p, _ in ops):
+        assert tomllib.loads(fast[1]) == {}  # everything deleted
+
+
+DELETABLE = """# my settings
+model = "m"  # mine
+
+[tui]
+x = 1
+
+# servers taosync wrote
+[mcp.s1]
+command = "a"
+# closing s1
+
+[mcp.s2]
+command = "b"
+
+[[srv]]
+name = "n1"
+# about n2
+[[srv]]
+name = "n2"
+[srv.env]
+K = "v"
+
+[[srv]]
+name = "n3"
+
+# closing words
+"""
+
+
+def test_a_set_between_deletes_moves_what_they_stepped_over():
+    """The deleted keys and [A] left Nulls the delete of [A] stepped over; k4 is
+    inserted among them: deleting [B] must put its closing comment after k4, not
+    after k1 (the steps remembered are forgotten on every set)."""
+    text = "k1 = 1\nk2 = 2\nk3 = 3\n[A]\nx = 1\n[B]\ny = 2\n# closing B\n"
+    ops = [("delete", ("k2",), None), ("delete", ("k3",), None), ("delete", ("A",), None),
+           ("set", ("k4",), 4), ("delete", ("B",), None)]
+    assert _edited(text, ops, flatten=False) == _edited_old_way(text, ops)
+    assert _edited(text, ops, flatten=False)[1] == "k1 = 1\nk4 = 4\n# closing B\n"
+
+
+def test_linear_deletion_is_used():
+    """The property above compares something: deleting tables, a [[…]] element with a
+    sub-table and whole arrays of tables goes through the chains (no flattening) and
+    keeps the name index (no rebuild)."""
+    from unittest import mock
+
+    from taosync.formats import toml as toml_module
+
+    ops = [("delete", ("mcp", "s1"), None), ("delete", ("srv", Match("name", "n2")), None),
+           ("delete", ("mcp", "s2"), None), ("delete", ("srv", Match("name", "n3")), None),
+           ("delete", ("tui",), None), ("delete", ("srv",), None)]
+    doc = E.parse(DELETABLE)
+    E.get(doc, ("srv", Match("name", "n1")))
+    with mock.patch.object(toml_module, "_flatten", side_effect=AssertionError("flattened")), \
+            mock.patch.object(toml_module._Named, "forget", side_effect=AssertionError("forgot")):
+        for _, path, _ in ops:
+            assert E.delete(doc, path) is True
+    assert E.dump(doc) == _edited_old_way(DELETABLE, ops)[1] == \
+        '# my settings\nmodel = "m"  # mine\n\n# servers taosync wrote\n# closing s1\n\n# about n2\n\n# closing words\n'
+
+
+def test_name_index_follows_deletes():
+    """Elements found by name after others were deleted (before and after them),
+    appended, and a name two elements hold (the second is found once the first goes)."""
+    text = "".join(f'[[srv]]\nname = "{n}"\nk = {i}\n\n' for i, n in enumerate(["a", "b", "c", "b", "d"]))
+    doc = E.parse(text)
+    assert E.get(doc, ("srv", Match("name", "b"), "k")) == 1
+    assert E.delete(doc, ("srv", Match("name", "c")))
+    assert E.get(doc, ("srv", Match("name", "d"), "k")) == 4
+    E.set(doc, ("srv", Match("name", "e"), "k"), 5)
+    assert E.delete(doc, ("srv", Match("name", "a")))
+    assert [E.get(doc, ("srv", Match("name", n), "k")) for n in "bde"] == [1, 4, 5]
+    assert E.delete(doc, ("srv", Match("name", "b")))
+    assert E.get(doc, ("srv", Match("name", "b"), "k")) == 3  # the other "b"
+    assert E.delete(doc, ("srv", Match("name", "e")))
+    assert [E.get(doc, ("srv", Match("name", n), "k")) for n in "bde"] == [3, 4, MISSING]
+    assert tomllib.loads(E.dump(doc)) == {"srv": [{"name": "b", "k": 3}, {"name": "d", "k": 4}]}
+
+
+def test_a_table_set_in_a_dotted_key_table_goes_inline():
+    """``d.e = 1`` makes table d by a dotted key: TOML lets no ``[d.x]`` header open it
+    again (tomllib: "Cannot overwrite a value"), so a table or a list of tables set in it
+    is written inline, next to its keys. (Found by the deletion property's sets.)"""
+    assert edit("d.e = 1\n[x]\ny = 1\n", ("set", ("d", "new"), {"a": False})) == \
+        "d.e = 1\nd.new = { a = false }\n[x]\ny = 1\n"
+    assert edit("[t]\nd.e = 1\n", ("set", ("t", "d", "x", "y"), 2)) == "[t]\nd.e = 1\nd.x = { y = 2 }\n"
+    assert edit("d.e.f = 1\n", ("set", ("d", "e", "x"), [{"a": 1}])) == "d.e.f = 1\nd.e.x = [{ a = 1 }]\n"
+    assert edit("d.e = 1\n", ("set", ("d", "e"), {"a": 1})) == "d.e = { a = 1 }\n"

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any
 
@@ -59,7 +60,9 @@ class TomlDocument:
     #: ids of the tables this session created (their spacing is undone exactly on delete)
     created: set[int] = field(default_factory=set, repr=False)
     #: where ``[[…]]`` and array elements are by name (so a Match does not walk the list)
-    matches: MatchIndex = field(default_factory=lambda: MatchIndex(_match_value), repr=False)
+    matches: _Named = field(default_factory=lambda: _Named(), repr=False)
+    #: per body list, the runs of ``Null`` entries deletes left (see :func:`_live`)
+    skips: dict[int, tuple[list, dict[int, int], dict[int, int]]] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -95,6 +98,92 @@ def _match_value(element: Any, field: str) -> str | None:
         return None
     value = _plain(element.get(field))
     return value if isinstance(value, str) else None
+
+
+class _Named(MatchIndex):
+    """The name index of :class:`MatchIndex`, kept up when a ``[[…]]`` element is
+    removed instead of rebuilt (a destroy removes the elements one by one, each found by
+    name first: a rebuild per removal made that quadratic).
+
+    The index holds *stamps*: an element's position when its list was indexed, or, for
+    one appended since, its position then plus the elements removed before; the
+    position now is the stamp less the removed stamps below it (``gone``, ascending).
+    Removing the first element of a name some other element also holds forgets the
+    list (the next one of that name is not known without a walk)."""
+
+    __slots__ = ("gone", "twice")
+
+    def __init__(self) -> None:
+        super().__init__(_match_value)
+        #: id(list) -> the stamps of the elements removed since it was indexed, ascending
+        self.gone: dict[int, list[int]] = {}
+        #: (id(list), field) -> the names more than one element held when indexed or appended
+        self.twice: dict[tuple[int, str], set[str]] = {}
+
+    def positions(self, items: list, field: str) -> dict[str, int]:
+        """``{name: stamp}`` of the first element of each name (see the class)."""
+        hit = self.lists.get(id(items))
+        if hit is None or hit[0] is not items or (field not in hit[1] and self.gone.get(id(items))):
+            hit = self.lists[id(items)] = (items, {})
+            self.gone[id(items)] = []
+        found = hit[1].get(field)
+        if found is None:
+            found = hit[1][field] = {}
+            twice = self.twice[id(items), field] = set()
+            for i, element in enumerate(items):
+                name = self.name_of(element, field)
+                if name is not None:
+                    if name in found:
+                        twice.add(name)
+                    else:
+                        found[name] = i
+        return found
+
+    def find(self, items: list, seg: Match) -> int | None:
+        stamp = self.positions(items, seg.field).get(seg.value)
+        if stamp is None:
+            return None
+        gone = self.gone.get(id(items))
+        return stamp - bisect_left(gone, stamp) if gone else stamp
+
+    def appended(self, items: list) -> None:
+        hit = self.lists.get(id(items))
+        if hit is not None and hit[0] is items:
+            stamp = len(items) - 1 + len(self.gone.get(id(items), ()))
+            for field, found in hit[1].items():
+                name = self.name_of(items[-1], field)
+                if name is not None:
+                    if name in found:
+                        self.twice[id(items), field].add(name)
+                    else:
+                        found[name] = stamp
+
+    def removed(self, items: list, idx: int, element: Any) -> None:
+        """``element``, at ``idx`` in ``items``, was just removed from it."""
+        hit = self.lists.get(id(items))
+        if hit is None or hit[0] is not items:
+            return
+        gone = self.gone.setdefault(id(items), [])
+        lo, hi = idx, idx + len(gone)  # its stamp: the least s with s - (gone <= s) == idx
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if mid - bisect_right(gone, mid) >= idx:
+                hi = mid
+            else:
+                lo = mid + 1
+        for field, found in hit[1].items():
+            name = self.name_of(element, field)
+            if name is not None and found.get(name) == lo:
+                if name in self.twice[id(items), field]:
+                    del self.lists[id(items)]  # another element of that name: index anew
+                    return
+                del found[name]
+        insort(gone, lo)
+
+    def forget(self) -> None:
+        super().forget()
+        self.gone.clear()
+        self.twice.clear()
 
 
 def _inline(value: Any) -> Item:
@@ -238,6 +327,9 @@ def _previous(flat: list, item: Any) -> tuple[int, int] | None:
 #: where an entry is: (the Container or AoT whose body holds it, its index there) for it
 #: and for each entry above it, from the document's top level down
 Chain = list[tuple[Any, int]]
+#: where text rendered before a deleted table ends: (container, index to insert at, the
+#: entry that ends it or None, and that entry's chain when it was found from one)
+Anchor = tuple[Container, int, Any, "Chain | None"]
 
 
 def _item_at(holder: Any, i: int) -> Any:
@@ -254,6 +346,17 @@ def _index_in(owner: Any, key: str, item: Any) -> tuple[Container, int] | None:
     if type(idx) is not int or cont.body[idx][1] is not item:
         return None
     return cont, idx
+
+
+def _dotted(owner: Any, key: Any, node: Any) -> bool:
+    """Whether ``node``, ``owner``'s entry ``key``, is a table made by dotted keys
+    (``d.e = 1``): no ``[d.…]`` header may open it again (TOML: "Cannot overwrite a
+    value"), so a table or list of tables set in it is written inline (``d.x = {…}``)."""
+    if not isinstance(node, Table) or not isinstance(key, str):
+        return False
+    where = _index_in(owner, key, node)
+    entry_key = where[0].body[where[1]][0] if where is not None else None
+    return entry_key is not None and entry_key.is_dotted()
 
 
 def _before(chain: Chain) -> Chain | None:
@@ -280,6 +383,86 @@ def _rendered_before(chain: Chain) -> Chain | None:
     while prev is not None and isinstance(_item_at(*prev[-1]), (Null, AoT)):
         prev = _before(prev)
     return prev
+
+
+def _live(tdoc: TomlDocument, body: list, i: int, step: int) -> int:
+    """The index of the entry of ``body`` nearest ``i``, past it in the direction
+    ``step`` (-1: before, +1: after), that is not a ``Null`` (-1 or ``len(body)``: none).
+
+    A delete leaves a ``Null`` where its entry was (tomlkit never reuses or compacts the
+    slot), so deleting many tables one after the other would walk back over the ones
+    deleted before, each time: the runs crossed are remembered per body (each index to
+    the far end of a run of ``Null``, compressed as they are followed), and forgotten when
+    entries are inserted or taken off the end (:func:`_forget_skips`) and on every set;
+    where closing comments fill the start of a run, the step back into the rest of it is
+    set to them (:meth:`TomlEditor._put_tail`)."""
+    memo = tdoc.skips.get(id(body))
+    if memo is None or memo[0] is not body:
+        memo = tdoc.skips[id(body)] = (body, {}, {})
+    jump = memo[1] if step < 0 else memo[2]
+    n = len(body)
+    crossed = []
+    j = i + step
+    while 0 <= j < n and isinstance(body[j][1], Null):
+        crossed.append(j)
+        j = jump.get(j, j + step)
+    for k in crossed:
+        jump[k] = j
+    return j
+
+
+def _live_jumps(tdoc: TomlDocument, body: list) -> dict[int, int]:
+    """The steps back :func:`_live` remembers for ``body``."""
+    memo = tdoc.skips.get(id(body))
+    if memo is None or memo[0] is not body:
+        memo = tdoc.skips[id(body)] = (body, {}, {})
+    return memo[1]
+
+
+def _forget_skips(tdoc: TomlDocument, body: list) -> None:
+    """``body``'s indices moved (an insert, a cut at the end): its runs are unknown."""
+    tdoc.skips.pop(id(body), None)
+
+
+def _before_live(tdoc: TomlDocument, chain: Chain) -> Chain | None:
+    """:func:`_before`, stepping over ``Null`` entries (which render nothing) through
+    :func:`_live`: the entry before ``chain``'s in rendering order that is not one."""
+    holder, i = chain[-1]
+    j = i - 1 if isinstance(holder, AoT) else _live(tdoc, holder.body, i, -1)
+    if j < 0:
+        return chain[:-1] or None
+    out = chain[:-1] + [(holder, j)]
+    while True:
+        item = _item_at(*out[-1])
+        if isinstance(item, Table):
+            body = item.value.body
+            k = _live(tdoc, body, len(body), -1)
+            if k < 0:
+                return out
+            out.append((item.value, k))
+        elif isinstance(item, AoT) and item.body:
+            out.append((item, len(item.body) - 1))
+        else:
+            return out
+
+
+def _after_live(tdoc: TomlDocument, chain: Chain) -> Chain | None:
+    """The entry after ``chain``'s in rendering order (what :func:`_flatten` lists next)
+    that is not a ``Null``; None at the end of the document."""
+    item = _item_at(*chain[-1])
+    if isinstance(item, Table):
+        k = _live(tdoc, item.value.body, -1, 1)
+        if k < len(item.value.body):
+            return chain + [(item.value, k)]
+    elif isinstance(item, AoT) and item.body:
+        return chain + [(item, 0)]
+    out = list(chain)
+    while out:
+        holder, i = out.pop()
+        j = i + 1 if isinstance(holder, AoT) else _live(tdoc, holder.body, i, 1)
+        if j < len(holder.body):
+            return out + [(holder, j)]
+    return None
 
 
 class TomlEditor(FormatEditor):
@@ -373,6 +556,7 @@ class TomlEditor(FormatEditor):
             return self._set(tdoc, path, value)
         finally:
             tdoc.matches.edited(path)
+            tdoc.skips.clear()  # a set may insert anywhere (tomlkit's own inserts too)
 
     def _set(self, tdoc: TomlDocument, path: KeyPath, value: Any) -> list[KeyPath]:
         steps = self._walk(tdoc, path)
@@ -398,7 +582,7 @@ class TomlEditor(FormatEditor):
             if not isinstance(node, _MAPS):
                 raise FormatError(f"{keypath_str(path[:i]) or 'the top level'} is not a table")
             new = build_value(rest, value)
-            if step.inline or isinstance(node, InlineTable):
+            if step.inline or isinstance(node, InlineTable) or (i and _dotted(steps[i - 1].node, path[i - 1], node)):
                 pad = self._style_of(node)
                 node[seg] = _inline(new)
                 self._restyle(tdoc, path, steps, len(steps) - 1, pad)
@@ -430,17 +614,22 @@ class TomlEditor(FormatEditor):
             idx = tdoc.matches.find(parent.node, seg)
             assert idx is not None and parent.node[idx] is node
             if isinstance(parent.node, AoT):
-                self._delete_aot_element(tdoc, parent.node, idx)
+                self._delete_aot_element(tdoc, parent.node, idx, self._chain(tdoc, path, steps, []))
+                tdoc.matches.removed(parent.node, idx, node)
             else:
                 del parent.node[idx]
-            tdoc.matches.forget()  # the elements after it moved up
+                tdoc.matches.forget()  # the elements after it moved up
         elif isinstance(node, (Table, AoT)) and not parent.inline:
-            self._delete_table(tdoc, parent.node, seg, node)
+            chain = self._chain(tdoc, path, steps, [])
+            if chain is not None and isinstance(node, AoT):
+                chain.append((node, 0))
+            self._delete_table(tdoc, parent.node, seg, node, chain)
         else:
             pad = self._style_of(parent.node) if isinstance(parent.node, InlineTable) else None
-            del parent.node[seg]
+            del parent.node[seg]  # leaves a Null where it was: no index moves
             if pad is not None:
                 self._restyle(tdoc, path, steps, len(steps) - 2, pad)
+                tdoc.skips.clear()
         tdoc.matches.edited(path)
         tdoc.edited = True
         return True
@@ -579,58 +768,110 @@ class TomlEditor(FormatEditor):
 
     # -- deleting -------------------------------------------------------------------------
 
-    def _delete_table(self, tdoc: TomlDocument, owner: Any, key: str, node: Any) -> None:
+    def _delete_table(self, tdoc: TomlDocument, owner: Any, key: str, node: Any, chain: Chain | None = None) -> None:
         """Delete a table (or array of tables), keeping the comments and blank lines
-        that closed it where they were rendered."""
+        that closed it where they were rendered. ``chain``: where its first table is
+        (see :meth:`_anchor`)."""
         first = node if isinstance(node, Table) else (node[0] if isinstance(node, AoT) and len(node) else None)
         if first is None:
             del owner[key]
             return
         last = node if isinstance(node, Table) else node[-1]
-        anchor = self._anchor(tdoc, first)
-        tail = _take_tail(_last_body(last))
+        anchor = self._anchor(tdoc, first, chain)
+        tail = self._cut_tail(tdoc, _last_body(last))
         del owner[key]
-        self._put_tail(tdoc, anchor, tail, id(first) not in tdoc.created)
+        self._put_tail(tdoc, anchor, tail, id(first) not in tdoc.created, chain is not None)
 
-    def _delete_aot_element(self, tdoc: TomlDocument, aot: AoT, idx: int) -> None:
+    def _delete_aot_element(self, tdoc: TomlDocument, aot: AoT, idx: int, chain: Chain | None = None) -> None:
         element = aot[idx]
-        anchor = self._anchor(tdoc, element)
-        tail = _take_tail(_last_body(element))
+        anchor = self._anchor(tdoc, element, chain)
+        tail = self._cut_tail(tdoc, _last_body(element))
         del aot[idx]
-        self._put_tail(tdoc, anchor, tail, id(element) not in tdoc.created)
+        self._put_tail(tdoc, anchor, tail, id(element) not in tdoc.created, chain is not None)
 
     @staticmethod
-    def _anchor(tdoc: TomlDocument, item: Any) -> tuple[Container, int, Any]:
+    def _cut_tail(tdoc: TomlDocument, cont: Container) -> list[tuple[Any, Item]]:
+        _forget_skips(tdoc, cont.body)
+        return _take_tail(cont)
+
+    @staticmethod
+    def _anchor(tdoc: TomlDocument, item: Any, chain: Chain | None = None) -> Anchor:
         """Where text rendered right before ``item`` ends: (container, index to insert
-        at, the whitespace/comment/value entry that ends it, or None)."""
+        at, the whitespace/comment/value entry that ends it, or None; and its chain).
+        With ``item``'s ``chain`` it is found by stepping back from there over what
+        renders nothing (:func:`_before_live`: linear work in a session deleting many
+        tables); without, by flattening the document."""
+        if chain is not None:
+            prev = _before_live(tdoc, chain)
+            while prev is not None:
+                holder, i = prev[-1]
+                it = _item_at(holder, i)
+                if isinstance(it, Table) and not (it.is_super_table() and not isinstance(holder, AoT)):
+                    return it.value, 0, None, None
+                if isinstance(it, (Table, AoT)):  # renders nothing of its own here
+                    prev = _before_live(tdoc, prev)
+                    continue
+                return holder, i + 1, it, prev
+            return tdoc.doc, 0, Whitespace(""), None
         flat = _flatten(tdoc.doc)
         where = _previous(flat, item)
         k = where[1] if where else -1
         while k >= 0:
             holder, i, _key, it = flat[k]
             if isinstance(it, Table) and not (it.is_super_table() and not isinstance(holder, AoT)):
-                return it.value, 0, None
+                return it.value, 0, None, None
             if isinstance(it, (Table, AoT, Null)):  # renders nothing of its own here
                 k -= 1
                 continue
-            return holder, i + 1, it
-        return tdoc.doc, 0, Whitespace("")  # the top of the file: no blank line to keep there
+            return holder, i + 1, it, None
+        return tdoc.doc, 0, Whitespace(""), None  # the top of the file: no blank line to keep there
 
     @staticmethod
-    def _put_tail(tdoc: TomlDocument, anchor: tuple[Container, int, Any], tail: list[tuple[Any, Item]], tidy: bool) -> None:
+    def _put_tail(tdoc: TomlDocument, anchor: Anchor, tail: list[tuple[Any, Item]], tidy: bool,
+                  linear: bool = False) -> None:
         """Put a deleted table's closing whitespace/comments where it was rendered, without
         doubling the blank line before it, detaching a comment from what follows, or
-        leaving a blank line at the end of the file."""
-        cont, idx, prev = anchor
+        leaving a blank line at the end of the file (whether anything follows: from the
+        anchor's chain when it has one, else by flattening the document).
+
+        ``linear`` (the table was found from its chain): the comments go into ``Null``
+        slots right after the anchor when there are enough, else they are inserted with
+        as many spare ``Null`` slots after them as the body has keys (each insert
+        renumbers those keys in tomlkit's map): deleting many tables that each end in a
+        comment of their own from one body (top-level tables, say) does not renumber
+        its keys on each delete. ``Null`` renders nothing: the text is an insert's."""
+        cont, idx, prev, chain = anchor
         prev_blank = isinstance(prev, Whitespace)
         if tail and prev_blank and isinstance(tail[0][1], Whitespace):
             tail = tail[1:]
         if isinstance(prev, Comment) and all(isinstance(e[1], Whitespace) for e in tail):
             tail = []
         if tail:
+            body = cont.body
+            if linear:
+                t = len(tail)
+                if idx + t <= len(body) and all(isinstance(body[idx + k][1], Null) for k in range(t)):
+                    end = _live(tdoc, body, idx - 1, 1)  # the run of Nulls taken from: [idx, end)
+                    body[idx:idx + t] = tail
+                    if end - 1 >= idx + t:  # a step back into what is left of it lands on the tail
+                        _live_jumps(tdoc, body)[end - 1] = idx + t - 1
+                    return
+                tail = tail + [(None, Null()) for _ in range(len(cont._map))]
+            _forget_skips(tdoc, body)
             _body_insert(cont, idx, tail)
             return
         if not tidy or not prev_blank or idx == 0:
+            return
+        if chain is not None:
+            if prev.as_string().strip():
+                return
+            after = _after_live(tdoc, chain)
+            while after is not None:
+                it = _item_at(*after[-1])
+                if not ((isinstance(it, Table) and it.is_super_table()) or (isinstance(it, AoT) and not len(it))):
+                    return  # something still follows: the blank line separates it
+                after = _after_live(tdoc, after)
+            cont.body[idx - 1] = (None, Null())
             return
         flat = _flatten(tdoc.doc)
         at = next((i for i, e in enumerate(flat) if e[0] is cont and e[1] == idx - 1), None)
