@@ -82,13 +82,14 @@ def installed(tmp_path_factory):
 def _workspace(where: Path) -> Path:
     ws = where / "workspace"
     (ws / ".devcontainer").mkdir(parents=True)
-    YAML(typ="safe").dump({
-        "version": 1,
-        "gateway": {"base_url": "https://gw.example.com/api", "key": "${env:TAOTOKEN_API_KEY}"},
-        "models": {"gw-main": {}}, "routes": {"main": "gw-main"}, "default_route": "main",
-        "secrets": "reference",
-        "clients": {"claude-code": {"model": "main"}, "codex": {"model": "main"}}},
-        (ws / ".devcontainer" / "fleet.yaml").open("w"))
+    with (ws / ".devcontainer" / "fleet.yaml").open("w") as out:  # closed: libyaml buffers
+        YAML(typ="safe").dump({
+            "version": 1,
+            "gateway": {"base_url": "https://gw.example.com/api",
+                        "key": "${env:TAOTOKEN_API_KEY}"},
+            "models": {"gw-main": {}}, "routes": {"main": "gw-main"}, "default_route": "main",
+            "secrets": "reference",
+            "clients": {"claude-code": {"model": "main"}, "codex": {"model": "main"}}}, out)
     return ws
 
 

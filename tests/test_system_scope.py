@@ -40,7 +40,8 @@ def sysroot(tmp_path, monkeypatch) -> Path:
 def write_fleet(path: Path, **changes) -> Path:
     data = json.loads(json.dumps(SYSTEM_FLEET))
     data.update(changes)
-    YAML(typ="safe").dump(data, path.open("w"))
+    with path.open("w") as out:  # closed before taosync reads it (libyaml's emitter buffers)
+        YAML(typ="safe").dump(data, out)
     return path
 
 

@@ -393,9 +393,9 @@ def _live(tdoc: TomlDocument, body: list, i: int, step: int) -> int:
     slot), so deleting many tables one after the other would walk back over the ones
     deleted before, each time: the runs crossed are remembered per body (each index to
     the far end of a run of ``Null``, compressed as they are followed), and forgotten when
-    entries are inserted or taken off the end (:func:`_forget_skips`) and on every set;
-    where closing comments fill the start of a run, the step back into the rest of it is
-    set to them (:meth:`TomlEditor._put_tail`)."""
+    entries are inserted or taken off the end (:func:`_forget_skips`), on every set, and
+    when closing comments fill the start of a run (:meth:`TomlEditor._put_tail`: a step
+    remembered across the run would cross them)."""
     memo = tdoc.skips.get(id(body))
     if memo is None or memo[0] is not body:
         memo = tdoc.skips[id(body)] = (body, {}, {})
@@ -409,14 +409,6 @@ def _live(tdoc: TomlDocument, body: list, i: int, step: int) -> int:
     for k in crossed:
         jump[k] = j
     return j
-
-
-def _live_jumps(tdoc: TomlDocument, body: list) -> dict[int, int]:
-    """The steps back :func:`_live` remembers for ``body``."""
-    memo = tdoc.skips.get(id(body))
-    if memo is None or memo[0] is not body:
-        memo = tdoc.skips[id(body)] = (body, {}, {})
-    return memo[1]
 
 
 def _forget_skips(tdoc: TomlDocument, body: list) -> None:
@@ -851,10 +843,8 @@ class TomlEditor(FormatEditor):
             if linear:
                 t = len(tail)
                 if idx + t <= len(body) and all(isinstance(body[idx + k][1], Null) for k in range(t)):
-                    end = _live(tdoc, body, idx - 1, 1)  # the run of Nulls taken from: [idx, end)
                     body[idx:idx + t] = tail
-                    if end - 1 >= idx + t:  # a step back into what is left of it lands on the tail
-                        _live_jumps(tdoc, body)[end - 1] = idx + t - 1
+                    _forget_skips(tdoc, body)  # steps remembered across the run cross the tail
                     return
                 tail = tail + [(None, Null()) for _ in range(len(cont._map))]
             _forget_skips(tdoc, body)
