@@ -26,8 +26,15 @@ from taosync.fleet import yaml_source
 from taosync.fleet.yaml_source import MAX_DEPTH, _c_loader, _c_reads_alike, _load_c, _load_yaml
 
 LOADER = _c_loader()
-needs_c = pytest.mark.skipif(LOADER is None and os.environ.get("TAOSYNC_YAML_C") != "required",
-                             reason="ruamel.yaml.clib is not installed (PyPy?)")
+#: ruamel.yaml.clib is a dependency on CPython (pyproject.toml): there, a missing C loader
+#: fails these tests; elsewhere (PyPy) there is none, and only the pure loader is tested
+needs_c = pytest.mark.skipif(sys.implementation.name != "cpython",
+                             reason="ruamel.yaml.clib is for CPython only")
+
+
+@needs_c
+def test_the_c_loader_is_there_on_cpython():
+    assert LOADER is not None, "ruamel.yaml.clib is not installed: pip install -e ."
 
 # ---- comparing two loads -------------------------------------------------------------------
 
@@ -90,10 +97,12 @@ PLAIN = ["a", "key", "gpt-4o-mini", "nvidia/deepseek-r1", "1", "-1", "+1", "0", 
          "0x1F", "0b101", "1_000", "1,000", "1.5", "+.5", "1e3", "6.8523015e+5", ".inf", "-.Inf",
          ".nan", "NaN", "~", "null", "Null", "NULL", "true", "True", "false", "yes", "no", "on",
          "off", "y", "n", "Yes", "2024-01-01", "2001-12-14t21:59:43.10-05:00",
-         "2001-12-14 21:59:43.10 -5", "12:30:00", "190:20:30", "1:20", "a:b", "http://x.example:8080/v1",
+         "2001-12-14 21:59:43.10 -5", "12:30:00", "190:20:30", "1:20", "a:b",
+         "http://x.example:8080/v1",
          "${env:TAOTOKEN_API_KEY}", "${routes.fast}", "a#b", "a-b", "-a", "?a", "a?", "a!", "a,b",
          "a b", "a  b", "a'b", 'a"b', "@taotoken/x", "it's", "=", "<<x", "x<<", "%x", "a%20b",
-         "é", "ключ", "名前", "😀", "a\\b", "a/b", "[x", "x]", "{x", "x}", "a*", "a&b", "a|b", "a>b"]
+         "é", "ключ", "名前", "😀", "a\\b", "a/b", "[x", "x]", "{x", "x}", "a*", "a&b", "a|b",
+         "a>b"]
 #: the subset that is a plain scalar inside ``[…]``/``{…}`` too (no ``,[]{}`` and no ``: ``)
 FLOW_PLAIN = [p for p in PLAIN if not set(p) & set(",[]{}") and ": " not in p]
 SINGLE = ["''", "'a'", "'it''s'", "'a: b'", "'#x'", "'  pad  '", "'1'", "'true'", "'~'",
@@ -347,7 +356,8 @@ def test_what_libyaml_refuses_ruamel_still_reads_without_the_round_trip_parse(tm
     from taosync.fleet.problems import Findings
     from taosync.fleet.yaml_source import YamlSource
 
-    text = "version: 1\nmcp_servers:\n  s:\n    command: npx\n    args: [--url, http://localhost:8080/mcp]\n"
+    text = ("version: 1\nmcp_servers:\n  s:\n    command: npx\n"
+            "    args: [--url, http://localhost:8080/mcp]\n")
     assert _c_reads_alike(text) and _outcome(_c, text)[0] == "refused"
     source = YamlSource(tmp_path / "fleet.yaml", Findings())
     assert source.parse_safe(text)["mcp_servers"]["s"]["args"] == ["--url",
@@ -433,7 +443,6 @@ def test_deep_nesting_is_a_located_message_through_the_c_path(tmp_path, shape):
     assert proc.stderr.startswith(f"fleet.yaml:{line}:{column}: nested deeper than "
                                   f"{MAX_DEPTH} levels"), proc.stderr[:300]
     assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr
-    assert proc.returncode != -11  # no segmentation fault
     assert took < 10, f"{took:.1f} s"  # ~0.3 s unloaded: the start-up, not the parse
     assert not any((tmp_path / "home").iterdir()), "nothing is written"
 
