@@ -95,14 +95,14 @@ class FakeEtc:
 
 def _fleet(path: Path, root: str, model: str, secrets: str) -> None:
     yaml = YAML(typ="safe")
-    yaml.dump({"version": 1,
-               "gateway": {"base_url": root, "key": "${env:TAOTOKEN_API_KEY}"},
-               "models": {"gw-user": {}, "gw-admin": {}},
-               "routes": {"main": model}, "default_route": "main", "secrets": secrets,
-               "clients": {"claude-code": {"model": "main"}, "codex": {"model": "main"},
-                           "qwen-code": {"model": "main"}, "opencode": {"model": "main"},
-                           "kilo": {"model": "main"}}},
-              path.open("w"))
+    with path.open("w") as out:  # closed before taosync reads it (libyaml's emitter buffers)
+        yaml.dump({"version": 1,
+                   "gateway": {"base_url": root, "key": "${env:TAOTOKEN_API_KEY}"},
+                   "models": {"gw-user": {}, "gw-admin": {}},
+                   "routes": {"main": model}, "default_route": "main", "secrets": secrets,
+                   "clients": {"claude-code": {"model": "main"}, "codex": {"model": "main"},
+                               "qwen-code": {"model": "main"}, "opencode": {"model": "main"},
+                               "kilo": {"model": "main"}}}, out)
 
 
 RUNS = {
