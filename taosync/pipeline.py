@@ -214,18 +214,11 @@ def client_locations(env, client: str | None = None):
         dirs += more_dirs
         files.update(more_files)
     dirs += list(env.extra_dirs)  # a project run: the project's root
-    if _system_scope():  # --system: the managed files' directories too
+    if env.system_scope:  # --system: the managed files' directories too
         from taosync.clients import system
 
         dirs += system.locations(env, client)
     return [Path(os.path.abspath(d)) for d in dirs], {os.path.abspath(f) for f in files}
-
-
-def _system_scope() -> bool:
-    """This run is ``--system`` (settings.py; docs/system.md)."""
-    from taosync.settings import current
-
-    return current().system_scope
 
 
 def bounds(env, release_moved: bool = False):
@@ -317,7 +310,7 @@ def project_files(settings, store, loaded, patches) -> tuple[list, list[str]]:
     from taosync.clients.project_scope import ignored, project_render
 
     root = settings.project
-    trust = getattr(settings, "trust", False) or store.system.exists(store.root / TRUST_MARK)
+    trust = settings.trust or store.system.exists(store.root / TRUST_MARK)
     done = project_render(patches, root, list(loaded.fleet.enabled_clients()), trust=trust,
                           key_kind=loaded.key_ref.kind)
     settings.trust_entries = done.trust if trust else []
@@ -332,6 +325,8 @@ def project_files(settings, store, loaded, patches) -> tuple[list, list[str]]:
                 f"where {client} can read the key from the environment (docs/project.md); "
                 "nothing was written")
     return done.patches, done.notes
+
+
 def hide_key_text(patches, key) -> None:
     """Make every rendered string that holds ``key`` — a named gateway's key, which the
     planner does not know as the key (``${gateway.key}`` in an MCP value of a client on

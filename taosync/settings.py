@@ -95,7 +95,8 @@ class Settings:
             act_for_home(self.home_dir)  # root on another user's home acts with their rights
         return ClientEnv(home=self.home_dir, sandboxed=self.sandboxed,
                          environ=environ().copy(),
-                         extra_dirs=(self.project,) if self.project is not None else ())
+                         extra_dirs=(self.project,) if self.project is not None else (),
+                         system_scope=self.system_scope)
 
     def _location(self, var: str) -> Path | None:
         return self.user_env().location(var)
@@ -154,6 +155,7 @@ class Settings:
 
             if self.home is None and getattr(os, "geteuid", lambda: -1)() == 0:
                 # root: the machine's; $TAOSYNC_SYSTEM_ROOT (tests only) stands for "/"
+                # (clients/system.py root_of; settings imports no client module)
                 root = Path(environ().get("TAOSYNC_SYSTEM_ROOT") or "/")
                 return root / ("ProgramData" if sys.platform == "win32" else "var/lib") / "taosync"
             return self.user_state_dir() / "system"

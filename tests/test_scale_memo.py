@@ -363,7 +363,10 @@ def test_the_remembered_state_is_what_state_json_holds(tmp_path, monkeypatch):
 def test_plain_segment_pattern_is_the_loop():
     import sys
 
-    from taosync.formats.base import _plain, _plain_chars
+    from taosync.formats.base import _plain
+
+    def _plain_chars(seg: str) -> bool:  # what _plain said before: \w is isalnum() or "_"
+        return bool(seg) and all(c.isalnum() or c in "_-" for c in seg)
 
     every = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
     for c in every:  # one character: \w against isalnum() or "_", "-" besides

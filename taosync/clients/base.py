@@ -176,6 +176,8 @@ class ClientEnv:
     probed: dict[str, str | None] = field(default_factory=dict)
     #: more directories this run's files may be in (a project run: the project's root)
     extra_dirs: tuple[Path, ...] = ()
+    #: --system: the clients' managed (policy) files are this run's (clients/system.py)
+    system_scope: bool = False
 
     def shown(self, path: Path | str) -> str:
         """``path`` as output names it: ``~/…`` under the home (the ``home:`` header says

@@ -19,7 +19,8 @@ from taosync.engine.state import (RESTORE_SECRET, FileState, OwnedKey, Priors, S
 from taosync.engine.system import current
 from taosync.errors import BadInput
 from taosync.fleet.secrets import NO_KEY_SAME, NO_KEY_VALUE, Secret, canonical, value_hash
-from taosync.formats.base import MISSING, FormatError, KeyPath, Match, keypath_parse, keypath_str
+from taosync.formats.base import (JSON_SCALARS, MISSING, FormatError, KeyPath, Match,
+                                  keypath_parse, keypath_str)
 from taosync.formats.registry import editor_for
 
 
@@ -141,12 +142,11 @@ class Plan:
         return [f for f in self.files if f.changed]
 
 
-_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def materialize(value: Any) -> tuple[Any, bool]:
     """Plain value with Secrets revealed, and whether it held one."""
-    if type(value) in _PLAIN:  # most values: as they are
+    if type(value) in JSON_SCALARS:  # most values: as they are
         return value, False
     found: list[bool] = []
     return _revealed(value, found), bool(found)
@@ -159,9 +159,9 @@ def _revealed(value: Any, found: list[bool]) -> Any:
         found.append(True)
         return value.reveal()
     if isinstance(value, dict):
-        return {k: v if type(v) in _PLAIN else _revealed(v, found) for k, v in value.items()}
+        return {k: v if type(v) in JSON_SCALARS else _revealed(v, found) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [v if type(v) in _PLAIN else _revealed(v, found) for v in value]
+        return [v if type(v) in JSON_SCALARS else _revealed(v, found) for v in value]
     return value
 
 

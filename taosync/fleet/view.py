@@ -15,6 +15,7 @@ import copy
 from typing import Any
 
 from taosync.fleet.logic import FleetLogic, RunTime
+from taosync.formats.base import JSON_SCALARS
 
 
 class Node:
@@ -133,13 +134,11 @@ def _wrap(value: Any, schema: dict, defs: dict) -> Any:
         return dict(value)
     if isinstance(value, list):
         items = schema.get("items")
-        if not isinstance(items, dict) or all(type(v) in _SCALARS for v in value):
+        if not isinstance(items, dict) or all(type(v) in JSON_SCALARS for v in value):
             return list(value)  # _wrap gives a scalar back as it is (args, a list of ids)
         return [_wrap(v, items, defs) for v in value]
     return value
 
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _empty(schema: dict) -> Any:

@@ -31,6 +31,9 @@ class Match:
 
 Segment = Union[str, Match]
 
+#: the types of a JSON scalar: a value of one is copied, walked or written as it is
+JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
 
 class NamedList(list):
     """A list created through a :class:`Match` segment: its elements are found by name
@@ -200,12 +203,8 @@ def _spell(path: KeyPath) -> str:
 
 
 def _plain(seg: str) -> bool:
+    """Written bare: letters, digits (``\\w`` is ``str.isalnum`` or ``_``), ``_`` and ``-``."""
     return _PLAIN_SEGMENT.fullmatch(seg) is not None
-
-
-def _plain_chars(seg: str) -> bool:
-    """:func:`_plain`, character by character (``\\w`` is ``str.isalnum`` or ``_``)."""
-    return bool(seg) and all(c.isalnum() or c in "_-" for c in seg)
 
 
 _PLAIN_SEGMENT = re.compile(r"[\w-]+")

@@ -12,10 +12,9 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, Callable
 
-from taosync.formats.base import (MISSING, FormatEditor, FormatError, KeyPath, Match, MatchIndex,
-                                  NamedList,
-                                  build_value, element_value, keypath_str, update_mapping,
-                                  with_match_field)
+from taosync.formats.base import (JSON_SCALARS, MISSING, FormatEditor, FormatError, KeyPath,
+                                  Match, MatchIndex, NamedList, build_value, element_value,
+                                  keypath_str, update_mapping, with_match_field)
 
 
 class NewDocument:
@@ -171,11 +170,9 @@ def _add(doc: NewDocument, node: Any, seg: Any, rest: KeyPath, value: Any) -> No
 
 def _copy(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: v if type(v) in _LEAVES else _copy(v) for k, v in value.items()}
+        return {k: v if type(v) in JSON_SCALARS else _copy(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        out = [v if type(v) in _LEAVES else _copy(v) for v in value]
+        out = [v if type(v) in JSON_SCALARS else _copy(v) for v in value]
         return NamedList(out) if isinstance(value, NamedList) else out
     return value
 
-
-_LEAVES = frozenset({str, int, float, bool, type(None)})  # copied as they are, no call

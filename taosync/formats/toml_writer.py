@@ -22,7 +22,8 @@ import math
 import re
 from typing import Any
 
-from taosync.formats.base import FormatError, KeyPath, NamedList, escaped, keypath_str
+from taosync.formats.base import (JSON_SCALARS, FormatError, KeyPath, NamedList, escaped,
+                                  keypath_str)
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")  # written bare; any other key is quoted
 _ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r",
@@ -44,7 +45,7 @@ def _holds_null(value: Any) -> bool:
     return any(v is None or type(v) not in _LEAVES and _holds_null(v) for v in value)
 
 
-_LEAVES = frozenset({str, int, float, bool})
+_LEAVES = JSON_SCALARS - {type(None)}  # TOML has no null
 
 
 def _check(value: Any, where: KeyPath) -> None:

@@ -16,9 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ruamel.yaml import YAML
-
-KEEP = ("PATH", "LANG", "LC_ALL", "TERM", "TMPDIR")
+from real_client import apply_at, in_namespace, isolated, run_client
 
 
 def run_isolated(fleet_file: Path, home: Path, key: str, argv: list[str],
@@ -26,11 +24,7 @@ def run_isolated(fleet_file: Path, home: Path, key: str, argv: list[str],
                  timeout: float = 180) -> dict:
     job = {"fleet": str(fleet_file), "home": str(home), "argv": argv, "env": env or {},
            "files": files, "timeout": timeout}
-    r = subprocess.run(["unshare", "-n", sys.executable, __file__, json.dumps(job)],
-                       capture_output=True, text=True, timeout=timeout + 120,
-                       env={**os.environ, "TAOSYNC_STUB_KEY": key})
-    assert r.returncode == 0, r.stderr[-3000:]
-    return json.loads(r.stdout.splitlines()[-1])
+    return isolated(__file__, job, key, timeout + 120)
 
 
 def _seen(stub) -> list[dict]:
@@ -42,24 +36,15 @@ def _seen(stub) -> list[dict]:
 def _main(job: dict) -> dict:
     from taosync.stub import Stub
 
-    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    key = os.environ.pop("TAOSYNC_STUB_KEY")
-    yaml = YAML(typ="safe")
     fleet_path = Path(job["fleet"])
-    data = yaml.load(fleet_path.read_text())
+    key, data = in_namespace(fleet_path)
     models = list(data["models"])
     home = Path(job["home"])
     work = home / "work"
     with Stub(key=key, models=models) as a, Stub(key=key, models=models, prefix="/b") as b:
-        data["gateway"]["base_url"] = a.root
-        with fleet_path.open("w") as fh:
-            yaml.dump(data, fh)
-        taosync_env = {**os.environ, "TAOTOKEN_API_KEY": key}
-        applied = subprocess.run([sys.executable, "-m", "taosync", "apply", "--no-verify",
-                                  "--home", str(home), "-c", str(fleet_path)],
-                                 capture_output=True, text=True, env=taosync_env)
-        if applied.returncode != 0:
-            return {"apply": applied.stdout + applied.stderr}
+        failed = apply_at(fleet_path, data, a.root, str(home), key)
+        if failed is not None:
+            return {"apply": failed}
         work.mkdir(parents=True, exist_ok=True)
         subprocess.run(["git", "init", "-q", str(work)], check=True)
         for name, text in job["files"].items():
@@ -68,15 +53,9 @@ def _main(job: dict) -> dict:
             path.write_text(text.replace("{B}", b.root))
         guard = subprocess.run([sys.executable, "-m", "taosync", "--home", str(home), "-c",
                                 str(fleet_path), "doctor", "--project", str(work), "--json"],
-                               capture_output=True, text=True, env=taosync_env)
-        client_env = {name: os.environ[name] for name in KEEP if name in os.environ}
-        client_env.update(HOME=str(home), **job["env"])
-        try:
-            ran = subprocess.run(job["argv"], capture_output=True, text=True, env=client_env,
-                                 cwd=work, timeout=job["timeout"], stdin=subprocess.DEVNULL)
-            rc, out, err = ran.returncode, ran.stdout, ran.stderr
-        except subprocess.TimeoutExpired as exc:
-            rc, out, err = "timeout", str(exc.stdout or ""), str(exc.stderr or "")
+                               capture_output=True, text=True,
+                               env={**os.environ, "TAOTOKEN_API_KEY": key})
+        rc, out, err = run_client(job, str(home), work)
         return {"apply": "ok", "guard_rc": guard.returncode,
                 "guard": json.loads(guard.stdout) if guard.stdout.strip() else guard.stderr,
                 "rc": rc, "out": out, "err": err, "a": _seen(a), "b": _seen(b),

@@ -45,40 +45,62 @@ def run_real_client(fleet_file: Path, home: Path, key: str, argv: list[str], *,
     (``faults``: the stub's, e.g. ``rate_limited@gw-main``)."""
     job = {"fleet": str(fleet_file), "home": str(home), "argv": argv, "env": env or {},
            "timeout": timeout, "faults": list(faults)}
-    r = subprocess.run(["unshare", "-n", sys.executable, __file__, json.dumps(job)],
-                       capture_output=True, text=True, timeout=timeout + 60,
+    return isolated(__file__, job, key, timeout + 60)
+
+
+def isolated(script: str, job: dict, key: str, timeout: float) -> dict:
+    """Run ``script`` (a file of this folder) with ``job`` under ``unshare -n``, the key
+    handed over in its environment; the JSON its last line prints."""
+    r = subprocess.run(["unshare", "-n", sys.executable, script, json.dumps(job)],
+                       capture_output=True, text=True, timeout=timeout,
                        env={**os.environ, "TAOSYNC_STUB_KEY": key})
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.splitlines()[-1])
 
 
+def in_namespace(fleet_path: Path) -> tuple[str, dict]:
+    """Inside :func:`isolated`'s namespace: loopback up; (the key, the fleet's data)."""
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    return os.environ.pop("TAOSYNC_STUB_KEY"), YAML(typ="safe").load(fleet_path.read_text())
+
+
+def apply_at(fleet_path: Path, data: dict, root: str, home: str, key: str) -> str | None:
+    """The fleet ``data`` with its gateway at ``root``, written and applied into ``home``;
+    None, or what a failed apply printed."""
+    data["gateway"]["base_url"] = root
+    with fleet_path.open("w") as fh:
+        YAML(typ="safe").dump(data, fh)
+    applied = subprocess.run([sys.executable, "-m", "taosync", "apply", "--no-verify",
+                              "--home", home, "-c", str(fleet_path)],
+                             capture_output=True, text=True,
+                             env={**os.environ, "TAOTOKEN_API_KEY": key})
+    return None if applied.returncode == 0 else applied.stdout + applied.stderr
+
+
+def run_client(job: dict, home: str, cwd: Path | str) -> tuple:
+    """(rc or "timeout", stdout, stderr) of the client ``job["argv"]``, run in ``cwd`` with
+    ``HOME`` and ``job["env"]`` and nothing else of this environment but :data:`KEEP`."""
+    client_env = {name: os.environ[name] for name in KEEP if name in os.environ}
+    client_env.update(HOME=home, **job["env"])
+    try:
+        ran = subprocess.run(job["argv"], capture_output=True, text=True, env=client_env,
+                             cwd=cwd, timeout=job["timeout"], stdin=subprocess.DEVNULL)
+        return ran.returncode, ran.stdout, ran.stderr
+    except subprocess.TimeoutExpired as exc:
+        return "timeout", str(exc.stdout or ""), str(exc.stderr or "")
+
+
 def _main(job: dict) -> dict:
     from taosync.stub import Stub
 
-    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    key = os.environ.pop("TAOSYNC_STUB_KEY")
-    yaml = YAML(typ="safe")
     fleet_path = Path(job["fleet"])
-    data = yaml.load(fleet_path.read_text())
+    key, data = in_namespace(fleet_path)
     with Stub(key=key, models=list(data["models"]), faults=job.get("faults", [])) as stub:
-        root = data["gateway"]["base_url"] = stub.root
-        with fleet_path.open("w") as fh:
-            yaml.dump(data, fh)
-        applied = subprocess.run([sys.executable, "-m", "taosync", "apply", "--no-verify",
-                                  "--home", job["home"], "-c", str(fleet_path)],
-                                 capture_output=True, text=True,
-                                 env={**os.environ, "TAOTOKEN_API_KEY": key})
-        if applied.returncode != 0:
-            return {"apply": applied.stdout + applied.stderr}
-        client_env = {name: os.environ[name] for name in KEEP if name in os.environ}
-        client_env.update(HOME=job["home"], **job["env"])
-        try:
-            ran = subprocess.run(job["argv"], capture_output=True, text=True, env=client_env,
-                                 cwd=job["home"], timeout=job["timeout"],
-                                 stdin=subprocess.DEVNULL)
-            rc, out, err = ran.returncode, ran.stdout, ran.stderr
-        except subprocess.TimeoutExpired as exc:
-            rc, out, err = "timeout", str(exc.stdout or ""), str(exc.stderr or "")
+        root = stub.root
+        failed = apply_at(fleet_path, data, root, job["home"], key)
+        if failed is not None:
+            return {"apply": failed}
+        rc, out, err = run_client(job, job["home"], job["home"])
         seen = [{"method": s.method, "path": s.path, "auth": s.auth, "status": s.status,
                  "model": s.body.get("model") if isinstance(s.body, dict) else None,
                  "headers": {k.lower(): v for k, v in s.headers.items()
