@@ -35,8 +35,9 @@ JOINED_TOKEN = "\x00taosync-joined\x00"
 #: 5: environment values as keyed hashes (a client may look at a variable holding a key),
 #: and the variables include: paths expanded among them; 6: gateway.headers values (and
 #: URL userinfo) as secrets — a version-5 cache holds them as plain text; 7: the MCP
-#: secrets' references listed beside the patches (``mcp_refs``), read before them
-CACHE_VERSION = 7
+#: secrets' references listed beside the patches (``mcp_refs``), read before them; 8: a
+#: list element's name holding a ``]`` (or starting with ``"``) is quoted in its key path
+CACHE_VERSION = 8
 
 
 def path_kind(path) -> str | None:

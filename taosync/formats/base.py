@@ -26,7 +26,10 @@ class Match:
     value: str
 
     def __str__(self) -> str:
-        return f"[{self.field}={self.value}]"
+        value = self.value
+        if type(value) is str and ("]" in value or value.startswith('"')):
+            value = _quote(value)  # read back whole: a model id may hold a ``]``
+        return f"[{self.field}={value}]"
 
 
 Segment = Union[str, Match]
@@ -181,10 +184,11 @@ def keypath_str(path: KeyPath) -> str:
 
 def _round_trips(path: KeyPath) -> bool:
     """``keypath_parse(keypath_str(path)) == path`` is sure: each segment a string, or a
-    Match whose field and value hold none of the characters that close or split one."""
+    Match of a string whose field holds none of the characters that close or split one
+    (fields are the clients' own names; a value is quoted where it must be)."""
     for seg in path:
         if type(seg) is not str and not (isinstance(seg, Match) and type(seg.value) is str
-                                         and _SPLITS.search(seg.field + seg.value) is None):
+                                         and _SPLITS.search(seg.field) is None):
             return False
     return True
 
@@ -231,8 +235,11 @@ def _remembered(answers: dict, question: Any, work: Callable[[Any], Any]) -> Any
     return answer
 
 
-#: one segment of a key path's text (or a dot): [field=value], "quoted", plain
-_SEGMENT = re.compile(r'\.|\[([^\]=]*)=([^\]]*)\]|"((?:[^"\\]|\\.)*)"|([^.\["][^.\[]*)', re.S)
+#: one segment of a key path's text (or a dot): [field="quoted value"], [field=value],
+#: "quoted", plain. A value is quoted when it holds a ``]`` or starts with ``"``; state
+#: written before that is read as it was, but for a value both starting and ending in ``"``.
+_SEGMENT = re.compile(r'\.|\[([^\]=]*)=(?:"((?:[^"\\]|\\.)*)"(?=\])|([^\]]*))\]'
+                      r'|"((?:[^"\\]|\\.)*)"|([^.\["][^.\[]*)', re.S)
 _ESCAPE = re.compile(r"\\(.)", re.S)
 
 
@@ -245,8 +252,10 @@ def _parse(text: str) -> KeyPath:
         if m.start() != at:
             break
         at = m.end()
-        field, value, quoted, plain = m.groups()
-        if value is not None:
+        field, quoted_value, value, quoted, plain = m.groups()
+        if quoted_value is not None:
+            out.append(Match(field, _ESCAPE.sub(r"\1", quoted_value)))
+        elif value is not None:
             out.append(Match(field, value))
         elif quoted is not None:
             out.append(_ESCAPE.sub(r"\1", quoted))
@@ -269,6 +278,10 @@ def _parse_chars(text: str) -> KeyPath:
         if c == "[":
             end = text.index("]", i)
             field, value = text[i + 1:end].split("=", 1)
+            start = i + 1 + len(field) + 1
+            quoted = _read_quoted(text, start) if text.startswith('"', start) else None
+            if quoted is not None and text.startswith("]", quoted[1]):
+                value, end = quoted[0], quoted[1]
             out.append(Match(field, value))
             i = end + 1
         elif c == '"':
@@ -358,3 +371,17 @@ def with_match_field(path: KeyPath, value: Any) -> Any:
     if last.field not in value:
         return {last.field: last.value, **value}
     return value
+
+
+def _read_quoted(text: str, at: int) -> tuple[str, int] | None:
+    """The string quoted at ``text[at]`` and the index after its closing quote; None
+    when it is not closed."""
+    j, buf, n = at + 1, [], len(text)
+    while j < n and text[j] != '"':
+        if text[j] == "\\":
+            j += 1
+            if j == n:
+                return None
+        buf.append(text[j])
+        j += 1
+    return ("".join(buf), j + 1) if j < n else None
