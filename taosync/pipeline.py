@@ -525,7 +525,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                 raise WriteFailed(f"cannot write taosync's state in {store.root} "
                                   f"({exc.strerror or exc}); no client file was changed") from None
             if recovered or (store.digest, store.hmac_key()) != planned_against \
-                    or not _still_on_disk(the_plan):
+                    or not still_on_disk(the_plan):
                 # another apply ran (or made the key), or a file moved since: plan again
                 the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
             elif first:  # the same state: what planning noted in it, as planning again would
@@ -650,7 +650,7 @@ def _without(the_plan, skip: AbstractSet[str]):
                 the_plan.moved_vars)
 
 
-def _still_on_disk(the_plan) -> bool:
+def still_on_disk(the_plan) -> bool:
     """Every planned file still holds the text the plan was made from."""
     from taosync.engine.plan import read_target
 

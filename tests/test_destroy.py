@@ -167,3 +167,40 @@ def test_a_key_the_user_added_survives_destroy_after_an_apply_that_left_the_file
     assert r.rc == 0 and ".claude/settings.json" not in r.out, r.both
     assert taosync("destroy", "--yes").rc == 0
     assert json.loads(settings.read_text()) == {"theme": "dark", "myOwn": "keep me"}
+
+
+def test_destroy_writes_the_plan_it_showed_unless_something_moved_meanwhile(
+        taosync, home, fleet_file, monkeypatch):
+    """The plan shown before the question is the one written when, under the lock, the
+    state and every planned file are still the bytes it was made from (planning a big
+    home twice was half a destroy's time); a file the user edits while the question
+    waits is planned again, so the key they changed stays theirs."""
+    from taosync.commands import destroy as command
+    from taosync.engine import destroy as engine
+
+    assert taosync("apply", "--no-verify").rc == 0
+    plans = []
+    real_plan = engine.plan_destroy
+    monkeypatch.setattr(engine, "plan_destroy", lambda *a, **k: plans.append(1) or real_plan(*a, **k))
+    snapshot_before = tree(home)
+    assert taosync("destroy", "--yes").rc == 0
+    assert len(plans) == 1
+
+    assert taosync("rollback", "--yes").rc == 0
+    assert tree(home, skip=".local") == {k: v for k, v in snapshot_before.items()
+                                         if not k.startswith(".local")}
+    settings = home / ".claude/settings.json"
+    real_confirm = command._confirm
+
+    def edit_while_asked(*args, **kwargs):
+        doc = json.loads(settings.read_text())
+        doc["env"]["ANTHROPIC_MODEL"] = "my-own-model"
+        settings.write_text(json.dumps(doc, indent=2) + "\n")
+        return real_confirm(*args, **kwargs)
+
+    monkeypatch.setattr(command, "_confirm", edit_while_asked)
+    plans.clear()
+    r = taosync("destroy", "--yes")
+    assert r.rc == 0, r.both
+    assert len(plans) == 2
+    assert json.loads(settings.read_text()) == {"env": {"ANTHROPIC_MODEL": "my-own-model"}}

@@ -83,12 +83,17 @@ def destroy(yes, purge, dry_run):
     from taosync.commands import watch_note
 
     pids = watch_note.watches(store)  # before --purge takes their registrations away
+    planned_against = store.digest
     with locked(store):
-        state = store.load()
-        recover(store, state, store.system, pipeline.client_locations(ctx.env))
-        teardown = plan_destroy(store, state, store.hmac_key(create=False), unmanaged,
-                            pipeline.bounds(ctx.env))
-        protect(ctx, state, teardown.plan, rollback=True)
+        now = store.load()
+        recovered = recover(store, now, store.system, pipeline.client_locations(ctx.env))
+        if recovered or store.digest != planned_against or not pipeline.still_on_disk(teardown.plan):
+            # another run changed the state or a file since the plan shown: plan again
+            state = now
+            teardown = plan_destroy(store, state, store.hmac_key(create=False), unmanaged,
+                                    pipeline.bounds(ctx.env))
+            protect(ctx, state, teardown.plan, rollback=True)
+        # else the plan shown was made from these very bytes: it is the one written
         state.forgotten = sorted(unmanaged)
         from taosync.engine.apply import execute
 
