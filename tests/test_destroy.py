@@ -204,3 +204,18 @@ def test_destroy_writes_the_plan_it_showed_unless_something_moved_meanwhile(
     assert r.rc == 0, r.both
     assert len(plans) == 2
     assert json.loads(settings.read_text()) == {"env": {"ANTHROPIC_MODEL": "my-own-model"}}
+
+
+def test_a_comment_the_user_wrote_in_a_file_taosync_made_stays(taosync, home, fleet_file):
+    """A file taosync created goes with its keys, but not a comment the user wrote in it
+    since: that file stays, holding the comment (not the blank lines taosync's tables
+    left above it). With nothing of the user's in it, it goes."""
+    assert taosync("apply", "--no-verify").rc == 0
+    codex, opencode = home / ".codex/config.toml", home / ".config/opencode/opencode.json"
+    with codex.open("a") as f:
+        f.write("# my note: try the deep route\n")
+    opencode.write_text("// mine\n" + opencode.read_text())
+    assert taosync("destroy", "--yes").rc == 0
+    assert codex.read_text() == "# my note: try the deep route\n"
+    assert "// mine" in opencode.read_text() and "taotoken" not in opencode.read_text()
+    assert not (home / ".claude/settings.json").exists()

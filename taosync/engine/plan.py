@@ -367,7 +367,9 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
         if text is None:
             new_text = None  # nothing to write and nothing there
         elif created_file and _is_empty(editor, doc):
-            new_text = None  # taosync made this file and owns nothing in it any more
+            # taosync made this file and owns nothing in it any more: it goes, unless the
+            # user wrote in it (a comment), which stays without the blank lines above it
+            new_text = new_text.lstrip("\r\n") if _written_in(new_text) else None
     else:
         # the bytes taosync left: a file this plan does not write keeps the digest of
         # what taosync wrote last, so an edit made since (the user's own key) is never
@@ -492,6 +494,16 @@ def _prune(editor, doc, created: list[str], keep: dict[str, OwnedKey]) -> list[s
 
 def _is_empty(editor, doc) -> bool:
     return editor.get(doc, ()) in ({}, [], None, MISSING)
+
+
+def _written_in(text: str | None) -> bool:
+    """Whether a file holding no data still holds words someone wrote (a comment, a
+    document marker): taosync writes none, so they are the user's and the file stays."""
+    return bool(text) and bool(text.translate(_LAYOUT_ONLY))
+
+
+#: what an empty document is spelled with: whitespace and empty brackets
+_LAYOUT_ONLY = str.maketrans("", "", " \t\r\n{}[]")
 
 
 def build_plan(patches, state: State, key: Secret | None, hmac_key: bytes,
