@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from taosync.formats.base import MISSING, FormatError, Match
+from taosync.formats.base import MISSING, FormatError, Match, NamedIndex
 from taosync.formats.registry import editor_for
 from plain_model import play
 from taosync.formats.toml import EDITOR as E
@@ -686,9 +686,7 @@ def _edited_old_way(text, ops):
     element deleted: what the editor did before deletes were linear."""
     from unittest import mock
 
-    from taosync.formats.toml import _Named
-
-    with mock.patch.object(_Named, "removed", lambda self, items, idx, element: self.forget()):
+    with mock.patch.object(NamedIndex, "removed", lambda self, items, idx, element: self.forget()):
         return _edited(text, ops, flatten=True)
 
 
@@ -757,7 +755,7 @@ def test_linear_deletion_is_used():
     doc = E.parse(DELETABLE)
     E.get(doc, ("srv", Match("name", "n1")))
     with mock.patch.object(toml_module, "_flatten", side_effect=AssertionError("flattened")), \
-            mock.patch.object(toml_module._Named, "forget", side_effect=AssertionError("forgot")):
+            mock.patch.object(NamedIndex, "forget", side_effect=AssertionError("forgot")):
         for _, path, _ in ops:
             assert E.delete(doc, path) is True
     assert E.dump(doc) == _edited_old_way(DELETABLE, ops)[1] == \

@@ -359,7 +359,8 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
         skeleton = []
     created = _prune(editor, doc, created, keep=owned)
 
-    new_text: str | None = editor.dump(doc)
+    dumped = editor.dump(doc)
+    new_text: str | None = dumped
     new_state: FileState | None
     created_file = (previous.created_file if previous else False) or text is None
     if not owned:
@@ -369,7 +370,7 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
         elif created_file and _is_empty(editor, doc):
             # taosync made this file and owns nothing in it any more: it goes, unless the
             # user wrote in it (a comment), which stays without the blank lines above it
-            new_text = new_text.lstrip("\r\n") if _written_in(new_text) else None
+            new_text = dumped.lstrip("\r\n") if _written_in(dumped) else None
     else:
         # the bytes taosync left: a file this plan does not write keeps the digest of
         # what taosync wrote last, so an edit made since (the user's own key) is never
@@ -496,10 +497,10 @@ def _is_empty(editor, doc) -> bool:
     return editor.get(doc, ()) in ({}, [], None, MISSING)
 
 
-def _written_in(text: str | None) -> bool:
+def _written_in(text: str) -> bool:
     """Whether a file holding no data still holds words someone wrote (a comment, a
     document marker): taosync writes none, so they are the user's and the file stays."""
-    return bool(text) and bool(text.translate(_LAYOUT_ONLY))
+    return bool(text.translate(_LAYOUT_ONLY))
 
 
 #: what an empty document is spelled with: whitespace and empty brackets

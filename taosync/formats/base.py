@@ -13,6 +13,7 @@ lines and the trailing newline of everything else stay byte for byte.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right, insort
 
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Union
@@ -161,6 +162,92 @@ class MatchIndex:
 
     def forget(self) -> None:
         self.lists.clear()
+
+
+class NamedIndex(MatchIndex):
+    """The name index of :class:`MatchIndex`, kept up when an element is removed
+    instead of rebuilt (a destroy removes the elements one by one, each found by name
+    first: a rebuild per removal made that quadratic; TOML's ``[[…]]``, YAML's lists).
+
+    The index holds *stamps*: an element's position when its list was indexed, or, for
+    one appended since, its position then plus the elements removed before; the
+    position now is the stamp less the removed stamps below it (``gone``, ascending).
+    Removing the first element of a name some other element also holds forgets the
+    list (the next one of that name is not known without a walk)."""
+
+    __slots__ = ("gone", "twice")
+
+    def __init__(self, name_of: Callable[[Any, str], str | None]):
+        super().__init__(name_of)
+        #: id(list) -> the stamps of the elements removed since it was indexed, ascending
+        self.gone: dict[int, list[int]] = {}
+        #: (id(list), field) -> the names more than one element held when indexed or appended
+        self.twice: dict[tuple[int, str], set[str]] = {}
+
+    def positions(self, items: list, field: str) -> dict[str, int]:
+        """``{name: stamp}`` of the first element of each name (see the class)."""
+        hit = self.lists.get(id(items))
+        if hit is None or hit[0] is not items or (field not in hit[1] and self.gone.get(id(items))):
+            hit = self.lists[id(items)] = (items, {})
+            self.gone[id(items)] = []
+        found = hit[1].get(field)
+        if found is None:
+            found = hit[1][field] = {}
+            twice = self.twice[id(items), field] = set()
+            for i, element in enumerate(items):
+                name = self.name_of(element, field)
+                if name is not None:
+                    if name in found:
+                        twice.add(name)
+                    else:
+                        found[name] = i
+        return found
+
+    def find(self, items: list, seg: Match) -> int | None:
+        stamp = self.positions(items, seg.field).get(seg.value)
+        if stamp is None:
+            return None
+        gone = self.gone.get(id(items))
+        return stamp - bisect_left(gone, stamp) if gone else stamp
+
+    def appended(self, items: list) -> None:
+        hit = self.lists.get(id(items))
+        if hit is not None and hit[0] is items:
+            stamp = len(items) - 1 + len(self.gone.get(id(items), ()))
+            for field, found in hit[1].items():
+                name = self.name_of(items[-1], field)
+                if name is not None:
+                    if name in found:
+                        self.twice[id(items), field].add(name)
+                    else:
+                        found[name] = stamp
+
+    def removed(self, items: list, idx: int, element: Any) -> None:
+        """``element``, at ``idx`` in ``items``, was just removed from it."""
+        hit = self.lists.get(id(items))
+        if hit is None or hit[0] is not items:
+            return
+        gone = self.gone.setdefault(id(items), [])
+        lo, hi = idx, idx + len(gone)  # its stamp: the least s with s - (gone <= s) == idx
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if mid - bisect_right(gone, mid) >= idx:
+                hi = mid
+            else:
+                lo = mid + 1
+        for field, found in hit[1].items():
+            name = self.name_of(element, field)
+            if name is not None and found.get(name) == lo:
+                if name in self.twice[id(items), field]:
+                    del self.lists[id(items)]  # another element of that name: index anew
+                    return
+                del found[name]
+        insort(gone, lo)
+
+    def forget(self) -> None:
+        super().forget()
+        self.gone.clear()
+        self.twice.clear()
 
 
 #: spellings already made, both ways: the planner spells every owned key of every file on

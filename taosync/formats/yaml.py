@@ -57,7 +57,7 @@ from ruamel.yaml.scalarstring import (
 )
 from ruamel.yaml.tokens import CommentToken
 
-from taosync.formats.base import MISSING, FormatEditor, FormatError, KeyPath, Match, MatchIndex, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
+from taosync.formats.base import MISSING, FormatEditor, FormatError, KeyPath, Match, NamedIndex, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
 from taosync.formats.line_merge import merge, split_lines
 from taosync.formats.yaml_writer import YAML11_BOOL as _YAML11_BOOL
 
@@ -84,7 +84,7 @@ class YamlDocument:
     #: they get an entry back (the document holds them, so their ids stay theirs)
     emptied: dict[int, tuple[Any, Any]] = field(default_factory=dict, repr=False)
     #: where list elements are by name (so a Match does not walk the list)
-    matches: MatchIndex = field(default_factory=lambda: MatchIndex(_match_value), repr=False)
+    matches: NamedIndex = field(default_factory=lambda: NamedIndex(_match_value), repr=False)
 
 
 def _make_yaml(mapping: int = 2, sequence: int = 4, offset: int = 2) -> YAML:
@@ -488,13 +488,14 @@ class YamlEditor(FormatEditor):
         if isinstance(seg, Match):
             key = ydoc.matches.find(parent, seg)
         else:
-            if seg not in _own_keys(parent):
+            ok = getattr(parent, "_ok", None)
+            if ok is not None and seg not in ok:
                 return False  # inherited through a merge key: nothing of its own to delete
             key = seg
         self._touch(ydoc)
         leftover = self._remove(parent, key, self._columns(ydoc, nodes[:-1])[-1])
         if isinstance(seg, Match):
-            ydoc.matches.forget()  # the elements after it moved up
+            ydoc.matches.removed(parent, key, nodes[-1])  # type: ignore[arg-type]
         else:
             ydoc.matches.edited(path)
         if not len(parent) and len(nodes) >= 3:
@@ -648,12 +649,17 @@ class YamlEditor(FormatEditor):
         """Delete an entry, keeping the blank lines and comments after it that are not
         indented deeper than it (they belong to what follows). Returns what could not be
         placed because the container is now empty."""
-        keys = _own_keys(container) if isinstance(container, CommentedMap) else list(range(len(container)))
-        pos = keys.index(key)
         kept = ""
         if _is_block(container):
             _own, rest = _split_comment(_get_comment(_entry_slot(container, key)))
             kept = "".join(rest[_trailing(rest, col, inclusive=True):])
+        prev = MISSING  # the entry before it, looked up only for comments to hand on (a walk)
+        if kept and isinstance(container, CommentedMap):
+            keys = _own_keys(container)
+            pos = keys.index(key)
+            prev = keys[pos - 1] if pos > 0 else MISSING
+        elif kept and key > 0:
+            prev = key - 1
         if isinstance(container, CommentedMap):
             container.ca.items.pop(key, None)
         del container[key]  # (a sequence shifts its own comments)
@@ -666,8 +672,7 @@ class YamlEditor(FormatEditor):
                     break
         if not kept:
             return ""
-        if pos > 0:
-            prev = keys[pos - 1]
+        if prev is not MISSING:
             slot = _entry_slot(container, prev)
             own, rest = _split_comment(_get_comment(slot))
             _set_comment(slot, (own or "\n") + "".join(rest) + kept)
