@@ -42,11 +42,15 @@ def merge(original: str, before: str, after: str, newline: str) -> str | None:
     ok = [ln.rstrip("\r\n") for ln in o]
     k0 = [ln.rstrip("\n") for ln in r0]
     k1 = [ln.rstrip("\n") for ln in r1]
-    to_o: list[int | None] = [None] * len(k0)
-    for tag, i1, i2, j1, _j2 in difflib.SequenceMatcher(None, ok, k0, autojunk=False).get_opcodes():
-        if tag == "equal":
-            for d in range(i2 - i1):
-                to_o[j1 + d] = i1 + d
+    to_o: list[int | None]
+    if ok == k0:  # ruamel wrote the file as it reads (every file taosync made): no diff
+        to_o = list(range(len(k0)))  # (one of many alike lines made the diff quadratic)
+    else:
+        to_o = [None] * len(k0)
+        for tag, i1, i2, j1, _j2 in difflib.SequenceMatcher(None, ok, k0, autojunk=False).get_opcodes():
+            if tag == "equal":
+                for d in range(i2 - i1):
+                    to_o[j1 + d] = i1 + d
     ops = difflib.SequenceMatcher(None, k0, k1, autojunk=False).get_opcodes()
     # changed R0 ranges, widened to R0 lines that have an original counterpart
     # each hunk as (R0 range, original range): bounded by the original counterparts of
