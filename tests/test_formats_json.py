@@ -13,7 +13,11 @@ from taosync.formats.base import MISSING, FormatError, Match
 from taosync.formats.registry import editor_for
 from plain_model import play, play_both
 from taosync.formats.json_ import EDITOR as E
-from taosync.formats.json_ import _scan_items
+from taosync.formats.json_ import _scan_items, decoded_layout
+
+
+def _scan_end(text: str, start: int) -> int:
+    return json.JSONDecoder().raw_decode(text, start)[1]
 
 
 def vars_(item):
@@ -499,7 +503,7 @@ def test_property_edits_match_a_plain_model(x, indent, ops):
             assert E.get(doc, path) is MISSING
     out = E.dump(doc)
     assert json.loads(out) == model
-    for start, (end, items) in doc._layout.items():  # the span cache matches a rescan
+    for start, (end, items, _) in decoded_layout(doc).items():  # the span cache matches a rescan
         assert [vars_(i) for i in items] == [vars_(i) for i in _scan_items(out, start)]
         assert out[end - 1] in "}]"
     if indent is not None and (x or indent == 2):
@@ -542,6 +546,21 @@ def random_edit(rng, names: list[str], step: int):
     return "set", ("tail", Match("n", str(step % 7))), {"v": step}
 
 
+def assert_cache_matches_a_rescan(doc, text: str) -> int:
+    """The layout cache, decoded to absolute offsets, is what a rescan of ``text``
+    finds: each cached container's end and items, and its key index once built. How
+    many key indexes were checked."""
+    indexed = 0
+    for start, (end, items, index) in decoded_layout(doc).items():
+        assert text[start] in "{[" and _scan_end(text, start) == end
+        assert [vars_(i) for i in items] == [vars_(i) for i in _scan_items(text, start)]
+        if index is not None:
+            indexed += 1
+            assert {k: [vars_(i) for i in v] for k, v in index.items()} == \
+                {k: [vars_(i) for i in items if i.key == k] for k in {i.key for i in items}}
+    return indexed
+
+
 def test_edits_on_a_large_object_give_the_text_a_fresh_parse_gives():
     """The cached layout (offsets shifted, items added and removed in place, members
     indexed by key) edits exactly as a fresh parse of the text before every step would,
@@ -560,12 +579,7 @@ def test_edits_on_a_large_object_give_the_text_a_fresh_parse_gives():
         text = E.dump(fresh)
         assert E.dump(doc) == text, f"step {step}: {kind} {path}"
         assert E.get(doc, ("mcpServers",)) == json.loads(text)["mcpServers"]
-    for start, (end, items) in doc._layout.items():  # and the cache still matches a rescan
-        assert [vars_(i) for i in items] == [vars_(i) for i in _scan_items(text, start)]
-    for items, index in doc._keys.values():
-        if any(items is layout_items for _, layout_items in doc._layout.values()):
-            assert {k: [vars_(i) for i in v] for k, v in index.items()} == \
-                {k: [vars_(i) for i in items if i.key == k] for k in {i.key for i in items}}
+    assert_cache_matches_a_rescan(doc, text)
 
 
 def test_duplicate_keys_stay_last_one_wins_through_the_index():

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]  # typeshed omits it
-from typing import Any
+from typing import Any, Iterator
 
 from taosync.formats.base import (MISSING, FormatEditor, FormatError, KeyPath, Match, build_value, element_value,
                                   keypath_str, same_value, update_mapping,
@@ -59,7 +59,8 @@ _scan = _DECODER.scan_once  # type: ignore[attr-defined]  # set in __init__; not
 @dataclass
 class _Item:
     """One member of an object (``key`` set) or element of an array (``key`` None):
-    offsets into the text; ``key_start == start`` for an element."""
+    offsets into the text; ``key_start == start`` for an element. Handed out by
+    :class:`_Items` for the text as it is: a splice leaves it behind."""
 
     __slots__ = ("key", "key_start", "key_end", "start", "end")
     key: str | None
@@ -80,38 +81,164 @@ class _Node:
         return _scan(text, self.start)[0]
 
 
+class _Box:
+    """A cached container's items, one list per field, each offset relative to the
+    container's start: a splice moves the items after it with one C-level pass per list
+    (``map``), no Python line per item, and moving the container itself moves none of
+    its items. ``serial`` numbers the items in order (ascending, never reused), so the
+    key index (``by_key``: each key's occurrences, built on first use) survives items
+    removed before them: an item's position is a ``bisect`` of its serial."""
+
+    __slots__ = ("keys", "key_start", "key_end", "start", "end", "serial", "next", "by_key")
+
+    def __init__(self, items: list[_Item], origin: int) -> None:
+        self.keys = [it.key for it in items]
+        self.key_start = [it.key_start - origin for it in items]
+        self.key_end = [it.key_end - origin for it in items]
+        self.start = [it.start - origin for it in items]
+        self.end = [it.end - origin for it in items]
+        self.serial = list(range(len(items)))
+        self.next = len(items)
+        self.by_key: dict[str | None, list[int]] | None = None
+
+    def index(self) -> dict[str | None, list[int]]:
+        if self.by_key is None:
+            self.by_key = {}
+            for key, serial in zip(self.keys, self.serial):
+                self.by_key.setdefault(key, []).append(serial)
+        return self.by_key
+
+    def shift(self, a: int, b: int, d: int) -> int | None:
+        """Make room for a splice of ``[a, b)`` (relative) by ``d`` characters inside
+        this container: the item holding it grows, the items after it move. The
+        relative start of the item holding it (None: between items); -1 when the splice
+        cuts an item (the caller starts over)."""
+        end = self.end
+        i = bisect_right(end, a)
+        if i == len(end):
+            return None
+        inner = None
+        if self.key_start[i] < b:
+            if not (self.start[i] <= a and b <= end[i]):  # pragma: no cover - cut
+                return -1
+            end[i] += d
+            inner = self.start[i]
+            i += 1
+        if d and i < len(end):
+            for offsets in (self.key_start, self.key_end, self.start, end):
+                offsets[i:] = map(d.__add__, offsets[i:])
+        return inner
+
+
+class _Items:
+    """The items of the cached container starting at ``origin``, as absolute
+    :class:`_Item`\\ s: a view of its :class:`_Box`, good until the next splice."""
+
+    __slots__ = ("box", "origin")
+
+    def __init__(self, box: _Box, origin: int) -> None:
+        self.box, self.origin = box, origin
+
+    def __len__(self) -> int:
+        return len(self.box.keys)
+
+    def __getitem__(self, i: int) -> _Item:
+        box, o = self.box, self.origin
+        return _Item(box.keys[i], o + box.key_start[i], o + box.key_end[i], o + box.start[i],
+                     o + box.end[i])
+
+    def __iter__(self) -> Iterator[_Item]:
+        return (self[i] for i in range(len(self)))
+
+    def spans(self) -> Iterator[tuple[int, int]]:
+        """Each item's value span, in order."""
+        box, o = self.box, self.origin
+        return zip(map(o.__add__, box.start), map(o.__add__, box.end))
+
+    def at(self, start: int) -> int:
+        """The position of the item whose value starts at ``start``."""
+        return bisect_left(self.box.start, start - self.origin)
+
+    def last(self, key: str) -> _Node | None:
+        """The value of the last member named ``key`` (the one ``JSON.parse`` keeps),
+        None if none."""
+        box = self.box
+        serials = box.index().get(key)
+        if not serials:
+            return None
+        i = bisect_left(box.serial, serials[-1])
+        return _Node(self.origin + box.start[i], self.origin + box.end[i])
+
+    def append(self, item: _Item) -> None:
+        box, o = self.box, self.origin
+        box.keys.append(item.key)
+        box.key_start.append(item.key_start - o)
+        box.key_end.append(item.key_end - o)
+        box.start.append(item.start - o)
+        box.end.append(item.end - o)
+        box.serial.append(box.next)
+        if box.by_key is not None:
+            box.by_key.setdefault(item.key, []).append(box.next)
+        box.next += 1
+
+    def pop(self, i: int) -> None:
+        box = self.box
+        key, serial = box.keys[i], box.serial[i]
+        for field_ in (box.keys, box.key_start, box.key_end, box.start, box.end, box.serial):
+            del field_[i]
+        if box.by_key is not None:
+            same = box.by_key[key]
+            same.remove(serial)
+            if not same:
+                del box.by_key[key]
+
+
 @dataclass
 class JsonDocument:
     """The text of a JSON file; edits splice it in place.
 
-    ``_layout`` caches, per container start offset, the container's end and its items;
-    a splice shifts the offsets it moves instead of rescanning, and an added or removed
-    member updates its container's items in place, so a run of edits on a large file
-    costs one scan of each container on the paths it touches. ``_keys`` indexes an
-    object's members by key (per items list, by its id), so a lookup does not walk them.
-    A splice visits only the containers it moves (``_splice``): adding N members one by
-    one is linear in N. (Adding them in turn to two sibling objects shifts the later
-    one's cached members each time; the planner edits one object after the other.)
+    The layout cache holds, for each container a walk went through, its end and its
+    items (a :class:`_Box`), in three lists sorted by the container's start
+    (``_starts``, ``_ends``, ``_boxes``); a splice shifts the offsets it moves instead
+    of rescanning, and an added or removed member updates its container's items in
+    place, so a run of edits on a large file costs one scan of each container on the
+    paths it touches. A splice runs Python code only for the containers enclosing it
+    (``_splice``); the items and containers after it move with a C-level pass over
+    their offset lists. So adding or deleting N members one by one, in any order, is
+    linear in N. :func:`decoded_layout` gives the cache as absolute offsets.
     """
 
     text: str
     newline: str = "\n"
     unit: str = "  "
-    _layout: dict[int, tuple[int, list[_Item]]] = field(default_factory=dict, repr=False)
     _edited: bool = field(default=False, repr=False)
-    _keys: dict[int, tuple[list[_Item], dict[str, list[_Item]]]] = field(
-        default_factory=dict, repr=False)
-    #: the keys of ``_layout``, ascending
+    #: the cached containers' starts, ascending; their ends and items, in the same order
     _starts: list[int] = field(default_factory=list, repr=False)
+    _ends: list[int] = field(default_factory=list, repr=False)
+    _boxes: list[_Box] = field(default_factory=list, repr=False)
 
     def _forget_layout(self) -> None:
-        self._layout.clear()
-        self._keys.clear()
         self._starts.clear()
+        self._ends.clear()
+        self._boxes.clear()
 
     def _spliced(self, a: int, b: int, new: str) -> None:
         """Hook after each splice of ``text`` (JSONC mirrors it in its text with
         comments, formats/jsonc.py)."""
+
+
+def decoded_layout(doc: JsonDocument) -> dict[int, tuple[int, list[_Item], dict[str | None, list[_Item]] | None]]:
+    """The layout cache in absolute offsets (for tests): per container start, its end,
+    its items, and its key index (each key's items in order; None while not built)."""
+    out: dict[int, tuple[int, list[_Item], dict[str | None, list[_Item]] | None]] = {}
+    for start, end, box in zip(doc._starts, doc._ends, doc._boxes):
+        items = _Items(box, start)
+        index = None
+        if box.by_key is not None:
+            index = {key: [items[bisect_left(box.serial, s)] for s in serials]
+                     for key, serials in box.by_key.items()}
+        out[start] = (end, list(items), index)
+    return out
 
 
 def _ws(text: str, i: int) -> int:
@@ -139,105 +266,76 @@ def _scan_items(text: str, start: int) -> list[_Item]:
         i = _ws(text, k + 1)
 
 
-def _items(doc: JsonDocument, node: _Node) -> list[_Item]:
-    hit = doc._layout.get(node.start)
-    if hit is not None and hit[0] == node.end:
-        return hit[1]
-    items = _scan_items(doc.text, node.start)
-    if hit is not None:
-        doc._keys.pop(id(hit[1]), None)
+def _items(doc: JsonDocument, node: _Node) -> _Items:
+    """The items of the container ``node``, from the cache (scanned on first use, or
+    when the cached entry is stale: another end)."""
+    starts = doc._starts
+    i = bisect_left(starts, node.start)
+    cached = i < len(starts) and starts[i] == node.start
+    if cached and doc._ends[i] == node.end:
+        return _Items(doc._boxes[i], node.start)
+    box = _Box(_scan_items(doc.text, node.start), node.start)
+    if cached:
+        doc._ends[i], doc._boxes[i] = node.end, box
     else:
-        insort(doc._starts, node.start)
-    doc._layout[node.start] = (node.end, items)
-    return items
-
-
-def _by_key(doc: JsonDocument, items: list[_Item]) -> dict[str, list[_Item]]:
-    """An object's members by key, each key's occurrences in order (built on first use)."""
-    hit = doc._keys.get(id(items))
-    if hit is not None:
-        return hit[1]
-    index: dict[str, list[_Item]] = {}
-    for it in items:
-        index.setdefault(it.key, []).append(it)  # type: ignore[arg-type]
-    doc._keys[id(items)] = (items, index)
-    return index
+        starts.insert(i, node.start)
+        doc._ends.insert(i, node.end)
+        doc._boxes.insert(i, box)
+    return _Items(box, node.start)
 
 
 def _splice(doc: JsonDocument, a: int, b: int, new: str, restructured: int | None = None) -> None:
     """Replace ``text[a:b]`` with ``new`` and bring the layout cache up to date. The
     container starting at ``restructured`` gained or lost items: its entry is dropped.
 
-    Only what the splice moves is visited, so a run of edits stays linear in the
-    catalogue (every cached container looked at per splice made it quadratic): the
-    containers that enclose it, found from the root down through the item holding it
-    (a container is cached only once a walk went through its parent), and, by the
-    sorted ``_starts``, those inside the replaced text (forgotten) and after it (shifted)."""
+    Python code runs only for the containers that enclose the splice, found from the
+    root down through the item holding it (a container is cached only once a walk went
+    through its parent): each moves its items after the splice (:meth:`_Box.shift`).
+    The containers inside the replaced text are forgotten, and those after it move by
+    a C-level pass over ``_starts`` and ``_ends``, their items being relative to them.
+    So a run of N edits, in any order, runs Python lines linear in N (every cached
+    container or item visited per splice made deletes quadratic)."""
     doc.text = doc.text[:a] + new + doc.text[b:]
     doc._spliced(a, b, new)
     doc._edited = True
     d = len(new) - (b - a)
-    layout, starts = doc._layout, doc._starts
-    if restructured is not None and restructured in layout:
-        _drop(doc, [restructured])
-    # the enclosing containers: from the root down, each shifting its items after the splice
-    start = starts[0] if starts else a
-    while start < a:
-        end, items = layout[start]
-        if end <= a:  # the splice is outside every cached container
+    starts, ends, boxes = doc._starts, doc._ends, doc._boxes
+    if restructured is not None:
+        _drop(doc, restructured, restructured + 1)
+    # the enclosing containers: from the root down, each moving its items after the splice
+    k = 0
+    while k < len(starts) and starts[k] < a:
+        start = starts[k]
+        if ends[k] <= a:  # the splice is outside every cached container
             break
-        if not b < end:  # pragma: no cover - a splice that cuts a container: start over
+        if not b < ends[k]:  # pragma: no cover - a splice that cuts a container: start over
             doc._forget_layout()
             return
-        inner = None
-        for it in items[bisect_right(items, a, key=_value_end):]:
-            if it.key_start >= b:
-                it.key_start += d
-                it.key_end += d
-                it.start += d
-                it.end += d
-            elif it.start <= a and b <= it.end:
-                it.end += d
-                inner = it.start
-            else:  # pragma: no cover - an item cut by the splice: start over
-                doc._forget_layout()
-                return
-        layout[start] = (end + d, items)
-        if inner is None or inner not in layout:
+        inner = boxes[k].shift(a - start, b - start, d)
+        if inner == -1:  # pragma: no cover - an item cut by the splice: start over
+            doc._forget_layout()
+            return
+        ends[k] += d
+        if inner is None:
             break
-        start = inner
+        k = bisect_left(starts, start + inner)
+        if k == len(starts) or starts[k] != start + inner:  # not cached
+            break
     # the containers inside the replaced text are forgotten; those after it move
-    lo = bisect_left(starts, a)
-    hi = lo if a == b else bisect_left(starts, b)
-    _drop(doc, starts[lo:hi])
-    after = starts[lo:]
+    lo = _drop(doc, a, a if a == b else b)
     if d:
-        moved = [layout.pop(s) for s in after]
-        for s, (end, items) in zip(after, moved):
-            for it in items:
-                it.key_start += d
-                it.key_end += d
-                it.start += d
-                it.end += d
-            layout[s + d] = (end + d, items)
-        starts[lo:] = [s + d for s in after]
+        starts[lo:] = map(d.__add__, starts[lo:])
+        ends[lo:] = map(d.__add__, ends[lo:])
 
 
-def _drop(doc: JsonDocument, gone: list[int]) -> None:
-    """Forget the cached containers starting at ``gone`` (ascending offsets)."""
-    for s in gone:
-        doc._keys.pop(id(doc._layout.pop(s)[1]), None)
-    if gone:
-        i = bisect_left(doc._starts, gone[0])
-        del doc._starts[i:i + len(gone)]
-
-
-def _value_end(item: _Item) -> int:
-    return item.end
-
-
-def _value_start(item: _Item) -> int:
-    return item.start
+def _drop(doc: JsonDocument, a: int, b: int) -> int:
+    """Forget the cached containers starting in ``[a, b)``; where they were."""
+    starts = doc._starts
+    lo = bisect_left(starts, a)
+    hi = bisect_left(starts, b, lo)
+    if hi > lo:
+        del starts[lo:hi], doc._ends[lo:hi], doc._boxes[lo:hi]
+    return lo
 
 
 def _line_col(text: str, pos: int) -> tuple[int, int]:
@@ -332,17 +430,16 @@ class JsonEditor(FormatEditor):
         if isinstance(seg, Match):
             if text[node.start] != "[":
                 raise self._not(doc, node, where, "a list")
-            for el in _items(doc, node):
-                if text[el.start] != "{":
+            for start, end in _items(doc, node).spans():
+                if text[start] != "{":
                     continue
-                v = _scan(text, el.start)[0]
+                v = _scan(text, start)[0]
                 if v.get(seg.field) == seg.value:
-                    return _Node(el.start, el.end)
+                    return _Node(start, end)
             return None
         if text[node.start] != "{":
             raise self._not(doc, node, where, "an object")
-        found = _by_key(doc, _items(doc, node)).get(seg)
-        return None if not found else _Node(found[-1].start, found[-1].end)
+        return _items(doc, node).last(seg)
 
     @staticmethod
     def _not(doc: JsonDocument, node: _Node, where: KeyPath, what: str) -> FormatError:
@@ -468,8 +565,6 @@ class JsonEditor(FormatEditor):
             start = key_start + len(kv)
             item = _Item(key, key_start, key_start + len(key_text), start, start + len(rendered))
             items.append(item)
-            if id(items) in doc._keys:
-                doc._keys[id(items)][1].setdefault(key, []).append(item)  # type: ignore[arg-type]
             return
         close = "}" if is_obj else "]"
         kv = key_text + ": " if is_obj else ""
@@ -484,7 +579,7 @@ class JsonEditor(FormatEditor):
 
     def _remove(self, doc: JsonDocument, container: _Node, node: _Node) -> None:
         items = _items(doc, container)
-        idx = bisect_left(items, node.start, key=_value_start)
+        idx = items.at(node.start)
         if len(items) == 1:
             a, b = container.start + 1, container.end - 1
         elif idx < len(items) - 1:
@@ -492,12 +587,7 @@ class JsonEditor(FormatEditor):
         else:
             a, b = items[idx - 1].end, items[idx].end
         # the container encloses the removed text, so its entry is kept without the item
-        item = items.pop(idx)
-        if id(items) in doc._keys:
-            same = doc._keys[id(items)][1][item.key]  # type: ignore[index]
-            same.remove(item)
-            if not same:
-                del doc._keys[id(items)][1][item.key]  # type: ignore[arg-type]
+        items.pop(idx)
         _splice(doc, a, b, "")
 
     # -- rendering helpers ----------------------------------------------------------------
