@@ -34,6 +34,7 @@ import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]  # typeshed omits it
+from itertools import chain
 from typing import Any, Iterator
 
 from taosync.formats.base import (MISSING, FormatEditor, FormatError, KeyPath, Match, build_value, element_value,
@@ -81,15 +82,26 @@ class _Node:
         return _scan(text, self.start)[0]
 
 
+def _reframe(offsets: list[int], lo: int, hi: int, by: int) -> None:
+    """Add ``by`` to ``offsets[lo:hi]`` in one C-level pass (no Python line per item)."""
+    if lo < hi and by:
+        offsets[lo:hi] = map(by.__add__, offsets[lo:hi])
+
+
 class _Box:
     """A cached container's items, one list per field, each offset relative to the
-    container's start: a splice moves the items after it with one C-level pass per list
-    (``map``), no Python line per item, and moving the container itself moves none of
-    its items. ``serial`` numbers the items in order (ascending, never reused), so the
-    key index (``by_key``: each key's occurrences, built on first use) survives items
-    removed before them: an item's position is a ``bisect`` of its serial."""
+    container: the items before ``split`` to its start, the others to its end. A splice
+    inside item ``i`` moves the split to just after ``i`` (the items it crosses change
+    frame, in C-level passes) and changes ``i``'s end: the items before it do not move,
+    those after it move with the container's end, unchanged. A run of deletes first to
+    last (or last to first) moves the split by one item each time.
 
-    __slots__ = ("keys", "key_start", "key_end", "start", "end", "serial", "next", "by_key")
+    ``serial`` numbers the items in order (ascending, never reused), so the key index
+    (``by_key``: each key's occurrences, built on first use) survives the items removed
+    before them: an item's position is a ``bisect`` of its serial."""
+
+    __slots__ = ("keys", "key_start", "key_end", "start", "end", "split", "serial", "next",
+                 "by_key")
 
     def __init__(self, items: list[_Item], origin: int) -> None:
         self.keys = [it.key for it in items]
@@ -97,6 +109,7 @@ class _Box:
         self.key_end = [it.key_end - origin for it in items]
         self.start = [it.start - origin for it in items]
         self.end = [it.end - origin for it in items]
+        self.split = len(items)  # all relative to the start
         self.serial = list(range(len(items)))
         self.next = len(items)
         self.by_key: dict[str | None, list[int]] | None = None
@@ -108,42 +121,56 @@ class _Box:
                 self.by_key.setdefault(key, []).append(serial)
         return self.by_key
 
-    def shift(self, a: int, b: int, d: int) -> int | None:
-        """Make room for a splice of ``[a, b)`` (relative) by ``d`` characters inside
-        this container: the item holding it grows, the items after it move. The
-        relative start of the item holding it (None: between items); -1 when the splice
-        cuts an item (the caller starts over)."""
-        end = self.end
-        i = bisect_right(end, a)
-        if i == len(end):
-            return None
+    def move_split(self, to: int, length: int) -> None:
+        """Put the split at ``to``, ``length`` being the container's: the items it
+        crosses go over to the other frame."""
+        s = self.split
+        lo, hi, by = (s, to, length) if to > s else (to, s, -length)
+        for offsets in (self.key_start, self.key_end, self.start, self.end):
+            _reframe(offsets, lo, hi, by)
+        self.split = to
+
+    def shift(self, cs: int, ce: int, a: int, b: int, d: int) -> int | None:
+        """Make room for a splice of ``[a, b)`` by ``d`` characters inside this
+        container, spanning ``[cs, ce)`` before it: the item holding the splice grows.
+        Its (absolute) start, None when the splice is between items, -1 when it cuts
+        an item (the caller starts over)."""
+        s, end = self.split, self.end
+        i = bisect_right(end, a - cs, 0, s)  # the first item ending after a (find, inline)
+        if i == s:
+            i = bisect_right(end, a - ce, s)
         inner = None
-        if self.key_start[i] < b:
-            if not (self.start[i] <= a and b <= end[i]):  # pragma: no cover - cut
-                return -1
-            end[i] += d
-            inner = self.start[i]
-            i += 1
-        if d and i < len(end):
-            for offsets in (self.key_start, self.key_end, self.start, end):
-                offsets[i:] = map(d.__add__, offsets[i:])
+        if i < len(end):
+            o = cs if i < s else ce
+            if o + self.key_start[i] < b:  # it holds the splice
+                inner = o + self.start[i]
+                if not (inner <= a and b <= o + end[i]):  # pragma: no cover - a cut item
+                    return -1
+        to = i if inner is None else i + 1
+        if to != s:
+            self.move_split(to, ce - cs)
+        if inner is not None:
+            end[i] += d  # in the first frame now
         return inner
 
 
 class _Items:
-    """The items of the cached container starting at ``origin``, as absolute
+    """The items of the cached container spanning ``[start, end)``, as absolute
     :class:`_Item`\\ s: a view of its :class:`_Box`, good until the next splice."""
 
-    __slots__ = ("box", "origin")
+    __slots__ = ("box", "cs", "ce")
 
-    def __init__(self, box: _Box, origin: int) -> None:
-        self.box, self.origin = box, origin
+    def __init__(self, box: _Box, start: int, end: int) -> None:
+        self.box, self.cs, self.ce = box, start, end
 
     def __len__(self) -> int:
         return len(self.box.keys)
 
     def __getitem__(self, i: int) -> _Item:
-        box, o = self.box, self.origin
+        box = self.box
+        if i < 0:
+            i += len(box.keys)
+        o = self.cs if i < box.split else self.ce
         return _Item(box.keys[i], o + box.key_start[i], o + box.key_end[i], o + box.start[i],
                      o + box.end[i])
 
@@ -152,25 +179,31 @@ class _Items:
 
     def spans(self) -> Iterator[tuple[int, int]]:
         """Each item's value span, in order."""
-        box, o = self.box, self.origin
-        return zip(map(o.__add__, box.start), map(o.__add__, box.end))
+        box, s = self.box, self.box.split
+        cs, ce = self.cs, self.ce
+        return chain(zip(map(cs.__add__, box.start[:s]), map(cs.__add__, box.end[:s])),
+                     zip(map(ce.__add__, box.start[s:]), map(ce.__add__, box.end[s:])))
 
     def at(self, start: int) -> int:
         """The position of the item whose value starts at ``start``."""
-        return bisect_left(self.box.start, start - self.origin)
+        box = self.box
+        s = box.split
+        i = bisect_left(box.start, start - self.cs, 0, s)  # each frame is sorted
+        return i if i < s else bisect_left(box.start, start - self.ce, s)
 
     def last(self, key: str) -> _Node | None:
         """The value of the last member named ``key`` (the one ``JSON.parse`` keeps),
         None if none."""
         box = self.box
-        serials = box.index().get(key)
+        serials = (box.by_key or box.index()).get(key)
         if not serials:
             return None
         i = bisect_left(box.serial, serials[-1])
-        return _Node(self.origin + box.start[i], self.origin + box.end[i])
+        o = self.cs if i < box.split else self.ce
+        return _Node(o + box.start[i], o + box.end[i])
 
     def append(self, item: _Item) -> None:
-        box, o = self.box, self.origin
+        box, o = self.box, self.ce  # a new last item: relative to the end
         box.keys.append(item.key)
         box.key_start.append(item.key_start - o)
         box.key_end.append(item.key_end - o)
@@ -186,6 +219,8 @@ class _Items:
         key, serial = box.keys[i], box.serial[i]
         for field_ in (box.keys, box.key_start, box.key_end, box.start, box.end, box.serial):
             del field_[i]
+        if i < box.split:
+            box.split -= 1
         if box.by_key is not None:
             same = box.by_key[key]
             same.remove(serial)
@@ -198,14 +233,16 @@ class JsonDocument:
     """The text of a JSON file; edits splice it in place.
 
     The layout cache holds, for each container a walk went through, its end and its
-    items (a :class:`_Box`), in three lists sorted by the container's start
+    items (a :class:`_Box`), in three lists in the order of the containers' starts
     (``_starts``, ``_ends``, ``_boxes``); a splice shifts the offsets it moves instead
     of rescanning, and an added or removed member updates its container's items in
     place, so a run of edits on a large file costs one scan of each container on the
-    paths it touches. A splice runs Python code only for the containers enclosing it
-    (``_splice``); the items and containers after it move with a C-level pass over
-    their offset lists. So adding or deleting N members one by one, in any order, is
-    linear in N. :func:`decoded_layout` gives the cache as absolute offsets.
+    paths it touches. The containers before ``_split`` are at their offsets, the others
+    at their offsets less the text's length: a splice moves the split to itself and
+    changes the ends of the containers enclosing it (``_splice``), no other; the
+    containers after it move with the text's end, unchanged. So adding or deleting N
+    members one by one is linear in N. :func:`decoded_layout` gives the cache as
+    absolute offsets.
     """
 
     text: str
@@ -216,23 +253,48 @@ class JsonDocument:
     _starts: list[int] = field(default_factory=list, repr=False)
     _ends: list[int] = field(default_factory=list, repr=False)
     _boxes: list[_Box] = field(default_factory=list, repr=False)
+    _split: int = field(default=0, repr=False)
 
     def _forget_layout(self) -> None:
         self._starts.clear()
         self._ends.clear()
         self._boxes.clear()
+        self._split = 0
 
     def _spliced(self, a: int, b: int, new: str) -> None:
         """Hook after each splice of ``text`` (JSONC mirrors it in its text with
         comments, formats/jsonc.py)."""
 
 
+def _find(doc: JsonDocument, pos: int, length: int) -> int:
+    """Where the cached container starting at ``pos`` is, or would go, in the layout
+    lists (``length``: the text's, which the containers after the split are relative to)."""
+    starts, s = doc._starts, doc._split
+    k = bisect_left(starts, pos, 0, s)
+    return k if k < s else bisect_left(starts, pos - length, s)
+
+
+def _span(doc: JsonDocument, k: int) -> tuple[int, int]:
+    """The absolute span of the ``k``-th cached container."""
+    o = 0 if k < doc._split else len(doc.text)
+    return doc._starts[k] + o, doc._ends[k] + o
+
+
+def _cached(doc: JsonDocument, start: int) -> _Items | None:
+    """The items cached for the container at ``start`` as they are, None if none."""
+    k = _find(doc, start, len(doc.text))
+    if k == len(doc._starts) or _span(doc, k)[0] != start:
+        return None
+    return _Items(doc._boxes[k], *_span(doc, k))
+
+
 def decoded_layout(doc: JsonDocument) -> dict[int, tuple[int, list[_Item], dict[str | None, list[_Item]] | None]]:
     """The layout cache in absolute offsets (for tests): per container start, its end,
     its items, and its key index (each key's items in order; None while not built)."""
     out: dict[int, tuple[int, list[_Item], dict[str | None, list[_Item]] | None]] = {}
-    for start, end, box in zip(doc._starts, doc._ends, doc._boxes):
-        items = _Items(box, start)
+    for k, box in enumerate(doc._boxes):
+        start, end = _span(doc, k)
+        items = _Items(box, start, end)
         index = None
         if box.by_key is not None:
             index = {key: [items[bisect_left(box.serial, s)] for s in serials]
@@ -269,73 +331,86 @@ def _scan_items(text: str, start: int) -> list[_Item]:
 def _items(doc: JsonDocument, node: _Node) -> _Items:
     """The items of the container ``node``, from the cache (scanned on first use, or
     when the cached entry is stale: another end)."""
-    starts = doc._starts
-    i = bisect_left(starts, node.start)
-    cached = i < len(starts) and starts[i] == node.start
-    if cached and doc._ends[i] == node.end:
-        return _Items(doc._boxes[i], node.start)
+    starts, s, pos = doc._starts, doc._split, node.start
+    k, o = bisect_left(starts, pos, 0, s), 0  # _find, inline: walks come here often
+    if k == s:
+        o = len(doc.text)
+        k = bisect_left(starts, pos - o, s)
+    cached = k < len(starts) and starts[k] + o == pos
+    if cached and doc._ends[k] + o == node.end:
+        return _Items(doc._boxes[k], pos, node.end)
     box = _Box(_scan_items(doc.text, node.start), node.start)
     if cached:
-        doc._ends[i], doc._boxes[i] = node.end, box
+        doc._ends[k], doc._boxes[k] = node.end - o, box
     else:
-        starts.insert(i, node.start)
-        doc._ends.insert(i, node.end)
-        doc._boxes.insert(i, box)
-    return _Items(box, node.start)
+        if k <= s:  # in the first frame: at its offsets
+            o = 0
+            doc._split += 1
+        starts.insert(k, node.start - o)
+        doc._ends.insert(k, node.end - o)
+        doc._boxes.insert(k, box)
+    return _Items(box, node.start, node.end)
 
 
 def _splice(doc: JsonDocument, a: int, b: int, new: str, restructured: int | None = None) -> None:
     """Replace ``text[a:b]`` with ``new`` and bring the layout cache up to date. The
     container starting at ``restructured`` gained or lost items: its entry is dropped.
 
-    Python code runs only for the containers that enclose the splice, found from the
-    root down through the item holding it (a container is cached only once a walk went
-    through its parent): each moves its items after the splice (:meth:`_Box.shift`).
-    The containers inside the replaced text are forgotten, and those after it move by
-    a C-level pass over ``_starts`` and ``_ends``, their items being relative to them.
-    So a run of N edits, in any order, runs Python lines linear in N (every cached
-    container or item visited per splice made deletes quadratic)."""
+    The split of the cached containers moves to the splice (those it crosses change
+    frame, in C-level passes), and those that enclose it, found from the root down
+    through the item holding it (a container is cached only once a walk went through
+    its parent), change their ends and move their items after it (:meth:`_Box.shift`).
+    The containers inside the replaced text are forgotten; those after it are relative
+    to the text's end: they move with it. So a run of N edits, first to last or last to
+    first, is linear in N (every cached container or item after the splice shifted, one
+    by one, made deletes quadratic); in random order the frame changes cost C-level
+    passes, no Python lines."""
+    length = len(doc.text)
     doc.text = doc.text[:a] + new + doc.text[b:]
     doc._spliced(a, b, new)
     doc._edited = True
     d = len(new) - (b - a)
     starts, ends, boxes = doc._starts, doc._ends, doc._boxes
     if restructured is not None:
-        _drop(doc, restructured, restructured + 1)
-    # the enclosing containers: from the root down, each moving its items after the splice
+        k = _find(doc, restructured, length)
+        if k < len(starts) and starts[k] + (0 if k < doc._split else length) == restructured:
+            _drop(doc, k, k + 1)
+    # the split goes to the splice: the containers before it at their offsets
+    t, s = _find(doc, a, length), doc._split
+    if t != s:
+        lo, hi, by = (s, t, length) if t > s else (t, s, -length)
+        _reframe(starts, lo, hi, by)
+        _reframe(ends, lo, hi, by)
+        doc._split = t
+    # the enclosing containers: from the root down, each changing its end and items
     k = 0
-    while k < len(starts) and starts[k] < a:
-        start = starts[k]
-        if ends[k] <= a:  # the splice is outside every cached container
+    while k < t:
+        start, end = starts[k], ends[k]
+        if end <= a:  # the splice is outside every cached container
             break
-        if not b < ends[k]:  # pragma: no cover - a splice that cuts a container: start over
+        if not b < end:  # pragma: no cover - a splice that cuts a container: start over
             doc._forget_layout()
             return
-        inner = boxes[k].shift(a - start, b - start, d)
+        inner = boxes[k].shift(start, end, a, b, d)
         if inner == -1:  # pragma: no cover - an item cut by the splice: start over
             doc._forget_layout()
             return
-        ends[k] += d
+        ends[k] = end + d
         if inner is None:
             break
-        k = bisect_left(starts, start + inner)
-        if k == len(starts) or starts[k] != start + inner:  # not cached
+        k = bisect_left(starts, inner, 0, t)
+        if k == t or starts[k] != inner:  # not cached
             break
-    # the containers inside the replaced text are forgotten; those after it move
-    lo = _drop(doc, a, a if a == b else b)
-    if d:
-        starts[lo:] = map(d.__add__, starts[lo:])
-        ends[lo:] = map(d.__add__, ends[lo:])
+    # the containers inside the replaced text are forgotten
+    if a < b:
+        _drop(doc, t, bisect_left(starts, b - length, t))
 
 
-def _drop(doc: JsonDocument, a: int, b: int) -> int:
-    """Forget the cached containers starting in ``[a, b)``; where they were."""
-    starts = doc._starts
-    lo = bisect_left(starts, a)
-    hi = bisect_left(starts, b, lo)
+def _drop(doc: JsonDocument, lo: int, hi: int) -> None:
+    """Forget the ``lo``-th to ``hi``-th cached containers."""
     if hi > lo:
-        del starts[lo:hi], doc._ends[lo:hi], doc._boxes[lo:hi]
-    return lo
+        del doc._starts[lo:hi], doc._ends[lo:hi], doc._boxes[lo:hi]
+        doc._split -= max(0, min(hi, doc._split) - lo)
 
 
 def _line_col(text: str, pos: int) -> tuple[int, int]:
@@ -564,7 +639,9 @@ class JsonEditor(FormatEditor):
             key_start = last.end + len(sep)
             start = key_start + len(kv)
             item = _Item(key, key_start, key_start + len(key_text), start, start + len(rendered))
-            items.append(item)
+            kept = _cached(doc, node.start)
+            if kept is not None:
+                kept.append(item)
             return
         close = "}" if is_obj else "]"
         kv = key_text + ": " if is_obj else ""
