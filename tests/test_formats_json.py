@@ -620,6 +620,94 @@ def test_a_run_of_inserts_scans_the_object_once(monkeypatch):
     assert len(scanned) <= 2 + 2 * 500  # root, mcpServers, each server and its env once
 
 
+# -- long runs of deletes and sets: the cache against a fresh parse at every step ------------
+
+def big_models_text(n: int, comments: bool) -> str:
+    """opencode's shape: ``n`` models of a few keys each under ``provider.gw.models``, MCP
+    servers and a list; with ``comments``, JSONC with the user's comments (a header, in
+    and between models, a member's own comment after its comma) and trailing commas."""
+    lines = ["{", '  "$schema": "https://opencode.ai/config.json",', '  "provider": {', '    "gw": {',
+             '      "npm": "@ai-sdk/openai-compatible",', '      "models": {']
+    for i in range(n):
+        mine = f" // model {i}" if comments and i % 7 == 3 else ""
+        inner = f" /* {i} */" if comments and i % 11 == 5 else ""
+        last = "," if i < n - 1 or (comments and i % 2) else ""
+        lines += [f'        "m{i:03d}": {{', f'          "id": "m{i:03d}",{inner}',
+                  f'          "limit": {{"context": {1000 + i}, "output": 8}}' + ("," if comments else ""),
+                  f"        }}{last}{mine}"]
+        if comments and i % 13 == 0:
+            lines.append(f"        // after m{i:03d}")
+    lines += ["      }", "    }", "  },", '  "mcp": {']
+    lines += [f'    "s{i}": {{"type": "local", "command": ["npx", "s{i}"]}}' + ("," if i < 9 else "")
+              for i in range(10)]
+    lines += ["  },", '  "theme": "x"' + (", // mine" if comments else ""), "}", ""]
+    return ("// the user's header\n" if comments else "") + "\n".join(lines)
+
+
+def sweep_edits(rng, names: list[str], steps: int):
+    """Edits as a destroy and an apply make them, in runs: each model's keys, then its
+    ``limit``, then the model, first to last, last to first or at random; models added
+    key by key; keys set or replaced inside models; members added and removed elsewhere."""
+    at = ("provider", "gw", "models")
+    made = 0
+    while steps > 0:
+        run = rng.choice(["forward", "backward", "random", "add", "mixed"])
+        for _ in range(rng.randint(3, 12)):
+            steps -= 1
+            if run == "add" or not names or (run == "mixed" and rng.random() < 0.4):
+                made += 1
+                name = f"new{made:03d}"
+                names.insert(rng.randint(0, len(names)), name)
+                yield "set", at + (name, "id"), name
+                yield "set", at + (name, "limit", "context"), made
+                continue
+            pick = {"forward": 0, "backward": -1}.get(run)
+            name = names[pick] if pick is not None else rng.choice(names)
+            kind = rng.random()
+            if kind < 0.15:
+                yield "set", at + (name, "limit", "output"), rng.choice([16, [1, 2], {"x": made}])
+                continue
+            if kind < 0.2:
+                yield "set", ("mcp", f"s{rng.randint(0, 12)}"), rng.choice([None, {"command": ["uvx"]}])
+                yield "delete", ("mcp", f"s{rng.randint(0, 12)}"), None
+                continue
+            names.remove(name)
+            yield "delete", at + (name, "id"), None
+            yield "delete", at + (name, "limit", "context"), None
+            yield "delete", at + (name, "limit"), None
+            yield "delete", at + (name,), None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("jsonc", [False, True], ids=["json", "jsonc"])
+def test_runs_of_deletes_and_sets_give_the_text_a_fresh_parse_gives(jsonc, seed):
+    """The layout cache (items relative to their container on either side of its split,
+    containers after the last splice relative to the text's end) edits exactly as a
+    fresh parse of the text before every step would, over long runs of deletes first to
+    last, last to first and at random, and of sets between them; after every step the
+    cache, decoded, is what a rescan finds."""
+    import random
+
+    editor = JC if jsonc else E
+    rng = random.Random(seed)
+    text = big_models_text(150, comments=jsonc)
+    doc = editor.parse(text)
+    names = [f"m{i:03d}" for i in range(150)]
+    indexed = 0
+    for step, (kind, path, value) in enumerate(sweep_edits(rng, names, 120)):
+        fresh = editor.parse(text)
+        if not play_both(editor, doc, fresh, kind, path, value):
+            continue
+        text = editor.dump(fresh)
+        assert editor.dump(doc) == text, f"step {step}: {kind} {path}"
+        indexed += assert_cache_matches_a_rescan(doc, doc.text)
+    assert indexed > 100  # the key indexes were checked too
+    model = json.loads(blank(text))["provider"]["gw"]["models"]
+    assert sorted(model) == sorted(names)
+    if jsonc:
+        assert text.startswith("// the user's header\n") and '"theme": "x", // mine' in text
+
+
 # -- JSONC (opencode, Kilo): the same editor on a shadow with comments blanked ---------------
 
 from taosync.formats.jsonc import EDITOR as JC  # noqa: E402
