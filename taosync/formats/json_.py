@@ -133,25 +133,27 @@ class _Box:
     def shift(self, cs: int, ce: int, a: int, b: int, d: int) -> int | None:
         """Make room for a splice of ``[a, b)`` by ``d`` characters inside this
         container, spanning ``[cs, ce)`` before it: the item holding the splice grows.
-        Its (absolute) start, None when the splice is between items, -1 when it cuts
-        an item (the caller starts over)."""
+        Its (absolute) start; None when the splice is between items. _Cut when it cuts
+        an item."""
         s, end = self.split, self.end
-        i = bisect_right(end, a - cs, 0, s)  # the first item ending after a (find, inline)
-        if i == s:
+        i = bisect_right(end, a - cs, 0, s)  # the first item ending after a (each frame
+        if i == s:                           # is sorted)
             i = bisect_right(end, a - ce, s)
-        inner = None
-        if i < len(end):
-            o = cs if i < s else ce
-            if o + self.key_start[i] < b:  # it holds the splice
-                inner = o + self.start[i]
-                if not (inner <= a and b <= o + end[i]):  # pragma: no cover - a cut item
-                    return -1
-        to = i if inner is None else i + 1
-        if to != s:
-            self.move_split(to, ce - cs)
-        if inner is not None:
+        if i < len(end) and (o := cs if i < s else ce) + self.key_start[i] < b:  # it holds the splice
+            inner = o + self.start[i]
+            if not (inner <= a and b <= o + end[i]):  # pragma: no cover - a bug elsewhere
+                raise _Cut
+            if i + 1 != s:
+                self.move_split(i + 1, ce - cs)
             end[i] += d  # in the first frame now
-        return inner
+            return inner
+        if i != s:
+            self.move_split(i, ce - cs)
+        return None
+
+
+class _Cut(Exception):
+    """A splice cuts a cached container or item: the cache starts over."""
 
 
 class _Items:
@@ -190,17 +192,6 @@ class _Items:
         s = box.split
         i = bisect_left(box.start, start - self.cs, 0, s)  # each frame is sorted
         return i if i < s else bisect_left(box.start, start - self.ce, s)
-
-    def last(self, key: str) -> _Node | None:
-        """The value of the last member named ``key`` (the one ``JSON.parse`` keeps),
-        None if none."""
-        box = self.box
-        serials = (box.by_key or box.index()).get(key)
-        if not serials:
-            return None
-        i = bisect_left(box.serial, serials[-1])
-        o = self.cs if i < box.split else self.ce
-        return _Node(o + box.start[i], o + box.end[i])
 
     def append(self, item: _Item) -> None:
         box, o = self.box, self.ce  # a new last item: relative to the end
@@ -329,8 +320,13 @@ def _scan_items(text: str, start: int) -> list[_Item]:
 
 
 def _items(doc: JsonDocument, node: _Node) -> _Items:
-    """The items of the container ``node``, from the cache (scanned on first use, or
-    when the cached entry is stale: another end)."""
+    """The items of the container ``node``."""
+    return _Items(_box(doc, node), node.start, node.end)
+
+
+def _box(doc: JsonDocument, node: _Node) -> _Box:
+    """The cached items of the container ``node`` (scanned on first use, or when the
+    cached entry is stale: another end)."""
     starts, s, pos = doc._starts, doc._split, node.start
     k, o = bisect_left(starts, pos, 0, s), 0  # _find, inline: walks come here often
     if k == s:
@@ -338,7 +334,7 @@ def _items(doc: JsonDocument, node: _Node) -> _Items:
         k = bisect_left(starts, pos - o, s)
     cached = k < len(starts) and starts[k] + o == pos
     if cached and doc._ends[k] + o == node.end:
-        return _Items(doc._boxes[k], pos, node.end)
+        return doc._boxes[k]
     box = _Box(_scan_items(doc.text, node.start), node.start)
     if cached:
         doc._ends[k], doc._boxes[k] = node.end - o, box
@@ -349,7 +345,7 @@ def _items(doc: JsonDocument, node: _Node) -> _Items:
         starts.insert(k, node.start - o)
         doc._ends.insert(k, node.end - o)
         doc._boxes.insert(k, box)
-    return _Items(box, node.start, node.end)
+    return box
 
 
 def _splice(doc: JsonDocument, a: int, b: int, new: str, restructured: int | None = None) -> None:
@@ -384,23 +380,23 @@ def _splice(doc: JsonDocument, a: int, b: int, new: str, restructured: int | Non
         doc._split = t
     # the enclosing containers: from the root down, each changing its end and items
     k = 0
-    while k < t:
-        start, end = starts[k], ends[k]
-        if end <= a:  # the splice is outside every cached container
-            break
-        if not b < end:  # pragma: no cover - a splice that cuts a container: start over
-            doc._forget_layout()
-            return
-        inner = boxes[k].shift(start, end, a, b, d)
-        if inner == -1:  # pragma: no cover - an item cut by the splice: start over
-            doc._forget_layout()
-            return
-        ends[k] = end + d
-        if inner is None:
-            break
-        k = bisect_left(starts, inner, 0, t)
-        if k == t or starts[k] != inner:  # not cached
-            break
+    try:
+        while k < t:
+            start, end = starts[k], ends[k]
+            if end <= a:  # the splice is outside every cached container
+                break
+            if not b < end:  # pragma: no cover - a bug elsewhere
+                raise _Cut
+            inner = boxes[k].shift(start, end, a, b, d)
+            ends[k] = end + d
+            if inner is None:
+                break
+            k = bisect_left(starts, inner, 0, t)
+            if k == t or starts[k] != inner:  # not cached
+                break
+    except _Cut:  # pragma: no cover
+        doc._forget_layout()
+        return
     # the containers inside the replaced text are forgotten
     if a < b:
         _drop(doc, t, bisect_left(starts, b - length, t))
@@ -514,7 +510,14 @@ class JsonEditor(FormatEditor):
             return None
         if text[node.start] != "{":
             raise self._not(doc, node, where, "an object")
-        return _items(doc, node).last(seg)
+        # the last member so named (the one JSON.parse keeps), by the box's key index
+        box = _box(doc, node)
+        serials = (box.by_key or box.index()).get(seg)
+        if not serials:
+            return None
+        i = bisect_left(box.serial, serials[-1])
+        o = node.start if i < box.split else node.end
+        return _Node(o + box.start[i], o + box.end[i])
 
     @staticmethod
     def _not(doc: JsonDocument, node: _Node, where: KeyPath, what: str) -> FormatError:
