@@ -115,6 +115,7 @@ class _Box:
         self.by_key: dict[str | None, list[int]] | None = None
 
     def index(self) -> dict[str | None, list[int]]:
+        """Each key's serials, in order (the last one is what ``JSON.parse`` keeps)."""
         if self.by_key is None:
             self.by_key = {}
             for key, serial in zip(self.keys, self.serial):
@@ -136,10 +137,12 @@ class _Box:
         Its (absolute) start; None when the splice is between items. _Cut when it cuts
         an item."""
         s, end = self.split, self.end
-        i = bisect_right(end, a - cs, 0, s)  # the first item ending after a (each frame
-        if i == s:                           # is sorted)
+        # the first item ending after a: in the first frame, else in the second (each sorted)
+        i = bisect_right(end, a - cs, 0, s)
+        if i == s:
             i = bisect_right(end, a - ce, s)
-        if i < len(end) and (o := cs if i < s else ce) + self.key_start[i] < b:  # it holds the splice
+        o = cs if i < s else ce
+        if i < len(end) and o + self.key_start[i] < b:  # it holds the splice
             inner = o + self.start[i]
             if not (inner <= a and b <= o + end[i]):  # pragma: no cover - a bug elsewhere
                 raise _Cut
@@ -279,10 +282,13 @@ def _cached(doc: JsonDocument, start: int) -> _Items | None:
     return _Items(doc._boxes[k], *_span(doc, k))
 
 
-def decoded_layout(doc: JsonDocument) -> dict[int, tuple[int, list[_Item], dict[str | None, list[_Item]] | None]]:
+_Decoded = tuple[int, list[_Item], dict[str | None, list[_Item]] | None]
+
+
+def decoded_layout(doc: JsonDocument) -> dict[int, _Decoded]:
     """The layout cache in absolute offsets (for tests): per container start, its end,
     its items, and its key index (each key's items in order; None while not built)."""
-    out: dict[int, tuple[int, list[_Item], dict[str | None, list[_Item]] | None]] = {}
+    out: dict[int, _Decoded] = {}
     for k, box in enumerate(doc._boxes):
         start, end = _span(doc, k)
         items = _Items(box, start, end)
