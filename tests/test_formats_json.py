@@ -690,20 +690,31 @@ def test_runs_of_deletes_and_sets_give_the_text_a_fresh_parse_gives(jsonc, seed)
 
     editor = JC if jsonc else E
     rng = random.Random(seed)
-    text = big_models_text(150, comments=jsonc)
+    text = big_models_text(100, comments=jsonc)
     doc = editor.parse(text)
-    names = [f"m{i:03d}" for i in range(150)]
+    names = [f"m{i:03d}" for i in range(100)]
     indexed = 0
-    for step, (kind, path, value) in enumerate(sweep_edits(rng, names, 120)):
+
+    def step(n: int, kind: str, path: tuple, value) -> None:
+        nonlocal text, indexed
         fresh = editor.parse(text)
         if not play_both(editor, doc, fresh, kind, path, value):
-            continue
+            return
         text = editor.dump(fresh)
-        assert editor.dump(doc) == text, f"step {step}: {kind} {path}"
+        assert editor.dump(doc) == text, f"step {n}: {kind} {path}"
         indexed += assert_cache_matches_a_rescan(doc, doc.text)
-    assert indexed > 100  # the key indexes were checked too
+
+    for n, (kind, path, value) in enumerate(sweep_edits(rng, names, 120)):
+        step(n, kind, path, value)
     model = json.loads(blank(text))["provider"]["gw"]["models"]
     assert sorted(model) == sorted(names)
+    # then a destroy of what is left, first to last, down to the empty object
+    at = ("provider", "gw", "models")
+    for name in names[::2] + names[1::2]:
+        for keys in (("id",), ("limit", "context"), ("limit",), ()):
+            step(-1, "delete", at + (name,) + keys, None)
+    assert indexed > 100  # the key indexes were checked too
+    assert json.loads(blank(text))["provider"]["gw"]["models"] == {}
     if jsonc:
         assert text.startswith("// the user's header\n") and '"theme": "x", // mine' in text
 
