@@ -217,7 +217,7 @@ def test_editors_delete_members_in_linear_work(fmt, shape):
 
 @pytest.mark.parametrize("fmt", ["json", "jsonc"])
 @pytest.mark.parametrize("order", ["backward", "random"])
-@pytest.mark.parametrize("shape", ["models", "servers"])
+@pytest.mark.parametrize("shape", ["models", "servers", "keys"])
 def test_json_deletes_in_any_order_in_linear_work(fmt, order, shape):
     """The JSON/JSONC layout cache moves its split to each splice: one item a delete
     when a run goes last to first, as first to last; in random order the items it
