@@ -595,6 +595,29 @@ def test_duplicate_keys_stay_last_one_wins_through_the_index():
     assert E.get(doc, ("a",)) == 6 and E.dump(doc) == '{"b": 2, "c": 5, "a": 6}'
 
 
+def test_delete_removes_every_occurrence_without_walking_again_after_the_last(monkeypatch):
+    """Deleting a duplicated key removes each occurrence (JSON.parse keeps the last, so
+    the file must not keep any); once the object's key index holds no more, the delete
+    ends without walking the path again. In JSONC a last member after a member with its
+    own comment restructures the object: its index is gone, so it walks once more."""
+    for editor, text, path, out, walked in [
+        (E, '{"x": {"a": 1, "b": 2, "a": 3, "a": 4}, "y": [1]}', ("x", "a"), '{"x": {"b": 2}, "y": [1]}', 3),
+        (E, '{"x": {"a": 1, "b": 2}}', ("x", "b"), '{"x": {"a": 1}}', 1),
+        (JC, '{\n  "a": 1,\n  "a": 0,\n  "b": 2, // mine\n  "a": 3\n}\n', ("a",),
+         '{\n  "b": 2, // mine\n}\n', 3),
+        (JC, '{\n  "b": 2, // mine\n  "a": 3\n}\n', ("a",), '{\n  "b": 2, // mine\n}\n', 2),
+    ]:
+        doc = editor.parse(text)
+        walks = []
+        real = type(editor)._walk
+        monkeypatch.setattr(type(editor), "_walk", lambda self, d, p: walks.append(p) or real(self, d, p))
+        assert editor.delete(doc, path) is True
+        monkeypatch.undo()
+        assert len(walks) == walked, text
+        assert editor.dump(doc) == out and editor.get(doc, path) is MISSING
+        assert editor.delete(doc, path) is False
+
+
 def test_a_run_of_inserts_scans_the_object_once(monkeypatch):
     """Cost linear in the edits: adding 500 members to a 500-member object, each looked
     up first as the planner does, scans that object once, not once per edit."""

@@ -606,6 +606,11 @@ class JsonEditor(FormatEditor):
                 return removed
             self._remove(doc, nodes[-2], nodes[-1])
             removed = True
+            # another member so named? The object's key index says, without a walk
+            # (its entry is gone when the removal restructured it: walk again)
+            kept = None if isinstance(path[-1], Match) else _cached(doc, nodes[-2].start)
+            if kept is not None and path[-1] not in kept.box.index():
+                return True
 
     # -- edits ----------------------------------------------------------------------------
 
