@@ -13,7 +13,11 @@ from taosync.formats.base import MISSING, FormatError, Match
 from taosync.formats.registry import editor_for
 from plain_model import play, play_both
 from taosync.formats.json_ import EDITOR as E
-from taosync.formats.json_ import _scan_items
+from taosync.formats.json_ import _scan_items, decoded_layout
+
+
+def _scan_end(text: str, start: int) -> int:
+    return json.JSONDecoder().raw_decode(text, start)[1]
 
 
 def vars_(item):
@@ -499,7 +503,7 @@ def test_property_edits_match_a_plain_model(x, indent, ops):
             assert E.get(doc, path) is MISSING
     out = E.dump(doc)
     assert json.loads(out) == model
-    for start, (end, items) in doc._layout.items():  # the span cache matches a rescan
+    for start, (end, items, _) in decoded_layout(doc).items():  # the span cache matches a rescan
         assert [vars_(i) for i in items] == [vars_(i) for i in _scan_items(out, start)]
         assert out[end - 1] in "}]"
     if indent is not None and (x or indent == 2):
@@ -542,6 +546,21 @@ def random_edit(rng, names: list[str], step: int):
     return "set", ("tail", Match("n", str(step % 7))), {"v": step}
 
 
+def assert_cache_matches_a_rescan(doc, text: str) -> int:
+    """The layout cache, decoded to absolute offsets, is what a rescan of ``text``
+    finds: each cached container's end and items, and its key index once built. How
+    many key indexes were checked."""
+    indexed = 0
+    for start, (end, items, index) in decoded_layout(doc).items():
+        assert text[start] in "{[" and _scan_end(text, start) == end
+        assert [vars_(i) for i in items] == [vars_(i) for i in _scan_items(text, start)]
+        if index is not None:
+            indexed += 1
+            assert {k: [vars_(i) for i in v] for k, v in index.items()} == \
+                {k: [vars_(i) for i in items if i.key == k] for k in {i.key for i in items}}
+    return indexed
+
+
 def test_edits_on_a_large_object_give_the_text_a_fresh_parse_gives():
     """The cached layout (offsets shifted, items added and removed in place, members
     indexed by key) edits exactly as a fresh parse of the text before every step would,
@@ -560,12 +579,7 @@ def test_edits_on_a_large_object_give_the_text_a_fresh_parse_gives():
         text = E.dump(fresh)
         assert E.dump(doc) == text, f"step {step}: {kind} {path}"
         assert E.get(doc, ("mcpServers",)) == json.loads(text)["mcpServers"]
-    for start, (end, items) in doc._layout.items():  # and the cache still matches a rescan
-        assert [vars_(i) for i in items] == [vars_(i) for i in _scan_items(text, start)]
-    for items, index in doc._keys.values():
-        if any(items is layout_items for _, layout_items in doc._layout.values()):
-            assert {k: [vars_(i) for i in v] for k, v in index.items()} == \
-                {k: [vars_(i) for i in items if i.key == k] for k in {i.key for i in items}}
+    assert_cache_matches_a_rescan(doc, text)
 
 
 def test_duplicate_keys_stay_last_one_wins_through_the_index():
@@ -579,6 +593,29 @@ def test_duplicate_keys_stay_last_one_wins_through_the_index():
     assert E.get(doc, ("a",)) is MISSING
     E.set(doc, ("a",), 6)
     assert E.get(doc, ("a",)) == 6 and E.dump(doc) == '{"b": 2, "c": 5, "a": 6}'
+
+
+def test_delete_removes_every_occurrence_without_walking_again_after_the_last(monkeypatch):
+    """Deleting a duplicated key removes each occurrence (JSON.parse keeps the last, so
+    the file must not keep any); once the object's key index holds no more, the delete
+    ends without walking the path again. In JSONC a last member after a member with its
+    own comment restructures the object: its index is gone, so it walks once more."""
+    for editor, text, path, out, walked in [
+        (E, '{"x": {"a": 1, "b": 2, "a": 3, "a": 4}, "y": [1]}', ("x", "a"), '{"x": {"b": 2}, "y": [1]}', 3),
+        (E, '{"x": {"a": 1, "b": 2}}', ("x", "b"), '{"x": {"a": 1}}', 1),
+        (JC, '{\n  "a": 1,\n  "a": 0,\n  "b": 2, // mine\n  "a": 3\n}\n', ("a",),
+         '{\n  "b": 2, // mine\n}\n', 3),
+        (JC, '{\n  "b": 2, // mine\n  "a": 3\n}\n', ("a",), '{\n  "b": 2, // mine\n}\n', 2),
+    ]:
+        doc = editor.parse(text)
+        walks = []
+        real = type(editor)._walk
+        monkeypatch.setattr(type(editor), "_walk", lambda self, d, p: walks.append(p) or real(self, d, p))
+        assert editor.delete(doc, path) is True
+        monkeypatch.undo()
+        assert len(walks) == walked, text
+        assert editor.dump(doc) == out and editor.get(doc, path) is MISSING
+        assert editor.delete(doc, path) is False
 
 
 def test_a_run_of_inserts_scans_the_object_once(monkeypatch):
@@ -604,6 +641,105 @@ def test_a_run_of_inserts_scans_the_object_once(monkeypatch):
     assert len(out["mcpServers"]) == 750 and out["mcpServers"]["srv-007"]["env"] == {"I": "changed"}
     assert scanned.count(servers_at) == 1
     assert len(scanned) <= 2 + 2 * 500  # root, mcpServers, each server and its env once
+
+
+# -- long runs of deletes and sets: the cache against a fresh parse at every step ------------
+
+def big_models_text(n: int, comments: bool) -> str:
+    """opencode's shape: ``n`` models of a few keys each under ``provider.gw.models``, MCP
+    servers and a list; with ``comments``, JSONC with the user's comments (a header, in
+    and between models, a member's own comment after its comma) and trailing commas."""
+    lines = ["{", '  "$schema": "https://opencode.ai/config.json",', '  "provider": {', '    "gw": {',
+             '      "npm": "@ai-sdk/openai-compatible",', '      "models": {']
+    for i in range(n):
+        mine = f" // model {i}" if comments and i % 7 == 3 else ""
+        inner = f" /* {i} */" if comments and i % 11 == 5 else ""
+        last = "," if i < n - 1 or (comments and i % 2) else ""
+        lines += [f'        "m{i:03d}": {{', f'          "id": "m{i:03d}",{inner}',
+                  f'          "limit": {{"context": {1000 + i}, "output": 8}}' + ("," if comments else ""),
+                  f"        }}{last}{mine}"]
+        if comments and i % 13 == 0:
+            lines.append(f"        // after m{i:03d}")
+    lines += ["      }", "    }", "  },", '  "mcp": {']
+    lines += [f'    "s{i}": {{"type": "local", "command": ["npx", "s{i}"]}}' + ("," if i < 9 else "")
+              for i in range(10)]
+    lines += ["  },", '  "theme": "x"' + (", // mine" if comments else ""), "}", ""]
+    return ("// the user's header\n" if comments else "") + "\n".join(lines)
+
+
+def sweep_edits(rng, names: list[str], steps: int):
+    """Edits as a destroy and an apply make them, in runs: each model's keys, then its
+    ``limit``, then the model, first to last, last to first or at random; models added
+    key by key; keys set or replaced inside models; members added and removed elsewhere."""
+    at = ("provider", "gw", "models")
+    made = 0
+    while steps > 0:
+        run = rng.choice(["forward", "backward", "random", "add", "mixed"])
+        for _ in range(rng.randint(3, 12)):
+            steps -= 1
+            if run == "add" or not names or (run == "mixed" and rng.random() < 0.4):
+                made += 1
+                name = f"new{made:03d}"
+                names.insert(rng.randint(0, len(names)), name)
+                yield "set", at + (name, "id"), name
+                yield "set", at + (name, "limit", "context"), made
+                continue
+            pick = {"forward": 0, "backward": -1}.get(run)
+            name = names[pick] if pick is not None else rng.choice(names)
+            kind = rng.random()
+            if kind < 0.15:
+                yield "set", at + (name, "limit", "output"), rng.choice([16, [1, 2], {"x": made}])
+                continue
+            if kind < 0.2:
+                yield "set", ("mcp", f"s{rng.randint(0, 12)}"), rng.choice([None, {"command": ["uvx"]}])
+                yield "delete", ("mcp", f"s{rng.randint(0, 12)}"), None
+                continue
+            names.remove(name)
+            yield "delete", at + (name, "id"), None
+            yield "delete", at + (name, "limit", "context"), None
+            yield "delete", at + (name, "limit"), None
+            yield "delete", at + (name,), None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("jsonc", [False, True], ids=["json", "jsonc"])
+def test_runs_of_deletes_and_sets_give_the_text_a_fresh_parse_gives(jsonc, seed):
+    """The layout cache (items relative to their container on either side of its split,
+    containers after the last splice relative to the text's end) edits exactly as a
+    fresh parse of the text before every step would, over long runs of deletes first to
+    last, last to first and at random, and of sets between them; after every step the
+    cache, decoded, is what a rescan finds."""
+    import random
+
+    editor = JC if jsonc else E
+    rng = random.Random(seed)
+    text = big_models_text(100, comments=jsonc)
+    doc = editor.parse(text)
+    names = [f"m{i:03d}" for i in range(100)]
+    indexed = 0
+
+    def step(n: int, kind: str, path: tuple, value) -> None:
+        nonlocal text, indexed
+        fresh = editor.parse(text)
+        if not play_both(editor, doc, fresh, kind, path, value):
+            return
+        text = editor.dump(fresh)
+        assert editor.dump(doc) == text, f"step {n}: {kind} {path}"
+        indexed += assert_cache_matches_a_rescan(doc, doc.text)
+
+    for n, (kind, path, value) in enumerate(sweep_edits(rng, names, 120)):
+        step(n, kind, path, value)
+    model = json.loads(blank(text))["provider"]["gw"]["models"]
+    assert sorted(model) == sorted(names)
+    # then a destroy of what is left, first to last, down to the empty object
+    at = ("provider", "gw", "models")
+    for name in names[::2] + names[1::2]:
+        for keys in (("id",), ("limit", "context"), ("limit",), ()):
+            step(-1, "delete", at + (name,) + keys, None)
+    assert indexed > 100  # the key indexes were checked too
+    assert json.loads(blank(text))["provider"]["gw"]["models"] == {}
+    if jsonc:
+        assert text.startswith("// the user's header\n") and '"theme": "x", // mine' in text
 
 
 # -- JSONC (opencode, Kilo): the same editor on a shadow with comments blanked ---------------

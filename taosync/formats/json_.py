@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]  # typeshed omits it
-from typing import Any
+from itertools import chain
+from typing import Any, Iterator
 
 from taosync.formats.base import (MISSING, FormatEditor, FormatError, KeyPath, Match, build_value, element_value,
                                   keypath_str, same_value, update_mapping,
@@ -59,7 +60,8 @@ _scan = _DECODER.scan_once  # type: ignore[attr-defined]  # set in __init__; not
 @dataclass
 class _Item:
     """One member of an object (``key`` set) or element of an array (``key`` None):
-    offsets into the text; ``key_start == start`` for an element."""
+    offsets into the text; ``key_start == start`` for an element. Handed out by
+    :class:`_Items` for the text as it is: a splice leaves it behind."""
 
     __slots__ = ("key", "key_start", "key_end", "start", "end")
     key: str | None
@@ -80,38 +82,222 @@ class _Node:
         return _scan(text, self.start)[0]
 
 
+def _reframe(offsets: list[int], lo: int, hi: int, by: int) -> None:
+    """Add ``by`` to ``offsets[lo:hi]`` in one C-level pass (no Python line per item)."""
+    if lo < hi and by:
+        offsets[lo:hi] = map(by.__add__, offsets[lo:hi])
+
+
+class _Box:
+    """A cached container's items, one list per field, each offset relative to the
+    container: the items before ``split`` to its start, the others to its end. A splice
+    inside item ``i`` moves the split to just after ``i`` (the items it crosses change
+    frame, in C-level passes) and changes ``i``'s end: the items before it do not move,
+    those after it move with the container's end, unchanged. A run of deletes first to
+    last (or last to first) moves the split by one item each time.
+
+    ``serial`` numbers the items in order (ascending, never reused), so the key index
+    (``by_key``: each key's occurrences, built on first use) survives the items removed
+    before them: an item's position is a ``bisect`` of its serial."""
+
+    __slots__ = ("keys", "key_start", "key_end", "start", "end", "split", "serial", "next",
+                 "by_key")
+
+    def __init__(self, items: list[_Item], origin: int) -> None:
+        self.keys = [it.key for it in items]
+        self.key_start = [it.key_start - origin for it in items]
+        self.key_end = [it.key_end - origin for it in items]
+        self.start = [it.start - origin for it in items]
+        self.end = [it.end - origin for it in items]
+        self.split = len(items)  # all relative to the start
+        self.serial = list(range(len(items)))
+        self.next = len(items)
+        self.by_key: dict[str | None, list[int]] | None = None
+
+    def index(self) -> dict[str | None, list[int]]:
+        """Each key's serials, in order (the last one is what ``JSON.parse`` keeps)."""
+        if self.by_key is None:
+            self.by_key = {}
+            for key, serial in zip(self.keys, self.serial):
+                self.by_key.setdefault(key, []).append(serial)
+        return self.by_key
+
+    def move_split(self, to: int, length: int) -> None:
+        """Put the split at ``to``, ``length`` being the container's: the items it
+        crosses go over to the other frame."""
+        s = self.split
+        lo, hi, by = (s, to, length) if to > s else (to, s, -length)
+        for offsets in (self.key_start, self.key_end, self.start, self.end):
+            _reframe(offsets, lo, hi, by)
+        self.split = to
+
+    def shift(self, cs: int, ce: int, a: int, b: int, d: int) -> int | None:
+        """Make room for a splice of ``[a, b)`` by ``d`` characters inside this
+        container, spanning ``[cs, ce)`` before it: the item holding the splice grows.
+        Its (absolute) start; None when the splice is between items. _Cut when it cuts
+        an item."""
+        s, end = self.split, self.end
+        # the first item ending after a: in the first frame, else in the second (each sorted)
+        i = bisect_right(end, a - cs, 0, s)
+        if i == s:
+            i = bisect_right(end, a - ce, s)
+        o = cs if i < s else ce
+        if i < len(end) and o + self.key_start[i] < b:  # it holds the splice
+            inner = o + self.start[i]
+            if not (inner <= a and b <= o + end[i]):  # pragma: no cover - a bug elsewhere
+                raise _Cut
+            if i + 1 != s:
+                self.move_split(i + 1, ce - cs)
+            end[i] += d  # in the first frame now
+            return inner
+        if i != s:
+            self.move_split(i, ce - cs)
+        return None
+
+
+class _Cut(Exception):
+    """A splice cuts a cached container or item: the cache starts over."""
+
+
+class _Items:
+    """The items of the cached container spanning ``[start, end)``, as absolute
+    :class:`_Item`\\ s: a view of its :class:`_Box`, good until the next splice."""
+
+    __slots__ = ("box", "cs", "ce")
+
+    def __init__(self, box: _Box, start: int, end: int) -> None:
+        self.box, self.cs, self.ce = box, start, end
+
+    def __len__(self) -> int:
+        return len(self.box.keys)
+
+    def __getitem__(self, i: int) -> _Item:
+        box = self.box
+        if i < 0:
+            i += len(box.keys)
+        o = self.cs if i < box.split else self.ce
+        return _Item(box.keys[i], o + box.key_start[i], o + box.key_end[i], o + box.start[i],
+                     o + box.end[i])
+
+    def __iter__(self) -> Iterator[_Item]:
+        return (self[i] for i in range(len(self)))
+
+    def spans(self) -> Iterator[tuple[int, int]]:
+        """Each item's value span, in order."""
+        box, s = self.box, self.box.split
+        cs, ce = self.cs, self.ce
+        return chain(zip(map(cs.__add__, box.start[:s]), map(cs.__add__, box.end[:s])),
+                     zip(map(ce.__add__, box.start[s:]), map(ce.__add__, box.end[s:])))
+
+    def at(self, start: int) -> int:
+        """The position of the item whose value starts at ``start``."""
+        box = self.box
+        s = box.split
+        i = bisect_left(box.start, start - self.cs, 0, s)  # each frame is sorted
+        return i if i < s else bisect_left(box.start, start - self.ce, s)
+
+    def append(self, item: _Item) -> None:
+        box, o = self.box, self.ce  # a new last item: relative to the end
+        box.keys.append(item.key)
+        box.key_start.append(item.key_start - o)
+        box.key_end.append(item.key_end - o)
+        box.start.append(item.start - o)
+        box.end.append(item.end - o)
+        box.serial.append(box.next)
+        if box.by_key is not None:
+            box.by_key.setdefault(item.key, []).append(box.next)
+        box.next += 1
+
+    def pop(self, i: int) -> None:
+        box = self.box
+        key, serial = box.keys[i], box.serial[i]
+        for field_ in (box.keys, box.key_start, box.key_end, box.start, box.end, box.serial):
+            del field_[i]
+        if i < box.split:
+            box.split -= 1
+        if box.by_key is not None:
+            same = box.by_key[key]
+            same.remove(serial)
+            if not same:
+                del box.by_key[key]
+
+
 @dataclass
 class JsonDocument:
     """The text of a JSON file; edits splice it in place.
 
-    ``_layout`` caches, per container start offset, the container's end and its items;
-    a splice shifts the offsets it moves instead of rescanning, and an added or removed
-    member updates its container's items in place, so a run of edits on a large file
-    costs one scan of each container on the paths it touches. ``_keys`` indexes an
-    object's members by key (per items list, by its id), so a lookup does not walk them.
-    A splice visits only the containers it moves (``_splice``): adding N members one by
-    one is linear in N. (Adding them in turn to two sibling objects shifts the later
-    one's cached members each time; the planner edits one object after the other.)
+    The layout cache holds, for each container a walk went through, its end and its
+    items (a :class:`_Box`), in three lists in the order of the containers' starts
+    (``_starts``, ``_ends``, ``_boxes``); a splice shifts the offsets it moves instead
+    of rescanning, and an added or removed member updates its container's items in
+    place, so a run of edits on a large file costs one scan of each container on the
+    paths it touches. The containers before ``_split`` are at their offsets, the others
+    at their offsets less the text's length: a splice moves the split to itself and
+    changes the ends of the containers enclosing it (``_splice``), no other; the
+    containers after it move with the text's end, unchanged. So adding or deleting N
+    members one by one is linear in N. :func:`decoded_layout` gives the cache as
+    absolute offsets.
     """
 
     text: str
     newline: str = "\n"
     unit: str = "  "
-    _layout: dict[int, tuple[int, list[_Item]]] = field(default_factory=dict, repr=False)
     _edited: bool = field(default=False, repr=False)
-    _keys: dict[int, tuple[list[_Item], dict[str, list[_Item]]]] = field(
-        default_factory=dict, repr=False)
-    #: the keys of ``_layout``, ascending
+    #: the cached containers' starts, ascending; their ends and items, in the same order
     _starts: list[int] = field(default_factory=list, repr=False)
+    _ends: list[int] = field(default_factory=list, repr=False)
+    _boxes: list[_Box] = field(default_factory=list, repr=False)
+    _split: int = field(default=0, repr=False)
 
     def _forget_layout(self) -> None:
-        self._layout.clear()
-        self._keys.clear()
         self._starts.clear()
+        self._ends.clear()
+        self._boxes.clear()
+        self._split = 0
 
     def _spliced(self, a: int, b: int, new: str) -> None:
         """Hook after each splice of ``text`` (JSONC mirrors it in its text with
         comments, formats/jsonc.py)."""
+
+
+def _find(doc: JsonDocument, pos: int, length: int) -> int:
+    """Where the cached container starting at ``pos`` is, or would go, in the layout
+    lists (``length``: the text's, which the containers after the split are relative to)."""
+    starts, s = doc._starts, doc._split
+    k = bisect_left(starts, pos, 0, s)
+    return k if k < s else bisect_left(starts, pos - length, s)
+
+
+def _span(doc: JsonDocument, k: int) -> tuple[int, int]:
+    """The absolute span of the ``k``-th cached container."""
+    o = 0 if k < doc._split else len(doc.text)
+    return doc._starts[k] + o, doc._ends[k] + o
+
+
+def _cached(doc: JsonDocument, start: int) -> _Items | None:
+    """The items cached for the container at ``start`` as they are, None if none."""
+    k = _find(doc, start, len(doc.text))
+    if k == len(doc._starts) or _span(doc, k)[0] != start:
+        return None
+    return _Items(doc._boxes[k], *_span(doc, k))
+
+
+_Decoded = tuple[int, list[_Item], dict[str | None, list[_Item]] | None]
+
+
+def decoded_layout(doc: JsonDocument) -> dict[int, _Decoded]:
+    """The layout cache in absolute offsets (for tests): per container start, its end,
+    its items, and its key index (each key's items in order; None while not built)."""
+    out: dict[int, _Decoded] = {}
+    for k, box in enumerate(doc._boxes):
+        start, end = _span(doc, k)
+        items = _Items(box, start, end)
+        index = None
+        if box.by_key is not None:
+            index = {key: [items[bisect_left(box.serial, s)] for s in serials]
+                     for key, serials in box.by_key.items()}
+        out[start] = (end, list(items), index)
+    return out
 
 
 def _ws(text: str, i: int) -> int:
@@ -139,105 +325,94 @@ def _scan_items(text: str, start: int) -> list[_Item]:
         i = _ws(text, k + 1)
 
 
-def _items(doc: JsonDocument, node: _Node) -> list[_Item]:
-    hit = doc._layout.get(node.start)
-    if hit is not None and hit[0] == node.end:
-        return hit[1]
-    items = _scan_items(doc.text, node.start)
-    if hit is not None:
-        doc._keys.pop(id(hit[1]), None)
+def _items(doc: JsonDocument, node: _Node) -> _Items:
+    """The items of the container ``node``."""
+    return _Items(_box(doc, node), node.start, node.end)
+
+
+def _box(doc: JsonDocument, node: _Node) -> _Box:
+    """The cached items of the container ``node`` (scanned on first use, or when the
+    cached entry is stale: another end)."""
+    starts, s, pos = doc._starts, doc._split, node.start
+    k, o = bisect_left(starts, pos, 0, s), 0  # _find, inline: walks come here often
+    if k == s:
+        o = len(doc.text)
+        k = bisect_left(starts, pos - o, s)
+    cached = k < len(starts) and starts[k] + o == pos
+    if cached and doc._ends[k] + o == node.end:
+        return doc._boxes[k]
+    box = _Box(_scan_items(doc.text, node.start), node.start)
+    if cached:
+        doc._ends[k], doc._boxes[k] = node.end - o, box
     else:
-        insort(doc._starts, node.start)
-    doc._layout[node.start] = (node.end, items)
-    return items
-
-
-def _by_key(doc: JsonDocument, items: list[_Item]) -> dict[str, list[_Item]]:
-    """An object's members by key, each key's occurrences in order (built on first use)."""
-    hit = doc._keys.get(id(items))
-    if hit is not None:
-        return hit[1]
-    index: dict[str, list[_Item]] = {}
-    for it in items:
-        index.setdefault(it.key, []).append(it)  # type: ignore[arg-type]
-    doc._keys[id(items)] = (items, index)
-    return index
+        if k <= s:  # in the first frame: at its offsets
+            o = 0
+            doc._split += 1
+        starts.insert(k, node.start - o)
+        doc._ends.insert(k, node.end - o)
+        doc._boxes.insert(k, box)
+    return box
 
 
 def _splice(doc: JsonDocument, a: int, b: int, new: str, restructured: int | None = None) -> None:
     """Replace ``text[a:b]`` with ``new`` and bring the layout cache up to date. The
     container starting at ``restructured`` gained or lost items: its entry is dropped.
 
-    Only what the splice moves is visited, so a run of edits stays linear in the
-    catalogue (every cached container looked at per splice made it quadratic): the
-    containers that enclose it, found from the root down through the item holding it
-    (a container is cached only once a walk went through its parent), and, by the
-    sorted ``_starts``, those inside the replaced text (forgotten) and after it (shifted)."""
+    The split of the cached containers moves to the splice (those it crosses change
+    frame, in C-level passes), and those that enclose it, found from the root down
+    through the item holding it (a container is cached only once a walk went through
+    its parent), change their ends and move their items after it (:meth:`_Box.shift`).
+    The containers inside the replaced text are forgotten; those after it are relative
+    to the text's end: they move with it. So a run of N edits, first to last or last to
+    first, is linear in N (every cached container or item after the splice shifted, one
+    by one, made deletes quadratic); in random order the frame changes cost C-level
+    passes, no Python lines."""
+    length = len(doc.text)
     doc.text = doc.text[:a] + new + doc.text[b:]
     doc._spliced(a, b, new)
     doc._edited = True
     d = len(new) - (b - a)
-    layout, starts = doc._layout, doc._starts
-    if restructured is not None and restructured in layout:
-        _drop(doc, [restructured])
-    # the enclosing containers: from the root down, each shifting its items after the splice
-    start = starts[0] if starts else a
-    while start < a:
-        end, items = layout[start]
-        if end <= a:  # the splice is outside every cached container
-            break
-        if not b < end:  # pragma: no cover - a splice that cuts a container: start over
-            doc._forget_layout()
-            return
-        inner = None
-        for it in items[bisect_right(items, a, key=_value_end):]:
-            if it.key_start >= b:
-                it.key_start += d
-                it.key_end += d
-                it.start += d
-                it.end += d
-            elif it.start <= a and b <= it.end:
-                it.end += d
-                inner = it.start
-            else:  # pragma: no cover - an item cut by the splice: start over
-                doc._forget_layout()
-                return
-        layout[start] = (end + d, items)
-        if inner is None or inner not in layout:
-            break
-        start = inner
-    # the containers inside the replaced text are forgotten; those after it move
-    lo = bisect_left(starts, a)
-    hi = lo if a == b else bisect_left(starts, b)
-    _drop(doc, starts[lo:hi])
-    after = starts[lo:]
-    if d:
-        moved = [layout.pop(s) for s in after]
-        for s, (end, items) in zip(after, moved):
-            for it in items:
-                it.key_start += d
-                it.key_end += d
-                it.start += d
-                it.end += d
-            layout[s + d] = (end + d, items)
-        starts[lo:] = [s + d for s in after]
+    starts, ends, boxes = doc._starts, doc._ends, doc._boxes
+    if restructured is not None:
+        k = _find(doc, restructured, length)
+        if k < len(starts) and starts[k] + (0 if k < doc._split else length) == restructured:
+            _drop(doc, k, k + 1)
+    # the split goes to the splice: the containers before it at their offsets
+    t, s = _find(doc, a, length), doc._split
+    if t != s:
+        lo, hi, by = (s, t, length) if t > s else (t, s, -length)
+        _reframe(starts, lo, hi, by)
+        _reframe(ends, lo, hi, by)
+        doc._split = t
+    # the enclosing containers: from the root down, each changing its end and items
+    k = 0
+    try:
+        while k < t:
+            start, end = starts[k], ends[k]
+            if end <= a:  # the splice is outside every cached container
+                break
+            if not b < end:  # pragma: no cover - a bug elsewhere
+                raise _Cut
+            inner = boxes[k].shift(start, end, a, b, d)
+            ends[k] = end + d
+            if inner is None:
+                break
+            k = bisect_left(starts, inner, 0, t)
+            if k == t or starts[k] != inner:  # not cached
+                break
+    except _Cut:  # pragma: no cover
+        doc._forget_layout()
+        return
+    # the containers inside the replaced text are forgotten
+    if a < b:
+        _drop(doc, t, bisect_left(starts, b - length, t))
 
 
-def _drop(doc: JsonDocument, gone: list[int]) -> None:
-    """Forget the cached containers starting at ``gone`` (ascending offsets)."""
-    for s in gone:
-        doc._keys.pop(id(doc._layout.pop(s)[1]), None)
-    if gone:
-        i = bisect_left(doc._starts, gone[0])
-        del doc._starts[i:i + len(gone)]
-
-
-def _value_end(item: _Item) -> int:
-    return item.end
-
-
-def _value_start(item: _Item) -> int:
-    return item.start
+def _drop(doc: JsonDocument, lo: int, hi: int) -> None:
+    """Forget the ``lo``-th to ``hi``-th cached containers."""
+    if hi > lo:
+        del doc._starts[lo:hi], doc._ends[lo:hi], doc._boxes[lo:hi]
+        doc._split -= max(0, min(hi, doc._split) - lo)
 
 
 def _line_col(text: str, pos: int) -> tuple[int, int]:
@@ -332,17 +507,23 @@ class JsonEditor(FormatEditor):
         if isinstance(seg, Match):
             if text[node.start] != "[":
                 raise self._not(doc, node, where, "a list")
-            for el in _items(doc, node):
-                if text[el.start] != "{":
+            for start, end in _items(doc, node).spans():
+                if text[start] != "{":
                     continue
-                v = _scan(text, el.start)[0]
+                v = _scan(text, start)[0]
                 if v.get(seg.field) == seg.value:
-                    return _Node(el.start, el.end)
+                    return _Node(start, end)
             return None
         if text[node.start] != "{":
             raise self._not(doc, node, where, "an object")
-        found = _by_key(doc, _items(doc, node)).get(seg)
-        return None if not found else _Node(found[-1].start, found[-1].end)
+        # the last member so named (the one JSON.parse keeps), by the box's key index
+        box = _box(doc, node)
+        serials = (box.by_key or box.index()).get(seg)
+        if not serials:
+            return None
+        i = bisect_left(box.serial, serials[-1])
+        o = node.start if i < box.split else node.end
+        return _Node(o + box.start[i], o + box.end[i])
 
     @staticmethod
     def _not(doc: JsonDocument, node: _Node, where: KeyPath, what: str) -> FormatError:
@@ -425,6 +606,11 @@ class JsonEditor(FormatEditor):
                 return removed
             self._remove(doc, nodes[-2], nodes[-1])
             removed = True
+            # another member so named? The object's key index says, without a walk
+            # (its entry is gone when the removal restructured it: walk again)
+            kept = None if isinstance(path[-1], Match) else _cached(doc, nodes[-2].start)
+            if kept is not None and path[-1] not in kept.box.index():
+                return True
 
     # -- edits ----------------------------------------------------------------------------
 
@@ -467,9 +653,9 @@ class JsonEditor(FormatEditor):
             key_start = last.end + len(sep)
             start = key_start + len(kv)
             item = _Item(key, key_start, key_start + len(key_text), start, start + len(rendered))
-            items.append(item)
-            if id(items) in doc._keys:
-                doc._keys[id(items)][1].setdefault(key, []).append(item)  # type: ignore[arg-type]
+            kept = _cached(doc, node.start)
+            if kept is not None:
+                kept.append(item)
             return
         close = "}" if is_obj else "]"
         kv = key_text + ": " if is_obj else ""
@@ -484,7 +670,7 @@ class JsonEditor(FormatEditor):
 
     def _remove(self, doc: JsonDocument, container: _Node, node: _Node) -> None:
         items = _items(doc, container)
-        idx = bisect_left(items, node.start, key=_value_start)
+        idx = items.at(node.start)
         if len(items) == 1:
             a, b = container.start + 1, container.end - 1
         elif idx < len(items) - 1:
@@ -492,12 +678,7 @@ class JsonEditor(FormatEditor):
         else:
             a, b = items[idx - 1].end, items[idx].end
         # the container encloses the removed text, so its entry is kept without the item
-        item = items.pop(idx)
-        if id(items) in doc._keys:
-            same = doc._keys[id(items)][1][item.key]  # type: ignore[index]
-            same.remove(item)
-            if not same:
-                del doc._keys[id(items)][1][item.key]  # type: ignore[arg-type]
+        items.pop(idx)
         _splice(doc, a, b, "")
 
     # -- rendering helpers ----------------------------------------------------------------

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
 from taosync.formats.base import FormatError, KeyPath
-from taosync.formats.json_ import (JsonDocument, JsonEditor, _items, _line_col, _Node, _splice,
-                                   _value_start)
+from taosync.formats.json_ import JsonDocument, JsonEditor, _items, _line_col, _Node, _splice
 
 __all__ = ["EDITOR", "JsoncDocument", "JsoncEditor", "blank"]
 
@@ -126,7 +124,7 @@ class JsoncEditor(JsonEditor):
     def _remove(self, doc: JsonDocument, container: _Node, node: _Node) -> None:
         doc = _own(doc)
         items = _items(doc, container)
-        i = bisect_left(items, node.start, key=_value_start)
+        i = items.at(node.start)
         found = _commented(doc, items[i - 1].end) if 0 < i == len(items) - 1 else None
         if found is None or doc.text[found[1]:items[i].key_start].strip():
             return super()._remove(doc, container, node)
