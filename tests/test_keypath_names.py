@@ -44,50 +44,26 @@ def test_state_written_before_values_were_quoted_reads_as_it_did():
     assert str(Match("name", "a]b")) == '[name="a]b"]'
 
 
-FLEET = """\
-version: 1
-gateway:
-  base_url: http://127.0.0.1:9/api
-  key: ${env:TAOTOKEN_API_KEY}
-models:
-  "weird]model": {}
-  "\\"quoted\\"": {}
-  plain: {}
-routes:
-  a: "weird]model"
-  b: "\\"quoted\\""
-  c: plain
-default_route: c
-clients:
-  continue: {roles: {chat: a, edit: b, autocomplete: c}}
-  pi: {model: a}
-  qwen-code: {model: b}
-  mistral-vibe: {model: a}
-  droid: {model: a}
-mcp_servers:
-  "srv]x": {command: npx, args: [-y, x]}
-  keep: {command: npx, args: [-y, k]}
-"""
+def _fleet(a: str, b: str, c: str, servers: list[str]) -> str:
+    """A fleet routing ``a``, ``b`` and ``c`` to those models (its whole catalogue) for
+    the clients that name list elements by model, with these MCP servers; written as
+    JSON, which is YAML, so no name needs quoting by hand."""
+    routes = {"a": a, "b": b, "c": c}
+    return json.dumps({
+        "version": 1,
+        "gateway": {"base_url": "http://127.0.0.1:9/api", "key": "${env:TAOTOKEN_API_KEY}"},
+        "models": {model: {} for model in routes.values()},
+        "routes": routes, "default_route": "c",
+        "clients": {"continue": {"roles": {"chat": "a", "edit": "b", "autocomplete": "c"}},
+                    "pi": {"model": "a"}, "qwen-code": {"model": "b"},
+                    "mistral-vibe": {"model": "a"}, "droid": {"model": "a"}},
+        "mcp_servers": {name: {"command": "npx", "args": ["-y", name]} for name in servers},
+    }, indent=2)
+
+
+FLEET = _fleet("weird]model", '"quoted"', "plain", ["srv]x", "keep"])
 #: the fleet without the odd names: their entries must go from every file
-PRUNED = """\
-version: 1
-gateway:
-  base_url: http://127.0.0.1:9/api
-  key: ${env:TAOTOKEN_API_KEY}
-models:
-  plain: {}
-routes:
-  a: plain
-default_route: a
-clients:
-  continue: {roles: {chat: a, edit: a, autocomplete: a}}
-  pi: {model: a}
-  qwen-code: {model: a}
-  mistral-vibe: {model: a}
-  droid: {model: a}
-mcp_servers:
-  keep: {command: npx, args: [-y, k]}
-"""
+PRUNED = _fleet("plain", "plain", "plain", ["keep"])
 USER_CONTINUE = "name: mine\nversion: 1.0.0\nmodels:\n  - name: mine  # my own\n    provider: ollama\n    model: llama3\n"
 
 

@@ -372,14 +372,11 @@ def _parse_chars(text: str) -> KeyPath:
             out.append(Match(field, value))
             i = end + 1
         elif c == '"':
-            j, buf = i + 1, []
-            while text[j] != '"':
-                if text[j] == "\\":
-                    j += 1
-                buf.append(text[j])
-                j += 1
-            out.append("".join(buf))
-            i = j + 1
+            read = _read_quoted(text, i)
+            if read is None:
+                raise IndexError(f"unclosed quote in {text!r}")  # as the loop here always failed
+            out.append(read[0])
+            i = read[1]
         else:
             j = i
             while j < n and text[j] not in ".[":

@@ -518,7 +518,7 @@ class JsonEditor(FormatEditor):
             raise self._not(doc, node, where, "an object")
         # the last member so named (the one JSON.parse keeps), by the box's key index
         box = _box(doc, node)
-        serials = (box.by_key or box.index()).get(seg)
+        serials = box.index().get(seg)
         if not serials:
             return None
         i = bisect_left(box.serial, serials[-1])

@@ -209,6 +209,12 @@ def _own_keys(m: CommentedMap) -> list[Any]:
     return [k for k in m if ok is None or k in ok]
 
 
+def _is_own(m: CommentedMap, key: Any) -> bool:
+    """Whether ``key`` is ``m``'s own (as :func:`_own_keys` lists), not only merged in."""
+    ok = getattr(m, "_ok", None)
+    return ok is None or key in ok
+
+
 # -- comment slots ---------------------------------------------------------------------
 # A "slot" is where the comment after an entry lives: (ca.items, key, index); the index
 # is 2 for a mapping entry, 0 for a sequence entry. For an entry whose value is a block
@@ -488,8 +494,7 @@ class YamlEditor(FormatEditor):
         if isinstance(seg, Match):
             key = ydoc.matches.find(parent, seg)
         else:
-            ok = getattr(parent, "_ok", None)
-            if ok is not None and seg not in ok:
+            if not _is_own(parent, seg):
                 return False  # inherited through a merge key: nothing of its own to delete
             key = seg
         self._touch(ydoc)
