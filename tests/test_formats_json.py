@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import time
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -714,6 +716,7 @@ def test_runs_of_deletes_and_sets_give_the_text_a_fresh_parse_gives(jsonc, seed)
     editor = JC if jsonc else E
     rng = random.Random(seed)
     text = big_models_text(100, comments=jsonc)
+    comments = comments_in(text)  # the user's: every one stays, whatever is removed
     doc = editor.parse(text)
     names = [f"m{i:03d}" for i in range(100)]
     indexed = 0
@@ -725,6 +728,7 @@ def test_runs_of_deletes_and_sets_give_the_text_a_fresh_parse_gives(jsonc, seed)
             return
         text = editor.dump(fresh)
         assert editor.dump(doc) == text, f"step {n}: {kind} {path}"
+        assert comments_in(text) == comments, f"step {n}: a comment lost or added"
         indexed += assert_cache_matches_a_rescan(doc, doc.text)
 
     for n, (kind, path, value) in enumerate(sweep_edits(rng, names, 120)):
@@ -740,6 +744,12 @@ def test_runs_of_deletes_and_sets_give_the_text_a_fresh_parse_gives(jsonc, seed)
     assert json.loads(blank(text))["provider"]["gw"]["models"] == {}
     if jsonc:
         assert text.startswith("// the user's header\n") and '"theme": "x", // mine' in text
+
+
+def comments_in(text: str) -> Counter:
+    """The comments of a JSON or JSONC text (none in strict JSON), counted."""
+    return Counter(m.group(0) for m in re.finditer(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/',
+                                                   text, re.S) if m.group(0)[0] == "/")
 
 
 # -- JSONC (opencode, Kilo): the same editor on a shadow with comments blanked ---------------
@@ -879,3 +889,43 @@ def test_errors_say_the_fix(text, line, column, words):
         E.parse(text)
     assert (err.value.line, err.value.column) == (line, column)
     assert words in err.value.message
+
+
+@pytest.mark.parametrize("text, edit, out", [
+    # the only member: its comment opens the empty object
+    ('{\n  // mine\n  "a": 1\n}\n', "-a", '{\n  // mine\n}\n'),
+    # a comment above the next member, or after the removed one's comma
+    ('{\n  "a": 1,\n  // about b\n  "b": 2\n}\n', "-a", '{\n  // about b\n  "b": 2\n}\n'),
+    ('{\n  "a": 1, // note\n  "b": 2\n}\n', "-a", '{\n  // note\n  "b": 2\n}\n'),
+    # the last member: comments above it stay; what followed it on its line moves down
+    ('{\n  "a": 1,\n  // about b\n  "b": 2\n}\n', "-b", '{\n  "a": 1\n  // about b\n}\n'),
+    ('{\n  "a": 1,\n  /* x */ "b": 2 // tail\n}\n', "-b",
+     '{\n  "a": 1\n  /* x */\n  // tail\n}\n'),
+    ('{\n  "a": 1, // c\n  // about b\n  "b": 2\n}\n', "-b",
+     '{\n  "a": 1\n  // c\n  // about b\n}\n'),
+    # on one line, side by side
+    ('{"a": 1 /* x */, "b": 2}\n', "-a", '{/* x */ "b": 2}\n'),
+    ('{"a": 1, /* x */ "b": 2}\n', "-b", '{"a": 1 /* x */}\n'),
+    # comments inside a removed or rewritten value go where it was, or above its member
+    ('{\n  "x": {\n    // in x\n    "y": 1\n  },\n  "z": 2\n}\n', "-x",
+     '{\n  // in x\n  "z": 2\n}\n'),
+    ('{\n  "m": [\n    "p", // first\n    "q"\n  ]\n}\n', "m=[\"q\"]",
+     '{\n  // first\n  "m": [\n    "q"\n  ]\n}\n'),
+    ('{\n  "o": {"a": 1 /* c */}\n}\n', "o={\"b\": 2}", '{\n  "o": {"b": 2 /* c */}\n}\n'),
+    # an empty object's own comment opens its body when a member comes in
+    ('{\n  "mcp": { // my servers\n  }\n}\n', "mcp.x=1",
+     '{\n  "mcp": {\n    // my servers\n    "x": 1\n  }\n}\n'),
+    ('{"mcp": {/* c */}}\n', "mcp.x=1", '{"mcp": {/* c */ "x": 1}}\n'),
+])
+def test_jsonc_removing_or_rewriting_a_value_keeps_the_comments_in_it(text, edit, out):
+    """A comment is the user's (taosync writes none): whatever taosync removes or writes
+    anew, every comment in that text stays, on a line of its own where it was."""
+    doc = JC.parse(text)
+    if edit.startswith("-"):
+        assert JC.delete(doc, tuple(edit[1:].split(".")))
+    else:
+        path, value = edit.split("=")
+        JC.set(doc, tuple(path.split(".")), json.loads(value))
+    assert JC.dump(doc) == out
+    assert comments_in(out) == comments_in(text)
+    JC.parse(out)  # still JSONC

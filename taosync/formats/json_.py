@@ -669,6 +669,14 @@ class JsonEditor(FormatEditor):
         _splice(doc, node.start, node.end, new, restructured=node.start)
 
     def _remove(self, doc: JsonDocument, container: _Node, node: _Node) -> None:
+        a, b = self._cut(doc, container, node)
+        _splice(doc, a, b, "")
+
+    @staticmethod
+    def _cut(doc: JsonDocument, container: _Node, node: _Node) -> tuple[int, int]:
+        """The span removing ``node`` from ``container`` takes out (with its separator),
+        the item already gone from the container's cached items: the container encloses
+        the removed text, so its entry is kept without the item."""
         items = _items(doc, container)
         idx = items.at(node.start)
         if len(items) == 1:
@@ -677,9 +685,8 @@ class JsonEditor(FormatEditor):
             a, b = items[idx].key_start, items[idx + 1].key_start
         else:
             a, b = items[idx - 1].end, items[idx].end
-        # the container encloses the removed text, so its entry is kept without the item
         items.pop(idx)
-        _splice(doc, a, b, "")
+        return a, b
 
     # -- rendering helpers ----------------------------------------------------------------
 
