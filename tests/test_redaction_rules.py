@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from taosync.fleet import looks_secret
 from taosync.fleet.secrets import SENSITIVE, Redactor, Secret
@@ -172,3 +174,34 @@ def test_a_url_password_is_hidden_whoever_wrote_it(text, shown):
 ])
 def test_secret_looking_names(name, secret):
     assert looks_secret.secret_name(name) is secret
+
+
+def test_every_secret_looking_name_holds_a_hint():
+    """The scan of a file skips the lines holding no NAME_HINTS word (looks_secret
+    ``_named_values``): sound only while every secret word and part holds one."""
+    for word in (*looks_secret._SECRET_WORDS, *looks_secret._SECRET_PARTS):
+        assert any(hint in word for hint in looks_secret.NAME_HINTS), word
+
+
+_NAMEISH = st.sampled_from(["apiKey", "API_KEY", "token", "x-auth-token", "name", "path",
+                            "Authorization", "db.password", "env_key", "cookie", "model",
+                            "pat", "SECRET", "credentials", "a", "é_key", "compat"])
+_VALUE = st.sampled_from(["sk-abcdefghijklmnop0123", '"ghp_abcdefghijkl"', "'p4ss-w0rd-xx'",
+                          "Bearer xyzxyzxyzxyz12", "short", "${env:X}", '"a\\"b\\nc-d-e-f-g"',
+                          "https://u:pw123456@h/p", "0123456789"])
+_LINE = st.one_of(
+    st.builds(lambda n, sep, v, q: f"{q}{n}{q}{sep}{v}", _NAMEISH,
+              st.sampled_from([": ", " = ", "=", ":", "  :\t"]), _VALUE,
+              st.sampled_from(["", '"', "'"])),
+    st.text(alphabet=st.sampled_from(list("ab:=\"' \t,{}[]#-_.Kk\r")), max_size=30))
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(_LINE, max_size=12), ending=st.sampled_from(["\n", "\r\n", ""]))
+def test_the_line_filtered_scan_finds_what_the_whole_scan_finds(lines, ending):
+    text = "\n".join(lines) + ending
+    whole = [(m.start(), m.group(0)) for m in looks_secret.NAMED_VALUE.finditer(text)
+             if looks_secret.secret_name(m.group("name"))]
+    lines_only = [(m.start(), m.group(0)) for m in looks_secret._named_values(text)
+                  if looks_secret.secret_name(m.group("name"))]
+    assert lines_only == whole

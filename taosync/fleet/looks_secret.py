@@ -136,6 +136,37 @@ def _unquoted(raw: str) -> str:
     return raw
 
 
+#: every secret-looking name holds one of these, lower-cased: each word of _SECRET_WORDS and
+#: part of _SECRET_PARTS does (tests/test_looks_secret.py holds them to it)
+NAME_HINTS = ("token", "key", "pat", "secret", "pass", "authorization", "credential",
+              "cookie")
+
+
+def _named_values(text: str):
+    """:data:`NAMED_VALUE`'s matches in ``text`` on the lines that hold a
+    :data:`NAME_HINTS` word: none on another line is under a secret-looking name. No
+    match spans a line break, so each line scanned alone gives the whole scan's matches
+    there; a big catalogue's file has few such lines, found by ``str.find``. (A text
+    that is not ASCII is scanned whole: lower-casing may change its length.)"""
+    if not text.isascii():
+        yield from NAMED_VALUE.finditer(text)
+        return
+    low = text.lower()
+    starts = set()
+    for hint in NAME_HINTS:
+        at = low.find(hint)
+        while at != -1:
+            start = low.rfind("\n", 0, at) + 1
+            starts.add(start)
+            end = low.find("\n", at)
+            if end == -1:
+                break
+            at = low.find(hint, end)
+    for start in sorted(starts):
+        end = low.find("\n", start)
+        yield from NAMED_VALUE.finditer(text, start, len(text) if end == -1 else end)
+
+
 #: files that hold nothing but credentials, whatever their names: llm's ``keys.json``
 #: (``{"mistral": "…"}``), Cline's ``secrets.json``, Codex's ``auth.json``
 CREDENTIAL_STORES = frozenset({"keys.json", "secrets.json", "auth.json"})
@@ -166,7 +197,7 @@ _scanned_chars = 0
 
 def _scan(text: str | None, name: str) -> list[str]:
     out = []
-    for match in NAMED_VALUE.finditer(text or ""):
+    for match in _named_values(text or ""):
         if secret_name(match.group("name")):
             value = _unquoted(match.group("value")).strip()
             if could_be_token(value):
