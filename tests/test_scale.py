@@ -380,3 +380,27 @@ def test_an_owned_keys_dict_is_its_fields_in_order():
     assert entry == {f.name: getattr(key, f.name) for f in fields(OwnedKey)}
     entry["value"] = "changed"  # a copy: the key itself is untouched
     assert key.value == {"a": 1}
+
+
+def test_the_fast_owned_key_constructors_make_what_the_dataclass_makes():
+    """``OwnedKey.made`` (the planner's) and the state loader's adoption of a written
+    entry skip the frozen dataclass's ``__init__``: the same key, fields in order,
+    equal and hashed alike; an entry of another shape still goes through ``__init__``
+    (a missing field defaults, an unknown one is refused, the state named damaged)."""
+    from dataclasses import fields
+
+    from taosync.engine.state import Damaged, FileState, OwnedKey
+
+    key = OwnedKey("h", "v", True, False, "restore", "p")
+    made = OwnedKey.made("h", "v", True, release="restore", prior="p")
+    assert made == key and hash(made) == hash(key) and repr(made) == repr(key)
+    assert list(made.__dict__) == [f.name for f in fields(OwnedKey)]
+    written = FileState("/f", "json", ["c"], "s", owned={"a.b": key}).to_json()
+    loaded = FileState.from_json(written).owned["a.b"]
+    assert loaded == key and type(loaded) is OwnedKey
+    with pytest.raises(Exception):  # frozen all the same
+        loaded.hash = "x"  # type: ignore[misc]
+    short = {**written, "owned": {"a.b": {"hash": "h", "value": 1}}}
+    assert FileState.from_json(short).owned["a.b"] == OwnedKey("h", 1)
+    with pytest.raises(Damaged):
+        FileState.from_json({**written, "owned": {"a.b": {"hash": "h", "extra": 1}}})

@@ -319,8 +319,9 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
                 current = editor.get(doc, kp)
                 release, prior = _adopt(current, value, is_secret, key, hmac_key, priors)
             changed |= do_set(kp, value, is_secret, current)
-            owned[kp_text] = OwnedKey(value_hash(hmac_key, value), None if is_secret else value,
-                                      is_secret, release=release, prior=prior)
+            owned[kp_text] = OwnedKey.made(value_hash(hmac_key, value),
+                                           None if is_secret else value, is_secret,
+                                           release=release, prior=prior)
         for kp, raw in desired.volatile.items():
             value = materialize(raw)[0]
             current = editor.get(doc, kp)
