@@ -8,8 +8,8 @@ parse stops the whole plan with a message naming it, so ``apply`` writes nothing
 
 from __future__ import annotations
 
-import re
 import stat
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AbstractSet, Any
@@ -467,17 +467,27 @@ def _untouched(desired: Desired | None, previous: FileState | None, text: str | 
 
 
 #: where a key path's text has a container above it (each "." or "[")
-_SEPARATOR = re.compile(r"[.\[]")
 
 
 def _prune(editor, doc, created: list[str], keep: dict[str, OwnedKey]) -> list[str]:
     """Remove containers taosync created that are now empty; return those still there."""
-    # a container holding a kept key: the key itself, or its text up to a "." or "["
-    holding = {k[:m.start()] for k in keep for m in _SEPARATOR.finditer(k)}.union(keep)
+    kept = sorted(keep)  # a container's keys follow it here: a bisect finds the first
+
+    def holding(container: str) -> bool:
+        """Whether a kept key is ``container`` or its text up to a "." or "[": asked of
+        the containers made, not spelled for every prefix of every key kept."""
+        if container in keep:
+            return True
+        for below in (container + ".", container + "["):
+            at = bisect_left(kept, below)
+            if at < len(kept) and kept[at].startswith(below):
+                return True
+        return False
+
     still = []
     for kp_text in sorted(created, key=lambda s: -len(keypath_parse(s))):
         kp = keypath_parse(kp_text)
-        if kp_text in holding:  # only whether it is there: no copy of what it holds
+        if holding(kp_text):  # only whether it is there: no copy of what it holds
             if editor.has(doc, kp):
                 still.append(kp_text)
             continue
