@@ -929,3 +929,38 @@ def test_jsonc_removing_or_rewriting_a_value_keeps_the_comments_in_it(text, edit
     assert JC.dump(doc) == out
     assert comments_in(out) == comments_in(text)
     JC.parse(out)  # still JSONC
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("editor", [E, JC], ids=["json", "jsonc"])
+def test_named_elements_are_found_as_a_walk_finds_them(editor, seed):
+    """A Match finds its element through the list's name index (each element decoded
+    once, and again after an edit inside it): over runs of renames, duplicates, elements
+    added and removed, keys set and deleted inside them, by two fields, every get and
+    edit answers as on a fresh parse of the text."""
+    import random
+
+    rng = random.Random(seed)
+    names = [f"m{i:02d}" for i in range(30)]
+    elements = [{"name": n, "id": f"id-{n}", "provider": "p"} for n in names]
+    elements[5:5] = [7, {"name": 3}, {"name": "m03", "dup": True}, ["m04"]]
+    text = json.dumps({"models": elements, "other": {"name": "m01"}}, indent=2) + "\n"
+    doc = editor.parse(text)
+    for n in range(250):
+        field = rng.choice(["name", "name", "id"])
+        pick = rng.choice(names + ["new-" + str(rng.randint(0, 9))])
+        value = pick if field == "name" else f"id-{pick}"
+        at = ("models", Match(field, value))
+        fresh = editor.parse(text)
+        assert editor.get(doc, at) == editor.get(fresh, at), f"step {n}: get {at}"
+        kind, path, new = rng.choice([
+            ("set", at + ("provider",), rng.choice(["p", "q", {"x": 1}])),
+            ("set", at + ("name",), rng.choice(names)),  # a rename, maybe to a taken name
+            ("set", at + ("id",), f"id-{rng.choice(names)}"),
+            ("set", at, {"name": pick, "fresh": n}),
+            ("delete", at, None), ("delete", at + ("provider",), None),
+            ("set", ("other", "name"), rng.choice(names)),
+        ])
+        if play_both(editor, doc, fresh, kind, path, new):
+            text = editor.dump(fresh)
+            assert editor.dump(doc) == text, f"step {n}: {kind} {path}"

@@ -127,7 +127,8 @@ def add_members(fmt: str, n: int, shape: str) -> int:
 
 
 @pytest.mark.parametrize("fmt,shape", [
-    ("json", "models"), ("json", "servers"), ("jsonc", "models"), ("jsonc", "servers"),
+    ("json", "models"), ("json", "servers"), ("json", "named"),
+    ("jsonc", "models"), ("jsonc", "servers"), ("jsonc", "named"),
     ("yaml", "models"), ("yaml", "servers"), ("yaml", "named"),
     ("toml", "models"), ("toml", "servers"), ("toml", "named"),
 ])
@@ -191,15 +192,14 @@ def delete_members(fmt: str, n: int, shape: str, order: str = "forward") -> int:
     return lines_run(deletes, only=None)
 
 
-#: deletes that are not linear yet, so not asserted here (docs/performance.md has their
-#: figures): JSON/JSONC named elements (``[…]`` of objects picked by a field), each
-#: found by decoding the elements before it (×2.5-2.7 for 2N). (YAML servers and named
-#: elements were ×2.13-2.15: the line merge diffed the file against ruamel's dump of it,
-#: quadratic in lines alike such as ``command: npx``, where the two are the same; the
-#: name index was rebuilt after each element deleted.)
+#: (YAML servers and named elements were ×2.13-2.15: the line merge diffed the file
+#: against ruamel's dump of it, quadratic in lines alike such as ``command: npx``, where
+#: the two are the same; the name index was rebuilt after each element deleted. JSON and
+#: JSONC named elements, ``[…]`` of objects picked by a field, were ×2.4-2.5 added or
+#: deleted: each found by decoding the elements before it.)
 @pytest.mark.parametrize("fmt,shape", [
-    ("json", "models"), ("json", "servers"), ("json", "keys"),
-    ("jsonc", "models"), ("jsonc", "servers"), ("jsonc", "keys"),
+    ("json", "models"), ("json", "servers"), ("json", "keys"), ("json", "named"),
+    ("jsonc", "models"), ("jsonc", "servers"), ("jsonc", "keys"), ("jsonc", "named"),
     ("toml", "models"), ("toml", "servers"), ("toml", "named"), ("toml", "keys"),
     ("yaml", "models"), ("yaml", "keys"), ("yaml", "named"), ("yaml", "servers"),
 ])

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]  # typeshed omits it
 from itertools import chain
@@ -101,7 +101,7 @@ class _Box:
     before them: an item's position is a ``bisect`` of its serial."""
 
     __slots__ = ("keys", "key_start", "key_end", "start", "end", "split", "serial", "next",
-                 "by_key")
+                 "by_key", "names", "stale")
 
     def __init__(self, items: list[_Item], origin: int) -> None:
         self.keys = [it.key for it in items]
@@ -113,6 +113,12 @@ class _Box:
         self.serial = list(range(len(items)))
         self.next = len(items)
         self.by_key: dict[str | None, list[int]] | None = None
+        #: a list's elements by name, per field a Match looked into (:func:`_named`):
+        #: field → (string value → serials of the objects holding it, ascending;
+        #: serial → the value indexed for it)
+        self.names: dict[str, tuple[dict[str, list[int]], dict[int, str]]] = {}
+        #: serials of elements added, removed or edited since they were named
+        self.stale: set[int] = set()
 
     def index(self) -> dict[str | None, list[int]]:
         """Each key's serials, in order (the last one is what ``JSON.parse`` keeps)."""
@@ -149,6 +155,8 @@ class _Box:
             if i + 1 != s:
                 self.move_split(i + 1, ce - cs)
             end[i] += d  # in the first frame now
+            if self.names:  # an edit inside an element may change its name
+                self.stale.add(self.serial[i])
             return inner
         if i != s:
             self.move_split(i, ce - cs)
@@ -206,6 +214,8 @@ class _Items:
         box.serial.append(box.next)
         if box.by_key is not None:
             box.by_key.setdefault(item.key, []).append(box.next)
+        if box.names:
+            box.stale.add(box.next)
         box.next += 1
 
     def pop(self, i: int) -> None:
@@ -220,6 +230,8 @@ class _Items:
             same.remove(serial)
             if not same:
                 del box.by_key[key]
+        if box.names:
+            box.stale.add(serial)
 
 
 @dataclass
@@ -323,6 +335,53 @@ def _scan_items(text: str, start: int) -> list[_Item]:
         if text[k] == close:
             return out
         i = _ws(text, k + 1)
+
+
+def _named(text: str, node: _Node, box: _Box, field: str) -> dict[str, list[int]]:
+    """The objects of the list ``node`` (its items ``box``) by their string ``field``:
+    value → serials, ascending. Each element is decoded once, when the field is first
+    asked for, and again only after it changed (``box.stale``): a Match walked the list
+    decoding every element before the one it names, quadratic in a run of edits."""
+    if box.stale:
+        stale = sorted(box.stale)
+        box.stale.clear()
+        for named, of in box.names.values():
+            for serial in stale:
+                old = of.pop(serial, None)
+                if old is not None:
+                    named[old].remove(serial)
+                    if not named[old]:
+                        del named[old]
+        for serial in stale:
+            element = _element(text, node, box, serial)
+            if element is None:
+                continue
+            for f, (named, of) in box.names.items():
+                _name(named, of, element.get(f), serial)
+    entry = box.names.get(field)
+    if entry is None:
+        entry = box.names[field] = ({}, {})
+        for serial in box.serial:
+            element = _element(text, node, box, serial)
+            if element is not None:
+                _name(*entry, element.get(field), serial)
+    return entry[0]
+
+
+def _element(text: str, node: _Node, box: _Box, serial: int) -> dict | None:
+    """The decoded object that is item ``serial`` of the list ``node`` (None: another
+    value, or no such item any more)."""
+    i = bisect_left(box.serial, serial)
+    if i == len(box.serial) or box.serial[i] != serial:
+        return None
+    start = (node.start if i < box.split else node.end) + box.start[i]
+    return _scan(text, start)[0] if text[start] == "{" else None
+
+
+def _name(named: dict[str, list[int]], of: dict[int, str], value: Any, serial: int) -> None:
+    if type(value) is str:
+        insort(named.setdefault(value, []), serial)
+        of[serial] = value
 
 
 def _items(doc: JsonDocument, node: _Node) -> _Items:
@@ -507,13 +566,18 @@ class JsonEditor(FormatEditor):
         if isinstance(seg, Match):
             if text[node.start] != "[":
                 raise self._not(doc, node, where, "a list")
-            for start, end in _items(doc, node).spans():
-                if text[start] != "{":
-                    continue
-                v = _scan(text, start)[0]
-                if v.get(seg.field) == seg.value:
-                    return _Node(start, end)
-            return None
+            if type(seg.value) is not str:  # (names are strings: found by a walk)
+                for start, end in _items(doc, node).spans():
+                    if text[start] == "{" and _scan(text, start)[0].get(seg.field) == seg.value:
+                        return _Node(start, end)
+                return None
+            box = _box(doc, node)
+            serials = _named(text, node, box, seg.field).get(seg.value)
+            if not serials:
+                return None
+            i = bisect_left(box.serial, serials[0])  # the first so named
+            o = node.start if i < box.split else node.end
+            return _Node(o + box.start[i], o + box.end[i])
         if text[node.start] != "{":
             raise self._not(doc, node, where, "an object")
         # the last member so named (the one JSON.parse keeps), by the box's key index
