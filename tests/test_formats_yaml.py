@@ -525,3 +525,34 @@ def test_deleting_named_elements_finds_what_a_fresh_index_finds(names, ops):
     fast = _play_named(text, ops)
     with mock.patch.object(NamedIndex, "removed", lambda self, items, idx, element: self.forget()):
         assert fast == _play_named(text, ops)
+
+
+_LINES = st.lists(st.sampled_from(["- name: a", "- name: b", "  command: npx", "  env:",
+                                   "    BASE: one", "    BASE: two", "x: 1", "# note", ""]),
+                  max_size=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=_LINES, b=_LINES)
+def test_the_line_diff_is_an_edit_script_as_difflib_gives(a, b):
+    """``line_merge.opcodes`` (difflib between anchors, linear over alike lines) gives a
+    whole edit script in difflib's form: contiguous ops from (0, 0) to the ends, equal
+    lines equal, no two equal ops or two changes side by side; and no fewer equal lines
+    than there are common head and tail lines."""
+    from taosync.formats.line_merge import opcodes
+
+    ops = opcodes(a, b)
+    i = j = 0
+    for n, (tag, i1, i2, j1, j2) in enumerate(ops):
+        assert (i1, j1) == (i, j) and (i2 > i1 or j2 > j1)
+        if tag == "equal":
+            assert a[i1:i2] == b[j1:j2]
+        else:
+            assert tag == {(True, True): "replace", (True, False): "delete",
+                           (False, True): "insert"}[i2 > i1, j2 > j1]
+        if n:
+            assert (ops[n - 1][0] == "equal") != (tag == "equal")
+        i, j = i2, j2
+    assert (i, j) == (len(a), len(b))
+    head = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    assert sum(i2 - i1 for tag, i1, i2, _j1, _j2 in ops if tag == "equal") >= head

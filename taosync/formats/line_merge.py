@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from bisect import bisect_left
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 
@@ -33,6 +34,75 @@ def _keep_gap(old: str, new: str) -> str:
     return new
 
 
+def opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """``difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()``, in linear
+    work on a YAML file's lines: the common head and tail are cut off, and what is left
+    is split at the lines found once in each (in order, the longest run of them: a
+    patience diff's anchors, such as ``- name: srv-0042``); only the pieces between two
+    anchors go to difflib. Over many alike lines (``command: npx``) difflib alone is
+    quadratic in the file."""
+    n, m = len(a), len(b)
+    head = 0
+    while head < n and head < m and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and tail < m - head and a[n - 1 - tail] == b[m - 1 - tail]:
+        tail += 1
+    ops: list[tuple[str, int, int, int, int]] = []
+    if head:
+        ops.append(("equal", 0, head, 0, head))
+    i, j = head, head
+    for ai, bj in _anchors(a, b, head, n - tail, head, m - tail) + [(n - tail, m - tail)]:
+        if ai > i or bj > j:
+            ops += [(tag, i + i1, i + i2, j + j1, j + j2) for tag, i1, i2, j1, j2 in
+                    difflib.SequenceMatcher(None, a[i:ai], b[j:bj], autojunk=False).get_opcodes()]
+        if ai < n - tail:
+            ops.append(("equal", ai, ai + 1, bj, bj + 1))
+        i, j = ai + 1, bj + 1
+    if tail:
+        ops.append(("equal", n - tail, n, m - tail, m))
+    merged: list[tuple[str, int, int, int, int]] = []
+    for op in ops:  # one "equal" for a run of them, as difflib gives
+        if merged and op[0] == "equal" == merged[-1][0]:
+            last = merged[-1]
+            merged[-1] = ("equal", last[1], op[2], last[3], op[4])
+        else:
+            merged.append(op)
+    return merged
+
+
+def _anchors(a: list[str], b: list[str], a0: int, a1: int, b0: int, b1: int) -> list[tuple[int, int]]:
+    """The (i, j) of lines found once in ``a[a0:a1]`` and once in ``b[b0:b1]``, the
+    longest run of them in the same order in both (patience sorting)."""
+    seen_a: dict[str, int] = {}
+    for i in range(a0, a1):
+        seen_a[a[i]] = -1 if a[i] in seen_a else i
+    seen_b: dict[str, int] = {}
+    for j in range(b0, b1):
+        line = b[j]
+        if seen_a.get(line, -1) != -1:
+            seen_b[line] = -1 if line in seen_b else j
+    pairs = sorted((seen_a[line], j) for line, j in seen_b.items() if j != -1)
+    # the longest increasing run of j: piles' tops, each pair linked to the one before
+    tops: list[int] = []
+    top_at: list[int] = []
+    back = [-1] * len(pairs)
+    for k, (_i, j) in enumerate(pairs):
+        p = bisect_left(tops, j)
+        if p == len(tops):
+            tops.append(j)
+            top_at.append(k)
+        else:
+            tops[p], top_at[p] = j, k
+        back[k] = top_at[p - 1] if p else -1
+    out = []
+    k = top_at[-1] if top_at else -1
+    while k != -1:
+        out.append(pairs[k])
+        k = back[k]
+    return out[::-1]
+
+
 def merge(original: str, before: str, after: str, newline: str) -> str | None:
     """Apply the line changes ``before`` → ``after`` (both ruamel dumps) to ``original``
     (the file as parsed, which ``before`` renders), keeping every other original line."""
@@ -47,11 +117,11 @@ def merge(original: str, before: str, after: str, newline: str) -> str | None:
         to_o = list(range(len(k0)))  # (one of many alike lines made the diff quadratic)
     else:
         to_o = [None] * len(k0)
-        for tag, i1, i2, j1, _j2 in difflib.SequenceMatcher(None, ok, k0, autojunk=False).get_opcodes():
+        for tag, i1, i2, j1, _j2 in opcodes(ok, k0):
             if tag == "equal":
                 for d in range(i2 - i1):
                     to_o[j1 + d] = i1 + d
-    ops = difflib.SequenceMatcher(None, k0, k1, autojunk=False).get_opcodes()
+    ops = opcodes(k0, k1)
     # changed R0 ranges, widened to R0 lines that have an original counterpart
     # each hunk as (R0 range, original range): bounded by the original counterparts of
     # its first and last lines (or of the lines right outside it); when there are none,
@@ -92,24 +162,27 @@ def merge(original: str, before: str, after: str, newline: str) -> str | None:
         else:
             spans.append(span)
 
+    # where R0 line p starts in R1 (lines inserted right there included: the first op
+    # that says), and where R0 line p - 1 ends (lines inserted right after: the last)
+    starts: list[int | None] = [None] * (len(k0) + 1)
+    ends = [0] * (len(k0) + 1)
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "equal":
+            for p in range(i1, i2):
+                if starts[p] is None:
+                    starts[p] = j1 + (p - i1)
+            ends[i1 + 1:i2 + 1] = range(j1 + 1, j1 + 1 + i2 - i1)
+        else:
+            if starts[i1] is None:
+                starts[i1] = j1
+            ends[i2] = j2
+
     def r1_start(p: int) -> int:
-        """Where R0 line ``p`` starts, in R1 (lines inserted right there included)."""
-        for tag, i1, i2, j1, _j2 in ops:
-            if tag == "equal" and i1 <= p < i2:
-                return j1 + (p - i1)
-            if tag != "equal" and i1 == p:
-                return j1
-        return len(k1)
+        found = starts[p]
+        return len(k1) if found is None else found
 
     def r1_end(p: int) -> int:
-        """Where R0 line ``p - 1`` ends, in R1 (lines inserted right after included)."""
-        found = 0
-        for tag, i1, i2, j1, j2 in ops:
-            if tag == "equal" and i1 < p <= i2:
-                found = j1 + (p - i1)
-            elif tag != "equal" and i2 == p:
-                found = j2
-        return found
+        return ends[p]
 
     out: list[str] = []
     o_pos = 0
