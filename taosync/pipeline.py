@@ -525,7 +525,7 @@ def commit(ctx: Context, the_plan, state, only: set[str] | None = None, *,
                 raise WriteFailed(f"cannot write taosync's state in {store.root} "
                                   f"({exc.strerror or exc}); no client file was changed") from None
             if recovered or (store.digest, store.hmac_key()) != planned_against \
-                    or not still_on_disk(the_plan):
+                    or not the_plan.still_on_disk():
                 # another apply ran (or made the key), or a file moved since: plan again
                 the_plan = _without(make_plan(ctx, state, only, for_write=True), skip)
             elif first:  # the same state: what planning noted in it, as planning again would
@@ -648,13 +648,6 @@ def _without(the_plan, skip: AbstractSet[str]):
 
     return Plan([fp for fp in the_plan.files if str(fp.path) not in skip], the_plan.held,
                 the_plan.moved_vars)
-
-
-def still_on_disk(the_plan) -> bool:
-    """Every planned file still holds the text the plan was made from."""
-    from taosync.engine.plan import read_target
-
-    return all(read_target(fp.path)[1] == fp.old_text for fp in the_plan.files if fp.changed)
 
 
 def _unrecorded_home(store, state) -> bool:

@@ -233,3 +233,37 @@ def test_a_real_watch_records_its_reassert(home, fleet_file, taosync):
         watcher.stop()
     kinds = [r["kind"] for r in json.loads(taosync("log", "--json").out)["records"]]
     assert kinds == ["reassert", "apply"], kinds
+
+
+def test_rollback_writes_the_step_it_planned_unless_something_moved_meanwhile(
+        taosync, home, three_applies, monkeypatch):
+    """The step planned before the lock (and any question) is the one written when,
+    under the lock, the state and every planned file are still the bytes it was made
+    from (a big home was planned twice); a file edited again while the question waits
+    is planned again."""
+    from taosync.commands import rollback as command
+    from taosync.engine import rollback as engine
+
+    first, second, _third = three_applies
+    plans = []
+    real_plan = engine.plan_step
+    monkeypatch.setattr(engine, "plan_step", lambda *a, **k: plans.append(1) or real_plan(*a, **k))
+    r = taosync("rollback")
+    assert r.rc == 0, r.both
+    assert len(plans) == 1 and codex_model(home) == second
+
+    codex = home / ".codex/config.toml"
+    codex.write_text(codex.read_text() + "# mine\n")  # edited since: the rollback asks
+    real_confirm = command._confirm_edited
+
+    def edit_while_asked(*args, **kwargs):
+        codex.write_text(codex.read_text() + "# and more\n")
+        return real_confirm(*args, **kwargs)
+
+    monkeypatch.setattr(command, "_confirm_edited", edit_while_asked)
+    plans.clear()
+    r = taosync("rollback", "--yes")
+    assert r.rc == 0, r.both
+    assert len(plans) == 2 and codex_model(home) == first
+    assert "# and more" not in codex.read_text()  # the edit seen by the second plan: replaced
+    assert "config.toml was edited after taosync wrote it" in r.err + r.out

@@ -87,7 +87,7 @@ def destroy(yes, purge, dry_run):
     with locked(store):
         now = store.load()
         recovered = recover(store, now, store.system, pipeline.client_locations(ctx.env))
-        if recovered or store.digest != planned_against or not pipeline.still_on_disk(teardown.plan):
+        if recovered or store.digest != planned_against or not teardown.plan.still_on_disk():
             # another run changed the state or a file since the plan shown: plan again
             state = now
             teardown = plan_destroy(store, state, store.hmac_key(create=False), unmanaged,

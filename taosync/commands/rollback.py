@@ -55,6 +55,7 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets, yes):
     ctx, recovered = history_context(s)
     store, env = ctx.store, ctx.env
     state = store.load()  # plan first, unlocked: "nothing to roll back" writes nothing
+    planned_against = store.digest
     protect(ctx, state)
     if recovered and to is None and not redo:
         return _recovered_only(s, recovered, state)
@@ -84,7 +85,8 @@ def rollback(to, redo, dry_run, keep_secrets, restore_secrets, yes):
         step, state, result = commit_step(
             store, to, redo, unmanaged, pipeline.bounds(env), pipeline.client_locations(env),
             keep=keep, key=ctx.key, on_plan=before_writing,
-            on_record=lambda kind, record: watch_note.tell(store, kind, pids, record=record))
+            on_record=lambda kind, record: watch_note.tell(store, kind, pids, record=record),
+            planned=(step, state, planned_against))
         result_files, record_id = result.written, result.apply_id
         if record_id:
             watch_note.note(step.kind, pids)

@@ -141,6 +141,11 @@ class Plan:
     def changed(self) -> list[FilePlan]:
         return [f for f in self.files if f.changed]
 
+    def still_on_disk(self) -> bool:
+        """Every file of this plan still holds the text it was made from: a plan shown
+        before the lock was taken is still the one to write."""
+        return all(read_target(fp.path)[1] == fp.old_text for fp in self.files)
+
 
 
 

@@ -147,22 +147,31 @@ def plan_step(store: StateStore, state: State, to: int | None = None,
 def commit_step(store: StateStore, to: int | None, redo: bool, unmanaged: AbstractSet[str],
                 bounds: Any, locations: "Locations", *, keep: bool = False, key: Any = None,
                 on_plan: Callable[[State, "Step"], object] | None = None,
-                on_record: Callable[[str, int], object] | None = None
+                on_record: Callable[[str, int], object] | None = None,
+                planned: tuple[Step, State, str | None] | None = None
                 ) -> tuple[Step, State, "Result"]:
     """A rollback or redo as one transaction: under the lock, put back an apply cut
     short, plan the step again against the state as it is there (``on_plan(state,
     step)`` sees it before anything is written: the command's redactor, its file rows), keep the
     secrets in use now when ``keep`` (``key``: the fleet's, to tell them apart), leave the files of ``unmanaged`` clients alone, write the step and record it
     (``on_record(kind, record id)`` still under the lock: a watch reads it with the
-    record). Returns (the step, the state after it, what was written)."""
+    record). ``planned``: (the step shown, the state it was planned from, the state's
+    digest then) — written as it is when nothing was put back, the state is the same
+    bytes and every file it changes still holds the text it was planned from (a file
+    edited while a question waited is planned again). Returns (the step, the state
+    after it, what was written)."""
     from taosync.engine.apply import RealWriter, execute
     from taosync.engine.recovery import recover
     from taosync.engine.state import locked
 
     with locked(store):
         state = store.load()
-        recover(store, state, RealWriter(), locations)
-        step = plan_step(store, state, to, redo, unmanaged, bounds)
+        recovered = recover(store, state, RealWriter(), locations)
+        if (planned is not None and not recovered and planned[2] is not None
+                and store.digest == planned[2] and planned[0].plan.still_on_disk()):
+            step, state = planned[0], planned[1]  # made from these very bytes
+        else:
+            step = plan_step(store, state, to, redo, unmanaged, bounds)
         if on_plan is not None:
             on_plan(state, step)
         if keep:
