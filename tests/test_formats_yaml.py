@@ -156,12 +156,14 @@ def test_delete_keys_of_an_entry():
     )
 
 
-def test_delete_an_entry_keeps_the_comments_after_it():
+def test_delete_an_entry_keeps_the_comments_after_it_and_in_it():
+    """The comments after an entry stay (they belong to what follows), and so do those
+    in it: every comment is the user's, left on a line of its own where it was."""
     out = edit(CONTINUE, ("delete", ("models", Match("name", "Local"))))
     assert out == CONTINUE.replace(
         '  - &local\n    name: Local\n    provider:   ollama\n    model: "qwen2.5-coder:7b"   # quantised\n'
         "    defaultCompletionOptions:\n      temperature: 0.2\n",
-        "",
+        "  # quantised\n",
     )
     out = edit(CONTINUE, ("delete", ("models", Match("name", "Claude Sonnet"))))
     assert out == CONTINUE.replace(
@@ -556,3 +558,48 @@ def test_the_line_diff_is_an_edit_script_as_difflib_gives(a, b):
     assert (i, j) == (len(a), len(b))
     head = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     assert sum(i2 - i1 for tag, i1, i2, _j1, _j2 in ops if tag == "equal") >= head
+
+
+@pytest.mark.parametrize("text, path, out", [
+    ("a: 1  # about a\n# about b\nb: 2\n", ("a",), "# about a\n# about b\nb: 2\n"),
+    ("a: 1\nb: 2  # eol b\n", ("b",), "a: 1\n# eol b\n"),
+    ("x:\n  # in x\n  y: 1  # y eol\nz: 2\n", ("x",), "# in x\n# y eol\nz: 2\n"),
+    ("m:\n- name: p  # first\n  v: 1\n- name: q\n", ("m", Match("name", "p")),
+     "m:\n# first\n- name: q\n"),
+    ("only: 1  # mine\n", ("only",), "# mine\n{}\n"),
+    ("s:\n  a: 1  # eol\n", ("s", "a"), "s: {}\n  # eol\n"),
+])
+def test_a_deleted_entry_leaves_its_comments(text, path, out):
+    """Whatever taosync deletes, the comments on its lines and in its value stay: the
+    entry's own end-of-line comment, those deeper inside, on lines of their own at its
+    indentation (an emptied mapping's go below its key; an emptied document's above)."""
+    doc = E.parse(text)
+    assert E.delete(doc, path)
+    assert E.dump(doc) == out
+    assert sorted(line.strip() for line in out.splitlines() if "#" in line) == \
+        sorted(c for line in text.splitlines() if "#" in line for c in ["#" + line.split("#", 1)[1]])
+
+
+
+def _key_paths(value, at=()):
+    """Every mapping key's path in plain data (sequence elements by position)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield at + (k,)
+            yield from _key_paths(v, at + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _key_paths(v, at + (i,))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=yaml_texts(), data=st.data())
+def test_property_deletes_keep_every_comment(text, data):
+    """Deleting any keys, nested or not, in any order, keeps every comment of the file."""
+    doc = E.parse(text)
+    found = [p for p in _key_paths(safe(text)) if all(isinstance(s, str) for s in p)]
+    for path in data.draw(st.lists(st.sampled_from(found), max_size=4, unique=True)) if found else []:
+        E.delete(doc, path)
+    out = E.dump(doc)
+    for comment in ("# note", "# outer note"):
+        assert out.count(comment) == text.count(comment), out

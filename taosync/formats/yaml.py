@@ -28,7 +28,9 @@ Comments in ruamel belong to the entry before them. So that a comment introducin
 next section stays there: when an entry is appended after an entry whose trailing
 comment block includes lines less indented than the new entry, those lines move below
 the new entry; when an entry is deleted, the blank lines and comments after it that are
-not indented deeper than it stay in place (they belong to what follows).
+not indented deeper than it stay in place (they belong to what follows), and the
+comments on its own lines and inside its value stay too, each on a line of its own at
+its indentation (every comment is the user's: taosync writes none).
 
 Errors carry 1-based line/column; duplicate keys are errors; the top level is a mapping
 or a list of mappings (``llm``'s ``extra-openai-models.yaml``), addressed by a ``Match``
@@ -254,6 +256,45 @@ def _set_comment(slot: tuple[dict, Any, int], value: str) -> None:
         tok.value = value
     else:
         entry[idx] = CommentToken(value, CommentMark(0))
+
+
+def _slot_token(slot: tuple[dict, Any, int]) -> CommentToken | None:
+    items, key, idx = slot
+    entry = items.get(key)
+    tok = entry[idx] if entry and len(entry) > idx else None
+    return tok if isinstance(tok, CommentToken) else None
+
+
+_COMMENT = re.compile(r"#[^\n]*")
+
+
+def _comments_in(container: Any, key: Any, but: CommentToken | None) -> list[str]:
+    """The comments (``# …``, in order) attached to entry ``key`` of ``container`` and
+    to everything in its value, but the token ``but`` (its slot's, split apart by the
+    caller: its last lines may belong to what follows)."""
+    seen = {id(but)}
+    out: list[str] = []
+
+    def take(attached: Any) -> None:
+        if isinstance(attached, CommentToken):
+            if id(attached) not in seen:
+                seen.add(id(attached))
+                out.extend(_COMMENT.findall(attached.value))
+        elif isinstance(attached, list):
+            for each in attached:
+                take(each)
+
+    def walk(value: Any) -> None:
+        if isinstance(value, (CommentedMap, CommentedSeq)):
+            take(value.ca.comment)
+            keys = _own_keys(value) if isinstance(value, CommentedMap) else range(len(value))
+            for k in keys:
+                take(value.ca.items.get(k))
+                walk(value[k])
+
+    take(container.ca.items.get(key))
+    walk(container[key])
+    return out
 
 
 def _split_comment(value: str) -> tuple[str, list[str]]:
@@ -505,6 +546,10 @@ class YamlEditor(FormatEditor):
             ydoc.matches.edited(path)
         if not len(parent) and len(nodes) >= 3:
             self._emptied(ydoc, nodes[-3], path[-2], parent, leftover)
+        elif leftover.strip():  # the document itself emptied: its comments stand above
+            above = parent.ca.comment[1] if parent.ca.comment and len(parent.ca.comment) > 1 \
+                else None
+            parent.ca.comment = [None, [*(above or []), CommentToken(leftover, CommentMark(0))]]
         return True
 
     @staticmethod
@@ -656,8 +701,14 @@ class YamlEditor(FormatEditor):
         placed because the container is now empty."""
         kept = ""
         if _is_block(container):
-            _own, rest = _split_comment(_get_comment(_entry_slot(container, key)))
-            kept = "".join(rest[_trailing(rest, col, inclusive=True):])
+            slot = _entry_slot(container, key)
+            own, rest = _split_comment(_get_comment(slot))
+            cut = _trailing(rest, col, inclusive=True)
+            kept = "".join(rest[cut:])
+            # the user's comments in what goes (taosync writes none) stay where it was
+            gone = _comments_in(container, key, _slot_token(slot)) + \
+                _COMMENT.findall(own + "".join(rest[:cut]))
+            kept = "".join(" " * col + c + "\n" for c in gone) + kept
         prev = MISSING  # the entry before it, looked up only for comments to hand on (a walk)
         if kept and isinstance(container, CommentedMap):
             keys = _own_keys(container)
