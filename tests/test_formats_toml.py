@@ -363,7 +363,9 @@ def test_delete():
     assert E.dump(doc) == CODEX.replace('sandbox_mode = "workspace-write"\n', "")
     doc = E.parse(CODEX)
     assert E.delete(doc, ("mcp_servers", "github", "env")) is True
-    assert E.dump(doc) == CODEX.replace('\n[mcp_servers.github.env]\nGITHUB_TOKEN = "ghp_x"  # rotate me\n', "")
+    # the user's comment on a key that goes stays where the table was
+    assert E.dump(doc) == CODEX.replace('\n[mcp_servers.github.env]\nGITHUB_TOKEN = "ghp_x"  # rotate me\n',
+                                        "\n# rotate me\n")
     doc = E.parse(CODEX)
     E.delete(doc, ("projects", "/home/u/work/api"))
     assert E.dump(doc) == CODEX.replace('[projects."/home/u/work/api"]\ntrust_level = "trusted"\n\n', "")
@@ -696,6 +698,9 @@ def test_property_linear_deletion_gives_the_flattening_bytes(case):
     text, ops = case
     fast, old = _edited(text, ops, flatten=False), _edited_old_way(text, ops)
     assert fast == old
+    if all(kind == "delete" for kind, _, _ in ops):  # every comment is the user's: none goes
+        for comment in ("# note", "# indented note", "# why"):
+            assert fast[1].count(comment) == text.count(comment), fast[1]
     if ops and all(kind == "delete" for kind, _, _ in ops) and len(ops) == len(tomllib.loads(text)) \
             and all(len(p) == 1 for _, p, _ in ops):
         assert tomllib.loads(fast[1]) == {}  # everything deleted
@@ -789,3 +794,23 @@ def test_a_table_set_in_a_dotted_key_table_goes_inline():
     assert edit("[t]\nd.e = 1\n", ("set", ("t", "d", "x", "y"), 2)) == "[t]\nd.e = 1\nd.x = { y = 2 }\n"
     assert edit("d.e.f = 1\n", ("set", ("d", "e", "x"), [{"a": 1}])) == "d.e.f = 1\nd.e.x = [{ a = 1 }]\n"
     assert edit("d.e = 1\n", ("set", ("d", "e"), {"a": 1})) == "d.e = { a = 1 }\n"
+
+
+@pytest.mark.parametrize("text, path, out", [
+    ("a = 1 # about a\n# about b\nb = 2\n", ("a",), "# about a\n# about b\nb = 2\n"),
+    ("a = 1\n# about b\nb = 2 # eol\n", ("b",), "a = 1\n# about b\n# eol\n"),
+    ("[x] # hdr\n# in x\ny = 1 # y\n\n[z]\nw = 2\n", ("x",), "# hdr\n# in x\n# y\n\n[z]\nw = 2\n"),
+    ("k = 1\n[[srv]]\nname = 's1' # one\nc = 1\n\n[[srv]]\nname = 's2'\n", ("srv", Match("name", "s1")),
+     "k = 1\n# one\n\n[[srv]]\nname = 's2'\n"),
+    ("[t]\nm = [\n  'p', # first\n  'q',\n] # after\nz = 1\n", ("t", "m"), "[t]\n# first\n# after\nz = 1\n"),
+    ("[t]\na = 1 # mine\n", ("t", "a"), "[t]\n# mine\n"),
+])
+def test_a_deleted_key_or_table_leaves_its_comments(text, path, out):
+    """Whatever taosync deletes, the comments on its lines and inside it stay, each on
+    a line of its own where it was: a key's own, a table's header's and body's, an
+    array's."""
+    doc = E.parse(text)
+    assert E.delete(doc, path)
+    assert E.dump(doc) == out
+    tomllib.loads(out)
+

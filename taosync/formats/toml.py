@@ -19,7 +19,12 @@ introduce the following one):
 * anything inside an existing inline table (``env = { A = "1" }``) or array stays
   inline; an inline table whose keys change is re-rendered from its own entries with its
   own padding (``{ a = 1, b = 2 }``), tomlkit's spacing quirks aside;
-* a replaced string keeps its literal (``'...'``) or multi-line style when it can.
+* a replaced string keeps its literal (``'...'``) or multi-line style when it can;
+* a deleted key, table or ``[[…]]`` element leaves the comments on its lines and inside
+  it (every comment is the user's: taosync writes none), each on a line of its own
+  where it was (``_comments_within``). Not for an element of a ``[[…]]`` list whose
+  parts sit in several tables: such a delete leaves the text as it was (tomlkit walks a
+  merged copy of the parts), a gap named in docs/performance.md.
 
 Setting a dict over an existing table or inline table updates it key by key. TOML has no
 null: setting ``None`` is a FormatError. A header-less parent (``[a.b]`` without ``[a]``)
@@ -33,12 +38,13 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any
+from typing import AbstractSet, Any, Sequence
 
 import tomlkit
 from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.exceptions import ParseError
-from tomlkit.items import AoT, Array, Comment, InlineTable, Item, Null, SingleKey, String, StringType, Table, Whitespace
+from tomlkit.items import (AoT, Array, Comment, InlineTable, Item, Null, SingleKey, String, StringType,
+                           Table, Trivia, Whitespace)
 
 from taosync.formats.base import MISSING, FormatEditor, FormatError, KeyPath, Match, NamedIndex, build_value, element_value, keypath_str, same_value, update_mapping, with_match_field
 from taosync.formats.toml_writer import check as _check, is_array_of_tables
@@ -170,7 +176,7 @@ def _container(owner: Any) -> Container | None:
     return None
 
 
-def _body_insert(cont: Container, idx: int, entries: list[tuple[Any, Item]]) -> None:
+def _body_insert(cont: Container, idx: int, entries: Sequence[tuple[Any, Item]]) -> None:
     """Insert key-less entries (whitespace/comments) at ``idx``, keeping tomlkit's key
     index map right."""
     n = len(entries)
@@ -182,6 +188,70 @@ def _body_insert(cont: Container, idx: int, entries: list[tuple[Any, Item]]) -> 
         elif v >= idx:
             cont._map[k] = v + n
     cont._body[idx:idx] = entries
+
+
+def _comments_within(item: Any) -> list[tuple[None, Comment]]:
+    """The comments in ``item`` — a key's value, a table or an array of tables taosync
+    deletes — as comment lines: its own end-of-line comment, its body's comment lines
+    and its keys', its arrays' (every comment is the user's: taosync writes none). A
+    table's closing run is not among them: it was cut off before (``_take_tail``)."""
+    found: list[str] = []
+
+    def walk(it: Any) -> None:
+        if isinstance(it, (Whitespace, Null, Comment)):
+            return
+        trivia = getattr(it, "trivia", None)
+        own = trivia.comment.strip() if trivia is not None and trivia.comment else ""
+        if own and not isinstance(it, Array):  # a table's header comes before its body
+            found.append(own)
+        if isinstance(it, AoT):
+            for table in it:
+                walk(table)
+        elif isinstance(it, OutOfOrderTableProxy):
+            for table in it._tables:
+                walk(table)
+        elif isinstance(it, (Table, InlineTable)):
+            for _key, value in it.value.body:
+                if isinstance(value, Comment):
+                    found.append(value.as_string().strip())
+                else:
+                    walk(value)
+        elif isinstance(it, Array):
+            for group in it._value:  # (indent, value, comma, comment) groups
+                for part in group:
+                    if isinstance(part, Comment):
+                        found.append(part.as_string().strip())
+                    elif isinstance(part, Item):
+                        walk(part)
+            if own:  # after the closing bracket
+                found.append(own)
+
+    walk(item)
+    return [(None, Comment(Trivia(comment_ws="", comment=c, trail="\n"))) for c in found if c]
+
+
+def _where(owner: Any, item: Any, key: str) -> list[tuple[Container, int, list[tuple[Any, Item]]]]:
+    """Where ``item`` of ``owner`` is — its first part's place, for an out-of-order
+    table — as (body, index, comment lines that go there with its own); before it, when
+    ``owner`` is an out-of-order table, where the part holding it is, with the part's
+    own comment lines (a part the delete empties goes whole, a Null in its place). A
+    walk, made only when comments are to be kept."""
+    first = item._tables[0] if isinstance(item, OutOfOrderTableProxy) else item
+    parts = owner._tables if isinstance(owner, OutOfOrderTableProxy) else [owner]
+    for part in parts:
+        cont = _container(part)
+        for i, (_key, value) in enumerate(cont.body if cont is not None else ()):
+            # (by name too: an out-of-order table hands out its own copy of a scalar)
+            if value is first or (_key is not None and _key.key == key and value == first):
+                assert cont is not None
+                places: list[tuple[Container, int, list[tuple[Any, Item]]]] = [(cont, i, [])]
+                if isinstance(owner, OutOfOrderTableProxy):  # asked first: a Null there
+                    mine: list[tuple[Any, Item]] = [(k, v) for k, v in cont.body
+                                                    if isinstance(v, Comment)]
+                    places[:0] = [(owner._container, j, mine) for j, (_k, v)  # is a part
+                                  in enumerate(owner._container.body) if v is part]  # gone
+                return places
+    return []
 
 
 def _last_body(table: Table) -> Container:
@@ -519,7 +589,13 @@ class TomlEditor(FormatEditor):
             idx = tdoc.matches.find(parent.node, seg)
             assert idx is not None and parent.node[idx] is node
             if isinstance(parent.node, AoT):
-                self._delete_aot_element(tdoc, parent.node, idx, self._chain(tdoc, path, steps, []))
+                # (a list whose parts sit in several tables is walked through their merged
+                # copy, from which nothing renders: its comments are not put back twice)
+                holder = steps[-3].node if len(steps) >= 3 else None
+                merged = isinstance(holder, OutOfOrderTableProxy) and not any(
+                    v is parent.node for part in holder._tables for _k, v in part.value.body)
+                self._delete_aot_element(tdoc, parent.node, idx, self._chain(tdoc, path, steps, []),
+                                         keep_comments=not merged)
                 tdoc.matches.removed(parent.node, idx, node)
             else:
                 del parent.node[idx]
@@ -531,7 +607,18 @@ class TomlEditor(FormatEditor):
             self._delete_table(tdoc, parent.node, seg, node, chain)
         else:
             pad = self._style_of(parent.node) if isinstance(parent.node, InlineTable) else None
+            own = [] if parent.inline or pad is not None else _comments_within(node)
+            split = isinstance(parent.node, OutOfOrderTableProxy)  # its emptied part goes
+            places = _where(parent.node, node, seg) if own or split else []  # whole, comments too
             del parent.node[seg]  # leaves a Null where it was: no index moves
+            for cont, at, lines in places:  # the comments (the user's) take its place
+                if isinstance(cont.body[at][1], Null):
+                    lines = [*lines, *own]
+                    if lines:
+                        _forget_skips(tdoc, cont.body)
+                        cont.body[at] = lines[0]
+                        _body_insert(cont, at + 1, lines[1:])
+                    break
             if pad is not None:
                 self._restyle(tdoc, path, steps, len(steps) - 2, pad)
                 tdoc.skips.clear()
@@ -684,15 +771,20 @@ class TomlEditor(FormatEditor):
         last = node if isinstance(node, Table) else node[-1]
         anchor = self._anchor(tdoc, first, chain)
         tail = self._cut_tail(tdoc, _last_body(last))
+        inner = _comments_within(node)  # the user's, in what goes: they stay where it was
         del owner[key]
-        self._put_tail(tdoc, anchor, tail, id(first) not in tdoc.created, chain is not None)
+        self._put_tail(tdoc, anchor, inner + tail, id(first) not in tdoc.created,
+                       chain is not None)
 
-    def _delete_aot_element(self, tdoc: TomlDocument, aot: AoT, idx: int, chain: Chain | None = None) -> None:
+    def _delete_aot_element(self, tdoc: TomlDocument, aot: AoT, idx: int, chain: Chain | None = None,
+                            keep_comments: bool = True) -> None:
         element = aot[idx]
         anchor = self._anchor(tdoc, element, chain)
         tail = self._cut_tail(tdoc, _last_body(element))
+        inner = _comments_within(element) if keep_comments else []
         del aot[idx]
-        self._put_tail(tdoc, anchor, tail, id(element) not in tdoc.created, chain is not None)
+        self._put_tail(tdoc, anchor, inner + tail, id(element) not in tdoc.created,
+                       chain is not None)
 
     @staticmethod
     def _cut_tail(tdoc: TomlDocument, cont: Container) -> list[tuple[Any, Item]]:
