@@ -24,7 +24,7 @@ introduce the following one):
   it (every comment is the user's: taosync writes none), each on a line of its own
   where it was (``_comments_within``). Not for an element of a ``[[…]]`` list whose
   parts sit in several tables: such a delete leaves the text as it was (tomlkit walks a
-  merged copy of the parts), a gap named in docs/performance.md.
+  merged copy of the parts), a gap named in docs/clients.md.
 
 Setting a dict over an existing table or inline table updates it key by key. TOML has no
 null: setting ``None`` is a FormatError. A header-less parent (``[a.b]`` without ``[a]``)
