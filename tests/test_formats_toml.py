@@ -5,6 +5,7 @@ from __future__ import annotations
 import tomllib
 
 import pytest
+import tomlkit
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -698,6 +699,10 @@ def test_property_linear_deletion_gives_the_flattening_bytes(case):
     text, ops = case
     fast, old = _edited(text, ops, flatten=False), _edited_old_way(text, ops)
     assert fast == old
+    if tomlkit.parse(text).as_string() != text:  # tomlkit would move a table: no edit is made
+        assert fast[1] == text
+        assert all(r is False or "would move" in r for r in fast[0]), fast[0]
+        return
     if all(kind == "delete" for kind, _, _ in ops):  # every comment is the user's: none goes
         for comment in ("# note", "# indented note", "# why"):
             assert fast[1].count(comment) == text.count(comment), fast[1]

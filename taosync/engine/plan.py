@@ -247,6 +247,17 @@ def merge_patches(patches) -> dict[str, Desired]:
 def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
               key: Secret | None, hmac_key: bytes, no_key: bool = False,
               forget: bool = False, priors: Priors | None = None) -> FilePlan:
+    """Plan one file (see :func:`_plan_file`); an edit its format cannot make in place
+    (a TOML list split by other tables) is the user's to untangle: exit 2, nothing written."""
+    try:
+        return _plan_file(desired, previous, path, key, hmac_key, no_key, forget, priors)
+    except FormatError as exc:
+        raise BadInput(f"{exc.located(str(path))}; taosync changed nothing") from None
+
+
+def _plan_file(desired: Desired | None, previous: FileState | None, path: Path,
+               key: Secret | None, hmac_key: bytes, no_key: bool = False,
+               forget: bool = False, priors: Priors | None = None) -> FilePlan:
     """Plan one file: desired keys (or None when nothing is desired any more).
 
     ``no_key``: the key was not resolved (``key`` renders as NO_KEY_VALUE); a key-bearing
@@ -287,7 +298,8 @@ def plan_file(desired: Desired | None, previous: FileState | None, path: Path,
         try:
             made = editor.set(doc, kp, value)
         except FormatError as exc:
-            raise BadInput(f"{path}: cannot set {keypath_str(kp)}: {exc.message}; "
+            where = exc.located(str(path))[:-len(exc.message)]  # "path:line:col: "
+            raise BadInput(f"{where}cannot set {keypath_str(kp)}: {exc.message}; "
                            "taosync changed nothing") from None
         for c in made:
             s = keypath_str(c)

@@ -22,9 +22,15 @@ introduce the following one):
 * a replaced string keeps its literal (``'...'``) or multi-line style when it can;
 * a deleted key, table or ``[[…]]`` element leaves the comments on its lines and inside
   it (every comment is the user's: taosync writes none), each on a line of its own
-  where it was (``_comments_within``). Not for an element of a ``[[…]]`` list whose
-  parts sit in several tables: such a delete leaves the text as it was (tomlkit walks a
-  merged copy of the parts), a gap named in docs/clients.md.
+  where it was (``_comments_within``).
+
+A ``[[…]]`` list whose tables other tables split (``[[models]]``, ``[other]``,
+``[[models]]``) is valid TOML that tomlkit cannot edit in place: parts in one table it
+merges on parse, so any edit would write them back together (the user's comments moved
+with them); parts in several it walks as a merged copy, so an element added to or
+deleted from that copy would never reach the text. Either is a FormatError naming the
+list and its lines, raised on the first edit (``_edit_checked``) or on adding/deleting an
+element of such a list: reading such a file is fine, editing it is the user's call.
 
 Setting a dict over an existing table or inline table updates it key by key. TOML has no
 null: setting ``None`` is a FormatError. A header-less parent (``[a.b]`` without ``[a]``)
@@ -35,6 +41,7 @@ children (in memory it reads as ``{}`` until the document is parsed again). Ever
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -68,6 +75,8 @@ class TomlDocument:
     matches: NamedIndex = field(default_factory=lambda: NamedIndex(_match_value), repr=False)
     #: per body list, the runs of ``Null`` entries deletes left (see :func:`_live`)
     skips: dict[int, tuple[list, dict[int, int], dict[int, int]]] = field(default_factory=dict, repr=False)
+    #: whether tomlkit was seen to write the parsed text back byte for byte (on first edit)
+    checked: bool = field(default=False, repr=False)
 
 
 @dataclass
@@ -440,6 +449,119 @@ def _after_live(tdoc: TomlDocument, chain: Chain) -> Chain | None:
     return None
 
 
+#: a line that may be a table header: ``[a."b"]``, ``[[a.b]]  # comment``
+_HEADER = re.compile(r"^[ \t]*(\[\[?[^\n]*?\]\]?)[ \t]*(?:#[^\n]*)?$", re.M)
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _headers(text: str) -> list[tuple[int, bool, tuple[str, ...]]]:
+    """Each table header of ``text``: its line, whether it opens a ``[[…]]`` element,
+    its key path (spelled as TOML reads it: quotes and spaces do not matter)."""
+    found: list[tuple[int, bool, tuple[str, ...]]] = []
+    line, at = 1, 0
+    for m in _HEADER.finditer(text):
+        line += text.count("\n", at, m.start())
+        at = m.start()
+        try:
+            data: Any = tomllib.loads(m.group(1) + "\n")
+        except tomllib.TOMLDecodeError:
+            continue  # a line of a multi-line array or string, not a header
+        key: list[str] = []
+        while isinstance(data, dict) and len(data) == 1:
+            name, data = next(iter(data.items()))
+            key.append(name)
+        found.append((line, m.group(1).startswith("[["), tuple(key)))
+    return found
+
+
+def _split_list(text: str, key: tuple[str, ...] | None = None) -> tuple[str, int, int] | None:
+    """The first ``[[…]]`` list of ``text`` (or the one at ``key``) whose tables another
+    table splits: its header, the line of its first element and of the one resuming it."""
+    first: dict[tuple[str, ...], int] = {}
+    last: tuple[str, ...] = ()
+    for line, element, path in _headers(text):
+        if element:
+            if path in first and last[:len(path)] != path and key in (None, path):
+                return _spelled(True, path), first[path], line
+            first.setdefault(path, line)
+        last = path
+    return None
+
+
+def _split_error(text: str, key: tuple[str, ...] | None, consequence: str,
+                 otherwise: str) -> FormatError:
+    """The error for an edit tomlkit cannot make in place: the split list named, with
+    the ``consequence`` of editing it anyway; ``otherwise`` when no list is split."""
+    split = _split_list(text, key) or (_split_list(text) if key is not None else None)
+    if split is None:
+        return FormatError(otherwise)
+    header, start, again = split
+    return FormatError(f"the {header} tables are split by other tables (lines {start} and "
+                       f"{again}): {consequence} — put the {header} tables together and "
+                       "run again", again, 1)
+
+
+def _merged(holder: Any, node: Any) -> bool:
+    """Whether ``node`` is tomlkit's merged copy of a ``[[…]]`` list whose parts sit in
+    several tables: nothing done to that copy reaches the text."""
+    return (isinstance(node, AoT) and isinstance(holder, OutOfOrderTableProxy)
+            and not any(v is node for part in holder._tables for _k, v in part.value.body))
+
+
+def _list_key(path: KeyPath) -> tuple[str, ...] | None:
+    """``path`` as the key of a ``[[…]]`` header, when it can be one (no list step)."""
+    key = tuple(seg for seg in path if isinstance(seg, str))
+    return key if len(key) == len(path) else None
+
+
+def _merged_error(tdoc: TomlDocument, path: KeyPath) -> FormatError:
+    return _split_error(tdoc.original, _list_key(path),
+                        "taosync's TOML library cannot add or remove one of them in place",
+                        f"{keypath_str(path)}: taosync's TOML library cannot add or remove "
+                        "an element of this list in place")
+
+
+def _edit_checked(tdoc: TomlDocument) -> None:
+    """Before the first edit of a parsed file: that tomlkit writes it back byte for byte.
+    It does not when a ``[[…]]`` list is split by other tables in one table, or an
+    ``[[…]]`` list splits the tables under one header (``[a.x]``, ``[[b]]``, ``[a.y]``):
+    it moved the later part up on parse, so any edit would move the user's tables and
+    the comments between them. The error names the first table that would move."""
+    if tdoc.checked:
+        return
+    out = tdoc.doc.as_string() if tdoc.original else ""
+    if tdoc.crlf:
+        out = re.sub(r"(?<!\r)\n", "\r\n", out)
+    if out != tdoc.original:
+        raise _moved_error(tdoc.original, out)
+    tdoc.checked = True
+
+
+def _moved_error(text: str, rendered: str) -> FormatError:
+    """Name the first table tomlkit's rendering of ``text`` moves, and where to."""
+    before, after = _headers(text), _headers(rendered)
+    shape = [(element, path) for _line, element, path in before]
+    for i, (_line, element, path) in enumerate(after):
+        if i < len(shape) and shape[i] == (element, path):
+            continue
+        line = next((ln for ln, *rest in before[i + 1:] if tuple(rest) == (element, path)), None)
+        if line is None:
+            break
+        to = f"after {_spelled(*shape[i - 1])} (line {before[i - 1][0]})" if i else "to the top"
+        return FormatError(
+            f"taosync's TOML library would move {_spelled(element, path)} up {to} on any "
+            "edit, past the tables and comments between them — put those tables together "
+            "and run again", line, 1)
+    return FormatError("taosync's TOML library cannot write this file back as it is, so an "
+                       "edit would change text that is yours — please report it")
+
+
+def _spelled(element: bool, path: tuple[str, ...]) -> str:
+    """A table header as TOML spells it: ``[a."b c"]``, ``[[models]]``."""
+    name = ".".join(k if _BARE_KEY.fullmatch(k) else json.dumps(k) for k in path)
+    return f"[[{name}]]" if element else f"[{name}]"
+
+
 class TomlEditor(FormatEditor):
     """Format-preserving TOML editor (see the module docstring)."""
 
@@ -527,6 +649,7 @@ class TomlEditor(FormatEditor):
             raise ValueError("cannot set the whole document")
         value = with_match_field(path, value)
         _check(value, path)
+        _edit_checked(tdoc)
         try:
             return self._set(tdoc, path, value)
         finally:
@@ -545,6 +668,8 @@ class TomlEditor(FormatEditor):
             if not isinstance(node, (AoT, Array)):
                 raise FormatError(f"{keypath_str(path[:i]) or 'the top level'} is not a list")
             elem = element_value(seg, rest, value)
+            if i and _merged(steps[-2].node, node):
+                raise _merged_error(tdoc, path[:i])
             if isinstance(node, AoT):
                 table = _to_table(elem)
                 node.append(table)
@@ -584,18 +709,17 @@ class TomlEditor(FormatEditor):
             return False
         if len(steps) != len(path) + 1:
             return False
+        _edit_checked(tdoc)
         parent, node, seg = steps[-2], steps[-1].node, path[-1]
+        if isinstance(seg, Match) and len(steps) >= 3 and _merged(steps[-3].node, parent.node):
+            raise _merged_error(tdoc, path[:-1])
+        if isinstance(node, AoT) and _merged(parent.node, node):
+            raise _merged_error(tdoc, path)
         if isinstance(seg, Match):
             idx = tdoc.matches.find(parent.node, seg)
             assert idx is not None and parent.node[idx] is node
             if isinstance(parent.node, AoT):
-                # (a list whose parts sit in several tables is walked through their merged
-                # copy, from which nothing renders: its comments are not put back twice)
-                holder = steps[-3].node if len(steps) >= 3 else None
-                merged = isinstance(holder, OutOfOrderTableProxy) and not any(
-                    v is parent.node for part in holder._tables for _k, v in part.value.body)
-                self._delete_aot_element(tdoc, parent.node, idx, self._chain(tdoc, path, steps, []),
-                                         keep_comments=not merged)
+                self._delete_aot_element(tdoc, parent.node, idx, self._chain(tdoc, path, steps, []))
                 tdoc.matches.removed(parent.node, idx, node)
             else:
                 del parent.node[idx]
@@ -638,6 +762,8 @@ class TomlEditor(FormatEditor):
                 old._is_super_table = False  # an empty table set on purpose keeps its [header]
             return
         parent, seg = steps[-2], path[-1]
+        if _merged(parent.node, old):
+            raise _merged_error(tdoc, path)
         tdoc.edited = True
         if isinstance(seg, Match):  # a whole element replaced by a non-dict: refused earlier
             raise FormatError(f"{keypath_str(path)} must be a table")
@@ -776,12 +902,11 @@ class TomlEditor(FormatEditor):
         self._put_tail(tdoc, anchor, inner + tail, id(first) not in tdoc.created,
                        chain is not None)
 
-    def _delete_aot_element(self, tdoc: TomlDocument, aot: AoT, idx: int, chain: Chain | None = None,
-                            keep_comments: bool = True) -> None:
+    def _delete_aot_element(self, tdoc: TomlDocument, aot: AoT, idx: int, chain: Chain | None = None) -> None:
         element = aot[idx]
         anchor = self._anchor(tdoc, element, chain)
         tail = self._cut_tail(tdoc, _last_body(element))
-        inner = _comments_within(element) if keep_comments else []
+        inner = _comments_within(element)
         del aot[idx]
         self._put_tail(tdoc, anchor, inner + tail, id(element) not in tdoc.created,
                        chain is not None)
