@@ -179,3 +179,18 @@ def test_adopt_json_is_one_object_also_for_a_dry_run_and_nothing_to_adopt(
     assert {"fleet_key": "clients.claude-code.model", "value": "fast",
             "from": "~/.claude/settings.json env.ANTHROPIC_MODEL"} in data["adopted"]
     assert fleet_file.read_bytes() == before
+
+
+def test_a_released_file_is_never_read_even_when_it_cannot_be(taosync, home, fleet_file):
+    """``managed: false`` promises no read: a file of that client that no longer decodes
+    (the user's own bytes now) must not stop the apply that releases it, nor be touched."""
+    assert taosync("apply", "--no-verify").rc == 0
+    cline = home / ".cline" / "data" / "globalState.json"
+    cline.write_bytes(b"\xff\xfe not UTF-8")
+    fleet_file.write_text(fleet_file.read_text()
+                          .replace("cline: {model: balanced}", "cline: {model: balanced, managed: false}")
+                          .replace("codex: {model: fast,", "codex: {model: balanced,"))
+    r = taosync("apply", "--no-verify")
+    assert r.rc == 0, r.both
+    assert cline.read_bytes() == b"\xff\xfe not UTF-8"
+    assert 'model = "' in (home / ".codex" / "config.toml").read_text()  # the rest applied

@@ -143,10 +143,10 @@ class Plan:
 
     def still_on_disk(self) -> bool:
         """Every file of this plan still holds the text it was made from: a plan shown
-        before the lock was taken is still the one to write."""
-        return all(read_target(fp.path)[1] == fp.old_text for fp in self.files)
-
-
+        before the lock was taken is still the one to write. A released file is not
+        read: taosync promised not to, and its plan does not depend on it."""
+        return all(read_target(fp.path)[1] == fp.old_text for fp in self.files
+                   if not fp.released)
 
 
 def materialize(value: Any) -> tuple[Any, bool]:
