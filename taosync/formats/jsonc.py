@@ -18,26 +18,33 @@ Every comment is the user's (taosync writes none), so none is lost with what tao
 takes out or writes anew: a member or element removed leaves the comments that were in
 its text where it was, each on a line of its own; a value rewritten whole puts its
 comments above its member; an empty container's comments open its body when a member
-comes in. The shadow holds them as spaces (``_splice_raw``).
+comes in. The shadow holds them as spaces (``_splice_raw``). A kept ``//`` comment is
+never put before other text on its line (it would comment it out), and never takes the
+CR of a CRLF line break with it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from taosync.formats.base import FormatError, KeyPath, same_value
 from taosync.formats.json_ import (_INDENT, JsonDocument, JsonEditor, _items, _line_col, _Node,
-                                   _splice)
+                                   _splice, _ws)
 
 __all__ = ["EDITOR", "JsoncDocument", "JsoncEditor", "blank"]
 
-_COMMENT_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/|/\*', re.S)
+#: a string, a comment or an unclosed ``/*``; a ``//`` comment ends before its line break,
+#: the ``\r`` of a CRLF one too (else a comment moved to a line of its own keeps it: ``\r\r\n``)
+_COMMENT_OR_STRING = re.compile(
+    r'"(?:[^"\\]|\\.)*"|//[^\r\n]*(?:\r(?!\n)[^\r\n]*)*|/\*.*?\*/|/\*', re.S)
 _TRAILING_COMMA_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|,(?=[ \t\r\n]*[}\]])', re.S)
 #: what may follow a member on its line for its comment to stay there: its comma, a comment
-_COMMENTED = re.compile(r"[ \t]*(,)[ \t]*(?://[^\r\n]*|/\*[^\r\n]*?\*/)[ \t]*")
+#: (one ``/* */`` comment, never more: ``/* x */ "b": 2 /* y */`` is no comment of the line's)
+_COMMENTED = re.compile(r"[ \t]*(,)[ \t]*(?://[^\r\n]*|/\*(?:[^*\r\n]|\*(?!/))*\*/)[ \t]*")
 #: a last member's trailing comma, wherever it is before the container closes
 _TRAILING_COMMA = re.compile(r"(?:\s|//[^\n]*|/\*.*?\*/)*,", re.S)
 
@@ -100,24 +107,29 @@ def _splice_raw(doc: JsoncDocument, a: int, b: int, raw_new: str) -> None:
 
 
 def _kept(raw: str, a: int, b: int, comments: list[str], indent: str,
-          newline: str) -> tuple[str, int]:
+          newline: str) -> tuple[int, str, int]:
     """What replaces ``raw[a:b]`` — a removed member or element with its separator —
-    when the user's ``comments`` sit in it, and the end of the span it replaces: those
-    comments, each on a line of its own at the member's ``indent`` (side by side in a
-    one-line span, where all are ``/* */``), what followed on the same line moved to
-    the next (a ``//`` comment would swallow it), at its own line's indent."""
+    when the user's ``comments`` sit in it, and the span it replaces: those comments,
+    each on a line of its own at the member's ``indent`` (side by side in a one-line
+    span, where all are ``/* */``), what followed on the same line moved to the next
+    (a ``//`` comment would swallow it), at its own line's indent."""
     if "\n" not in raw[a:b]:
         lead = "" if raw[a - 1] in " \t{[" else " "
-        return lead + " ".join(comments) + ("" if raw[b] in " \t}]," else " "), b
+        return a, lead + " ".join(comments) + ("" if raw[b] in " \t}]," else " "), b
     line = raw.rfind("\n", 0, a) + 1
-    lead = "" if not raw[line:a].strip() else newline + indent
+    lead = ""
+    if raw[line:a].strip():  # after something on its line: the spaces before it go
+        lead = newline + indent
+        while raw[a - 1] in " \t":
+            a -= 1
     eol = raw.find("\n", b)
-    if not raw[b:eol if eol != -1 else len(raw)].strip(" \t\r"):
-        return lead + (newline + indent).join(comments), b
+    if not raw[b:eol if eol != -1 else len(raw)].strip(" \t\r"):  # (its blanks go too)
+        return a, lead + (newline + indent).join(comments), _past_indent(raw, b)
     line = raw.rfind("\n", 0, b) + 1
     own_indent = raw[line:_past_indent(raw, line)]
     # what followed goes on the next line, at its line's indent (the spaces before it go)
-    return lead + (newline + indent).join(comments) + newline + own_indent, _past_indent(raw, b)
+    return (a, lead + (newline + indent).join(comments) + newline + own_indent,
+            _past_indent(raw, b))
 
 
 def _past_indent(text: str, pos: int) -> int:
@@ -126,15 +138,50 @@ def _past_indent(text: str, pos: int) -> int:
     return m.end() if m else pos
 
 
+def _line_start(doc: JsoncDocument, at: int) -> int | None:
+    """Where the line of the token at ``at`` starts when only blanks and comments come
+    before it on that line (the line break not inside a ``/* */``); else None."""
+    text, raw = doc.text, doc.raw
+    prev = at  # just after the token before: the shadow has the comments as blanks
+    while prev > 0 and text[prev - 1] in " \t\r\n":
+        prev -= 1
+    nl, pos = -1, prev
+    for m in _COMMENT_OR_STRING.finditer(raw, prev, at):  # comments only, in the gap
+        nl = max(nl, raw.rfind("\n", pos, m.start()))
+        pos = m.end()
+    nl = max(nl, raw.rfind("\n", pos, at))
+    return nl + 1 if nl != -1 else None
+
+
 def _put_before(doc: JsoncDocument, at: int, comments: list[str]) -> None:
-    """Put ``comments`` just before the token at ``at``: on lines of their own when it
-    starts its line, else side by side before it."""
-    line = doc.raw.rfind("\n", 0, at) + 1
-    indent = doc.raw[line:at]
-    if indent.strip():
+    """Put ``comments`` before the token at ``at``: on lines of their own above its
+    line when nothing but blanks and comments precede it there; else side by side
+    before it when all are ``/* */``; else on lines of their own, the line broken
+    before it (a ``//`` comment side by side would swallow the rest of the line)."""
+    raw, newline = doc.raw, doc.newline
+    line = _line_start(doc, at)
+    if line is not None:
+        indent = raw[line:_past_indent(raw, line)]
+        _splice_raw(doc, line, line, "".join(indent + c + newline for c in comments))
+    elif not any(c.startswith("//") for c in comments):
         _splice_raw(doc, at, at, " ".join(comments) + " ")
     else:
-        _splice_raw(doc, line, line, "".join(indent + c + doc.newline for c in comments))
+        start = at  # the spaces before it go (they are outside any comment)
+        while raw[start - 1] in " \t":
+            start -= 1
+        sep = newline + JsonEditor._indent_at(raw, at)
+        _splice_raw(doc, start, at, sep + sep.join(comments) + sep)
+
+
+@contextmanager
+def _bugs_are_format_errors() -> Iterator[None]:
+    """An edit that lost the shadow's alignment (a bug here) fails as a FormatError, as
+    ``dump``'s check makes it, not as a scan of the broken shadow fails: a caller refuses
+    the file on a FormatError, any other error escapes it."""
+    try:
+        yield
+    except (json.JSONDecodeError, IndexError, StopIteration) as exc:
+        raise FormatError(f"internal error: the JSONC edit lost its alignment ({exc!r})") from None
 
 
 def _own(doc: JsonDocument) -> JsoncDocument:
@@ -153,14 +200,19 @@ class JsoncEditor(JsonEditor):
 
     def set(self, doc: JsonDocument, path: KeyPath, value: Any) -> list[KeyPath]:
         doc = _own(doc)
-        if self._root(doc) is not None:
-            return super().set(doc, path, value)
-        # a file of only comments (or nothing): the JSON editor writes the whole text
-        kept = doc.raw.rstrip(" \t\r\n")
-        made = super().set(doc, path, value)
-        doc.raw = (kept + doc.newline if kept else "") + doc.text
-        doc.text = blank(doc.raw)
-        return made
+        with _bugs_are_format_errors():
+            if self._root(doc) is not None:
+                return super().set(doc, path, value)
+            # a file of only comments (or nothing): the JSON editor writes the whole text
+            kept = doc.raw.rstrip(" \t\r\n")
+            made = super().set(doc, path, value)
+            doc.raw = (kept + doc.newline if kept else "") + doc.text
+            doc.text = blank(doc.raw)
+            return made
+
+    def delete(self, doc: JsonDocument, path: KeyPath) -> bool:
+        with _bugs_are_format_errors():
+            return super().delete(_own(doc), path)
 
     def _insert(self, doc: JsonDocument, node: _Node, parent: _Node | None, key: str | None,
                 value: Any) -> None:
@@ -173,10 +225,7 @@ class JsoncEditor(JsonEditor):
             comments = [] if items else _comments(doc.raw, node.start + 1, node.end - 1)
             super()._insert(doc, node, parent, key, value)
             if comments:  # an empty container's own comments: they open its body
-                at = node.start + 1
-                at = _past_indent(doc.raw, at + len(doc.newline)) \
-                    if doc.raw.startswith(doc.newline, at) else at
-                _put_before(doc, at, comments)
+                _put_before(doc, _ws(doc.text, node.start + 1), comments)
             return None
         # after the last member's comment, on a line of its own; that member's comma,
         # blanked in the shadow as trailing, separates again
@@ -215,19 +264,26 @@ class JsoncEditor(JsonEditor):
             end = items[i].end
             comma = _TRAILING_COMMA.match(doc.raw, end)
             end = comma.end() if comma else end
-            if found and not doc.raw[found[1]:items[i].key_start].strip() \
-                    and not _comments(doc.raw, items[i].end, end):
+            key_start = items[i].key_start
+            if found and not doc.raw[found[1]:key_start].strip() \
+                    and not _comments(doc.raw, key_start, end):
                 # the last member after a commented one: its lines go, with its trailing
                 # comma; the comment stays, and the comma before it is trailing again
                 comma_at, eol = found
                 doc.text = doc.text[:comma_at] + " " + doc.text[comma_at + 1:]
-                return _splice(doc, eol, end, "", restructured=container.start)
+                nl = doc.raw.find("\n", end)
+                if nl == -1 or doc.raw[end:nl].strip(" \t\r"):
+                    # not alone on its line: what follows it (a `}`, a comment) stays
+                    # on that line, never joins the comment's
+                    eol = key_start
+                return _splice(doc, eol, _past_indent(doc.raw, end), "",
+                               restructured=container.start)
         a, b = self._cut(doc, container, node)
         comments = _comments(doc.raw, a, b)
         if not comments:
             return _splice(doc, a, b, "")
         indent = self._indent_at(doc.raw, node.start)
-        kept, b = _kept(doc.raw, a, b, comments, indent, doc.newline)
+        a, kept, b = _kept(doc.raw, a, b, comments, indent, doc.newline)
         return _splice_raw(doc, a, b, kept)
 
     def dump(self, doc: JsonDocument) -> str:
