@@ -35,7 +35,9 @@ element of such a list: reading such a file is fine, editing it is the user's ca
 Setting a dict over an existing table or inline table updates it key by key. TOML has no
 null: setting ``None`` is a FormatError. A header-less parent (``[a.b]`` without ``[a]``)
 that a delete leaves empty vanishes from the text, since it only existed through its
-children (in memory it reads as ``{}`` until the document is parsed again). Every edited document is checked with
+children (in memory it reads as ``{}`` until the document is parsed again); a part of an
+out-of-order table (``[a]`` after ``[a.x]``, ``[b]``) that it leaves without keys goes as a
+deleted table does (``_part_gone``). Every edited document is checked with
 ``tomllib`` before it is handed back; a parse is checked with both tomlkit and tomllib.
 """
 
@@ -239,12 +241,10 @@ def _comments_within(item: Any) -> list[tuple[None, Comment]]:
     return [(None, Comment(Trivia(comment_ws="", comment=c, trail="\n"))) for c in found if c]
 
 
-def _where(owner: Any, item: Any, key: str) -> list[tuple[Container, int, list[tuple[Any, Item]]]]:
-    """Where ``item`` of ``owner`` is — its first part's place, for an out-of-order
-    table — as (body, index, comment lines that go there with its own); before it, when
-    ``owner`` is an out-of-order table, where the part holding it is, with the part's
-    own comment lines (a part the delete empties goes whole, a Null in its place). A
-    walk, made only when comments are to be kept."""
+def _where(owner: Any, item: Any, key: str) -> tuple[Container, int] | None:
+    """Where ``item``, ``owner``'s entry ``key``, is in its body — its first part's
+    place, for an out-of-order table; in the part holding it, for an out-of-order
+    ``owner``. A walk, made only when comments are to be kept."""
     first = item._tables[0] if isinstance(item, OutOfOrderTableProxy) else item
     parts = owner._tables if isinstance(owner, OutOfOrderTableProxy) else [owner]
     for part in parts:
@@ -253,14 +253,8 @@ def _where(owner: Any, item: Any, key: str) -> list[tuple[Container, int, list[t
             # (by name too: an out-of-order table hands out its own copy of a scalar)
             if value is first or (_key is not None and _key.key == key and value == first):
                 assert cont is not None
-                places: list[tuple[Container, int, list[tuple[Any, Item]]]] = [(cont, i, [])]
-                if isinstance(owner, OutOfOrderTableProxy):  # asked first: a Null there
-                    mine: list[tuple[Any, Item]] = [(k, v) for k, v in cont.body
-                                                    if isinstance(v, Comment)]
-                    places[:0] = [(owner._container, j, mine) for j, (_k, v)  # is a part
-                                  in enumerate(owner._container.body) if v is part]  # gone
-                return places
-    return []
+                return cont, i
+    return None
 
 
 def _last_body(table: Table) -> Container:
@@ -449,8 +443,9 @@ def _after_live(tdoc: TomlDocument, chain: Chain) -> Chain | None:
     return None
 
 
-#: a line that may be a table header: ``[a."b"]``, ``[[a.b]]  # comment``
-_HEADER = re.compile(r"^[ \t]*(\[\[?[^\n]*?\]\]?)[ \t]*(?:#[^\n]*)?$", re.M)
+#: a line that may be a table header: ``[a."b"]``, ``[[a.b]]  # comment``; in a CRLF
+#: file too (``$`` stops before the ``\n`` only)
+_HEADER = re.compile(r"^[ \t]*(\[\[?[^\n]*?\]\]?)[ \t]*(?:#[^\n]*)?\r?$", re.M)
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -534,7 +529,33 @@ def _edit_checked(tdoc: TomlDocument) -> None:
         out = re.sub(r"(?<!\r)\n", "\r\n", out)
     if out != tdoc.original:
         raise _moved_error(tdoc.original, out)
+    _drop_copied_comments(tdoc.doc)
     tdoc.checked = True
+
+
+def _drop_copied_comments(cont: Container) -> None:
+    """tomlkit gives a super table that has no header line (``[t]`` of ``[t.x]  # c``
+    without ``[t]``, ``[p.t]`` of ``[p.t.x]``) the header comment of the child it was
+    made for. It renders nowhere, but a delete would keep it as well as the child's, and
+    a key set in the super table would show it again on the ``[t]`` line tomlkit then
+    writes: it is dropped before the first edit (the text stays the same)."""
+    for _k, item in cont.body:
+        if isinstance(item, Table):
+            if item.trivia.comment and not _renders_header(item):
+                item.trivia.comment = item.trivia.comment_ws = ""
+            _drop_copied_comments(item.value)
+        elif isinstance(item, AoT):
+            for table in item.body:
+                _drop_copied_comments(table.value)
+
+
+def _renders_header(table: Table) -> bool:
+    """Whether tomlkit writes the header line of ``table`` (one opened by a header, not
+    a dotted key): a super table's only once it holds something other than tables (as
+    tomlkit's ``_emits_header`` decides)."""
+    return not table.is_super_table() or table.is_aot_element() or any(
+        not isinstance(v, (Table, AoT, Whitespace, Null)) or (k is not None and k.is_dotted())
+        for k, v in table.value.body)
 
 
 def _moved_error(text: str, rendered: str) -> FormatError:
@@ -715,6 +736,7 @@ class TomlEditor(FormatEditor):
             raise _merged_error(tdoc, path[:-1])
         if isinstance(node, AoT) and _merged(parent.node, node):
             raise _merged_error(tdoc, path)
+        parts = self._parts_emptied(tdoc, path, steps)
         if isinstance(seg, Match):
             idx = tdoc.matches.find(parent.node, seg)
             assert idx is not None and parent.node[idx] is node
@@ -732,20 +754,19 @@ class TomlEditor(FormatEditor):
         else:
             pad = self._style_of(parent.node) if isinstance(parent.node, InlineTable) else None
             own = [] if parent.inline or pad is not None else _comments_within(node)
-            split = isinstance(parent.node, OutOfOrderTableProxy)  # its emptied part goes
-            places = _where(parent.node, node, seg) if own or split else []  # whole, comments too
+            place = _where(parent.node, node, seg) if own else None
             del parent.node[seg]  # leaves a Null where it was: no index moves
-            for cont, at, lines in places:  # the comments (the user's) take its place
-                if isinstance(cont.body[at][1], Null):
-                    lines = [*lines, *own]
-                    if lines:
-                        _forget_skips(tdoc, cont.body)
-                        cont.body[at] = lines[0]
-                        _body_insert(cont, at + 1, lines[1:])
-                    break
+            if place is not None and isinstance(place[0].body[place[1]][1], Null):
+                cont, at = place  # the comments (the user's) take its place
+                _forget_skips(tdoc, cont.body)
+                cont.body[at] = own[0]
+                _body_insert(cont, at + 1, own[1:])
             if pad is not None:
                 self._restyle(tdoc, path, steps, len(steps) - 2, pad)
                 tdoc.skips.clear()
+        for part, anchor, linear, shown in reversed(parts):  # (the last first: no anchor moves)
+            if not shown or not any(t is part for t in parent.node._tables):
+                self._part_gone(tdoc, part, anchor, linear)
         tdoc.matches.edited(path)
         tdoc.edited = True
         return True
@@ -910,6 +931,37 @@ class TomlEditor(FormatEditor):
         del aot[idx]
         self._put_tail(tdoc, anchor, inner + tail, id(element) not in tdoc.created,
                        chain is not None)
+
+    def _parts_emptied(self, tdoc: TomlDocument, path: KeyPath, steps: list[_Step]) -> list[tuple[Table, Anchor, bool, bool]]:
+        """The parts of the out-of-order table ``steps[-2]`` holding nothing but the key
+        deleted, which tomlkit removes header and all (while another part is left):
+        each with where the text before it ends, found before anything moves, whether
+        that was from its chain, and whether it renders a header (one that does not
+        would render one for the comments left in it: it goes, kept or not)."""
+        proxy, seg = steps[-2].node, path[-1]
+        if not isinstance(proxy, OutOfOrderTableProxy) or isinstance(seg, Match):
+            return []
+        found = []
+        for part in proxy._tables:
+            if len(part) == 1 and seg in part:
+                chain = self._part_chain(tdoc, path, steps, part)
+                found.append((part, self._anchor(tdoc, part, chain), chain is not None, _renders_header(part)))
+        return found
+
+    def _part_chain(self, tdoc: TomlDocument, path: KeyPath, steps: list[_Step], part: Table) -> Chain | None:
+        """The chain of ``part`` of the out-of-order table ``steps[-2]``: its holder's,
+        and its place among the holder's entries of that key (tomlkit's key map)."""
+        holder, key = steps[-2].node._container, path[-2]
+        at = holder._map.get(_key(key)) if isinstance(key, str) else None
+        at = next((i for i in at if holder.body[i][1] is part), None) if isinstance(at, tuple) else None
+        return self._chain(tdoc, path, steps[:-2], [None if at is None else (holder, at)])
+
+    def _part_gone(self, tdoc: TomlDocument, part: Table, anchor: Anchor, linear: bool) -> None:
+        """tomlkit removed ``part`` of an out-of-order table, emptied by a delete, header
+        and all: it goes as a deleted table does, its comments (its header's, its body's,
+        the deleted key's put there) and its closing run left where it was."""
+        tail = self._cut_tail(tdoc, _last_body(part))
+        self._put_tail(tdoc, anchor, _comments_within(part) + tail, id(part) not in tdoc.created, linear)
 
     @staticmethod
     def _cut_tail(tdoc: TomlDocument, cont: Container) -> list[tuple[Any, Item]]:
