@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -560,7 +562,7 @@ def test_the_line_diff_is_an_edit_script_as_difflib_gives(a, b):
     assert sum(i2 - i1 for tag, i1, i2, _j1, _j2 in ops if tag == "equal") >= head
 
 
-@pytest.mark.parametrize("text, path, out", [
+_DELETED_COMMENTS = [
     ("a: 1  # about a\n# about b\nb: 2\n", ("a",), "# about a\n# about b\nb: 2\n"),
     ("a: 1\nb: 2  # eol b\n", ("b",), "a: 1\n# eol b\n"),
     ("x:\n  # in x\n  y: 1  # y eol\nz: 2\n", ("x",), "# in x\n# y eol\nz: 2\n"),
@@ -568,7 +570,11 @@ def test_the_line_diff_is_an_edit_script_as_difflib_gives(a, b):
      "m:\n# first\n- name: q\n"),
     ("only: 1  # mine\n", ("only",), "# mine\n{}\n"),
     ("s:\n  a: 1  # eol\n", ("s", "a"), "s: {}\n  # eol\n"),
-])
+    ("s:\n  a: 1  # eol\n  b: 2\n", ("s", "a"), "s:\n  # eol\n  b: 2\n"),
+]
+
+
+@pytest.mark.parametrize("text, path, out", _DELETED_COMMENTS)
 def test_a_deleted_entry_leaves_its_comments(text, path, out):
     """Whatever taosync deletes, the comments on its lines and in its value stay: the
     entry's own end-of-line comment, those deeper inside, on lines of their own at its
@@ -579,6 +585,20 @@ def test_a_deleted_entry_leaves_its_comments(text, path, out):
     assert sorted(line.strip() for line in out.splitlines() if "#" in line) == \
         sorted(c for line in text.splitlines() if "#" in line for c in ["#" + line.split("#", 1)[1]])
 
+
+@pytest.mark.parametrize("text, path, out", _DELETED_COMMENTS)
+def test_a_deleted_entry_leaves_its_comments_in_a_crlf_file(text, path, out):
+    """In a CRLF file too, each kept comment's line ends in CRLF (ruamel's comment token
+    keeps the CR: it came out CR CR LF)."""
+    doc = E.parse(text.replace("\n", "\r\n"))
+    assert E.delete(doc, path)
+    assert E.dump(doc) == out.replace("\n", "\r\n")
+
+
+def _no_stray_line_ends(out: str, crlf: bool) -> None:
+    assert "\r\r" not in out, out
+    if crlf:
+        assert re.search(r"(?<!\r)\n", out) is None, out
 
 
 def _key_paths(value, at=()):
@@ -593,9 +613,11 @@ def _key_paths(value, at=()):
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=yaml_texts(), data=st.data())
-def test_property_deletes_keep_every_comment(text, data):
-    """Deleting any keys, nested or not, in any order, keeps every comment of the file."""
+@given(text=yaml_texts(), data=st.data(), crlf=st.booleans())
+def test_property_deletes_keep_every_comment(text, data, crlf):
+    """Deleting any keys, nested or not, in any order, keeps every comment of the file;
+    in a CRLF file every line still ends in CRLF (never CR CR LF, never a bare LF)."""
+    text = text.replace("\n", "\r\n") if crlf else text
     doc = E.parse(text)
     found = [p for p in _key_paths(safe(text)) if all(isinstance(s, str) for s in p)]
     for path in data.draw(st.lists(st.sampled_from(found), max_size=4, unique=True)) if found else []:
@@ -603,3 +625,182 @@ def test_property_deletes_keep_every_comment(text, data):
     out = E.dump(doc)
     for comment in ("# note", "# outer note"):
         assert out.count(comment) == text.count(comment), out
+    _no_stray_line_ends(out, crlf)
+
+
+@st.composite
+def yaml_texts_with_flows(draw):
+    """Block documents with flow collections for values and list elements' values, some
+    over two lines with a comment inside; every comment numbered (``# n7``)."""
+    numbers = iter(range(1, 10_000))
+    lines: list[str] = []
+
+    def comment() -> str:
+        return f"# n{next(numbers)}"
+
+    def noise(col):
+        for _ in range(draw(st.integers(0, 2))):
+            lines.append(draw(st.sampled_from(["", " " * col + comment(), comment()])))
+
+    def flow(col):
+        pad = " " * (col + 2)
+        return draw(st.sampled_from(["[a, b]", "{k: 1}", "[x, {y: 'p # q'}]",
+                                     f"[p,  {comment()}\n{pad}q]", f"{{k: 1,  {comment()}\n{pad}j: [2]}}"]))
+
+    def eol():
+        return draw(st.sampled_from(["", "  " + comment()]))
+
+    def mapping_at(col, depth):
+        for key in draw(st.lists(st.sampled_from("abcd"), min_size=1, max_size=3, unique=True)):
+            noise(col)
+            kind = draw(st.sampled_from(["scalar", "flow", "map", "seq"] if depth < 2 else ["scalar", "flow"]))
+            if kind == "scalar":
+                lines.append(f"{' ' * col}{key}: 1{eol()}")
+            elif kind == "flow":
+                lines.append(f"{' ' * col}{key}: {flow(col)}{eol()}")
+            elif kind == "map":
+                lines.append(f"{' ' * col}{key}:{eol()}")
+                mapping_at(col + 2, depth + 1)
+            else:
+                lines.append(f"{' ' * col}{key}:{eol()}")
+                for i in range(draw(st.integers(1, 2))):
+                    noise(col + 2)
+                    lines.append(f"{' ' * col}  - name: e{i}{eol()}")
+                    lines.append(f"{' ' * col}    v: {flow(col + 4)}{eol()}")
+
+    mapping_at(0, 0)
+    noise(0)
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=yaml_texts_with_flows(), data=st.data(), crlf=st.booleans())
+def test_property_deletes_keep_every_comment_with_flow_collections(text, data, crlf):
+    """With flow collections (whose comments ruamel parks apart, or drops), deleting any
+    keys keeps every comment of the file once, and CRLF line ends."""
+    text = text.replace("\n", "\r\n") if crlf else text
+    doc = E.parse(text)
+    found = [p for p in _key_paths(safe(text)) if all(isinstance(s, str) for s in p)]
+    for path in data.draw(st.lists(st.sampled_from(found), max_size=4, unique=True)) if found else []:
+        E.delete(doc, path)
+    out = E.dump(doc)
+    assert Counter(re.findall(r"# n\d+", out)) == Counter(re.findall(r"# n\d+", text)), out
+    _no_stray_line_ends(out, crlf)
+
+
+_SECTION_AFTER_FLOW = "models:\n  - name: a\n    roles: [chat, edit]\n\n# MCP servers\nmcpServers:\n  - name: s\n"
+
+
+@pytest.mark.parametrize("op, out", [
+    (("delete", ("models",)), "# MCP servers\nmcpServers:\n  - name: s\n"),
+    (("delete", ("models", Match("name", "a"))), "models: []\n\n# MCP servers\nmcpServers:\n  - name: s\n"),
+    (("delete", ("models", Match("name", "a"), "roles")), "models:\n  - name: a\n\n# MCP servers\nmcpServers:\n  - name: s\n"),
+    (("set", ("models", Match("name", "b"), "provider"), "p"),
+     "models:\n  - name: a\n    roles: [chat, edit]\n  - name: b\n    provider: p\n\n# MCP servers\nmcpServers:\n  - name: s\n"),
+])
+def test_a_section_comment_after_a_list_ending_in_a_flow_collection_stays_with_what_follows(op, out):
+    """ruamel keeps the lines after a list whose last element ends in ``[…]`` apart from
+    that element (in the list's ``ca.end``): the section comment there stays with what
+    follows, as after a list ending in a block list, when the list goes, its last
+    element goes, or an element comes after it."""
+    assert edit(_SECTION_AFTER_FLOW, op) == out
+    block = _SECTION_AFTER_FLOW.replace("roles: [chat, edit]", "roles:\n      - chat\n      - edit")
+    assert edit(block, op) == out.replace("roles: [chat, edit]", "roles:\n      - chat\n      - edit")
+
+
+@pytest.mark.parametrize("text, op, out", [
+    # a list's element that is a flow mapping
+    ("m:\n  - {name: a}\n# end\nz: 1\n", ("delete", ("m", Match("name", "a"))), "m: []\n# end\nz: 1\n"),
+    # the document's last entry (the top mapping's ca.end)
+    ("b: 1\na: [x]\n# end\n", ("delete", ("a",)), "b: 1\n# end\n"),
+    ("b: 1\na: [x]\n# end\n", ("delete", ("b",)), "a: [x]\n# end\n"),
+    # a nested mapping's last entry (ruamel puts the lines above the next key)
+    ("s:\n  a:\n    roles: [x]\n# about z\nz: 1\n", ("delete", ("s",)), "# about z\nz: 1\n"),
+    ("s:\n  a:\n    roles: [x]\n# about z\nz: 1\n", ("delete", ("s", "a")), "s: {}\n# about z\nz: 1\n"),
+    # lines at several indentations: those deeper than the element are its own
+    ("m:\n  - name: a\n    b: [1]\n    # mid\n  # low\n# end\nz: 1\n", ("delete", ("m", Match("name", "a"))),
+     "m: []\n  # mid\n  # low\n# end\nz: 1\n"),
+    ("m:\n  - a:\n      b: [1]\n    # mid\n  # low\n# end\nz: 1\n", ("delete", ("m",)), "# mid\n# low\n# end\nz: 1\n"),
+])
+def test_lines_ruamel_parks_after_a_flow_collection_are_kept(text, op, out):
+    assert edit(text, op) == out
+
+
+def test_lead_keeps_the_lines_after_a_list_ending_in_a_flow_collection_and_each_comment_once():
+    """A moved element keeps its comments (once: not left behind as well), and the
+    section comment after the list stays after it."""
+    text = "models:\n  - name: a\n  - name: b  # bc\n    x: 1  # xc\n    roles: [x]\n\n# MCP\nmcp: 1\n"
+    doc = E.parse(text)
+    E.lead(doc, [("models", Match("name", "b"))])
+    assert E.dump(doc) == "models:\n  - name: b  # bc\n    x: 1  # xc\n    roles: [x]\n  - name: a\n\n# MCP\nmcp: 1\n"
+
+
+@pytest.mark.parametrize("text, ops, out", [
+    # ruamel drops a flow mapping's comments as it reads it: they come from the text
+    ("a: {k: 1,  # kc\n  j: 2}\nz: 1\n", [("delete", ("a",))], "# kc\nz: 1\n"),
+    ("a: {k: 1,  # kc\n  j: 2}\nz: 1\n", [("delete", ("a", "k"))], "a: {j: 2}\n# kc\nz: 1\n"),
+    ("a: {k: 1,  # kc\n  j: 2}\nz: 1\n", [("set", ("a", "j"), 3)], "a: {k: 1, j: 3}\n# kc\nz: 1\n"),
+    ("a: {k: 1,  # kc\n  j: 2}\nz: 1\n", [("set", ("a",), {"q": 1})], "a: {q: 1}\n# kc\nz: 1\n"),
+    ("m:\n  a: {k: 1,  # kc\n    j: 2}  # eol\n  z: 1\n", [("set", ("m", "a", "j"), 3)],
+     "m:\n  a: {k: 1, j: 3} # eol\n  # kc\n  z: 1\n"),  # (the gap before "# eol" is ruamel's)
+    # a flow sequence's it keeps: once
+    ("a: [x,  # xc\n  y]\nz: 1\n", [("delete", ("a",))], "# xc\nz: 1\n"),
+    ("m:\n  k: [x,  # xc\n    y]\n  j: 1\n", [("delete", ("m", "k"))], "m:\n  # xc\n  j: 1\n"),
+    ("m:\n  - {name: s,  # sc\n     v: 1}\n  - {name: t}\n", [("delete", ("m", Match("name", "s")))],
+     "m:\n  # sc\n  - {name: t}\n"),
+    # written anew for an edit next to it (its line is in the edit): once, below it
+    ("m:\n  b: [x, {y: 1}]\n  a: {k: 1,  # kc\n   j: 2}\n  d: 1\n", [("delete", ("m", "b"))],
+     "m:\n  a: {k: 1, j: 2}\n  # kc\n  d: 1\n"),
+    # a "#" in a quoted string or in a plain one is no comment
+    ("a: {k: \"x # no\", l: it's#not,  # yes\n  j: 2}\nz: 1\n", [("delete", ("a",))], "# yes\nz: 1\n"),
+    # an edit undone leaves the file's lines
+    ("a: {k: 1,  # kc\n  j: 2}\nz: 1\n", [("set", ("a", "n"), 1), ("delete", ("a", "n"))], "a: {k: 1,  # kc\n  j: 2}\nz: 1\n"),
+])
+def test_comments_in_a_flow_collection_stay(text, ops, out):
+    """A flow collection written over several lines with comments in it: ruamel writes
+    it on one line without them when it is deleted or edited (or next to an edit); the
+    comments stay, each on a line of its own below it (where it was, if it goes)."""
+    assert edit(text, *ops) == out
+
+
+@pytest.mark.parametrize("text, path, out", [
+    # an alias's entry holds no comment of its own: those of its anchor stay there, once
+    ("a: &anc\n  b: 1  # x\nc: *anc\n", ("c",), "a: &anc\n  b: 1  # x\n"),
+    ("a: &anc\n  b: 1  # x\nc:\n  - q: 1\n  - *anc\n", ("c",), "a: &anc\n  b: 1  # x\n"),
+    # the anchor's entry goes, an alias stays: ruamel writes the node there, comments too
+    ("a: &anc\n  b: 1  # x\nc: *anc\n", ("a",), "c: &anc\n  b: 1  # x\n"),
+    # an anchored mapping's entries are at its first key's column, not its anchor's
+    ("a: &anc\n  b: 1  # x\n  d: 2\nc: *anc\n", ("a", "b"), "a: &anc\n  # x\n  d: 2\nc: *anc\n"),
+])
+def test_deleting_where_anchors_and_aliases_are_keeps_each_comment_once(text, path, out):
+    doc = E.parse(text)
+    assert E.delete(doc, path)
+    assert E.dump(doc) == out
+
+
+def test_a_list_elements_first_key_deleted_leaves_its_comment_above_the_dash():
+    """Between the dash and the element's next key ruamel writes a comment so that the
+    next element's keys run together (``- name: f1 r: 1``): the edit failed as an
+    internal error. It goes above the dash (where ruamel reads such a comment)."""
+    text = "c:\n\n  - name: n0  # c5\n    x: 1\n  - name: f1\n    r: 1\n"
+    assert edit(text, ("delete", ("c", Match("name", "n0"), "name"))) == (
+        "c:\n\n    # c5\n  - x: 1\n  - name: f1\n    r: 1\n")
+
+
+def test_a_block_replaced_by_a_scalar_keeps_its_keys_comment():
+    text = "c:  # about c\n  # above the first\n  - name: n0\n\nb: 1\n"
+    assert edit(text, ("set", ("c",), "v")) == "c: v  # about c\n  # above the first\n\nb: 1\n"
+
+
+def test_a_hunk_widened_to_an_insert_takes_the_inserted_lines_once():
+    """A hunk over lines ruamel writes otherwise than the file (``b:   1``) is widened to
+    the next line it matches; lines inserted right there were taken by it and by their
+    own hunk: twice (so the merge failed its check and ruamel's whole text was used)."""
+    from taosync.formats.line_merge import merge
+
+    replaced = []
+    assert merge("m:\n  b:   1\n  a:   2\n", "m:\n  b: 1\n  a: 2\n", "m:\n  a: 2\n  c: 1\n", "\n", replaced) == (
+        "m:\n  a: 2\n  c: 1\n")
+    assert replaced == [(1, 3)]
+    assert edit("k:    v\nm:\n  b:   1\n  a:   2\n", ("delete", ("m", "b")), ("set", ("m", "c"), 1)) == (
+        "k:    v\nm:\n  a: 2\n  c: 1\n")

@@ -35,12 +35,13 @@ def _keep_gap(old: str, new: str) -> str:
 
 
 def opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
-    """``difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()``, in linear
-    work on a YAML file's lines: the common head and tail are cut off, and what is left
-    is split at the lines found once in each (in order, the longest run of them: a
-    patience diff's anchors, such as ``- name: srv-0042``); only the pieces between two
-    anchors go to difflib. Over many alike lines (``command: npx``) difflib alone is
-    quadratic in the file."""
+    """An edit script ``a`` → ``b`` in the form of difflib's ``get_opcodes()`` (not always
+    the same alignment), in linear work on a YAML file's usual lines: the common head and
+    tail are cut off, and what is left is split at the lines found once in each (in
+    order, the longest run of them: a patience diff's anchors, such as
+    ``- name: srv-0042``); only the pieces between two anchors go to difflib. Over many
+    alike lines (``command: npx``) difflib alone is quadratic in the file; a long stretch
+    with no line found once still is."""
     n, m = len(a), len(b)
     head = 0
     while head < n and head < m and a[head] == b[head]:
@@ -103,9 +104,13 @@ def _anchors(a: list[str], b: list[str], a0: int, a1: int, b0: int, b1: int) -> 
     return out[::-1]
 
 
-def merge(original: str, before: str, after: str, newline: str) -> str | None:
+def merge(original: str, before: str, after: str, newline: str,
+          replaced: list[tuple[int, int]] | None = None) -> str | None:
     """Apply the line changes ``before`` → ``after`` (both ruamel dumps) to ``original``
-    (the file as parsed, which ``before`` renders), keeping every other original line."""
+    (the file as parsed, which ``before`` renders), keeping every other original line.
+    ``replaced``, if given, gets the (start, end) ranges of original lines (0-based, end
+    excluded, in order) that the result does not keep: the YAML editor puts back what
+    ruamel dropped from them (the comments in a flow collection)."""
     o = split_lines(original)
     r0 = split_lines(before)
     r1 = split_lines(after)
@@ -156,8 +161,11 @@ def merge(original: str, before: str, after: str, newline: str) -> str | None:
             while b < len(k0) and to_o[b] is None:
                 b += 1
             span = [a, b, to_o[a - 1] + 1 if a > 0 else 0, to_o[b] if b < len(k0) else len(o)]  # type: ignore[operator, list-item]
-        if spans and (span[0] < spans[-1][1] or span[2] < spans[-1][3]):
-            last = spans[-1]  # overlapping hunks: one hunk covering both
+        if spans and (span[0] < spans[-1][1] or span[2] < spans[-1][3]
+                      or (span[0], span[2]) == (spans[-1][1], spans[-1][3])):
+            # overlapping hunks, or touching ones (a hunk widened up to where lines are
+            # inserted takes those lines too): one hunk covering both
+            last = spans[-1]
             spans[-1] = [min(last[0], span[0]), max(last[1], span[1]), min(last[2], span[2]), max(last[3], span[3])]
         else:
             spans.append(span)
@@ -199,6 +207,8 @@ def merge(original: str, before: str, after: str, newline: str) -> str | None:
     for i in range(len(out) - 1):
         if not out[i].endswith("\n"):
             out[i] += newline
+    if replaced is not None:
+        replaced.extend((o_start, o_end) for _a, _b, o_start, o_end in spans)
     text = "".join(out)
     if original and not original.endswith("\n") and text.endswith("\n"):
         text = text[: -len(newline)] if text.endswith(newline) else text[:-1]

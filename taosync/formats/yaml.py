@@ -30,7 +30,10 @@ comment block includes lines less indented than the new entry, those lines move 
 the new entry; when an entry is deleted, the blank lines and comments after it that are
 not indented deeper than it stay in place (they belong to what follows), and the
 comments on its own lines and inside its value stay too, each on a line of its own at
-its indentation (every comment is the user's: taosync writes none).
+its indentation (every comment is the user's: taosync writes none). ruamel writes a flow
+collection on one line, without the comments the file has inside it (it drops a flow
+mapping's as it reads it): when an edit in it, or next to it, makes ruamel write it
+anew, they go below it, each on a line of its own at its entry's indentation.
 
 Errors carry 1-based line/column; duplicate keys are errors; the top level is a mapping
 or a list of mappings (``llm``'s ``extra-openai-models.yaml``), addressed by a ``Match``
@@ -44,6 +47,7 @@ from __future__ import annotations
 
 import io
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +91,32 @@ class YamlDocument:
     emptied: dict[int, tuple[Any, Any]] = field(default_factory=dict, repr=False)
     #: where list elements are by name (so a Match does not walk the list)
     matches: NamedIndex = field(default_factory=lambda: NamedIndex(_match_value), repr=False)
+    #: how many times each anchored node is used (its anchor, aliases, merge keys)
+    uses: dict[int, int] = field(default_factory=dict, repr=False)
+    #: the file's flow collections with comments in them (ruamel writes a flow collection
+    #: on one line, without them): (node, holder, key, column of the holder's entries,
+    #: [(line, comment)]), listed before the first edit
+    flows: list[tuple] = field(default_factory=list, repr=False)
+    _line_starts: list[int] | None = field(default=None, repr=False)
+
+    def flow_text_comments(self, node: Any) -> list[tuple[int, str]] | None:
+        """The comments, with their 0-based line, that the parsed text has inside flow
+        collection ``node`` (ruamel keeps a flow sequence's, drops a flow mapping's);
+        None for a node the file did not write."""
+        line, col = getattr(node.lc, "line", None), getattr(node.lc, "col", None)
+        if line is None or col is None or id(node) in self.emptied:  # emptied: was block
+            return None
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.original)]
+        if line >= len(self._line_starts):
+            return None
+        found = _flow_text_comments(self.original, self._line_starts[line] + col)
+        return None if found is None else [(bisect_right(self._line_starts, at) - 1, text) for at, text in found]
+
+    def flow_comments(self, node: Any) -> list[str] | None:
+        """:meth:`flow_text_comments` without the lines."""
+        found = self.flow_text_comments(node)
+        return None if found is None else [text for _line, text in found]
 
 
 def _make_yaml(mapping: int = 2, sequence: int = 4, offset: int = 2) -> YAML:
@@ -223,16 +253,18 @@ def _is_own(m: CommentedMap, key: Any) -> bool:
 # collection, it is the slot of that collection's last entry, recursively.
 
 
-def _entry_slot(container: Any, key: Any) -> tuple[dict, Any, int]:
+def _entry_slot(container: Any, key: Any, uses: dict[int, int] | None = None) -> tuple[dict, Any, int]:
+    """The slot of the comment after entry ``key``; not in a value used elsewhere too
+    (``uses``: an alias's lines are not those after its anchored node's last line)."""
     value = container[key]
-    if _is_block(value):
-        return _last_slot(value)
+    if _is_block(value) and (uses or {}).get(id(value), 0) < 2:
+        return _last_slot(value, uses)
     return container.ca.items, key, 2 if isinstance(container, CommentedMap) else 0
 
 
-def _last_slot(container: Any) -> tuple[dict, Any, int]:
+def _last_slot(container: Any, uses: dict[int, int] | None = None) -> tuple[dict, Any, int]:
     key = _own_keys(container)[-1] if isinstance(container, CommentedMap) else len(container) - 1
-    return _entry_slot(container, key)
+    return _entry_slot(container, key, uses)
 
 
 def _get_comment(slot: tuple[dict, Any, int]) -> str:
@@ -265,14 +297,107 @@ def _slot_token(slot: tuple[dict, Any, int]) -> CommentToken | None:
     return tok if isinstance(tok, CommentToken) else None
 
 
-_COMMENT = re.compile(r"#[^\n]*")
+#: a comment's text, without its line end (a CRLF file's comment tokens keep the ``\r``)
+_COMMENT = re.compile(r"#[^\r\n]*")
 
 
-def _comments_in(container: Any, key: Any, but: CommentToken | None) -> list[str]:
+def _token_lines(tokens: list | None) -> str:
+    """Comment tokens as the lines they were (a parsed one's indentation is its column)."""
+    return "".join((" " * (tok.column or 0) if tok.value.startswith("#") else "") + tok.value
+                   for tok in tokens or [] if isinstance(tok, CommentToken))
+
+
+def _add_lines(slot: tuple[dict, Any, int], tokens: list) -> None:
+    """Append comment tokens ruamel parked elsewhere (each a line, its indentation in its
+    column) to the lines after the entry of ``slot``."""
+    text = _token_lines(tokens)
+    if text:
+        own, rest = _split_comment(_get_comment(slot))
+        _set_comment(slot, (own or "\n") + "".join(rest) + text)
+
+
+def _anchored(node: Any) -> bool:
+    anchor = getattr(node, "anchor", None)
+    return bool(getattr(anchor, "value", None))
+
+
+def _settle_comments(node: Any, uses: dict[int, int], aliased: set[tuple[int, Any]]) -> None:
+    """Put the lines ruamel parks in a block collection's ``ca.end`` (those after its last
+    entry when that ends in a flow collection: ``roles: [chat]``) into that entry's slot,
+    where it keeps them after a scalar: a delete, an append or ``lead`` finds them there
+    (a section comment after such a list went with the list). Children first: their lines
+    come before their parent's. Counts in ``uses`` where each anchored node is used (its
+    anchor, its aliases, merge keys naming it), and notes in ``aliased`` the (container
+    id, key) of each alias: the lines after one stay where ruamel put them (its slot
+    would be in the anchored node, written elsewhere)."""
+    if not isinstance(node, (CommentedMap, CommentedSeq)):
+        return
+    if _anchored(node):
+        uses[id(node)] = uses.get(id(node), 0) + 1
+        if uses[id(node)] > 1:
+            return  # an alias: the anchored node is settled where it was first met
+    for merged in getattr(node, "merge", None) or []:
+        source = merged[1] if isinstance(merged, tuple) else merged
+        if _anchored(source):
+            uses[id(source)] = uses.get(id(source), 0) + 1
+    keys = _own_keys(node) if isinstance(node, CommentedMap) else list(range(len(node)))
+    for k in keys:
+        if id(node[k]) in uses:  # met before: an alias
+            aliased.add((id(node), k))
+        _settle_comments(node[k], uses, aliased)
+    if not node.ca.end or not _is_block(node):
+        return
+    container, key = node, keys[-1]  # the entry the lines follow (as _last_slot finds it)
+    while (id(container), key) not in aliased:
+        value = container[key]
+        if not _is_block(value):
+            _add_lines((container.ca.items, key, 2 if isinstance(container, CommentedMap) else 0), node.ca.end)
+            node.ca.end.clear()  # in place: each dump of ruamel's appends this list to ca.comment
+            return
+        container, key = value, _own_keys(value)[-1] if isinstance(value, CommentedMap) else len(value) - 1
+
+
+def _outer_flows(node: Any, seen: set[int]) -> Any:
+    """(holder, key, collection) for each flow collection in a block one, once each."""
+    if not isinstance(node, (CommentedMap, CommentedSeq)) or node.fa.flow_style() or id(node) in seen:
+        return
+    seen.add(id(node))
+    for k in _own_keys(node) if isinstance(node, CommentedMap) else range(len(node)):
+        value = node[k]
+        if isinstance(value, (CommentedMap, CommentedSeq)) and value.fa.flow_style():
+            if id(value) not in seen:
+                seen.add(id(value))
+                yield node, k, value
+        else:
+            yield from _outer_flows(value, seen)
+
+
+def _drop_uses(value: Any, uses: dict[int, int]) -> None:
+    """``value`` leaves the document: one use less of each anchored node in it (those
+    still used elsewhere are not looked into: what they hold stays too)."""
+    if not isinstance(value, (CommentedMap, CommentedSeq)):
+        return
+    if id(value) in uses:
+        uses[id(value)] -= 1
+        if uses[id(value)] > 0:
+            return
+    for merged in getattr(value, "merge", None) or []:
+        source = merged[1] if isinstance(merged, tuple) else merged
+        if id(source) in uses:
+            uses[id(source)] -= 1
+    for k in _own_keys(value) if isinstance(value, CommentedMap) else range(len(value)):
+        _drop_uses(value[k], uses)
+
+
+def _comments_in(container: Any, key: Any, but: list,
+                 in_flow: Any = lambda node: None, uses: dict[int, int] | None = None) -> list[str]:
     """The comments (``# …``, in order) attached to entry ``key`` of ``container`` and
-    to everything in its value, but the token ``but`` (its slot's, split apart by the
-    caller: its last lines may belong to what follows)."""
-    seen = {id(but)}
+    to everything in its value, but the tokens ``but`` (its slot's, split apart by the
+    caller: its last lines may belong to what follows). A flow collection's come from
+    ``in_flow`` (the file's text: ruamel drops a flow mapping's) unless that gives None.
+    An anchored node used elsewhere too (``uses``) keeps its own: ruamel writes them
+    where it is written (at its anchor, or at an alias if the anchor goes)."""
+    seen = {id(tok) for tok in but}
     out: list[str] = []
 
     def take(attached: Any) -> None:
@@ -285,16 +410,74 @@ def _comments_in(container: Any, key: Any, but: CommentToken | None) -> list[str
                 take(each)
 
     def walk(value: Any) -> None:
-        if isinstance(value, (CommentedMap, CommentedSeq)):
-            take(value.ca.comment)
-            keys = _own_keys(value) if isinstance(value, CommentedMap) else range(len(value))
-            for k in keys:
-                take(value.ca.items.get(k))
-                walk(value[k])
+        if not isinstance(value, (CommentedMap, CommentedSeq)) or (uses or {}).get(id(value), 0) > 1:
+            return
+        if value.fa.flow_style():
+            found = in_flow(value)
+            if found is not None:
+                out.extend(found)
+                return
+        take(value.ca.comment)
+        keys = _own_keys(value) if isinstance(value, CommentedMap) else range(len(value))
+        for k in keys:
+            take(value.ca.items.get(k))
+            walk(value[k])
 
     take(container.ca.items.get(key))
     walk(container[key])
     return out
+
+
+#: up to a flow collection's bracket: its anchor, its tag
+_TO_BRACKET = re.compile(r"(?:[ \t]*[&!][^\s\[\]{},]*)*[ \t]*(?=[\[{])")
+#: in flow context: a bracket, a comment (after a space), a quoted string, a lone quote
+_FLOW_TOKEN = re.compile(r"""[\[\]{}]|(?<=\s)#[^\r\n]*|'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|['"]""", re.S)
+
+
+def _opens_scalar(text: str, at: int) -> bool:
+    """Whether a quote at ``at`` (in flow context) starts a quoted scalar, not one inside
+    a plain scalar (``[don't]``): it follows a flow indicator, a line break, a tag or an
+    anchor."""
+    j = at - 1
+    while j >= 0 and text[j] in " \t":
+        j -= 1
+    if j < 0 or text[j] in "[{,:?\r\n":
+        return True
+    k = j
+    while k >= 0 and text[k] not in " \t\r\n[{,":
+        k -= 1
+    return k < j and text[k + 1] in "!&" and j < at - 1
+
+
+def _in_spans(spans: list[tuple[int, int]], line: int) -> bool:
+    """Whether ``line`` is in one of the ordered, disjoint ranges ``spans``."""
+    i = bisect_right(spans, (line, float("inf"))) - 1
+    return i >= 0 and spans[i][0] <= line < spans[i][1]
+
+
+def _flow_text_comments(text: str, at: int) -> list[tuple[int, str]] | None:
+    """The comments inside the flow collection written at ``at`` in ``text`` (past its
+    anchor or tag), in order, each with its offset; None when no flow collection starts
+    there."""
+    m = _TO_BRACKET.match(text, at)
+    if m is None:
+        return None
+    depth = 0
+    out: list[tuple[int, str]] = []
+    pos = m.end()
+    while tok := _FLOW_TOKEN.search(text, pos):
+        t, pos = tok.group(), tok.end()
+        if t in "[{":
+            depth += 1
+        elif t in "]}":
+            depth -= 1
+            if not depth:
+                return out
+        elif t[0] == "#":
+            out.append((tok.start(), t))
+        elif not _opens_scalar(text, tok.start()):
+            pos = tok.start() + 1  # a quote in a plain scalar: text
+    return None
 
 
 def _split_comment(value: str) -> tuple[str, list[str]]:
@@ -320,8 +503,16 @@ def _trailing(lines: list[str], limit: int, inclusive: bool) -> int:
 
 
 def _col(node: Any) -> int | None:
+    """The column ruamel recorded for a node; for a block mapping, its first key's (the
+    mapping's own is that of its anchor or tag when it has one: ``a: &x``)."""
     lc = getattr(node, "lc", None)
-    return getattr(lc, "col", None) if lc is not None else None
+    if lc is None:
+        return None
+    if isinstance(node, CommentedMap) and len(node) and not node.fa.flow_style():
+        pos = (lc.data or {}).get(next(iter(node)))
+        if pos:
+            return pos[1]
+    return getattr(lc, "col", None)
 
 
 def _take_comment_above(seq: CommentedSeq, holder: Any, key: Any) -> list | None:
@@ -388,12 +579,19 @@ class YamlEditor(FormatEditor):
         return YamlDocument(data, text, y, newline, indent)
 
     def _dump_tree(self, ydoc: YamlDocument) -> str:
+        """ruamel's dump, its lines ending in ``\n`` only: a comment token of a CRLF file
+        keeps its ``\r``, which would come out as ``\r\r\n`` (ruamel writes any ``\r`` of
+        a value escaped, so only comments have one)."""
         buf = io.StringIO()
         ydoc.yaml.dump(ydoc.data, buf)
-        return buf.getvalue()
+        return buf.getvalue().replace("\r\n", "\n")
 
     def _touch(self, ydoc: YamlDocument) -> None:
         if ydoc.before is None and not ydoc.bare:
+            _settle_comments(ydoc.data, ydoc.uses, set())
+            for holder, key, node in _outer_flows(ydoc.data, set()):
+                if found := ydoc.flow_text_comments(node):
+                    ydoc.flows.append((node, holder, key, _col(holder) or 0, found))
             ydoc.before = self._dump_tree(ydoc)
         ydoc.edited = True
 
@@ -408,12 +606,79 @@ class YamlEditor(FormatEditor):
             if head and not head.endswith("\n"):
                 head += ydoc.newline
             return head + after.replace("\n", ydoc.newline)
-        merged = merge(ydoc.original, ydoc.before or "", after, ydoc.newline)
+        replaced: list[tuple[int, int]] = []
+        merged = merge(ydoc.original, ydoc.before or "", after, ydoc.newline, replaced)
         if merged is not None and self._holds(ydoc, merged):
-            return merged
+            return self._flow_comments_kept(ydoc, merged, replaced)
+        lost = self._flow_comments_lost(ydoc, None)  # ruamel's text has none of them
+        if lost:
+            undo = self._put_flow_comments(lost)
+            try:
+                again = self._dump_tree(ydoc)
+            finally:
+                for slot, value in reversed(undo):
+                    _set_comment(slot, value)
+            if self._holds(ydoc, again):
+                after = again
         if not self._holds(ydoc, after):  # pragma: no cover - a ruamel failure
             raise FormatError("internal error: the edited YAML does not read back as edited")
         return after.replace("\n", ydoc.newline)
+
+    def _flow_comments_kept(self, ydoc: YamlDocument, merged: str, replaced: list[tuple[int, int]]) -> str:
+        """``merged``, or, if it replaced lines of a flow collection that had comments
+        (an edit in it, or next to it, made ruamel write it anew: on one line, without
+        them), the merge again with those comments below the collection, each on a line
+        of its own at its entry's indentation; kept only if none of those lines of the
+        file is left in it (a comment twice is worse than one moved)."""
+        lost = self._flow_comments_lost(ydoc, replaced)
+        if not lost:
+            return merged
+        undo = self._put_flow_comments(lost)
+        try:
+            after = self._dump_tree(ydoc)
+        finally:
+            for slot, value in reversed(undo):
+                _set_comment(slot, value)
+        again_replaced: list[tuple[int, int]] = []
+        again = merge(ydoc.original, ydoc.before or "", after, ydoc.newline, again_replaced)
+        lines = [line for *_where, found in lost for line, _text in found]
+        if again is not None and all(_in_spans(again_replaced, line) for line in lines) \
+                and self._holds(ydoc, again):
+            return again
+        return merged
+
+    @staticmethod
+    def _flow_comments_lost(ydoc: YamlDocument, replaced: list[tuple[int, int]] | None) -> list[tuple]:
+        """(holder, key, column, [(line, comment)]) for each flow collection still in
+        place whose comments are on lines of the file ``replaced`` (all when None)."""
+        lost = []
+        where: dict[int, dict[int, int]] = {}  # a list's elements' positions, by id
+        for node, holder, seg, col, found in ydoc.flows:
+            if isinstance(holder, CommentedMap):
+                key = seg if seg in holder and holder[seg] is node else None
+            else:
+                if id(holder) not in where:
+                    where[id(holder)] = {id(el): i for i, el in enumerate(holder)}
+                key = where[id(holder)].get(id(node))
+            gone = [(line, text) for line, text in found if replaced is None or _in_spans(replaced, line)]
+            if key is not None and gone:  # (not in place: deleted, its comments were kept)
+                lost.append((holder, key, col, gone))
+        return lost
+
+    @staticmethod
+    def _put_flow_comments(lost: list[tuple]) -> list[tuple[tuple[dict, Any, int], str]]:
+        """Put each lost comment below its flow collection's line; returns each slot's
+        comment as it was, to restore once dumped (an edit undone leaves the file's
+        lines, so they are put for one dump only)."""
+        undo = []
+        for holder, key, col, gone in lost:
+            slot = (holder.ca.items, key, 2 if isinstance(holder, CommentedMap) else 0)
+            old = _get_comment(slot)
+            own, rest = _split_comment(old)
+            lines = "".join(" " * col + text + "\n" for _line, text in gone)
+            _set_comment(slot, (own or "\n") + lines + "".join(rest))
+            undo.append((slot, old))
+        return undo
 
     def _holds(self, ydoc: YamlDocument, text: str) -> bool:
         try:
@@ -539,13 +804,21 @@ class YamlEditor(FormatEditor):
                 return False  # inherited through a merge key: nothing of its own to delete
             key = seg
         self._touch(ydoc)
-        leftover = self._remove(parent, key, self._columns(ydoc, nodes[:-1])[-1])
+        # a list element's first key: ruamel garbles a comment between its dash and its
+        # next key (and reads one there as the element's), so it goes above the dash
+        element = len(nodes) >= 3 and isinstance(nodes[-3], CommentedSeq) and isinstance(parent, CommentedMap)
+        leftover = self._remove(ydoc, parent, key, self._columns(ydoc, nodes[:-1])[-1], above_first=not element)
         if isinstance(seg, Match):
             ydoc.matches.removed(parent, key, nodes[-1])  # type: ignore[arg-type]
         else:
             ydoc.matches.edited(path)
         if not len(parent) and len(nodes) >= 3:
             self._emptied(ydoc, nodes[-3], path[-2], parent, leftover)
+        elif element and leftover:
+            seq = nodes[-3]
+            at = next(i for i, el in enumerate(seq) if el is parent)
+            entry = seq.ca.items.setdefault(at, [None, None, None, None])
+            entry[1] = [*(entry[1] or []), CommentToken(leftover, CommentMark(0))]
         elif leftover.strip():  # the document itself emptied: its comments stand above
             above = parent.ca.comment[1] if parent.ca.comment and len(parent.ca.comment) > 1 \
                 else None
@@ -615,7 +888,7 @@ class YamlEditor(FormatEditor):
                 # the lines after it that belong to what follows stay there (_remove)
                 slot = _entry_slot(seq, at) if _is_block(element) else None
                 own, rest = _split_comment(_get_comment(slot)) if slot else ("", [])
-                self._remove(seq, at, col)
+                self._remove(ydoc, seq, at, col, moving=True)
                 if slot:
                     _set_comment(slot, own + "".join(rest[:_trailing(rest, col, True)]))
                 seq.insert(0, element)
@@ -643,6 +916,7 @@ class YamlEditor(FormatEditor):
         if isinstance(seg, Match):
             raise FormatError(f"{keypath_str(path)} must be a mapping")
         self._touch(ydoc)
+        _drop_uses(old, ydoc.uses)
         new = _to_node(value, old)
         if isinstance(old, (CommentedMap, CommentedSeq)) and old.ca.comment:
             if type(old) is type(new) and _is_block(old) and _is_block(new):
@@ -653,8 +927,10 @@ class YamlEditor(FormatEditor):
             # the lines after the old block's last line now follow this entry's line
             _own, rest = _split_comment(_get_comment(_entry_slot(parent, seg)))
             parent[seg] = new
-            if rest:
-                _set_comment(_entry_slot(parent, seg), "\n" + "".join(rest))
+            if rest:  # (after what the entry's own slot has: its end-of-line comment…)
+                slot = _entry_slot(parent, seg)
+                own, first = _split_comment(_get_comment(slot))
+                _set_comment(slot, (own or "\n") + "".join(first) + "".join(rest))
         elif not _is_block(old) and _is_block(new):
             tail = _get_comment(_entry_slot(parent, seg))
             _set_comment(_entry_slot(parent, seg), "")
@@ -695,20 +971,29 @@ class YamlEditor(FormatEditor):
             own, rest = _split_comment(_get_comment(slot))
             _set_comment(slot, (own or "\n") + "".join(rest) + moved)
 
-    def _remove(self, container: Any, key: Any, col: int) -> str:
+    def _remove(self, ydoc: YamlDocument, container: Any, key: Any, col: int, moving: bool = False,
+                above_first: bool = True) -> str:
         """Delete an entry, keeping the blank lines and comments after it that are not
-        indented deeper than it (they belong to what follows). Returns what could not be
-        placed because the container is now empty."""
+        indented deeper than it (they belong to what follows), and, unless it is
+        ``moving`` elsewhere with them, the comments on its lines and in its value. Returns
+        what could not be placed because the container is now empty (or, if not
+        ``above_first``, because the entry was the first)."""
         kept = ""
         if _is_block(container):
-            slot = _entry_slot(container, key)
+            slot = _entry_slot(container, key, ydoc.uses)
             own, rest = _split_comment(_get_comment(slot))
             cut = _trailing(rest, col, inclusive=True)
             kept = "".join(rest[cut:])
-            # the user's comments in what goes (taosync writes none) stay where it was
-            gone = _comments_in(container, key, _slot_token(slot)) + \
-                _COMMENT.findall(own + "".join(rest[:cut]))
-            kept = "".join(" " * col + c + "\n" for c in gone) + kept
+            # the lines above it that ruamel keeps on it (after a flow value) stay as they are
+            entry = container.ca.items.get(key)
+            above = entry[1] if entry and len(entry) > 1 and isinstance(entry[1], list) else []
+            if not moving:  # the user's comments in what goes (taosync writes none) stay
+                gone = _comments_in(container, key, [_slot_token(slot), *above], ydoc.flow_comments, ydoc.uses) + \
+                    _COMMENT.findall(own + "".join(rest[:cut]))
+                kept = "".join(" " * col + c + "\n" for c in gone) + kept
+            kept = _token_lines(above) + kept
+        if not moving:
+            _drop_uses(container[key], ydoc.uses)
         prev = MISSING  # the entry before it, looked up only for comments to hand on (a walk)
         if kept and isinstance(container, CommentedMap):
             keys = _own_keys(container)
@@ -732,7 +1017,7 @@ class YamlEditor(FormatEditor):
             slot = _entry_slot(container, prev)
             own, rest = _split_comment(_get_comment(slot))
             _set_comment(slot, (own or "\n") + "".join(rest) + kept)
-        elif remaining := (_own_keys(container) if isinstance(container, CommentedMap) else list(range(len(container)))):
+        elif above_first and (remaining := (_own_keys(container) if isinstance(container, CommentedMap) else list(range(len(container))))):
             # the first entry went: what followed it now stands before the new first one
             entry = container.ca.items.setdefault(remaining[0], [None, None, None, None])
             before = entry[1] or []
