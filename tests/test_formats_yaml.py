@@ -612,17 +612,22 @@ def _key_paths(value, at=()):
             yield from _key_paths(v, at + (i,))
 
 
+def _some_keys_deleted(text, data):
+    """``text`` with up to four of its keys (nested or not, drawn) deleted, dumped."""
+    doc = E.parse(text)
+    found = [p for p in _key_paths(safe(text)) if all(isinstance(s, str) for s in p)]
+    for path in data.draw(st.lists(st.sampled_from(found), max_size=4, unique=True)) if found else []:
+        E.delete(doc, path)
+    return E.dump(doc)
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=yaml_texts(), data=st.data(), crlf=st.booleans())
 def test_property_deletes_keep_every_comment(text, data, crlf):
     """Deleting any keys, nested or not, in any order, keeps every comment of the file;
     in a CRLF file every line still ends in CRLF (never CR CR LF, never a bare LF)."""
     text = text.replace("\n", "\r\n") if crlf else text
-    doc = E.parse(text)
-    found = [p for p in _key_paths(safe(text)) if all(isinstance(s, str) for s in p)]
-    for path in data.draw(st.lists(st.sampled_from(found), max_size=4, unique=True)) if found else []:
-        E.delete(doc, path)
-    out = E.dump(doc)
+    out = _some_keys_deleted(text, data)
     for comment in ("# note", "# outer note"):
         assert out.count(comment) == text.count(comment), out
     _no_stray_line_ends(out, crlf)
@@ -679,11 +684,7 @@ def test_property_deletes_keep_every_comment_with_flow_collections(text, data, c
     """With flow collections (whose comments ruamel parks apart, or drops), deleting any
     keys keeps every comment of the file once, and CRLF line ends."""
     text = text.replace("\n", "\r\n") if crlf else text
-    doc = E.parse(text)
-    found = [p for p in _key_paths(safe(text)) if all(isinstance(s, str) for s in p)]
-    for path in data.draw(st.lists(st.sampled_from(found), max_size=4, unique=True)) if found else []:
-        E.delete(doc, path)
-    out = E.dump(doc)
+    out = _some_keys_deleted(text, data)
     assert Counter(re.findall(r"# n\d+", out)) == Counter(re.findall(r"# n\d+", text)), out
     _no_stray_line_ends(out, crlf)
 
