@@ -1096,3 +1096,16 @@ def test_property_jsonc_edits_keep_every_comment_wherever_it_is(x, ops, layout, 
         assert json.loads(blank(out)) == model, f"step {n}"
         assert comments_in(out) == comments, f"step {n}: a comment lost or added"
         assert "\r\r" not in out and not (crlf and re.search(r"(?<!\r)\n", out)), f"step {n}"
+
+
+@pytest.mark.parametrize("text, edit, out", [
+    ('{\n\t"a": 1, // e\n\t"b" /* c */ : 2\n}', ("delete", ("b",)), '{\n\t"a": 1\n\t// e\n\t/* c */\n}'),
+    ('{\n\t"a": 1,\n\t"b" /* c */ : 2\n}', ("delete", ("b",)), '{\n\t"a": 1\n\t/* c */\n}'),
+    ('{\n\t"a": { /* c */\n\t}\n}', ("set", ("a", "k"), 1), '{\n\t"a": {\n\t\t/* c */\n\t\t"k": 1\n\t}\n}'),
+])
+def test_jsonc_comments_kept_in_a_tab_indented_file(text, edit, out):
+    """The shadow of kept comments keeps the tabs around them, as the file's own shadow
+    does (they were once blanked to spaces: the edit failed as 'lost its alignment')."""
+    doc = JC.parse(text)
+    getattr(JC, edit[0])(doc, *edit[1:])
+    assert JC.dump(doc) == out

@@ -99,10 +99,10 @@ def _comments(raw: str, a: int, b: int) -> list[str]:
 
 
 def _splice_raw(doc: JsoncDocument, a: int, b: int, raw_new: str) -> None:
-    """Replace ``raw[a:b]`` with ``raw_new``, which may hold comments: the shadow gets
-    it blanked, so the two stay aligned."""
+    """Replace ``raw[a:b]`` with ``raw_new`` — blanks and whole comments — and the shadow
+    with what :func:`blank` makes of it (its tabs kept), so the two stay aligned."""
     raw = doc.raw
-    _splice(doc, a, b, _spaces(raw_new))
+    _splice(doc, a, b, blank(raw_new))
     doc.raw = raw[:a] + raw_new + raw[b:]
 
 
