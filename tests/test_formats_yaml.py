@@ -805,3 +805,19 @@ def test_a_hunk_widened_to_an_insert_takes_the_inserted_lines_once():
     assert replaced == [(1, 3)]
     assert edit("k:    v\nm:\n  b:   1\n  a:   2\n", ("delete", ("m", "b")), ("set", ("m", "c"), 1)) == (
         "k:    v\nm:\n  a: 2\n  c: 1\n")
+
+
+@pytest.mark.parametrize("text, edit", [
+    ("model: [\n    {name: a},\n    {name: b} # c\n  ]\nk: 1\n", ("delete", ("model", Match("name", "a")))),
+    ("env: {\n    k1: [a, b] # c\n  }\n", ("set", ("env", "new"), 1)),
+    ("model: [ # c\n    {name: a},\n    {name: b}\n  ]\n", ("set", ("model", Match("name", "b"), "x"), 1)),
+    ("a: {k: 1,  # c\n j: 2}\nb: 1\n", ("delete", ("a", "k"))),
+])
+def test_a_flow_collections_comment_ruamel_writes_itself_is_not_put_back_again(text, edit):
+    """ruamel keeps a flow list's comments in its dump (not a flow mapping's): only what
+    it left out is put back below the collection — each comment once."""
+    doc = E.parse(text)
+    getattr(E, edit[0])(doc, *edit[1:])
+    out = E.dump(doc)
+    assert out.count("# c") == 1, out
+    assert E.get(E.parse(out), edit[1]) == (MISSING if edit[0] == "delete" else edit[2])

@@ -631,6 +631,17 @@ class YamlEditor(FormatEditor):
         of its own at its entry's indentation; kept only if none of those lines of the
         file is left in it (a comment twice is worse than one moved)."""
         lost = self._flow_comments_lost(ydoc, replaced)
+        # ruamel writes a flow list's comments itself: only what it left out goes back
+        missing = {text: ydoc.original.count(text) - merged.count(text)
+                   for *_where, found in lost for _line, text in found}
+        kept_lost = []
+        for holder, key, col, found in lost:
+            found = [(line, text) for line, text in found if missing[text] > 0]
+            for _line, text in found:
+                missing[text] -= 1
+            if found:
+                kept_lost.append((holder, key, col, found))
+        lost = kept_lost
         if not lost:
             return merged
         undo = self._put_flow_comments(lost)
