@@ -876,3 +876,14 @@ def test_an_out_of_order_part_a_delete_empties_goes_as_a_table_does(text, path, 
     ops = [("delete", path, None)]
     assert _edited(text, ops, flatten=False) == _edited(text, ops, flatten=True) == ([True], out)
     tomllib.loads(out)
+
+
+@pytest.mark.parametrize("value", [42, 1.5, "s", True, [1, 2]])
+def test_an_array_of_tables_replaced_by_a_plain_value(value):
+    """A ``[[…]]`` list set to a scalar or a plain array becomes that key/value in its
+    table (a scalar once escaped the editor as a TypeError)."""
+    doc = E.parse('a = 1\n\n[[srv]]\nname = "x"\n\n[t]\nk = 1\n')
+    E.set(doc, ("srv",), value)
+    out = E.dump(doc)
+    assert tomllib.loads(out) == {"a": 1, "srv": value, "t": {"k": 1}}
+    assert out.endswith("\n[t]\nk = 1\n")

@@ -791,7 +791,7 @@ class TomlEditor(FormatEditor):
         if parent.inline or isinstance(parent.node, InlineTable):
             parent.node[seg] = _styled(old, value)
             return
-        if isinstance(old, AoT) and value and all(isinstance(v, dict) for v in value):
+        if isinstance(old, AoT) and isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             self._delete_table(tdoc, parent.node, seg, old)
             aot = _to_aot(list(value))
             parent.node[seg] = aot
