@@ -298,8 +298,8 @@ def _plan_file(desired: Desired | None, previous: FileState | None, path: Path,
         try:
             made = editor.set(doc, kp, value)
         except FormatError as exc:
-            if exc.line is not None:  # the file's text at that place, not this value
-                raise BadInput(f"{exc.located(str(path))}; taosync changed nothing") from None
+            if exc.line is not None:  # the file's text at that place: plan_file says where
+                raise
             raise BadInput(f"{path}: cannot set {keypath_str(kp)}: {exc.message}; "
                            "taosync changed nothing") from None
         for c in made:

@@ -120,8 +120,7 @@ def _kept(raw: str, a: int, b: int, comments: list[str], indent: str,
     lead = ""
     if raw[line:a].strip():  # after something on its line: the spaces before it go
         lead = newline + indent
-        while raw[a - 1] in " \t":
-            a -= 1
+        a = _blanks_before(raw, a)
     eol = raw.find("\n", b)
     if not raw[b:eol if eol != -1 else len(raw)].strip(" \t\r"):  # (its blanks go too)
         return a, lead + (newline + indent).join(comments), _past_indent(raw, b)
@@ -130,6 +129,13 @@ def _kept(raw: str, a: int, b: int, comments: list[str], indent: str,
     # what followed goes on the next line, at its line's indent (the spaces before it go)
     return (a, lead + (newline + indent).join(comments) + newline + own_indent,
             _past_indent(raw, b))
+
+
+def _blanks_before(text: str, pos: int, blanks: str = " \t") -> int:
+    """Where the run of ``blanks`` that ends at ``pos`` starts."""
+    while pos > 0 and text[pos - 1] in blanks:
+        pos -= 1
+    return pos
 
 
 def _past_indent(text: str, pos: int) -> int:
@@ -142,9 +148,8 @@ def _line_start(doc: JsoncDocument, at: int) -> int | None:
     """Where the line of the token at ``at`` starts when only blanks and comments come
     before it on that line (the line break not inside a ``/* */``); else None."""
     text, raw = doc.text, doc.raw
-    prev = at  # just after the token before: the shadow has the comments as blanks
-    while prev > 0 and text[prev - 1] in " \t\r\n":
-        prev -= 1
+    # just after the token before (the shadow has the comments as blanks)
+    prev = _blanks_before(text, at, " \t\r\n")
     nl, pos = -1, prev
     for m in _COMMENT_OR_STRING.finditer(raw, prev, at):  # comments only, in the gap
         nl = max(nl, raw.rfind("\n", pos, m.start()))
@@ -166,9 +171,7 @@ def _put_before(doc: JsoncDocument, at: int, comments: list[str]) -> None:
     elif not any(c.startswith("//") for c in comments):
         _splice_raw(doc, at, at, " ".join(comments) + " ")
     else:
-        start = at  # the spaces before it go (they are outside any comment)
-        while raw[start - 1] in " \t":
-            start -= 1
+        start = _blanks_before(raw, at)  # the spaces before it go (outside any comment)
         sep = newline + JsonEditor._indent_at(raw, at)
         _splice_raw(doc, start, at, sep + sep.join(comments) + sep)
 

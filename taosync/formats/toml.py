@@ -24,20 +24,20 @@ introduce the following one):
   it (every comment is the user's: taosync writes none), each on a line of its own
   where it was (``_comments_within``).
 
-A ``[[…]]`` list whose tables other tables split (``[[models]]``, ``[other]``,
-``[[models]]``) is valid TOML that tomlkit cannot edit in place: parts in one table it
-merges on parse, so any edit would write them back together (the user's comments moved
-with them); parts in several it walks as a merged copy, so an element added to or
-deleted from that copy would never reach the text. Either is a FormatError naming the
-list and its lines, raised on the first edit (``_edit_checked``) or on adding/deleting an
-element of such a list: reading such a file is fine, editing it is the user's call.
+Tables split by an ``[[…]]`` list are valid TOML that tomlkit cannot edit in place. A
+list split in one table (``[[models]]``, ``[other]``, ``[[models]]``), or the tables of one
+header split by a list (``[a.x]``, ``[[b]]``, ``[a.y]``), it reorders on parse, so any edit
+would move the user's tables and comments: the first edit is refused, naming the table
+that would move (``_edit_checked``). A list whose parts sit in several tables it walks as
+a merged copy, so an element added to or deleted from it would never reach the text: that
+is refused, naming the list's lines (``_merged``). Reading such a file is fine.
 
 Setting a dict over an existing table or inline table updates it key by key. TOML has no
 null: setting ``None`` is a FormatError. A header-less parent (``[a.b]`` without ``[a]``)
 that a delete leaves empty vanishes from the text, since it only existed through its
 children (in memory it reads as ``{}`` until the document is parsed again); a part of an
 out-of-order table (``[a]`` after ``[a.x]``, ``[b]``) that it leaves without keys goes as a
-deleted table does (``_part_gone``). Every edited document is checked with
+deleted table does (``_put_back``). Every edited document is checked with
 ``tomllib`` before it is handed back; a parse is checked with both tomlkit and tomllib.
 """
 
@@ -483,19 +483,6 @@ def _split_list(text: str, key: tuple[str, ...] | None = None) -> tuple[str, int
     return None
 
 
-def _split_error(text: str, key: tuple[str, ...] | None, consequence: str,
-                 otherwise: str) -> FormatError:
-    """The error for an edit tomlkit cannot make in place: the split list named, with
-    the ``consequence`` of editing it anyway; ``otherwise`` when no list is split."""
-    split = _split_list(text, key) or (_split_list(text) if key is not None else None)
-    if split is None:
-        return FormatError(otherwise)
-    header, start, again = split
-    return FormatError(f"the {header} tables are split by other tables (lines {start} and "
-                       f"{again}): {consequence} — put the {header} tables together and "
-                       "run again", again, 1)
-
-
 def _merged(holder: Any, node: Any) -> bool:
     """Whether ``node`` is tomlkit's merged copy of a ``[[…]]`` list whose parts sit in
     several tables: nothing done to that copy reaches the text."""
@@ -510,10 +497,17 @@ def _list_key(path: KeyPath) -> tuple[str, ...] | None:
 
 
 def _merged_error(tdoc: TomlDocument, path: KeyPath) -> FormatError:
-    return _split_error(tdoc.original, _list_key(path),
-                        "taosync's TOML library cannot add or remove one of them in place",
-                        f"{keypath_str(path)}: taosync's TOML library cannot add or remove "
-                        "an element of this list in place")
+    """The error for adding or removing an element of the merged list at ``path``: its
+    split named (that list's, else the first one found) with the lines to put together."""
+    key = _list_key(path)
+    split = _split_list(tdoc.original, key) or (_split_list(tdoc.original) if key else None)
+    if split is None:
+        return FormatError(f"{keypath_str(path)}: taosync's TOML library cannot add or remove "
+                           "an element of this list in place")
+    header, start, again = split
+    return FormatError(f"the {header} tables are split by other tables (lines {start} and "
+                       f"{again}): taosync's TOML library cannot add or remove one of them in "
+                       f"place — put the {header} tables together and run again", again, 1)
 
 
 def _edit_checked(tdoc: TomlDocument) -> None:
@@ -734,7 +728,7 @@ class TomlEditor(FormatEditor):
         parent, node, seg = steps[-2], steps[-1].node, path[-1]
         if isinstance(seg, Match) and len(steps) >= 3 and _merged(steps[-3].node, parent.node):
             raise _merged_error(tdoc, path[:-1])
-        if isinstance(node, AoT) and _merged(parent.node, node):
+        if _merged(parent.node, node):
             raise _merged_error(tdoc, path)
         parts = self._parts_emptied(tdoc, path, steps)
         if isinstance(seg, Match):
@@ -764,9 +758,11 @@ class TomlEditor(FormatEditor):
             if pad is not None:
                 self._restyle(tdoc, path, steps, len(steps) - 2, pad)
                 tdoc.skips.clear()
+        # a part tomlkit removed, header and all, goes as a deleted table does: its
+        # comments (its header's, its body's, the deleted key's put there) stay
         for part, anchor, linear, shown in reversed(parts):  # (the last first: no anchor moves)
             if not shown or not any(t is part for t in parent.node._tables):
-                self._part_gone(tdoc, part, anchor, linear)
+                self._put_back(tdoc, anchor, part, part, part, linear)
         tdoc.matches.edited(path)
         tdoc.edited = True
         return True
@@ -915,22 +911,25 @@ class TomlEditor(FormatEditor):
         if first is None:
             del owner[key]
             return
-        last = node if isinstance(node, Table) else node[-1]
         anchor = self._anchor(tdoc, first, chain)
-        tail = self._cut_tail(tdoc, _last_body(last))
-        inner = _comments_within(node)  # the user's, in what goes: they stay where it was
         del owner[key]
-        self._put_tail(tdoc, anchor, inner + tail, id(first) not in tdoc.created,
+        self._put_back(tdoc, anchor, node, node if isinstance(node, Table) else node[-1], first,
                        chain is not None)
 
     def _delete_aot_element(self, tdoc: TomlDocument, aot: AoT, idx: int, chain: Chain | None = None) -> None:
         element = aot[idx]
         anchor = self._anchor(tdoc, element, chain)
-        tail = self._cut_tail(tdoc, _last_body(element))
-        inner = _comments_within(element)
         del aot[idx]
-        self._put_tail(tdoc, anchor, inner + tail, id(element) not in tdoc.created,
-                       chain is not None)
+        self._put_back(tdoc, anchor, element, element, element, chain is not None)
+
+    def _put_back(self, tdoc: TomlDocument, anchor: Anchor, gone: Any, last: Table, first: Table,
+                  linear: bool) -> None:
+        """What a table, ``[[…]]`` list or part that went (``gone``) leaves at ``anchor``:
+        the user's comments in it and the closing run of its ``last`` table. ``first``:
+        the table whose spacing this session made, if it did (undone exactly)."""
+        tail = self._cut_tail(tdoc, _last_body(last))
+        self._put_tail(tdoc, anchor, _comments_within(gone) + tail, id(first) not in tdoc.created,
+                       linear)
 
     def _parts_emptied(self, tdoc: TomlDocument, path: KeyPath, steps: list[_Step]) -> list[tuple[Table, Anchor, bool, bool]]:
         """The parts of the out-of-order table ``steps[-2]`` holding nothing but the key
@@ -955,13 +954,6 @@ class TomlEditor(FormatEditor):
         at = holder._map.get(_key(key)) if isinstance(key, str) else None
         at = next((i for i in at if holder.body[i][1] is part), None) if isinstance(at, tuple) else None
         return self._chain(tdoc, path, steps[:-2], [None if at is None else (holder, at)])
-
-    def _part_gone(self, tdoc: TomlDocument, part: Table, anchor: Anchor, linear: bool) -> None:
-        """tomlkit removed ``part`` of an out-of-order table, emptied by a delete, header
-        and all: it goes as a deleted table does, its comments (its header's, its body's,
-        the deleted key's put there) and its closing run left where it was."""
-        tail = self._cut_tail(tdoc, _last_body(part))
-        self._put_tail(tdoc, anchor, _comments_within(part) + tail, id(part) not in tdoc.created, linear)
 
     @staticmethod
     def _cut_tail(tdoc: TomlDocument, cont: Container) -> list[tuple[Any, Item]]:

@@ -253,13 +253,18 @@ def _is_own(m: CommentedMap, key: Any) -> bool:
 # collection, it is the slot of that collection's last entry, recursively.
 
 
+def _slot(container: Any, key: Any) -> tuple[dict, Any, int]:
+    """The comment slot of entry ``key`` itself (after its line, or its scalar value)."""
+    return container.ca.items, key, 2 if isinstance(container, CommentedMap) else 0
+
+
 def _entry_slot(container: Any, key: Any, uses: dict[int, int] | None = None) -> tuple[dict, Any, int]:
     """The slot of the comment after entry ``key``; not in a value used elsewhere too
     (``uses``: an alias's lines are not those after its anchored node's last line)."""
     value = container[key]
     if _is_block(value) and (uses or {}).get(id(value), 0) < 2:
         return _last_slot(value, uses)
-    return container.ca.items, key, 2 if isinstance(container, CommentedMap) else 0
+    return _slot(container, key)
 
 
 def _last_slot(container: Any, uses: dict[int, int] | None = None) -> tuple[dict, Any, int]:
@@ -307,13 +312,17 @@ def _token_lines(tokens: list | None) -> str:
                    for tok in tokens or [] if isinstance(tok, CommentToken))
 
 
-def _add_lines(slot: tuple[dict, Any, int], tokens: list) -> None:
-    """Append comment tokens ruamel parked elsewhere (each a line, its indentation in its
-    column) to the lines after the entry of ``slot``."""
-    text = _token_lines(tokens)
+def _append_lines(slot: tuple[dict, Any, int], text: str) -> None:
+    """Append whole lines ``text`` to the lines after the entry of ``slot``."""
     if text:
         own, rest = _split_comment(_get_comment(slot))
         _set_comment(slot, (own or "\n") + "".join(rest) + text)
+
+
+def _merge_sources(node: Any) -> Any:
+    """The mappings ``node`` merges in (``<<: *base``), as ruamel keeps them."""
+    for merged in getattr(node, "merge", None) or []:
+        yield merged[1] if isinstance(merged, tuple) else merged
 
 
 def _anchored(node: Any) -> bool:
@@ -336,8 +345,7 @@ def _settle_comments(node: Any, uses: dict[int, int], aliased: set[tuple[int, An
         uses[id(node)] = uses.get(id(node), 0) + 1
         if uses[id(node)] > 1:
             return  # an alias: the anchored node is settled where it was first met
-    for merged in getattr(node, "merge", None) or []:
-        source = merged[1] if isinstance(merged, tuple) else merged
+    for source in _merge_sources(node):
         if _anchored(source):
             uses[id(source)] = uses.get(id(source), 0) + 1
     keys = _own_keys(node) if isinstance(node, CommentedMap) else list(range(len(node)))
@@ -351,7 +359,7 @@ def _settle_comments(node: Any, uses: dict[int, int], aliased: set[tuple[int, An
     while (id(container), key) not in aliased:
         value = container[key]
         if not _is_block(value):
-            _add_lines((container.ca.items, key, 2 if isinstance(container, CommentedMap) else 0), node.ca.end)
+            _append_lines(_slot(container, key), _token_lines(node.ca.end))
             node.ca.end.clear()  # in place: each dump of ruamel's appends this list to ca.comment
             return
         container, key = value, _own_keys(value)[-1] if isinstance(value, CommentedMap) else len(value) - 1
@@ -381,8 +389,7 @@ def _drop_uses(value: Any, uses: dict[int, int]) -> None:
         uses[id(value)] -= 1
         if uses[id(value)] > 0:
             return
-    for merged in getattr(value, "merge", None) or []:
-        source = merged[1] if isinstance(merged, tuple) else merged
+    for source in _merge_sources(value):
         if id(source) in uses:
             uses[id(source)] -= 1
     for k in _own_keys(value) if isinstance(value, CommentedMap) else range(len(value)):
@@ -612,12 +619,7 @@ class YamlEditor(FormatEditor):
             return self._flow_comments_kept(ydoc, merged, replaced)
         lost = self._flow_comments_lost(ydoc, None)  # ruamel's text has none of them
         if lost:
-            undo = self._put_flow_comments(lost)
-            try:
-                again = self._dump_tree(ydoc)
-            finally:
-                for slot, value in reversed(undo):
-                    _set_comment(slot, value)
+            again = self._dump_with_flow_comments(ydoc, lost)
             if self._holds(ydoc, again):
                 after = again
         if not self._holds(ydoc, after):  # pragma: no cover - a ruamel failure
@@ -644,12 +646,7 @@ class YamlEditor(FormatEditor):
         lost = kept_lost
         if not lost:
             return merged
-        undo = self._put_flow_comments(lost)
-        try:
-            after = self._dump_tree(ydoc)
-        finally:
-            for slot, value in reversed(undo):
-                _set_comment(slot, value)
+        after = self._dump_with_flow_comments(ydoc, lost)
         again_replaced: list[tuple[int, int]] = []
         again = merge(ydoc.original, ydoc.before or "", after, ydoc.newline, again_replaced)
         lines = [line for *_where, found in lost for line, _text in found]
@@ -676,20 +673,23 @@ class YamlEditor(FormatEditor):
                 lost.append((holder, key, col, gone))
         return lost
 
-    @staticmethod
-    def _put_flow_comments(lost: list[tuple]) -> list[tuple[tuple[dict, Any, int], str]]:
-        """Put each lost comment below its flow collection's line; returns each slot's
-        comment as it was, to restore once dumped (an edit undone leaves the file's
-        lines, so they are put for one dump only)."""
+    def _dump_with_flow_comments(self, ydoc: YamlDocument, lost: list[tuple]) -> str:
+        """ruamel's dump with each lost comment below its flow collection's line; the
+        slots are put back after (an edit undone leaves the file's lines, so they are
+        put for one dump only)."""
         undo = []
         for holder, key, col, gone in lost:
-            slot = (holder.ca.items, key, 2 if isinstance(holder, CommentedMap) else 0)
+            slot = _slot(holder, key)
             old = _get_comment(slot)
             own, rest = _split_comment(old)
             lines = "".join(" " * col + text + "\n" for _line, text in gone)
             _set_comment(slot, (own or "\n") + lines + "".join(rest))
             undo.append((slot, old))
-        return undo
+        try:
+            return self._dump_tree(ydoc)
+        finally:
+            for slot, old in reversed(undo):
+                _set_comment(slot, old)
 
     def _holds(self, ydoc: YamlDocument, text: str) -> bool:
         try:
@@ -857,9 +857,7 @@ class YamlEditor(FormatEditor):
         text = "".join(t.value for t in pre or [] if isinstance(t, CommentToken))
         text = (text if text.strip() else "") + leftover
         if text and key is not None:
-            slot = (holder.ca.items, key, 2 if isinstance(holder, CommentedMap) else 0)
-            own, rest = _split_comment(_get_comment(slot))
-            _set_comment(slot, (own or "\n") + "".join(rest) + text)
+            _append_lines(_slot(holder, key), text)
 
     def lead(self, ydoc: YamlDocument, paths: list[KeyPath]) -> list[tuple[KeyPath, list, list]]:
         """Move the list elements ``paths`` name (each a list's path + a Match) ahead of
@@ -938,10 +936,8 @@ class YamlEditor(FormatEditor):
             # the lines after the old block's last line now follow this entry's line
             _own, rest = _split_comment(_get_comment(_entry_slot(parent, seg)))
             parent[seg] = new
-            if rest:  # (after what the entry's own slot has: its end-of-line comment…)
-                slot = _entry_slot(parent, seg)
-                own, first = _split_comment(_get_comment(slot))
-                _set_comment(slot, (own or "\n") + "".join(first) + "".join(rest))
+            # (after what the entry's own slot has: its end-of-line comment…)
+            _append_lines(_entry_slot(parent, seg), "".join(rest))
         elif not _is_block(old) and _is_block(new):
             tail = _get_comment(_entry_slot(parent, seg))
             _set_comment(_entry_slot(parent, seg), "")
@@ -959,7 +955,7 @@ class YamlEditor(FormatEditor):
             container.fa.set_block_style()  # it was a block collection before it emptied
             holder, hkey = ydoc.emptied.pop(id(container))
             if hkey is not None:  # the lines after "key: {}" go after the new entry
-                slot = (holder.ca.items, hkey, 2 if isinstance(holder, CommentedMap) else 0)
+                slot = _slot(holder, hkey)
                 revived = _get_comment(slot)
                 _set_comment(slot, "")
         if _is_block(container):
@@ -978,9 +974,7 @@ class YamlEditor(FormatEditor):
         if revived and not _get_comment(_entry_slot(container, key_new)):
             _set_comment(_entry_slot(container, key_new), revived)
         elif moved:
-            slot = _entry_slot(container, key_new)
-            own, rest = _split_comment(_get_comment(slot))
-            _set_comment(slot, (own or "\n") + "".join(rest) + moved)
+            _append_lines(_entry_slot(container, key_new), moved)
 
     def _remove(self, ydoc: YamlDocument, container: Any, key: Any, col: int, moving: bool = False,
                 above_first: bool = True) -> str:
@@ -1016,8 +1010,7 @@ class YamlEditor(FormatEditor):
             container.ca.items.pop(key, None)
         del container[key]  # (a sequence shifts its own comments)
         if isinstance(container, CommentedMap):
-            for merged in getattr(container, "merge", None) or []:
-                source = merged[1] if isinstance(merged, tuple) else merged
+            for source in _merge_sources(container):
                 if isinstance(source, dict) and key in source:
                     # an override removed: the merged-in value shows through again
                     ordereddict.__setitem__(container, key, source[key])
@@ -1025,9 +1018,7 @@ class YamlEditor(FormatEditor):
         if not kept:
             return ""
         if prev is not MISSING:
-            slot = _entry_slot(container, prev)
-            own, rest = _split_comment(_get_comment(slot))
-            _set_comment(slot, (own or "\n") + "".join(rest) + kept)
+            _append_lines(_entry_slot(container, prev), kept)
         elif above_first and (remaining := (_own_keys(container) if isinstance(container, CommentedMap) else list(range(len(container))))):
             # the first entry went: what followed it now stands before the new first one
             entry = container.ca.items.setdefault(remaining[0], [None, None, None, None])
